@@ -1,0 +1,111 @@
+/**
+ * Wires one proxy instance from a validated config: logger, metrics, handler, listeners and
+ * graceful shutdown. `startApp` is what `etagere serve` and the tests call.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Config } from './config/schema.js';
+import { createLogger, type Logger } from './log/logger.js';
+import { createMetrics, type Metrics } from './metrics/registry.js';
+import { createHandler } from './proxy/handle.js';
+import { errorBody, errors } from './proxy/errors.js';
+import { createAdminServer } from './server/admin.js';
+import { closed, listen, urlOf } from './server/listen.js';
+
+export interface App {
+  /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 */
+  readonly url: string;
+  readonly adminUrl: string;
+  readonly server: Server;
+  readonly admin: Server;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Number of requests currently being answered. */
+  inFlight(): number;
+  /**
+   * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
+   * timeout), then close everything. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  logger?: Logger;
+  metrics?: Metrics;
+}
+
+export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
+  const logger = opts.logger ?? createLogger({ level: config.log.level });
+  const metrics = opts.metrics ?? createMetrics();
+  const handler = createHandler(config, logger, metrics);
+  let draining = false;
+  let inFlight = 0;
+  let onIdle: (() => void) | undefined;
+
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000 }, (req, res) => {
+    if (draining) {
+      errors.shuttingDown(res);
+      return;
+    }
+    inFlight++;
+    res.once('close', () => {
+      if (--inFlight === 0 && onIdle !== undefined) onIdle();
+    });
+    handler(req, res);
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const body = errorBody(tooLarge ? 'Request header fields too large' : 'Bad request: malformed HTTP request');
+    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    socket.end(
+      `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.toString()}`,
+    );
+  });
+  // While draining, answered keep-alive connections are closed instead of reused.
+  server.on('request', (_req, res) => {
+    if (draining) res.shouldKeepAlive = false;
+  });
+
+  const admin = createAdminServer(metrics, { ready: () => !draining && server.listening });
+  const addr = await listen(server, config.listen.port, config.listen.host);
+  const adminAddr = await listen(admin, config.admin.port, config.admin.host);
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      draining = true;
+      const done = closed(server); // stops accepting; resolves once every connection has ended
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          onIdle = resolve;
+          timer = setTimeout(resolve, config.shutdown.drain_timeout_ms);
+        });
+        clearTimeout(timer);
+        if (inFlight > 0) logger.warn({ inFlight }, 'drain timeout reached; closing remaining connections');
+      }
+      server.closeAllConnections();
+      await done;
+      await handler.close();
+      admin.closeAllConnections();
+      await closed(admin);
+      logger.flush?.();
+    })();
+    return closing;
+  };
+
+  return {
+    url: urlOf(addr),
+    adminUrl: urlOf(adminAddr),
+    server,
+    admin,
+    logger,
+    metrics,
+    inFlight: () => inFlight,
+    close,
+  };
+}

@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+/**
+ * etagere command line: argument parsing only.
+ *   etagere serve [--config FILE]
+ *   etagere fake-upstream [--port N] [--host H] [--tokens SPEC] [--anon-limit N] [--token-limit N]
+ *                         [--window-seconds N] [--latency-ms N]
+ *   etagere demo [--port N] [--fake-port N]
+ */
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startApp, type App } from './app.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import { startFakeUpstream, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
+
+const USAGE = `usage:
+  etagere serve [--config FILE]          run the proxy (config: --config, else ETAGERE_CONFIG, else built-in defaults)
+  etagere fake-upstream [options]        run the fake upstream API
+      --port N (default 9100)  --host H (default 127.0.0.1)  --tokens SPEC (e.g. "tok1:repo,tok2:")
+      --anon-limit N  --token-limit N  --window-seconds N  --latency-ms N
+  etagere demo [--port N] [--fake-port N]  fake upstream plus a proxy in front of it
+`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`etagere: ${message}\n`);
+  process.exit(code);
+}
+
+function intFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) fail(`--${name} must be a non-negative integer, got "${value}"`);
+  return Number(value);
+}
+
+function onSignals(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      process.stderr.write(`etagere: second ${signal}, exiting now\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    stop().then(
+      () => process.exit(0),
+      (err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, 1),
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+async function serve(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } }, strict: true });
+  let app: App;
+  try {
+    app = await startApp(loadConfig({ file: values.config }));
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  app.logger.info({ url: app.url, admin: app.adminUrl }, 'etagere listening');
+  onSignals(() => app.close());
+}
+
+function fakeOptions(values: Record<string, string | boolean | undefined>): FakeUpstreamOptions {
+  const str = (k: string): string | undefined => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
+  const opts: FakeUpstreamOptions = {
+    port: intFlag('port', str('port')) ?? 9100,
+    host: str('host') ?? '127.0.0.1',
+  };
+  const tokens = str('tokens');
+  if (tokens !== undefined) {
+    try {
+      opts.tokens = parseTokenSpec(tokens);
+    } catch (err) {
+      fail(`--tokens: ${(err as Error).message}`);
+    }
+  }
+  const n = (flag: string, key: 'anonymousLimit' | 'tokenLimit' | 'windowSeconds' | 'latencyMs'): void => {
+    const v = intFlag(flag, str(flag));
+    if (v !== undefined) opts[key] = v;
+  };
+  n('anon-limit', 'anonymousLimit');
+  n('token-limit', 'tokenLimit');
+  n('window-seconds', 'windowSeconds');
+  n('latency-ms', 'latencyMs');
+  return opts;
+}
+
+const FAKE_FLAGS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  tokens: { type: 'string' },
+  'anon-limit': { type: 'string' },
+  'token-limit': { type: 'string' },
+  'window-seconds': { type: 'string' },
+  'latency-ms': { type: 'string' },
+} as const;
+
+async function fakeUpstream(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: FAKE_FLAGS, strict: true });
+  const fake = await startFakeUpstream(fakeOptions(values));
+  process.stdout.write(`fake upstream listening on ${fake.url} (stats: ${fake.url}/__fake/stats)\n`);
+  onSignals(() => fake.close());
+}
+
+async function demo(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { port: { type: 'string' }, 'fake-port': { type: 'string' } },
+    strict: true,
+  });
+  const fake = await startFakeUpstream({ port: intFlag('fake-port', values['fake-port']) ?? 9100, host: '127.0.0.1' });
+  const file = fileURLToPath(new URL('../config/examples/demo.yaml', import.meta.url));
+  let app: App;
+  try {
+    const config = loadConfig({ file, env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined } });
+    const port = intFlag('port', values.port);
+    if (port !== undefined) config.listen.port = port;
+    // Every upstream of the demo config points at the fake, wherever it actually listens.
+    for (const u of config.upstreams) u.url = fake.url + new URL(u.url).pathname.replace(/\/$/, '');
+    app = await startApp(config);
+  } catch (err) {
+    await fake.close();
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
+  process.stdout.write(`
+etagere demo
+  proxy          ${app.url}
+  admin          ${app.adminUrl}/metrics  ${app.adminUrl}/healthz
+  fake upstream  ${fake.url}  (stats: ${fake.url}/__fake/stats)
+
+Try:
+  curl -i ${app.url}/repos/octocat/hello-world
+  curl -i ${app.url}/orgs/etagere-org/repos?per_page=5
+  curl -i -H 'Authorization: token demo_token_alice_repo' ${app.url}/user
+  curl -i ${app.url}/bicyclists/helsinki
+  curl -s ${fake.url}/__fake/stats
+
+`);
+  onSignals(async () => {
+    await app.close();
+    await fake.close();
+  });
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'fake-upstream':
+      return fakeUpstream(rest);
+    case 'demo':
+      return demo(rest);
+    case '-h':
+    case '--help':
+    case 'help':
+      process.stdout.write(USAGE);
+      return;
+    default:
+      fail(`${command === undefined ? 'missing command' : `unknown command "${command}"`}\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  const e = err as NodeJS.ErrnoException;
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    fail(`${e.message}\n${USAGE}`);
+  }
+  if (e.code === 'EADDRINUSE') fail(`address already in use: ${e.message}`, 1);
+  fail(`fatal: ${e.stack ?? String(err)}`, 1);
+});

@@ -1,0 +1,47 @@
+/**
+ * Every error response the proxy itself produces, in GitHub's shape:
+ * {"message": "...", "documentation_url": "..."}. One place declares them all.
+ */
+import type { ServerResponse } from 'node:http';
+
+export const DOCUMENTATION_URL = 'https://github.com/etagere-proxy/etagere#errors';
+
+export function errorBody(message: string): Buffer {
+  return Buffer.from(JSON.stringify({ message, documentation_url: DOCUMENTATION_URL }));
+}
+
+/** Writes a JSON error unless headers were already sent (then the connection is cut instead). */
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers?: Record<string, string>,
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(message);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': body.length,
+    'cache-control': 'no-store',
+  });
+  res.end(body);
+}
+
+export const errors = {
+  badRequest: (res: ServerResponse, reason: string) => sendError(res, 400, `Bad request: ${reason}`),
+  noRoute: (res: ServerResponse) => sendError(res, 404, 'Not Found: no upstream is configured for this path'),
+  methodNotAllowed: (res: ServerResponse, method: string) =>
+    sendError(res, 405, `Method ${method} is not allowed: this upstream is read-only through the proxy`, {
+      allow: 'GET, HEAD',
+    }),
+  badGateway: (res: ServerResponse, upstream: string, detail: string) =>
+    sendError(res, 502, `Bad Gateway: upstream "${upstream}" failed (${detail})`),
+  gatewayTimeout: (res: ServerResponse, upstream: string, detail: string) =>
+    sendError(res, 504, `Gateway Timeout: upstream "${upstream}" did not answer in time (${detail})`),
+  shuttingDown: (res: ServerResponse) =>
+    sendError(res, 503, 'Service Unavailable: the proxy is shutting down', { connection: 'close', 'retry-after': '1' }),
+} as const;

@@ -1,0 +1,48 @@
+/**
+ * Pure routing: which upstream serves a request path, and which path is sent upstream.
+ * The longest configured prefix wins; a prefix matches whole path segments only
+ * ("/bicyclists" matches "/bicyclists" and "/bicyclists/x", never "/bicyclistsx").
+ */
+import type { UpstreamConfig } from '../config/schema.js';
+
+export interface Route {
+  readonly upstream: UpstreamConfig;
+  /** Index of the upstream in config order (stable id for per-upstream resources). */
+  readonly index: number;
+}
+
+export interface Router {
+  match(pathname: string): Route | undefined;
+}
+
+export function createRouter(upstreams: readonly UpstreamConfig[]): Router {
+  const routes = upstreams
+    .map((upstream, index) => ({ upstream, index }))
+    .sort((a, b) => b.upstream.prefix.length - a.upstream.prefix.length);
+  return {
+    match(pathname) {
+      for (const r of routes) {
+        const p = r.upstream.prefix;
+        if (p === '/') return r;
+        if (pathname.startsWith(p) && (pathname.length === p.length || pathname.charCodeAt(p.length) === 47 /* / */)) {
+          return r;
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
+/**
+ * The path (with query) to request upstream: the upstream URL's own base path, then the client's
+ * path with the prefix removed when `strip_prefix` is set.
+ */
+export function upstreamPath(upstream: UpstreamConfig, basePath: string, pathname: string, search: string): string {
+  let rest = pathname;
+  if (upstream.strip_prefix && upstream.prefix !== '/') {
+    rest = pathname.slice(upstream.prefix.length);
+    if (rest === '') rest = '/';
+  }
+  const base = basePath === '/' ? '' : basePath.replace(/\/$/, '');
+  return base + rest + search;
+}

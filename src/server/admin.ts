@@ -1,0 +1,48 @@
+/**
+ * The admin listener (its own port, loopback by default): /healthz, /readyz and /metrics.
+ * Nothing here ever prints a token.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Metrics } from '../metrics/registry.js';
+
+export interface AdminState {
+  /** False while starting and once draining for shutdown. */
+  ready(): boolean;
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+export function createAdminServer(metrics: Metrics, state: AdminState): Server {
+  return createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      json(res, 405, { message: 'Method not allowed' });
+      return;
+    }
+    switch (path) {
+      case '/healthz':
+        json(res, 200, { status: 'ok' });
+        return;
+      case '/readyz':
+        if (state.ready()) json(res, 200, { status: 'ready' });
+        else json(res, 503, { status: 'not ready' });
+        return;
+      case '/metrics':
+        metrics.registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': metrics.registry.contentType });
+            res.end(text);
+          },
+          (err: unknown) => json(res, 500, { message: `metrics failed: ${(err as Error).message}` }),
+        );
+        return;
+      default:
+        json(res, 404, { message: 'Not Found', endpoints: ['/healthz', '/readyz', '/metrics'] });
+    }
+  });
+}

@@ -1,0 +1,31 @@
+/** Small promise helpers around node:http servers. */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+export function urlOf(addr: AddressInfo): string {
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
+  return `http://${shown}:${addr.port}`;
+}
+
+/** Resolves when the server has stopped accepting and every connection has closed. */
+export function closed(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    server.close(() => resolve());
+  });
+}

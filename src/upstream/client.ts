@@ -1,0 +1,65 @@
+/**
+ * One undici Pool per upstream (keep-alive, bounded connections, timeouts), and the mapping
+ * of client-library errors to the proxy's 502/504.
+ */
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { UpstreamConfig } from '../config/schema.js';
+
+export interface UpstreamClient {
+  readonly name: string;
+  readonly origin: string;
+  /** Path component of the upstream URL ("/" or e.g. "/api/v3"). */
+  readonly basePath: string;
+  request(opts: {
+    method: 'GET' | 'HEAD';
+    path: string;
+    headers: Record<string, string | string[]>;
+    signal?: AbortSignal;
+  }): Promise<Dispatcher.ResponseData>;
+  close(): Promise<void>;
+}
+
+export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
+  const url = new URL(cfg.url);
+  const pool = new Pool(url.origin, {
+    connections: cfg.connections,
+    pipelining: 1,
+    connectTimeout: cfg.timeouts.connect_ms,
+    headersTimeout: cfg.timeouts.headers_ms,
+    bodyTimeout: cfg.timeouts.body_ms,
+    keepAliveTimeout: 30_000,
+  });
+  return {
+    name: cfg.name,
+    origin: url.origin,
+    basePath: url.pathname || '/',
+    request: (opts) =>
+      pool.request({
+        method: opts.method,
+        path: opts.path,
+        headers: opts.headers,
+        signal: opts.signal,
+      }),
+    close: () => pool.close(),
+  };
+}
+
+export interface UpstreamFailure {
+  status: 502 | 504;
+  detail: string;
+}
+
+/** Classifies an error thrown while talking to an upstream. */
+export function classifyUpstreamError(err: unknown): UpstreamFailure {
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError
+  ) {
+    return { status: 504, detail: (err as { code: string }).code };
+  }
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : 'error';
+  if (code === 'ETIMEDOUT') return { status: 504, detail: code };
+  return { status: 502, detail: code };
+}

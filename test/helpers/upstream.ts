@@ -1,0 +1,47 @@
+/** A tiny scriptable upstream for proxy tests where the fake API is not the point. */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ScriptedUpstream {
+  url: string;
+  server: Server;
+  /** Requests received, in order. */
+  seen: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: string }>;
+  close(): Promise<void>;
+}
+
+export async function startScriptedUpstream(
+  handle: (req: IncomingMessage, res: ServerResponse, body: string) => void,
+): Promise<ScriptedUpstream> {
+  const seen: ScriptedUpstream['seen'] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      handle(req, res, body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    seen,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** A port that nothing listens on (bound then released). */
+export async function deadPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}

@@ -1,0 +1,105 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+
+function tmpFile(content: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'etagere-config-'));
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, content);
+  return file;
+}
+
+describe('config', () => {
+  it('with no file and no env, fronts api.github.com on :8080 with admin on 127.0.0.1:9090', () => {
+    const c = loadConfig({ env: {} });
+    expect(c.listen).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(c.admin).toEqual({ host: '127.0.0.1', port: 9090 });
+    expect(c.redis.url).toBeNull();
+    expect(c.tokens).toEqual([]);
+    expect(c.upstreams).toHaveLength(1);
+    expect(c.upstreams[0]).toMatchObject({ name: 'github', prefix: '/', url: 'https://api.github.com', pass_through: false });
+    expect(c.upstreams[0]!.cache.policy).toBe('max-age');
+  });
+
+  it('loads config/default.yaml to the same defaults', () => {
+    const c = loadConfig({ file: 'config/default.yaml', env: {} });
+    expect(c.upstreams[0]!.url).toBe('https://api.github.com');
+    expect(c.listen.port).toBe(8080);
+  });
+
+  it('applies environment overrides', () => {
+    const c = loadConfig({
+      file: 'config/default.yaml',
+      env: {
+        PORT: '8181',
+        ADMIN_PORT: '9191',
+        REDIS_URL: 'redis://127.0.0.1:6379/1',
+        ETAGERE_TOKENS: ' a1 , b2,,',
+        UPSTREAM_URL: 'http://127.0.0.1:9100',
+        LOG_LEVEL: 'debug',
+        PUBLIC_URL: 'https://proxy.example',
+      },
+    });
+    expect(c.listen.port).toBe(8181);
+    expect(c.admin.port).toBe(9191);
+    expect(c.redis.url).toBe('redis://127.0.0.1:6379/1');
+    expect(c.tokens).toEqual(['a1', 'b2']);
+    expect(c.upstreams[0]!.url).toBe('http://127.0.0.1:9100');
+    expect(c.log.level).toBe('debug');
+    expect(c.public_url).toBe('https://proxy.example');
+  });
+
+  it('ETAGERE_CONFIG names the file when --config is absent', () => {
+    const file = tmpFile('listen: {port: 7000}\n');
+    expect(loadConfig({ env: { ETAGERE_CONFIG: file } }).listen.port).toBe(7000);
+  });
+
+  it('loads the demo example with two upstreams', () => {
+    const c = loadConfig({ file: 'config/examples/demo.yaml', env: {} });
+    expect(c.upstreams.map((u) => [u.name, u.prefix, u.cache.policy])).toEqual([
+      ['github', '/', 'max-age'],
+      ['cyclists', '/bicyclists', 'ttl'],
+    ]);
+  });
+
+  const bad: Array<[string, Record<string, unknown>, string]> = [
+    ['a port out of range', { listen: { port: 70000 } }, 'listen.port'],
+    ['a non-URL upstream', { upstreams: [{ name: 'x', prefix: '/', url: 'not a url' }] }, 'upstreams[0].url'],
+    ['a non-http upstream', { upstreams: [{ name: 'x', prefix: '/', url: 'ftp://h' }] }, 'upstreams[0].url'],
+    ['a prefix without a slash', { upstreams: [{ name: 'x', prefix: 'api', url: 'http://h' }] }, 'upstreams[0].prefix'],
+    ['an unknown key', { listen: { port: 1, colour: 'red' } }, 'listen'],
+    ['an unknown top-level key', { upstream: [] }, '(root)'],
+    ['ttl policy without ttl_seconds', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { policy: 'ttl' } }] }, 'upstreams[0].cache.ttl_seconds'],
+    ['an unknown policy', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { policy: 'forever' } }] }, 'upstreams[0].cache.policy'],
+    ['duplicate names', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h' }, { name: 'x', prefix: '/b', url: 'http://h' }] }, 'upstreams[1].name'],
+    ['duplicate prefixes', { upstreams: [{ name: 'x', prefix: '/a/', url: 'http://h' }, { name: 'y', prefix: '/a', url: 'http://h' }] }, 'upstreams[1].prefix'],
+    ['no upstreams', { upstreams: [] }, 'upstreams'],
+    ['a bad log level', { log: { level: 'loud' } }, 'log.level'],
+  ];
+  for (const [what, raw, key] of bad) {
+    it(`rejects ${what}, naming ${key}`, () => {
+      expect(() => parseConfig(raw)).toThrow(ConfigError);
+      try {
+        parseConfig(raw);
+      } catch (err) {
+        expect((err as Error).message).toContain(`${key}:`);
+      }
+    });
+  }
+
+  it('names the environment variable key when PORT is not a number', () => {
+    expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/listen\.port/);
+  });
+
+  it('reports unreadable files, invalid YAML and non-mapping YAML clearly', () => {
+    expect(() => loadConfig({ file: '/nonexistent/etagere.yaml', env: {} })).toThrow(/cannot read config file/);
+    expect(() => loadConfig({ file: tmpFile('listen: [1, 2\n'), env: {} })).toThrow(/not valid YAML/);
+    expect(() => loadConfig({ file: tmpFile('- 1\n- 2\n'), env: {} })).toThrow(/mapping/);
+  });
+
+  it('treats an empty file as all defaults', () => {
+    expect(loadConfig({ file: tmpFile(''), env: {} }).listen.port).toBe(8080);
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
+import { createRouter, upstreamPath } from '../../src/proxy/route.js';
+import { parseTarget } from '../../src/proxy/target.js';
+
+const config = parseConfig({
+  upstreams: [
+    { name: 'github', prefix: '/', url: 'https://api.github.com' },
+    { name: 'cyclists', prefix: '/bicyclists', url: 'http://127.0.0.1:9100' },
+    { name: 'ghe', prefix: '/ghe/', url: 'https://ghe.example/api/v3', strip_prefix: true },
+  ],
+});
+const router = createRouter(config.upstreams);
+
+describe('router', () => {
+  it.each([
+    ['/repos/a/b', 'github'],
+    ['/', 'github'],
+    ['/bicyclists', 'cyclists'],
+    ['/bicyclists/helsinki', 'cyclists'],
+    ['/bicyclistsx', 'github'],
+    ['/ghe', 'ghe'],
+    ['/ghe/users/x', 'ghe'],
+    ['/gheusers', 'github'],
+  ])('%s -> %s (longest whole-segment prefix)', (path, name) => {
+    expect(router.match(path)?.upstream.name).toBe(name);
+  });
+
+  it('returns undefined when no prefix matches', () => {
+    const r = createRouter(parseConfig({ upstreams: [{ name: 'a', prefix: '/a', url: 'http://h' }] }).upstreams);
+    expect(r.match('/b')).toBeUndefined();
+  });
+
+  it('builds upstream paths with the base path and optional prefix stripping', () => {
+    const [gh, cy, ghe] = config.upstreams;
+    expect(upstreamPath(gh!, '/', '/repos/a/b', '?page=2')).toBe('/repos/a/b?page=2');
+    expect(upstreamPath(cy!, '/', '/bicyclists/spb', '')).toBe('/bicyclists/spb');
+    expect(upstreamPath(ghe!, '/api/v3', '/ghe/users/x', '')).toBe('/api/v3/users/x');
+    expect(upstreamPath(ghe!, '/api/v3', '/ghe', '?a=1')).toBe('/api/v3/?a=1');
+  });
+});
+
+describe('request target', () => {
+  it.each([
+    ['/repos/a/b', '/repos/a/b', ''],
+    ['/repos/a/b?page=2&per_page=5', '/repos/a/b', '?page=2&per_page=5'],
+    ['/users/some.name', '/users/some.name', ''],
+    ['/repos/a/b.js', '/repos/a/b.js', ''],
+    ['/search?q=%2e%2e', '/search', '?q=%2e%2e'],
+  ])('accepts %s', (url, pathname, search) => {
+    expect(parseTarget(url)).toEqual({ ok: true, pathname, search });
+  });
+
+  it.each([
+    [undefined],
+    [''],
+    ['http://evil.example/repos/a/b'],
+    ['*'],
+    ['//evil.example/x'],
+    ['/repos/../admin'],
+    ['/repos/%2e%2e/admin'],
+    ['/repos/%2E%2e/admin'],
+    ['/repos/a%2Fb'],
+    ['/repos/a%5cb'],
+    ['/repos/a\\b'],
+    ['/repos/a%00'],
+    ['/repos/%zz'],
+    ['/repos/a#frag'],
+    ['/' + 'a'.repeat(9000)],
+    ['/..'],
+    ['/.'],
+  ])('rejects %s', (url) => {
+    expect(parseTarget(url).ok).toBe(false);
+  });
+});
