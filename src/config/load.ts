@@ -22,6 +22,7 @@ export const ENV_VARS = {
   ETAGERE_TOKENS: 'tokens (comma-separated)',
   UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
   LOG_LEVEL: 'log.level',
+  ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -52,6 +53,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.PUBLIC_URL, (v) => (raw.public_url = v));
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
   set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
+  set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => {
     raw.tokens = v
       .split(',')

@@ -14,13 +14,22 @@ const httpUrl = z
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** How responses of one upstream are cached. Issue-level policies are implemented in src/cache. */
+/** How responses of one upstream are cached. The rules live in src/cache/policy.ts. */
 export const cachePolicySchema = z
   .object({
     /** max-age: honour s-maxage/max-age then revalidate; revalidate: always revalidate;
      *  ttl: fixed TTL (validator-less upstreams); rfc9111: standard shared cache; none: pass through. */
     policy: z.enum(['max-age', 'revalidate', 'ttl', 'rfc9111', 'none']).default('max-age'),
+    /** Fixed freshness for policy "ttl". */
     ttl_seconds: z.number().int().positive().optional(),
+    /** Upper bound on the freshness the upstream grants (max-age and rfc9111). */
+    max_age_cap_seconds: z.number().int().min(0).optional(),
+    /** How long past freshness an entry may be served when the upstream fails. */
+    stale_if_error_seconds: z.number().int().min(0).default(86_400),
+    /** Serve a stale entry at once and revalidate in the background, for this long past freshness (0: off). */
+    stale_while_revalidate_seconds: z.number().int().min(0).default(0),
+    /** rfc9111 heuristic freshness as a fraction of (Date - Last-Modified); 0 leaves it off. */
+    heuristic_fraction: z.number().min(0).max(1).default(0),
   })
   .strict()
   .superRefine((v, ctx) => {
@@ -67,6 +76,17 @@ export const configSchema = z
     /** Trust X-Forwarded-Host/-Proto to build the public URL when public_url is unset. */
     trust_forwarded: z.boolean().default(false),
     redis: z.object({ url: z.string().min(1).nullable().default(null) }).strict().prefault({}),
+    cache: z
+      .object({
+        /** Bound of the in-process (L1) cache, in bytes. */
+        max_bytes: z.number().int().min(1024).default(256 * 1024 * 1024),
+        /** Larger bodies stream through uncached. */
+        max_entry_bytes: z.number().int().min(1).default(4 * 1024 * 1024),
+        /** HMAC secret that turns credentials into cache partitions; random per process when unset. */
+        partition_secret: z.string().min(16).nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     /** Pool tokens. Never logged or exported. Usually given through ETAGERE_TOKENS. */
     tokens: z.array(z.string().min(1)).default([]),
     log: z.object({ level: z.enum(LOG_LEVELS).default('info') }).strict().prefault({}),

@@ -9,6 +9,8 @@ export interface Metrics {
   readonly requests: Counter<'upstream' | 'method' | 'status'>;
   readonly requestDuration: Histogram<'upstream'>;
   readonly upstreamRequests: Counter<'upstream' | 'status'>;
+  readonly cacheOutcomes: Counter<'upstream' | 'outcome'>;
+  readonly cacheEvictions: Counter;
 }
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
@@ -33,6 +35,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       name: 'etagere_upstream_requests_total',
       help: 'Requests sent upstream, by upstream and status code (or "error").',
       labelNames: ['upstream', 'status'],
+      registers: [registry],
+    }),
+    cacheOutcomes: new Counter({
+      name: 'etagere_cache_outcomes_total',
+      help: 'Cacheable requests by outcome: hit, revalidated, miss, stale, coalesced, bypass, error.',
+      labelNames: ['upstream', 'outcome'],
+      registers: [registry],
+    }),
+    cacheEvictions: new Counter({
+      name: 'etagere_cache_evictions_total',
+      help: 'Entries evicted from the in-process cache to stay within its byte bound.',
       registers: [registry],
     }),
   };

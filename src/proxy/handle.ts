@@ -1,50 +1,49 @@
 /**
  * The orchestrating request handler. Read top to bottom, it is the request path:
- * target check -> route -> method gate -> forward upstream -> respond -> log and count.
+ *   target check -> route -> method gate (pass-through or 405) -> cached path (GET/HEAD)
+ *   or streaming forward (policy none) -> log and count when the response closes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream/promises';
-import type { Config } from '../config/schema.js';
-import { requestHeadersForUpstream, responseHeadersForClient } from '../headers/hop-by-hop.js';
+import type { Config, UpstreamConfig } from '../config/schema.js';
 import { redactQuery, type Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
-import { classifyUpstreamError, createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
+import { createHttpCache, type HttpCache } from './cached.js';
 import { errors } from './errors.js';
-import { createPassThrough, type PassThrough } from './pass-through.js';
+import type { Exchange } from './exchange.js';
+import { forward } from './forward.js';
 import { requestId } from './request-id.js';
 import { createRouter, upstreamPath } from './route.js';
 import { parseTarget } from './target.js';
+import { createUpstreamRuntime } from './upstreams.js';
 
 export interface Handler {
   (req: IncomingMessage, res: ServerResponse): void;
+  readonly cache: HttpCache;
   close(): Promise<void>;
-}
-
-interface UpstreamRuntime {
-  client: UpstreamClient;
-  passThrough: PassThrough | undefined;
 }
 
 export function createHandler(config: Config, logger: Logger, metrics: Metrics): Handler {
   const router = createRouter(config.upstreams);
-  const runtimes: UpstreamRuntime[] = config.upstreams.map((u) => ({
-    client: createUpstreamClient(u),
-    passThrough: u.pass_through ? createPassThrough(u) : undefined,
-  }));
+  const cache = createHttpCache(config, logger, metrics);
+  const onUnsafeResponse = (cfg: UpstreamConfig, pathname: string, status: number): void => {
+    // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
+    if (status >= 200 && status < 400) cache.invalidatePath(cfg.name, pathname);
+  };
+  const runtimes = config.upstreams.map((u) => createUpstreamRuntime(u, onUnsafeResponse));
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const started = process.hrtime.bigint();
     const socket = req.socket;
     const bytesBefore = socket.bytesWritten;
     const id = requestId(req.headers['x-request-id']);
-    res.setHeader('x-request-id', id);
-    let upstreamName = '-';
-    let upstreamStatus: number | undefined;
+    let x: Exchange | undefined;
 
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const upstreamName = x?.upstream.cfg.name ?? '-';
       metrics.requests.inc({ upstream: upstreamName, method: req.method ?? '-', status: String(res.statusCode) });
       metrics.requestDuration.observe({ upstream: upstreamName }, seconds);
+      if (x?.outcome !== undefined) metrics.cacheOutcomes.inc({ upstream: upstreamName, outcome: x.outcome });
       logger.info(
         {
           reqId: id,
@@ -52,7 +51,8 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
           path: redactQuery(req.url ?? ''),
           upstream: upstreamName,
           status: res.statusCode,
-          upstreamStatus,
+          cache: x?.outcome,
+          upstreamStatus: x?.upstreamStatus,
           durationMs: Math.round(seconds * 1e6) / 1e3,
           bytes: socket.bytesWritten - bytesBefore,
           aborted: !res.writableFinished || undefined,
@@ -62,73 +62,50 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
     });
 
     const target = parseTarget(req.url);
-    if (!target.ok) {
+    if (target.ok === false) {
       drain(req);
+      res.setHeader('x-request-id', id);
       errors.badRequest(res, target.reason);
       return;
     }
     const route = router.match(target.pathname);
     if (route === undefined) {
       drain(req);
+      res.setHeader('x-request-id', id);
       errors.noRoute(res);
       return;
     }
-    const upstream = route.upstream;
-    const rt = runtimes[route.index]!;
-    upstreamName = upstream.name;
-    const path = upstreamPath(upstream, rt.client.basePath, target.pathname, target.search);
+    const upstream = runtimes[route.index]!;
+    const path = upstreamPath(upstream.cfg, upstream.client.basePath, target.pathname, target.search);
     const method = req.method;
 
     if (method !== 'GET' && method !== 'HEAD') {
-      if (rt.passThrough === undefined) {
+      res.setHeader('x-request-id', id);
+      if (upstream.passThrough === undefined) {
         drain(req);
         errors.methodNotAllowed(res, method ?? '?');
         return;
       }
-      rt.passThrough.forward(req, res, path, id);
+      upstream.passThrough.forward(req, res, target.pathname, path, id);
       return;
     }
     drain(req);
 
-    const headers = requestHeadersForUpstream(req.headers);
-    headers['x-request-id'] = id;
-    const abort = new AbortController();
-    const onClose = (): void => {
-      if (!res.writableFinished) abort.abort();
-    };
-    res.once('close', onClose);
-
-    rt.client
-      .request({ method, path, headers, signal: abort.signal })
-      .then(async (up) => {
-        upstreamStatus = up.statusCode;
-        metrics.upstreamRequests.inc({ upstream: upstream.name, status: String(up.statusCode) });
-        const out = responseHeadersForClient(up.headers);
-        out['x-request-id'] = id;
-        res.writeHead(up.statusCode, out);
-        await pipeline(up.body, res);
-      })
-      .catch((err: unknown) => {
-        if (abort.signal.aborted) return; // the client went away; nothing to answer
-        if (upstreamStatus === undefined) {
-          metrics.upstreamRequests.inc({ upstream: upstream.name, status: 'error' });
-          const f = classifyUpstreamError(err);
-          logger.warn({ reqId: id, upstream: upstream.name, err: f.detail }, 'upstream request failed');
-          if (f.status === 504) errors.gatewayTimeout(res, upstream.name, f.detail);
-          else errors.badGateway(res, upstream.name, f.detail);
-        } else {
-          // Headers already went out: the only honest signal left is to cut the connection.
-          logger.warn({ reqId: id, upstream: upstream.name, err: classifyUpstreamError(err).detail }, 'upstream body failed');
-          res.destroy();
-        }
-      });
+    x = { req, res, id, upstream, pathname: target.pathname, search: target.search, path, method, outcome: undefined, upstreamStatus: undefined };
+    if (upstream.cfg.cache.policy === 'none') {
+      forward(x, logger, (status) => metrics.upstreamRequests.inc({ upstream: upstream.cfg.name, status: String(status) }));
+      return;
+    }
+    cache.serve(x);
   };
 
-  handler.close = async (): Promise<void> => {
-    for (const rt of runtimes) rt.passThrough?.close();
-    await Promise.all(runtimes.map((rt) => rt.client.close()));
-  };
-  return handler;
+  return Object.assign(handler, {
+    cache,
+    close: async (): Promise<void> => {
+      for (const rt of runtimes) rt.passThrough?.close();
+      await Promise.all(runtimes.map((rt) => rt.client.close()));
+    },
+  });
 }
 
 /** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */

@@ -9,11 +9,19 @@ import { classifyUpstreamError } from '../upstream/client.js';
 import { errors } from './errors.js';
 
 export interface PassThrough {
-  forward(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): void;
+  /** `pathname` is the client's path (the cache's view); `path` is what goes upstream. */
+  forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string): void;
   close(): void;
 }
 
-export function createPassThrough(cfg: UpstreamConfig): PassThrough {
+/**
+ * `onResponse` hears the status of every passed-through response, so the cache can invalidate
+ * the path after a successful unsafe method (RFC 9111 section 4.4).
+ */
+export function createPassThrough(
+  cfg: UpstreamConfig,
+  onResponse?: (cfg: UpstreamConfig, pathname: string, status: number) => void,
+): PassThrough {
   const target = new URL(cfg.url);
   const proxy: ProxyServer = createProxyServer({
     target: target.origin,
@@ -31,8 +39,15 @@ export function createPassThrough(cfg: UpstreamConfig): PassThrough {
     else errors.badGateway(res, cfg.name, f.detail);
   };
   proxy.on('error', onError);
+  if (onResponse !== undefined) {
+    proxy.on('proxyRes', (proxyRes, req) => {
+      const pathname = (req as IncomingMessage & { etagerePathname?: string }).etagerePathname;
+      if (pathname !== undefined) onResponse(cfg, pathname, proxyRes.statusCode ?? 0);
+    });
+  }
   return {
-    forward(req, res, path, requestId) {
+    forward(req, res, pathname, path, requestId) {
+      (req as IncomingMessage & { etagerePathname?: string }).etagerePathname = pathname;
       // The target has no path of its own here: `path` already holds the upstream base path.
       req.url = path;
       req.headers['x-request-id'] = requestId;

@@ -50,7 +50,7 @@ describe('pass-through proxy', () => {
     const dead = await deadPort();
     proxy = await startTestProxy({
       upstreams: [
-        { name: 'main', prefix: '/', url: upstream.url, timeouts: { headers_ms: 300 } },
+        { name: 'main', prefix: '/', url: upstream.url, timeouts: { headers_ms: 300 }, cache: { policy: 'none' } },
         { name: 'writable', prefix: '/rw', url: upstream.url, pass_through: true, strip_prefix: true },
         { name: 'down', prefix: '/down', url: `http://127.0.0.1:${dead}` },
         { name: 'based', prefix: '/based', url: `${upstream.url}/api/v3`, strip_prefix: true },

@@ -1,0 +1,121 @@
+/**
+ * The cache entry and its versioned binary encoding (one value per entry, ready for Redis).
+ *
+ *   byte 0      format version (ENTRY_VERSION)
+ *   bytes 1..4  metadata length N (uint32, big-endian)
+ *   bytes 5..   N bytes of metadata JSON, then the body bytes
+ *
+ * A value with another version, a bad length or bad JSON decodes to undefined: a miss, never a crash.
+ */
+
+export const ENTRY_VERSION = 1;
+
+export interface CacheEntry {
+  /** Upstream status of the stored response (200 for most). */
+  status: number;
+  /** End-to-end response headers as stored (lower-case names), without Age or Cache-Status. */
+  headers: Array<[string, string]>;
+  body: Buffer;
+  etag: string | undefined;
+  lastModified: string | undefined;
+  /** When the response (or the last 304 that refreshed it) was received, ms since epoch. */
+  storedAt: number;
+  /** Age the response already had when received (RFC 9111 corrected_initial_age), seconds. */
+  initialAge: number;
+  /** Freshness lifetime from storedAt, seconds, after the upstream's policy is applied. */
+  lifetime: number;
+  /** Seconds past freshness during which the entry may still be served when the upstream fails. */
+  staleIfError: number;
+  /** Seconds past freshness during which it may be served while a background revalidation runs. */
+  staleWhileRevalidate: number;
+  /** Stale serving is forbidden (must-revalidate, proxy-revalidate, s-maxage under rfc9111). */
+  mustRevalidate: boolean;
+  /** Who fetched it: "anon", a credential id, or a pool token name. Never a token. */
+  fetchedBy: string;
+  /** Request-header values selected by Vary beyond what the key holds; null when none. */
+  vary: Record<string, string> | null;
+}
+
+type Meta = Omit<CacheEntry, 'body'>;
+
+export function encodeEntry(e: CacheEntry): Buffer {
+  const meta: Meta = {
+    status: e.status,
+    headers: e.headers,
+    etag: e.etag,
+    lastModified: e.lastModified,
+    storedAt: e.storedAt,
+    initialAge: e.initialAge,
+    lifetime: e.lifetime,
+    staleIfError: e.staleIfError,
+    staleWhileRevalidate: e.staleWhileRevalidate,
+    mustRevalidate: e.mustRevalidate,
+    fetchedBy: e.fetchedBy,
+    vary: e.vary,
+  };
+  const json = Buffer.from(JSON.stringify(meta));
+  const head = Buffer.allocUnsafe(5);
+  head[0] = ENTRY_VERSION;
+  head.writeUInt32BE(json.length, 1);
+  return Buffer.concat([head, json, e.body]);
+}
+
+function isHeaderList(v: unknown): v is Array<[string, string]> {
+  return Array.isArray(v) && v.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === 'string' && typeof h[1] === 'string');
+}
+
+const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const optStr = (v: unknown): v is string | undefined => v === undefined || typeof v === 'string';
+
+export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheEntry | undefined {
+  if (buf === null || buf === undefined || buf.length < 5 || buf[0] !== ENTRY_VERSION) return undefined;
+  const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const n = b.readUInt32BE(1);
+  if (5 + n > b.length) return undefined;
+  let m: Record<string, unknown>;
+  try {
+    m = JSON.parse(b.toString('utf8', 5, 5 + n)) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (
+    m === null ||
+    typeof m !== 'object' ||
+    !num(m.status) ||
+    !isHeaderList(m.headers) ||
+    !optStr(m.etag) ||
+    !optStr(m.lastModified) ||
+    !num(m.storedAt) ||
+    !num(m.initialAge) ||
+    !num(m.lifetime) ||
+    !num(m.staleIfError) ||
+    !num(m.staleWhileRevalidate) ||
+    typeof m.mustRevalidate !== 'boolean' ||
+    typeof m.fetchedBy !== 'string' ||
+    !(m.vary === null || (typeof m.vary === 'object' && !Array.isArray(m.vary)))
+  ) {
+    return undefined;
+  }
+  return {
+    status: m.status,
+    headers: m.headers,
+    body: b.subarray(5 + n),
+    etag: m.etag,
+    lastModified: m.lastModified,
+    storedAt: m.storedAt,
+    initialAge: m.initialAge,
+    lifetime: m.lifetime,
+    staleIfError: m.staleIfError,
+    staleWhileRevalidate: m.staleWhileRevalidate,
+    mustRevalidate: m.mustRevalidate,
+    fetchedBy: m.fetchedBy,
+    vary: m.vary as Record<string, string> | null,
+  };
+}
+
+/** Approximate bytes an entry holds in memory (for the L1 size bound). */
+export function entrySize(key: string, e: CacheEntry): number {
+  let n = e.body.length + key.length + 256;
+  for (const [k, v] of e.headers) n += k.length + v.length + 32;
+  return n;
+}

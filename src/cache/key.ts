@@ -1,0 +1,131 @@
+/**
+ * Pure cache-key rules. A key names one representation that one credential partition may see:
+ *
+ *   <upstream> \n <path> \n <sorted query> \n <accept> \n <api version> \n <partition> [\n <selecting headers>]
+ *
+ * - GET and HEAD share keys (HEAD is answered from the GET entry).
+ * - The query is normalised: parameters sorted, empty ones dropped, so order does not matter.
+ * - Accept and X-GitHub-Api-Version always select the representation (GitHub varies on the
+ *   version without listing it in Vary).
+ * - Cookie, X-GitHub-OTP and X-Requested-With, which GitHub lists in Vary, are folded in (hashed)
+ *   only when present. Any other header a stored response names in Vary is checked against the
+ *   entry at lookup (see `varyMatches`).
+ * - The partition separates credentials: see `partitionOf`. Two requests that could receive
+ *   different bodies never share a key.
+ */
+import { createHmac } from 'node:crypto';
+
+export const ANONYMOUS = 'anon';
+export const POOL = 'pool';
+
+export interface KeyInput {
+  upstream: string;
+  pathname: string;
+  /** The raw query including "?", or "". */
+  search: string;
+  accept: string | undefined;
+  apiVersion: string | undefined;
+  partition: string;
+  /** Keyed digest of KEYED_VARY_HEADERS values when any is present (Partitioner.selectingDigest). */
+  selecting?: string | undefined;
+}
+
+/** Headers GitHub lists in Vary that clients seldom send: part of the key when present. */
+export const KEYED_VARY_HEADERS = ['cookie', 'x-github-otp', 'x-requested-with'] as const;
+
+/**
+ * Vary names the key already accounts for: Accept and the partition (Authorization) are in the key;
+ * Accept-Encoding is neutral because cached fetches always ask the upstream for identity bodies.
+ */
+export const VARY_COVERED = new Set(['accept', 'authorization', 'accept-encoding', 'x-github-api-version', ...KEYED_VARY_HEADERS]);
+
+export function normalizeQuery(search: string): string {
+  if (search.length <= 1) return '';
+  const body = search.charCodeAt(0) === 63 /* ? */ ? search.slice(1) : search;
+  if (body.indexOf('&') === -1) return body.length === 0 ? '' : body;
+  const parts = body.split('&').filter((p) => p.length > 0);
+  parts.sort();
+  return parts.join('&');
+}
+
+export function cacheKey(k: KeyInput): string {
+  let key = `${k.upstream}\n${k.pathname}\n${normalizeQuery(k.search)}\n${k.accept ?? ''}\n${k.apiVersion ?? ''}\n${k.partition}`;
+  return k.selecting === undefined ? key : `${key}\n${k.selecting}`;
+}
+
+/** The path part of a key, for invalidation after unsafe methods (RFC 9111 section 4.4). */
+export function pathScope(upstream: string, pathname: string): string {
+  return `${upstream}\n${pathname}`;
+}
+
+export interface Partitioner {
+  /**
+   * The partition for a request's credential: ANONYMOUS without one, else "c:" plus a keyed hash
+   * (HMAC-SHA256 with a secret) of the exact Authorization value, so the raw token never becomes
+   * part of a key, a log line or a Redis key.
+   */
+  partitionOf(authorization: string | undefined): string;
+  /** A short, non-reversible id of a credential, for logs and the entry's `fetchedBy`. */
+  credentialId(authorization: string): string;
+  /** Keyed digest of the KEYED_VARY_HEADERS a request carries, or undefined when it has none. */
+  selectingDigest(header: (name: string) => string | undefined): string | undefined;
+}
+
+export function createPartitioner(secret: string | Buffer, memoSize = 10_000): Partitioner {
+  const memo = new Map<string, string>();
+  const hmac = (value: string): string => createHmac('sha256', secret).update(value).digest('base64url').slice(0, 22);
+  return {
+    partitionOf(authorization) {
+      if (authorization === undefined) return ANONYMOUS;
+      const value = authorization.trim();
+      if (value.length === 0) return ANONYMOUS;
+      let p = memo.get(value);
+      if (p === undefined) {
+        p = `c:${hmac(value)}`;
+        if (memo.size >= memoSize) memo.clear();
+        memo.set(value, p);
+      }
+      return p;
+    },
+    credentialId(authorization) {
+      return hmac(`id:${authorization.trim()}`).slice(0, 8);
+    },
+    selectingDigest(header) {
+      let text: string | undefined;
+      for (const name of KEYED_VARY_HEADERS) {
+        const v = header(name);
+        if (v !== undefined) text = `${text ?? ''}${name}:${v}\n`;
+      }
+      return text === undefined ? undefined : hmac(`vary:${text}`);
+    },
+  };
+}
+
+/**
+ * Request-header values that a stored Vary names, beyond what the key covers.
+ * Returns undefined when Vary is "*" (the response can never be reused).
+ */
+export function varySelection(
+  vary: string | undefined,
+  requestHeader: (name: string) => string | undefined,
+): Record<string, string> | null | undefined {
+  if (vary === undefined || vary.length === 0) return null;
+  let out: Record<string, string> | null = null;
+  for (const raw of vary.split(',')) {
+    const name = raw.trim().toLowerCase();
+    if (name.length === 0 || VARY_COVERED.has(name)) continue;
+    if (name === '*') return undefined;
+    out ??= {};
+    out[name] = requestHeader(name) ?? '';
+  }
+  return out;
+}
+
+/** Whether a request matches the Vary selection stored with an entry. */
+export function varyMatches(stored: Readonly<Record<string, string>> | null, requestHeader: (name: string) => string | undefined): boolean {
+  if (stored === null) return true;
+  for (const name in stored) {
+    if ((requestHeader(name) ?? '') !== stored[name]) return false;
+  }
+  return true;
+}

@@ -1,0 +1,165 @@
+/**
+ * Pure freshness and storage rules (RFC 9111), parameterised by the upstream's policy:
+ *
+ * - `max-age`:    fresh for s-maxage / max-age / Expires (optionally capped), then revalidate.
+ * - `revalidate`: never fresh: every use revalidates (a 304 is free on GitHub), as ghproxy does.
+ * - `ttl`:        fresh for a fixed time, whatever the upstream says (validator-less upstreams).
+ * - `rfc9111`:    a standards-conforming shared cache: honours private, no-store, no-cache,
+ *                 Authorization (section 3.5), must-revalidate, s-maxage; heuristic freshness
+ *                 only when configured.
+ *
+ * Request directives (no-cache, max-age, min-fresh, max-stale, only-if-cached, no-store) apply
+ * under every policy. Every function here takes plain data and returns plain data.
+ */
+import type { Directives } from './cache-control.js';
+import type { CacheEntry } from './entry.js';
+
+export type PolicyKind = 'max-age' | 'revalidate' | 'ttl' | 'rfc9111' | 'none';
+
+export interface FreshnessPolicy {
+  kind: PolicyKind;
+  /** Fixed lifetime for `ttl`, seconds. */
+  ttl: number;
+  /** Upper bound on the lifetime under `max-age` and `rfc9111`, seconds. */
+  maxAgeCap: number | undefined;
+  /** Default stale-if-error window, seconds. */
+  staleIfError: number;
+  /** Default stale-while-revalidate window, seconds (0 = off). */
+  staleWhileRevalidate: number;
+  /** rfc9111 heuristic freshness: this fraction of (Date - Last-Modified); 0 = off. */
+  heuristicFraction: number;
+}
+
+/** Statuses a shared cache may store (RFC 9110 section 15.1 "heuristically cacheable", minus 206). */
+const RFC_CACHEABLE = new Set([200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]);
+
+export interface StoreInput {
+  status: number;
+  method: 'GET' | 'HEAD';
+  req: Readonly<Directives>;
+  res: Readonly<Directives>;
+  /** The request carried credentials (the client's own or a pool token). */
+  authorized: boolean;
+  hasValidator: boolean;
+  hasExpires: boolean;
+  hasSetCookie: boolean;
+  varyStar: boolean;
+}
+
+/** Why a response is not stored, or null when it may be. */
+export function notStorableReason(p: FreshnessPolicy, i: StoreInput): string | null {
+  if (p.kind === 'none') return 'policy-none';
+  if (i.req.noStore) return 'request-no-store';
+  if (i.res.noStore) return 'no-store';
+  if (i.varyStar) return 'vary-star';
+  if (i.hasSetCookie) return 'set-cookie';
+  if (p.kind !== 'rfc9111') return i.status === 200 ? null : 'status';
+  if (!RFC_CACHEABLE.has(i.status)) return 'status';
+  if (i.res.private) return 'private';
+  if (i.authorized && !(i.res.public || i.res.sMaxage !== undefined || i.res.mustRevalidate)) return 'authorization';
+  const explicit = i.res.sMaxage !== undefined || i.res.maxAge !== undefined || i.hasExpires || i.res.public;
+  if (!explicit && !i.hasValidator && p.heuristicFraction === 0) return 'no-freshness';
+  return null;
+}
+
+export interface LifetimeInput {
+  res: Readonly<Directives>;
+  /** Parsed Date header, ms since epoch, or undefined. */
+  date: number | undefined;
+  expires: number | undefined;
+  lastModified: number | undefined;
+}
+
+/** Freshness lifetime in seconds (RFC 9111 section 4.2.1), with the policy applied. */
+export function freshnessLifetime(p: FreshnessPolicy, i: LifetimeInput): number {
+  switch (p.kind) {
+    case 'none':
+    case 'revalidate':
+      return 0;
+    case 'ttl':
+      return p.ttl;
+    default: {
+      if (p.kind === 'rfc9111' && i.res.noCache) return 0;
+      let life: number | undefined = i.res.sMaxage ?? i.res.maxAge;
+      if (life === undefined && i.expires !== undefined) {
+        life = Math.max(0, Math.floor((i.expires - (i.date ?? i.expires)) / 1000));
+      }
+      if (life === undefined && p.kind === 'rfc9111' && p.heuristicFraction > 0 && i.lastModified !== undefined && i.date !== undefined) {
+        life = Math.min(86_400, Math.floor(((i.date - i.lastModified) / 1000) * p.heuristicFraction));
+      }
+      life = Math.max(0, life ?? 0);
+      return p.maxAgeCap === undefined ? life : Math.min(life, p.maxAgeCap);
+    }
+  }
+}
+
+/** Stale-serving windows and whether stale serving is allowed at all. */
+export function staleWindows(p: FreshnessPolicy, res: Readonly<Directives>): { staleIfError: number; staleWhileRevalidate: number; mustRevalidate: boolean } {
+  const mustRevalidate = p.kind === 'rfc9111' && (res.mustRevalidate === true || res.proxyRevalidate === true || res.sMaxage !== undefined || res.noCache === true);
+  if (mustRevalidate) return { staleIfError: 0, staleWhileRevalidate: 0, mustRevalidate };
+  return {
+    staleIfError: res.staleIfError ?? p.staleIfError,
+    staleWhileRevalidate: res.staleWhileRevalidate ?? p.staleWhileRevalidate,
+    mustRevalidate,
+  };
+}
+
+/** RFC 9111 section 4.2.3: the age a response had on arrival. */
+export function initialAge(ageHeader: number | undefined, date: number | undefined, requestTime: number, responseTime: number): number {
+  const apparent = date === undefined ? 0 : Math.max(0, (responseTime - date) / 1000);
+  const corrected = (ageHeader ?? 0) + (responseTime - requestTime) / 1000;
+  return Math.max(apparent, corrected);
+}
+
+/** Current age in whole seconds. */
+export function currentAge(e: Pick<CacheEntry, 'initialAge' | 'storedAt'>, now: number): number {
+  return Math.max(0, Math.floor(e.initialAge + (now - e.storedAt) / 1000));
+}
+
+export type Decision =
+  /** Serve from cache without contacting the upstream. */
+  | { kind: 'fresh'; age: number; ttl: number }
+  /** Serve stale now (request max-stale or stale-while-revalidate); `background` asks for a revalidation. */
+  | { kind: 'stale'; age: number; ttl: number; background: boolean }
+  /** Contact the upstream (conditionally when the entry has validators) before answering. */
+  | { kind: 'revalidate'; age: number; ttl: number; forced: boolean };
+
+/** What to do with a stored entry for this request (RFC 9111 section 4 and 5.2.1). */
+export function decide(e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleWhileRevalidate' | 'mustRevalidate'>, req: Readonly<Directives>, now: number): Decision {
+  const age = currentAge(e, now);
+  const ttl = e.lifetime - age;
+  if (req.noCache || req.maxAge === 0) return { kind: 'revalidate', age, ttl, forced: true };
+  const tooOld = req.maxAge !== undefined && age > req.maxAge;
+  const wantsFresher = req.minFresh !== undefined && ttl < req.minFresh;
+  if (ttl > 0 && !tooOld && !wantsFresher) return { kind: 'fresh', age, ttl };
+  if (tooOld || wantsFresher) return { kind: 'revalidate', age, ttl, forced: true };
+  if (!e.mustRevalidate) {
+    if (req.maxStale !== undefined && -ttl <= req.maxStale) return { kind: 'stale', age, ttl, background: false };
+    if (e.staleWhileRevalidate > 0 && -ttl <= e.staleWhileRevalidate) return { kind: 'stale', age, ttl, background: true };
+  }
+  return { kind: 'revalidate', age, ttl, forced: false };
+}
+
+/** Whether an entry may be served because the upstream failed (stale-if-error). */
+export function usableOnError(e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleIfError' | 'mustRevalidate'>, now: number): boolean {
+  if (e.mustRevalidate) return currentAge(e, now) < e.lifetime;
+  return currentAge(e, now) - e.lifetime <= e.staleIfError;
+}
+
+/** How long a store may keep an entry: fresh time plus every stale window. */
+export function retentionSeconds(e: Pick<CacheEntry, 'lifetime' | 'staleIfError' | 'staleWhileRevalidate' | 'initialAge'>): number {
+  return Math.max(1, Math.ceil(e.lifetime - e.initialAge + Math.max(e.staleIfError, e.staleWhileRevalidate)));
+}
+
+/** Headers a 304 must not overwrite in the stored response (RFC 9111 section 3.2). */
+const NOT_UPDATED = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'content-range', 'content-type']);
+
+/** RFC 9111 section 4.3.4: merge a 304's headers into the stored ones. */
+export function mergeHeaders(stored: ReadonlyArray<[string, string]>, fresh: ReadonlyArray<[string, string]>): Array<[string, string]> {
+  const replaced = new Set<string>();
+  for (const [name] of fresh) if (!NOT_UPDATED.has(name)) replaced.add(name);
+  const out: Array<[string, string]> = [];
+  for (const h of stored) if (!replaced.has(h[0])) out.push(h);
+  for (const h of fresh) if (replaced.has(h[0])) out.push(h);
+  return out;
+}

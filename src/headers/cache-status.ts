@@ -1,0 +1,35 @@
+/**
+ * Pure RFC 9211 Cache-Status values. The cache is named "etagere".
+ *   hit; ttl=42                         served from cache, fresh
+ *   fwd=miss; fwd-status=200; stored     fetched and stored
+ *   fwd=stale; fwd-status=304            revalidated, unchanged
+ *   fwd=request; fwd-status=304          the client forced a revalidation (no-cache)
+ *   fwd=stale; fwd-status=502; detail=stale-if-error   upstream failed, stale entry served
+ *   hit; ttl=-3; detail=stale-while-revalidate         stale served, refreshed in background
+ *   fwd=bypass                           not a cacheable request (method, Range, policy none)
+ *   fwd=miss; detail=only-if-cached      504: nothing usable stored
+ */
+
+export type CacheOutcome = 'hit' | 'revalidated' | 'miss' | 'stale' | 'coalesced' | 'bypass' | 'error';
+
+export interface CacheStatusInput {
+  hit?: boolean;
+  fwd?: 'miss' | 'stale' | 'request' | 'bypass' | 'uri-miss' | 'vary-miss';
+  fwdStatus?: number;
+  ttl?: number;
+  stored?: boolean;
+  collapsed?: boolean;
+  detail?: string;
+}
+
+export function cacheStatus(i: CacheStatusInput): string {
+  let s = 'etagere';
+  if (i.hit) s += '; hit';
+  if (i.fwd !== undefined) s += `; fwd=${i.fwd}`;
+  if (i.fwdStatus !== undefined) s += `; fwd-status=${i.fwdStatus}`;
+  if (i.ttl !== undefined) s += `; ttl=${Math.trunc(i.ttl)}`;
+  if (i.stored) s += '; stored';
+  if (i.collapsed) s += '; collapsed';
+  if (i.detail !== undefined) s += `; detail=${i.detail}`;
+  return s;
+}

@@ -1,0 +1,37 @@
+/**
+ * Pure evaluation of a client's conditional request against the representation being served
+ * (RFC 9110 section 13): If-None-Match with weak comparison, else If-Modified-Since.
+ */
+
+function opaque(tag: string): string {
+  const t = tag.trim();
+  return t.startsWith('W/') ? t.slice(2) : t;
+}
+
+/** True when If-None-Match lists the ETag (weak comparison) or is "*". */
+export function etagMatches(ifNoneMatch: string, etag: string | undefined): boolean {
+  if (etag === undefined) return false;
+  const want = opaque(etag);
+  for (const candidate of ifNoneMatch.split(',')) {
+    const c = candidate.trim();
+    if (c === '*' || (c.length > 0 && opaque(c) === want)) return true;
+  }
+  return false;
+}
+
+/** Whether the client's own validators say it already has this representation (answer 304). */
+export function clientHasCurrent(
+  ifNoneMatch: string | undefined,
+  ifModifiedSince: string | undefined,
+  etag: string | undefined,
+  lastModified: string | undefined,
+): boolean {
+  if (ifNoneMatch !== undefined) return etagMatches(ifNoneMatch, etag);
+  if (ifModifiedSince === undefined || lastModified === undefined) return false;
+  const since = Date.parse(ifModifiedSince);
+  const modified = Date.parse(lastModified);
+  return !Number.isNaN(since) && !Number.isNaN(modified) && modified <= since;
+}
+
+/** Headers repeated on a 304 (RFC 9110 section 15.4.5). */
+export const NOT_MODIFIED_HEADERS = new Set(['cache-control', 'content-location', 'date', 'etag', 'expires', 'vary', 'last-modified']);

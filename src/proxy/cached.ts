@@ -1,0 +1,356 @@
+/**
+ * The cached request path for GET and HEAD:
+ *   key -> L1 -> decide (fresh / stale / revalidate) -> single flight -> upstream (conditional)
+ *   -> classify (200 store, 304 merge, error) -> respond.
+ * The rules themselves are pure and live in src/cache (key.ts, policy.ts, cache-control.ts).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import type { Config } from '../config/schema.js';
+import { parseCacheControl, requestDirectives, type Directives } from '../cache/cache-control.js';
+import type { CacheEntry } from '../cache/entry.js';
+import { ANONYMOUS, cacheKey, createPartitioner, pathScope, varyMatches, varySelection, type Partitioner } from '../cache/key.js';
+import { createMemoryStore, type MemoryStore } from '../cache/memory-store.js';
+import {
+  currentAge,
+  decide,
+  freshnessLifetime,
+  initialAge,
+  mergeHeaders,
+  notStorableReason,
+  retentionSeconds,
+  staleWindows,
+  usableOnError,
+} from '../cache/policy.js';
+import { createSingleFlight, type SingleFlight } from '../cache/single-flight.js';
+import { cacheStatus, type CacheStatusInput } from '../headers/cache-status.js';
+import { requestHeadersForUpstream, responseHeadersForClient } from '../headers/hop-by-hop.js';
+import type { Logger } from '../log/logger.js';
+import type { Metrics } from '../metrics/registry.js';
+import { fetchBuffered, type Fetched, type UpstreamHeaders } from '../upstream/fetch.js';
+import type { UpstreamFailure } from '../upstream/client.js';
+import { errors, sendError } from './errors.js';
+import type { Exchange } from './exchange.js';
+import { forward } from './forward.js';
+import { sendEntry, type LinkSettings } from './respond.js';
+
+/** What one upstream exchange produced, shared by every coalesced caller. */
+type FlightResult =
+  | {
+      kind: 'entry';
+      entry: CacheEntry;
+      /** Upstream status of this exchange (304 when a stored entry was confirmed). */
+      fwdStatus: number;
+      stored: boolean;
+      /** The upstream answered with a transient failure (5xx, 429, rate-limited 403). */
+      transient: boolean;
+    }
+  | { kind: 'failed'; failure: UpstreamFailure }
+  | { kind: 'too-large' };
+
+export interface HttpCache {
+  readonly l1: MemoryStore;
+  readonly flights: SingleFlight<FlightResult>;
+  readonly partitioner: Partitioner;
+  /** Serves a GET/HEAD on a caching upstream. */
+  serve(x: Exchange): void;
+  /** Forgets every stored response for a path (after a successful unsafe method). */
+  invalidatePath(upstream: string, pathname: string): void;
+}
+
+/** Request headers never forwarded on cached fetches: the cache sets its own validators. */
+const CACHE_OWNED = new Set(['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range', 'range', 'cache-control', 'pragma', 'accept-encoding']);
+
+const MAX_INVALIDATIONS = 10_000;
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+function headerReader(h: IncomingHttpHeaders): (name: string) => string | undefined {
+  return (name) => one(h[name]);
+}
+
+function parseDate(v: string | string[] | undefined): number | undefined {
+  const s = one(v);
+  if (s === undefined) return undefined;
+  const t = Date.parse(s);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+/** Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. */
+function storedHeaders(upstream: UpstreamHeaders): Array<[string, string]> {
+  const h = responseHeadersForClient(upstream);
+  const out: Array<[string, string]> = [];
+  for (const name in h) {
+    const v = h[name];
+    if (v === undefined || name === 'content-length' || name === 'age') continue;
+    if (Array.isArray(v)) for (const item of v) out.push([name, item]);
+    else out.push([name, v]);
+  }
+  return out;
+}
+
+function headerOf(list: ReadonlyArray<[string, string]>, name: string): string | undefined {
+  let found: string | undefined;
+  for (const [k, v] of list) if (k === name) found = found === undefined ? v : `${found}, ${v}`;
+  return found;
+}
+
+/** Upstream statuses after which a stored entry is still the best answer (stale-if-error). */
+function isTransient(status: number, h: UpstreamHeaders): boolean {
+  if (status >= 500) return true;
+  if (status === 429) return true;
+  return status === 403 && (one(h['x-ratelimit-remaining']) === '0' || h['retry-after'] !== undefined);
+}
+
+export function createHttpCache(config: Config, logger: Logger, metrics: Metrics): HttpCache {
+  const l1 = createMemoryStore({
+    maxBytes: config.cache.max_bytes,
+    maxEntryBytes: config.cache.max_entry_bytes,
+    onEvict: () => metrics.cacheEvictions.inc(),
+  });
+  const flights = createSingleFlight<FlightResult>();
+  const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
+  const invalidations = new Map<string, number>();
+  const links: LinkSettings = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
+  const maxEntry = config.cache.max_entry_bytes;
+
+  const isInvalidated = (upstream: string, pathname: string, e: CacheEntry): boolean => {
+    if (invalidations.size === 0) return false;
+    const at = invalidations.get(pathScope(upstream, pathname));
+    return at !== undefined && e.storedAt <= at;
+  };
+
+  const store = (key: string, e: CacheEntry): void => {
+    l1.set(key, e, retentionSeconds(e) * 1000);
+  };
+
+  /** Builds an entry from a fresh upstream response (status, headers, body, freshness). */
+  const entryFrom = (x: Exchange, f: Extract<Fetched, { kind: 'response' }>, fetchedBy: string, vary: Record<string, string> | null): CacheEntry => {
+    const headers = storedHeaders(f.headers);
+    const res = parseCacheControl(f.headers['cache-control']);
+    const date = parseDate(f.headers.date);
+    const lastModified = one(f.headers['last-modified']);
+    const windows = staleWindows(x.upstream.policy, res);
+    const ageHeader = Number(one(f.headers.age));
+    return {
+      status: f.status,
+      headers,
+      body: f.body,
+      etag: one(f.headers.etag),
+      lastModified,
+      storedAt: f.responseTime,
+      initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, date, f.requestTime, f.responseTime),
+      lifetime: freshnessLifetime(x.upstream.policy, { res, date, expires: parseDate(f.headers.expires), lastModified: parseDate(lastModified) }),
+      ...windows,
+      fetchedBy,
+      vary,
+    };
+  };
+
+  /** A 304 confirmed `e`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
+  const refreshed = (x: Exchange, e: CacheEntry, f: Extract<Fetched, { kind: 'response' }>): CacheEntry => {
+    const headers = mergeHeaders(e.headers, storedHeaders(f.headers));
+    const res = parseCacheControl(headerOf(headers, 'cache-control'));
+    const date = parseDate(headerOf(headers, 'date'));
+    const lastModified = headerOf(headers, 'last-modified');
+    const ageHeader = Number(one(f.headers.age));
+    return {
+      ...e,
+      headers,
+      etag: headerOf(headers, 'etag') ?? e.etag,
+      lastModified: lastModified ?? e.lastModified,
+      storedAt: f.responseTime,
+      initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, parseDate(f.headers.date), f.requestTime, f.responseTime),
+      lifetime: freshnessLifetime(x.upstream.policy, { res, date, expires: parseDate(headerOf(headers, 'expires')), lastModified: parseDate(lastModified) }),
+      ...staleWindows(x.upstream.policy, res),
+    };
+  };
+
+  /** One upstream exchange for `key`; `x` is the caller that started it (it streams too-large bodies). */
+  const fetchForCache = async (
+    x: Exchange | undefined,
+    leader: Exchange,
+    key: string,
+    stale: CacheEntry | undefined,
+    reqDir: Readonly<Directives>,
+    fetchedBy: string,
+  ): Promise<FlightResult> => {
+    const headers = requestHeadersForUpstream(leader.req.headers);
+    for (const name of CACHE_OWNED) delete headers[name];
+    headers['x-request-id'] = leader.id;
+    if (stale?.etag !== undefined) headers['if-none-match'] = stale.etag;
+    else if (stale?.lastModified !== undefined) headers['if-modified-since'] = stale.lastModified;
+
+    const f = await fetchBuffered(leader.upstream.client, { method: 'GET', path: leader.path, headers }, maxEntry);
+    metrics.upstreamRequests.inc({ upstream: leader.upstream.cfg.name, status: f.kind === 'failed' ? 'error' : String(f.status) });
+    if (f.kind === 'failed') {
+      logger.warn({ reqId: leader.id, upstream: leader.upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
+      return f;
+    }
+    if (f.kind === 'too-large') {
+      if (x !== undefined) {
+        x.upstreamStatus = f.status;
+        const out = responseHeadersForClient(f.headers);
+        out['x-request-id'] = x.id;
+        out['cache-status'] = cacheStatus({ fwd: 'miss', fwdStatus: f.status, detail: 'too-large' });
+        x.res.writeHead(f.status, out);
+        for (const chunk of f.head) x.res.write(chunk);
+        pipeline(f.rest, x.res).catch(() => x.res.destroy());
+      } else {
+        f.rest.destroy();
+      }
+      return { kind: 'too-large' };
+    }
+    if (f.status === 304 && stale !== undefined) {
+      const merged = refreshed(leader, stale, f);
+      store(key, merged);
+      return { kind: 'entry', entry: merged, fwdStatus: 304, stored: true, transient: false };
+    }
+    const reader = headerReader(leader.req.headers);
+    const vary = varySelection(one(f.headers.vary), reader);
+    const candidate = entryFrom(leader, f, fetchedBy, vary ?? null);
+    const reason = f.status === 304 ? 'unsolicited-304' : notStorableReason(leader.upstream.policy, {
+      status: f.status,
+      method: leader.method,
+      req: reqDir,
+      res: parseCacheControl(f.headers['cache-control']),
+      authorized: leader.req.headers.authorization !== undefined,
+      hasValidator: candidate.etag !== undefined || candidate.lastModified !== undefined,
+      hasExpires: f.headers.expires !== undefined,
+      hasSetCookie: f.headers['set-cookie'] !== undefined,
+      varyStar: vary === undefined,
+    });
+    const transient = isTransient(f.status, f.headers);
+    if (reason === null) {
+      store(key, candidate);
+      return { kind: 'entry', entry: candidate, fwdStatus: f.status, stored: true, transient: false };
+    }
+    // A changed or vanished resource replaces the old entry even when the new answer is not
+    // storable; a transient failure (or a credential error) never evicts it.
+    if (stale !== undefined && !transient && (f.status < 400 || f.status === 404 || f.status === 410)) l1.delete(key);
+    return { kind: 'entry', entry: candidate, fwdStatus: f.status, stored: false, transient };
+  };
+
+  const serveStale = (x: Exchange, e: CacheEntry, fwdStatus: number): void => {
+    x.outcome = 'stale';
+    const age = currentAge(e, Date.now());
+    sendEntry(x, e, cacheStatus({ fwd: 'stale', fwdStatus, ttl: e.lifetime - age, detail: 'stale-if-error' }), age, links);
+  };
+
+  const deliver = (x: Exchange, r: FlightResult, shared: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
+    if (r.kind === 'too-large') {
+      if (shared) forward(x, logger, () => undefined);
+      else x.outcome = 'bypass';
+      return;
+    }
+    if (r.kind === 'failed') {
+      if (stale !== undefined && usableOnError(stale, Date.now())) {
+        serveStale(x, stale, r.failure.status);
+        return;
+      }
+      x.outcome = 'error';
+      if (r.failure.status === 504) errors.gatewayTimeout(x.res, x.upstream.cfg.name, r.failure.detail);
+      else errors.badGateway(x.res, x.upstream.cfg.name, r.failure.detail);
+      return;
+    }
+    x.upstreamStatus = r.fwdStatus;
+    if (r.transient && stale !== undefined && usableOnError(stale, Date.now())) {
+      serveStale(x, stale, r.fwdStatus);
+      return;
+    }
+    const cs: CacheStatusInput = {
+      fwd: forced ? 'request' : stale !== undefined ? 'stale' : 'miss',
+      fwdStatus: r.fwdStatus,
+      stored: r.stored,
+      collapsed: shared,
+    };
+    x.outcome = shared ? 'coalesced' : r.fwdStatus === 304 ? 'revalidated' : r.stored ? 'miss' : r.transient ? 'error' : 'miss';
+    const age = currentAge(r.entry, Date.now());
+    if (r.stored) cs.ttl = r.entry.lifetime - age;
+    sendEntry(x, r.entry, cacheStatus(cs), age, links);
+  };
+
+  const serve = (x: Exchange): void => {
+    const h = x.req.headers;
+    if (h.range !== undefined) {
+      forward(x, logger, () => undefined);
+      return;
+    }
+    const reqDir = requestDirectives(h['cache-control'], h.pragma);
+    const authorization = h.authorization;
+    const partition = partitioner.partitionOf(authorization);
+    const reader = headerReader(h);
+    const key = cacheKey({
+      upstream: x.upstream.cfg.name,
+      pathname: x.pathname,
+      search: x.search,
+      accept: one(h.accept),
+      apiVersion: one(h['x-github-api-version']),
+      partition,
+      selecting: partitioner.selectingDigest(reader),
+    });
+    const now = Date.now();
+    let entry = l1.get(key);
+    if (entry !== undefined && (!varyMatches(entry.vary, reader) || isInvalidated(x.upstream.cfg.name, x.pathname, entry))) {
+      entry = undefined;
+    }
+    let forced = false;
+    if (entry !== undefined) {
+      const d = decide(entry, reqDir, now);
+      if (d.kind === 'fresh') {
+        x.outcome = 'hit';
+        sendEntry(x, entry, cacheStatus({ hit: true, ttl: d.ttl }), d.age, links);
+        return;
+      }
+      if (d.kind === 'stale') {
+        x.outcome = 'stale';
+        sendEntry(x, entry, cacheStatus({ hit: true, ttl: d.ttl, detail: d.background ? 'stale-while-revalidate' : 'max-stale' }), d.age, links);
+        if (d.background) {
+          const stale = entry;
+          flights.run(key, () => fetchForCache(undefined, x, key, stale, reqDir, fetchedByOf(authorization)));
+        }
+        return;
+      }
+      forced = d.forced;
+    }
+    if (reqDir.onlyIfCached) {
+      x.outcome = 'miss';
+      sendError(x.res, 504, 'Gateway Timeout: only-if-cached was requested and no usable response is stored', {
+        'cache-status': cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }),
+      });
+      return;
+    }
+    const stale = entry;
+    const { promise, shared } = flights.run(key, () => fetchForCache(x, x, key, stale, reqDir, fetchedByOf(authorization)));
+    promise.then(
+      (r) => deliver(x, r, shared, stale, forced),
+      (err: unknown) => {
+        logger.error({ reqId: x.id, err: (err as Error).message }, 'cache fetch failed');
+        x.outcome = 'error';
+        errors.badGateway(x.res, x.upstream.cfg.name, 'internal error');
+      },
+    );
+  };
+
+  const fetchedByOf = (authorization: string | undefined): string =>
+    authorization === undefined ? ANONYMOUS : `cred:${partitioner.credentialId(authorization)}`;
+
+  return {
+    l1,
+    flights,
+    partitioner,
+    serve,
+    invalidatePath(upstream, pathname) {
+      const scope = pathScope(upstream, pathname);
+      invalidations.delete(scope);
+      invalidations.set(scope, Date.now());
+      if (invalidations.size > MAX_INVALIDATIONS) {
+        const oldest = invalidations.keys().next();
+        if (!oldest.done) invalidations.delete(oldest.value);
+      }
+    },
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * Streaming forward of a GET or HEAD that the cache does not handle (policy none, Range
+ * requests, bodies over the entry cap): status, end-to-end headers and body bytes go to the
+ * client as the upstream sends them.
+ */
+import { pipeline } from 'node:stream/promises';
+import { requestHeadersForUpstream, responseHeadersForClient } from '../headers/hop-by-hop.js';
+import { cacheStatus } from '../headers/cache-status.js';
+import type { Logger } from '../log/logger.js';
+import { classifyUpstreamError } from '../upstream/client.js';
+import { errors } from './errors.js';
+import type { Exchange } from './exchange.js';
+
+const BYPASS = cacheStatus({ fwd: 'bypass' });
+
+export function forward(x: Exchange, logger: Logger, onUpstreamStatus: (status: number | 'error') => void): void {
+  const { req, res, upstream } = x;
+  const headers = requestHeadersForUpstream(req.headers);
+  headers['x-request-id'] = x.id;
+  const abort = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  x.outcome ??= 'bypass';
+  upstream.client
+    .request({ method: x.method, path: x.path, headers, signal: abort.signal })
+    .then(async (up) => {
+      x.upstreamStatus = up.statusCode;
+      onUpstreamStatus(up.statusCode);
+      const out = responseHeadersForClient(up.headers);
+      out['x-request-id'] = x.id;
+      if (upstream.cfg.cache.policy !== 'none') out['cache-status'] = BYPASS;
+      res.writeHead(up.statusCode, out);
+      await pipeline(up.body, res);
+    })
+    .catch((err: unknown) => {
+      if (abort.signal.aborted) return; // the client went away; nothing to answer
+      const f = classifyUpstreamError(err);
+      if (x.upstreamStatus === undefined) {
+        onUpstreamStatus('error');
+        x.outcome = 'error';
+        logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.detail }, 'upstream request failed');
+        if (f.status === 504) errors.gatewayTimeout(res, upstream.cfg.name, f.detail);
+        else errors.badGateway(res, upstream.cfg.name, f.detail);
+      } else {
+        // Headers already went out: the only honest signal left is to cut the connection.
+        logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.detail }, 'upstream body failed');
+        res.destroy();
+      }
+    });
+}

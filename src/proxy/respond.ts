@@ -1,0 +1,72 @@
+/**
+ * Writes a stored entry to the client. The hit path: one writeHead with a pre-flattened header
+ * list and one end(buffer). Link headers are rewritten to the proxy's public base; a client that
+ * already holds the representation (If-None-Match / If-Modified-Since) gets a 304.
+ */
+import type { CacheEntry } from '../cache/entry.js';
+import { clientHasCurrent } from '../headers/conditional.js';
+import { publicBase, rewriteLink } from '../headers/link.js';
+import type { Exchange } from './exchange.js';
+
+export interface LinkSettings {
+  publicUrl: string | null;
+  trustForwarded: boolean;
+}
+
+/** Stored headers flattened once per entry: [name, value, name, value, ..., 'content-length', n]. */
+const flatCache = new WeakMap<CacheEntry, string[]>();
+/** Per entry, the flattened headers with Link rewritten for the last public base seen. */
+const linkCache = new WeakMap<CacheEntry, { base: string; flat: string[] }>();
+
+function flatten(entry: CacheEntry): string[] {
+  let flat = flatCache.get(entry);
+  if (flat === undefined) {
+    flat = [];
+    for (const [k, v] of entry.headers) flat.push(k, v);
+    flat.push('content-length', String(entry.body.length));
+    flatCache.set(entry, flat);
+  }
+  return flat;
+}
+
+function headersFor(x: Exchange, entry: CacheEntry, links: LinkSettings): string[] {
+  const flat = flatten(entry);
+  if (!entry.headers.some((h) => h[0] === 'link')) return flat;
+  const h = x.req.headers;
+  const base = publicBase(links.publicUrl, links.trustForwarded, (n) => {
+    const v = h[n];
+    return Array.isArray(v) ? v[0] : v;
+  });
+  if (base === undefined) return flat;
+  const cfg = x.upstream.cfg;
+  const proxyBase = base + (cfg.strip_prefix && cfg.prefix !== '/' ? cfg.prefix : '');
+  const memo = linkCache.get(entry);
+  if (memo !== undefined && memo.base === proxyBase) return memo.flat;
+  const out = flat.slice();
+  for (let i = 0; i < out.length; i += 2) {
+    if (out[i] === 'link') out[i + 1] = rewriteLink(out[i + 1]!, { upstreamBase: x.upstream.linkBase, proxyBase });
+  }
+  linkCache.set(entry, { base: proxyBase, flat: out });
+  return out;
+}
+
+/** Representation headers left out of a 304 (RFC 9110 section 15.4.5). */
+const NOT_ON_304 = new Set(['content-length', 'content-encoding', 'content-range', 'content-type', 'transfer-encoding']);
+
+export function sendEntry(x: Exchange, entry: CacheEntry, status: string, age: number, links: LinkSettings): void {
+  const { req, res } = x;
+  const stored = headersFor(x, entry, links);
+  const inm = req.headers['if-none-match'];
+  const ims = req.headers['if-modified-since'];
+  if ((inm !== undefined || ims !== undefined) && entry.status === 200 && clientHasCurrent(inm, ims, entry.etag, entry.lastModified)) {
+    const out: string[] = [];
+    for (let i = 0; i < stored.length; i += 2) if (!NOT_ON_304.has(stored[i]!)) out.push(stored[i]!, stored[i + 1]!);
+    out.push('age', String(age), 'cache-status', status, 'x-request-id', x.id);
+    res.writeHead(304, out);
+    res.end();
+    return;
+  }
+  res.writeHead(entry.status, stored.concat('age', String(age), 'cache-status', status, 'x-request-id', x.id));
+  if (x.method === 'HEAD') res.end();
+  else res.end(entry.body);
+}

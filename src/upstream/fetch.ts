@@ -1,0 +1,91 @@
+/**
+ * Fetches a response for the cache: the body is buffered up to a cap so it can be stored.
+ * A body that outgrows the cap is handed back as what was read so far plus the rest of the
+ * stream, for the caller to pass through uncached. A body cut short never becomes a response.
+ */
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { classifyUpstreamError, type UpstreamClient, type UpstreamFailure } from './client.js';
+
+export type UpstreamHeaders = Dispatcher.ResponseData['headers'];
+
+export type Fetched =
+  | {
+      kind: 'response';
+      status: number;
+      headers: UpstreamHeaders;
+      body: Buffer;
+      /** ms since epoch when the request was sent and when the response head arrived. */
+      requestTime: number;
+      responseTime: number;
+    }
+  | { kind: 'too-large'; status: number; headers: UpstreamHeaders; head: Buffer[]; rest: Readable }
+  | { kind: 'failed'; failure: UpstreamFailure };
+
+export async function fetchBuffered(
+  client: UpstreamClient,
+  req: { method: 'GET' | 'HEAD'; path: string; headers: Record<string, string | string[]> },
+  maxBytes: number,
+): Promise<Fetched> {
+  const requestTime = Date.now();
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await client.request(req);
+  } catch (err) {
+    return { kind: 'failed', failure: classifyUpstreamError(err) };
+  }
+  const responseTime = Date.now();
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    return { kind: 'too-large', status: res.statusCode, headers: res.headers, head: [], rest: res.body };
+  }
+  const read = await readUpTo(res.body, maxBytes);
+  if (read.kind === 'error') return { kind: 'failed', failure: classifyUpstreamError(read.error) };
+  if (read.kind === 'over') {
+    return { kind: 'too-large', status: res.statusCode, headers: res.headers, head: read.chunks, rest: res.body };
+  }
+  const { chunks, size } = read;
+  if (req.method === 'GET' && Number.isFinite(declared) && declared !== size) {
+    return { kind: 'failed', failure: { status: 502, detail: 'truncated body' } };
+  }
+  const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  return { kind: 'response', status: res.statusCode, headers: res.headers, body, requestTime, responseTime };
+}
+
+type ReadResult =
+  | { kind: 'done'; chunks: Buffer[]; size: number }
+  | { kind: 'over'; chunks: Buffer[] }
+  | { kind: 'error'; error: unknown };
+
+/** Reads a stream to its end, or pauses it (unconsumed, still usable) once it exceeds `max` bytes. */
+function readUpTo(stream: Readable, max: number): Promise<ReadResult> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = (): void => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size > max) {
+        stream.pause();
+        cleanup();
+        resolve({ kind: 'over', chunks });
+      }
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve({ kind: 'done', chunks, size });
+    };
+    const onError = (error: unknown): void => {
+      cleanup();
+      resolve({ kind: 'error', error });
+    };
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+  });
+}
