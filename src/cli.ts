@@ -58,6 +58,7 @@ async function serve(args: string[]): Promise<void> {
     throw err;
   }
   app.logger.info({ url: app.url, admin: app.adminUrl }, 'etagere listening');
+  app.logger.flush(); // the async destination would otherwise hold the line until 4 KiB accumulate
   onSignals(() => app.close());
 }
 

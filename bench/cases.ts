@@ -1,0 +1,122 @@
+/**
+ * The benchmark cases, as data. Add a case by adding a row: which server it targets (a server
+ * spec, started fresh for the case) and which requests the load generator sends (a workload).
+ */
+
+/** The cache block of one etagere upstream, as written into the generated YAML config. */
+export interface CacheYaml {
+  readonly policy: 'max-age' | 'revalidate' | 'ttl' | 'rfc9111' | 'none';
+  readonly ttl_seconds?: number;
+}
+
+export type ServerSpec =
+  /** bench/servers/ceiling.ts replaying the recorded repo response. */
+  | { readonly kind: 'ceiling' }
+  /** The shared fake GitHub API itself (no proxy in between). */
+  | { readonly kind: 'fake-upstream' }
+  /**
+   * A fresh etagere process with one upstream ("/" to the fake) using this cache block.
+   * logLevel overrides the run's --log-level for this case.
+   */
+  | { readonly kind: 'etagere'; readonly cache: CacheYaml; readonly logLevel?: string };
+
+export type Workload =
+  | { readonly kind: 'single'; readonly path: string }
+  | {
+      readonly kind: 'zipf';
+      /** The rank is appended to this, e.g. "/repos/octocat/hello-world?z=". */
+      readonly prefix: string;
+      /** Distinct URLs. */
+      readonly keys: number;
+      readonly exponent: number;
+      /** Length of the request sequence the generator cycles through. */
+      readonly samples: number;
+      readonly seed: number;
+    };
+
+export interface BenchCase {
+  /** Short id for --only. */
+  readonly id: string;
+  /** Name shown in the table (also accepted by --only). */
+  readonly name: string;
+  /** One line on what the case measures (README and --list). */
+  readonly measures: string;
+  readonly server: ServerSpec;
+  readonly workload: Workload;
+}
+
+/** The path every single-URL case requests. The ceiling replays this response. */
+export const REPO_PATH = '/repos/octocat/hello-world';
+
+export const CASES: readonly BenchCase[] = [
+  {
+    id: 'ceiling',
+    name: 'ceiling',
+    measures: 'bare node:http server replaying one recorded repo response: the Node ceiling on this machine',
+    server: { kind: 'ceiling' },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'fake-upstream',
+    name: 'fake-upstream',
+    measures: 'the fake GitHub API answered directly (what every cache miss costs upstream)',
+    server: { kind: 'fake-upstream' },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'pass-through',
+    name: 'etagere pass-through (policy none)',
+    measures: 'etagere with cache policy none: routing, forwarding and streaming every request to the fake',
+    server: { kind: 'etagere', cache: { policy: 'none' } },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l1-hot',
+    name: 'etagere L1 hot',
+    measures: 'etagere with the default policy (max-age), one hot URL: the in-process (L1) cache hit path',
+    server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l1-hot-quiet',
+    name: 'etagere L1 hot, log warn',
+    measures: 'as l1-hot with log level warn (no access log line per request): what the access log costs',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, logLevel: 'warn' },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l1-zipf10k',
+    name: 'etagere L1 zipf10k',
+    measures: 'default policy, 10,000 distinct URLs drawn from Zipf(s=1.0): a realistic working set with misses',
+    server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: {
+      kind: 'zipf',
+      prefix: `${REPO_PATH}?z=`,
+      keys: 10_000,
+      exponent: 1.0,
+      samples: 200_000,
+      seed: 0x5eed,
+    },
+  },
+  {
+    id: 'revalidate',
+    name: 'etagere revalidation (304)',
+    measures: 'cache policy revalidate: every request revalidates upstream (If-None-Match, 304) then serves the cached body',
+    server: { kind: 'etagere', cache: { policy: 'revalidate' } },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+];
+
+/** Cases selected by `--only` (ids or names, comma-separated); all cases when `only` is undefined. */
+export function selectCases(only: string | undefined): BenchCase[] {
+  if (only === undefined || only.trim() === '') return [...CASES];
+  const wanted = only
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '');
+  const unknown = wanted.filter((w) => !CASES.some((c) => c.id === w || c.name.toLowerCase() === w));
+  if (unknown.length > 0) {
+    throw new Error(`unknown case(s): ${unknown.join(', ')}; known: ${CASES.map((c) => c.id).join(', ')}`);
+  }
+  return CASES.filter((c) => wanted.includes(c.id) || wanted.includes(c.name.toLowerCase()));
+}

@@ -1,0 +1,149 @@
+/**
+ * Measuring the cases. With --repeat N the cases run in N interleaved rounds (every case once
+ * per round, servers kept up between rounds), so that a slow period of the machine hits every
+ * case alike; each case reports its median run, and its ratio to the ceiling is the median of
+ * the per-round ratios.
+ */
+import type { BenchCase, Workload } from './cases.js';
+import { cpuSnapshot, stealShare } from './cpu.js';
+import { runLoad, type LoadResult, type LoadTool } from './load.js';
+import { httpGet, httpPostJson } from './processes.js';
+import type { CaseResult, UpstreamCounts } from './report.js';
+import type { RunningServer } from './servers.js';
+import { zipfPaths } from './zipf.js';
+
+export type Started = { readonly ok: true; readonly server: RunningServer } | { readonly ok: false; readonly error: Error };
+
+export interface MeasureContext {
+  readonly tool: LoadTool;
+  readonly fake: RunningServer;
+  readonly tmpDir: string;
+  readonly connections: number;
+  readonly durationSec: number;
+  readonly warmupSec: number;
+  readonly repeat: number;
+  readonly log: (line: string) => void;
+}
+
+interface Run {
+  readonly load: LoadResult;
+  readonly upstream: UpstreamCounts | undefined;
+  readonly steal: number | undefined;
+}
+
+interface CaseState {
+  readonly c: BenchCase;
+  readonly paths: readonly string[];
+  readonly server: RunningServer | undefined;
+  error: string | undefined;
+  readonly runs: Run[];
+}
+
+function pathsOf(w: Workload): string[] {
+  switch (w.kind) {
+    case 'single':
+      return [w.path];
+    case 'zipf':
+      return zipfPaths({ prefix: w.prefix, keys: w.keys, exponent: w.exponent, samples: w.samples, seed: w.seed });
+  }
+}
+
+async function resetFake(fake: RunningServer): Promise<void> {
+  const status = await httpPostJson(`${fake.origin}/__fake/reset`, {});
+  if (status !== 200) throw new Error(`POST /__fake/reset answered ${status}`);
+}
+
+async function fakeCounts(fake: RunningServer): Promise<UpstreamCounts | undefined> {
+  try {
+    const reply = await httpGet(`${fake.origin}/__fake/stats`);
+    const s = JSON.parse(reply.body.toString('utf8')) as { total?: unknown; notModified?: unknown };
+    if (typeof s.total !== 'number') return undefined;
+    return { requests: s.total, notModified: typeof s.notModified === 'number' ? s.notModified : 0 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One request must answer 200, else the numbers would measure an error path. */
+async function preflight(origin: string, path: string): Promise<void> {
+  const probe = await httpGet(`${origin}${path}`, 5_000);
+  if (probe.status !== 200) {
+    throw new Error(`pre-flight GET ${path} answered ${probe.status}: ${probe.body.toString('utf8').slice(0, 200)}`);
+  }
+}
+
+async function measureOnce(s: CaseState, server: RunningServer, first: boolean, ctx: MeasureContext): Promise<Run> {
+  if (first) await preflight(server.origin, s.paths[0] ?? '/');
+  const spec = { origin: server.origin, paths: s.paths, connections: ctx.connections, tmpDir: ctx.tmpDir };
+  if (ctx.warmupSec > 0) await runLoad(ctx.tool, { ...spec, durationSec: ctx.warmupSec });
+  await resetFake(ctx.fake);
+  const before = cpuSnapshot();
+  const load = await runLoad(ctx.tool, { ...spec, durationSec: ctx.durationSec });
+  const steal = stealShare(before, cpuSnapshot());
+  return { load, upstream: await fakeCounts(ctx.fake), steal };
+}
+
+function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const v = [...values].sort((a, b) => a - b);
+  const mid = v.length >> 1;
+  return v.length % 2 === 1 ? v[mid] : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
+}
+
+function summarize(s: CaseState, ceiling: CaseState | undefined): CaseResult {
+  if (s.error !== undefined) return { id: s.c.id, name: s.c.name, ok: false, error: s.error };
+  // The run shown is the one with the median req/s (the lower middle one for an even count).
+  const byRps = [...s.runs].sort((a, b) => a.load.rps - b.load.rps);
+  const shown = byRps[(byRps.length - 1) >> 1];
+  if (shown === undefined) return { id: s.c.id, name: s.c.name, ok: false, error: 'no measured run' };
+  let vsCeiling: number | undefined;
+  if (ceiling !== undefined && ceiling.error === undefined && ceiling.runs.length === s.runs.length) {
+    vsCeiling = median(s.runs.map((r, i) => r.load.rps / (ceiling.runs[i]?.load.rps ?? Number.NaN)).filter(Number.isFinite));
+  }
+  return {
+    id: s.c.id,
+    name: s.c.name,
+    ok: true,
+    load: shown.load,
+    // Errors of every run count, not only the shown one's.
+    errors: s.runs.reduce((n, r) => n + r.load.non2xx + r.load.socketErrors, 0),
+    upstream: shown.upstream,
+    steal: shown.steal,
+    runsRps: s.runs.map((r) => Math.round(r.load.rps)),
+    vsCeiling,
+  };
+}
+
+/** Measures every case (in rounds), stopping each server after its last run. */
+export async function measureAll(cases: readonly BenchCase[], starts: readonly Started[], ctx: MeasureContext): Promise<CaseResult[]> {
+  const states: CaseState[] = cases.map((c, i) => {
+    const st = starts[i];
+    return {
+      c,
+      paths: pathsOf(c.workload),
+      server: st?.ok === true ? st.server : undefined,
+      error: st === undefined ? 'not started' : st.ok ? undefined : st.error.message,
+      runs: [],
+    };
+  });
+  for (let round = 0; round < ctx.repeat; round++) {
+    const last = round === ctx.repeat - 1;
+    if (ctx.repeat > 1) ctx.log(`round ${round + 1}/${ctx.repeat}`);
+    for (const s of states) {
+      const server = s.server;
+      if (server === undefined || s.error !== undefined) continue;
+      try {
+        const run = await measureOnce(s, server, round === 0, ctx);
+        s.runs.push(run);
+        const steal = run.steal === undefined ? '' : `, ${Math.round(run.steal * 100)}% CPU stolen`;
+        ctx.log(`${s.c.name}: ${Math.round(run.load.rps)} req/s${steal}`);
+      } catch (err) {
+        s.error = (err as Error).message;
+        ctx.log(`${s.c.name} FAILED: ${s.error}`);
+      }
+      if (last || s.error !== undefined) await server.process.stop();
+    }
+  }
+  const ceiling = states.find((s) => s.c.server.kind === 'ceiling');
+  return states.map((s) => summarize(s, ceiling));
+}

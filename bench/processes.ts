@@ -1,0 +1,205 @@
+/**
+ * Child processes of a bench run: every server runs in its own process, with its output in a
+ * log file under the run's temp directory. Readiness is an HTTP probe with a deadline, and every
+ * child is tracked so that it is stopped on exit, on error and on SIGINT/SIGTERM.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const live = new Set<ChildProcess>();
+/** Set once a signal asked the bench to stop: no new child may start after that. */
+let stopping = false;
+
+function refuseWhenStopping(name: string): void {
+  if (stopping) throw new Error(`not starting ${name}: the bench is stopping`);
+}
+
+/** A free loopback TCP port (bound then released; the child binds it right after). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, host, () => {
+      const addr = srv.address();
+      const port = addr !== null && typeof addr === 'object' ? addr.port : 0;
+      srv.close(() => (port > 0 ? resolve(port) : reject(new Error('no port assigned'))));
+    });
+  });
+}
+
+export interface HttpReply {
+  readonly status: number;
+  /** Raw header pairs as received, name then value. */
+  readonly rawHeaders: readonly string[];
+  readonly body: Buffer;
+}
+
+/** One plain GET (no Accept-Encoding, like the load generators), with a timeout. */
+export function httpGet(url: string, timeoutMs = 2_000): Promise<HttpReply> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'GET', agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** One POST with a JSON body; resolves with the status. */
+export function httpPostJson(url: string, value: unknown, timeoutMs = 2_000): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const body = Buffer.from(JSON.stringify(value));
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent: false,
+        timeout: timeoutMs,
+        headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`POST ${url}: timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export interface SpawnOptions {
+  /** Label used in messages. */
+  readonly name: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  /** stderr of the child, and stdout unless discardStdout, are appended here. */
+  readonly logFile: string;
+  /**
+   * Send stdout to /dev/null: for servers that log every request, so that megabytes of log
+   * written to disk (and their writeback) do not disturb this or later cases.
+   */
+  readonly discardStdout?: boolean;
+  /** URL that answers 2xx once the server is ready. */
+  readonly readyUrl: string;
+  readonly deadlineMs: number;
+}
+
+export interface ServerProcess {
+  readonly name: string;
+  readonly pid: number;
+  readonly logFile: string;
+  /** SIGTERM, then SIGKILL after a grace period. Idempotent. */
+  stop(): Promise<void>;
+}
+
+function tail(file: string, lines = 20): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no output)';
+  }
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill('SIGTERM');
+    const done = await Promise.race([exited(child).then(() => true), sleep(graceMs).then(() => false)]);
+    if (!done) {
+      child.kill('SIGKILL');
+      await exited(child);
+    }
+  }
+  live.delete(child);
+}
+
+/** Starts a server process and waits until `readyUrl` answers 2xx, or throws with its log tail. */
+export async function spawnServer(o: SpawnOptions): Promise<ServerProcess> {
+  refuseWhenStopping(o.name);
+  const fd = openSync(o.logFile, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(o.command, [...o.args], {
+      cwd: o.cwd,
+      env: o.env,
+      stdio: ['ignore', o.discardStdout === true ? 'ignore' : fd, fd],
+    });
+  } finally {
+    closeSync(fd);
+  }
+  live.add(child);
+  let spawnError: Error | undefined;
+  child.once('error', (err) => (spawnError = err));
+  child.once('exit', () => live.delete(child));
+  const stop = (): Promise<void> => terminate(child, 3_000);
+
+  const deadline = Date.now() + o.deadlineMs;
+  for (;;) {
+    if (spawnError !== undefined || child.exitCode !== null || child.signalCode !== null) {
+      await stop();
+      const why = spawnError?.message ?? `exited with ${child.exitCode ?? child.signalCode}`;
+      throw new Error(`${o.name} failed to start (${why}); last output:\n${tail(o.logFile)}`);
+    }
+    try {
+      const reply = await httpGet(o.readyUrl, 500);
+      if (reply.status >= 200 && reply.status < 300) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`${o.name} not ready at ${o.readyUrl} within ${o.deadlineMs} ms; last output:\n${tail(o.logFile)}`);
+    }
+    await sleep(50);
+  }
+  return { name: o.name, pid: child.pid ?? -1, logFile: o.logFile, stop };
+}
+
+/** Tracks a non-server child (e.g. the load generator) so that cleanup also stops it. */
+export function track(child: ChildProcess): void {
+  if (stopping) child.kill('SIGKILL');
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+
+/** Stops every live child: SIGTERM, then SIGKILL after the grace period. */
+export async function stopAll(graceMs = 3_000): Promise<void> {
+  await Promise.all([...live].map((c) => terminate(c, graceMs)));
+}
+
+let installed = false;
+
+/**
+ * Makes sure children never outlive the bench: SIGINT/SIGTERM stop them and exit 130/143, and
+ * a last-resort synchronous SIGKILL runs on process exit.
+ */
+export function installCleanup(onSignal: (signal: NodeJS.Signals) => void = () => undefined): void {
+  if (installed) return;
+  installed = true;
+  const handler = (signal: NodeJS.Signals): void => {
+    stopping = true;
+    onSignal(signal);
+    void stopAll(1_000).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', handler);
+  process.once('SIGTERM', handler);
+  process.once('exit', () => {
+    for (const c of live) {
+      if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    }
+  });
+}

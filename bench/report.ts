@@ -1,0 +1,117 @@
+/** Machine facts and the results table. */
+import { spawnSync } from 'node:child_process';
+import { availableParallelism, cpus, release, type } from 'node:os';
+import { busyOver } from './cpu.js';
+import type { LoadResult, LoadTool } from './load.js';
+
+export interface MachineFacts {
+  readonly cpu: string;
+  readonly cores: number;
+  readonly os: string;
+  readonly node: string;
+  readonly loadTool: string;
+  readonly date: string;
+  /** Short commit of the work tree, "+dirty" when it has uncommitted changes. */
+  readonly commit: string;
+  /** Share of CPU time busy (all cores) over a short sample before the run (well above 0 skews the numbers). */
+  readonly busyAtStart: number;
+}
+
+function gitCommit(root: string): string {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' });
+  if (head.status !== 0) return 'unknown';
+  const dirty = spawnSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' });
+  return `${head.stdout.trim()}${dirty.stdout.trim() !== '' ? '+dirty' : ''}`;
+}
+
+export async function machineFacts(tool: LoadTool, root: string): Promise<MachineFacts> {
+  const busy = await busyOver(500);
+  return {
+    cpu: cpus()[0]?.model.trim() ?? 'unknown',
+    cores: availableParallelism(),
+    os: `${type()} ${release()}`,
+    node: process.version,
+    loadTool: tool.version,
+    date: new Date().toISOString(),
+    commit: gitCommit(root),
+    busyAtStart: Math.round(busy * 100) / 100,
+  };
+}
+
+export interface RunSettings {
+  readonly durationSec: number;
+  readonly warmupSec: number;
+  readonly connections: number;
+  readonly repeat: number;
+  readonly logLevel: string;
+  readonly source: 'src (tsx)' | 'dist';
+}
+
+export function header(m: MachineFacts, s: RunSettings): string {
+  return [
+    'etagere benchmark',
+    `  cpu         ${m.cpu} x ${m.cores} cores`,
+    `  os          ${m.os}`,
+    `  node        ${m.node}`,
+    `  load tool   ${m.loadTool}`,
+    `  date        ${m.date}`,
+    `  commit      ${m.commit}`,
+    `  cpu busy    ${Math.round(m.busyAtStart * 100)}% before the run` +
+      (m.busyAtStart >= 0.15 ? '  WARNING: something else is using the CPU; numbers will be low and noisy' : ''),
+    `  settings    ${s.repeat > 1 ? `median of ${s.repeat} runs of ` : ''}${s.durationSec} s per case after ${s.warmupSec} s warm-up, ${s.connections} connections, ` +
+      `etagere log level ${s.logLevel}, run from ${s.source}`,
+  ].join('\n');
+}
+
+export interface UpstreamCounts {
+  /** API requests the fake answered. */
+  readonly requests: number;
+  /** Of which 304 Not Modified (revalidations that matched). */
+  readonly notModified: number;
+}
+
+export type CaseResult =
+  | {
+      readonly id: string;
+      readonly name: string;
+      readonly ok: true;
+      readonly load: LoadResult;
+      /** non-2xx responses plus socket errors, over every measured run. */
+      readonly errors: number;
+      /** req/s of each measured run (--repeat), in run order. */
+      readonly runsRps: readonly number[];
+      /** What the fake upstream saw during the measured phase (undefined when unknown). */
+      readonly upstream: UpstreamCounts | undefined;
+      /** Share of CPU time stolen by the hypervisor during the shown run (undefined where unknown). */
+      readonly steal: number | undefined;
+      /** req/s relative to the ceiling case: median of the per-round ratios (undefined without a ceiling). */
+      readonly vsCeiling: number | undefined;
+    }
+  | { readonly id: string; readonly name: string; readonly ok: false; readonly error: string };
+
+/** The results as a Markdown table. */
+export function table(results: readonly CaseResult[]): string {
+  const repeated = results.some((r) => r.ok && r.runsRps.length > 1);
+  const head = ['case', 'req/s', ...(repeated ? ['runs min-max'] : []), 'p50 ms', 'p99 ms', 'errors', 'upstream req (304)', 'steal', 'vs ceiling'];
+  const rows = results.map((r) =>
+    r.ok
+      ? [
+          r.name,
+          Math.round(r.load.rps).toString(),
+          ...(repeated ? [`${Math.min(...r.runsRps)}-${Math.max(...r.runsRps)}`] : []),
+          r.load.p50Ms.toFixed(2),
+          r.load.p99Ms.toFixed(2),
+          r.errors.toString(),
+          r.upstream === undefined ? 'n/a' : `${r.upstream.requests} (${r.upstream.notModified})`,
+          r.steal === undefined ? 'n/a' : `${Math.round(r.steal * 100)}%`,
+          r.vsCeiling === undefined ? 'n/a' : r.vsCeiling.toFixed(2),
+        ]
+      : [r.name, 'FAILED', ...head.slice(2).map(() => '-')],
+  );
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const numeric = (i: number): boolean => i > 0;
+  const line = (cells: readonly string[]): string =>
+    `| ${cells.map((c, i) => (numeric(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (numeric(i) ? `${'-'.repeat(w + 1)}:` : `:${'-'.repeat(w + 1)}`)).join('|')}|`;
+  return [line(head), rule, ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,213 @@
+/**
+ * etagere benchmark harness: `npm run bench -- [options]`.
+ *
+ * Starts the fake upstream once and a fresh server per case, each in its own child process on
+ * a loopback port; then warms up and measures each case with the load generator (wrk, else
+ * autocannon; see measure.ts) and prints one table. See bench/README.md.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { CASES, REPO_PATH, selectCases, type BenchCase } from './cases.js';
+import { detectLoadTool, type ToolName } from './load.js';
+import { measureAll, type Started } from './measure.js';
+import { installCleanup, stopAll } from './processes.js';
+import { header, machineFacts, table, type CaseResult, type RunSettings } from './report.js';
+import { recordResponse, startCaseServer, startFake, type RunningServer, type ServerContext } from './servers.js';
+
+const USAGE = `usage: npm run bench -- [options]
+  --duration S       measured seconds per case (default 10)
+  --warmup S         warm-up seconds per case, not measured (default 2)
+  --connections N    concurrent connections (default 64)
+  --repeat N         rounds: every case measured N times, interleaved; median shown (default 1)
+  --only LIST        comma-separated case ids or names (default: all)
+  --smoke            2 s per case after 1 s warm-up; exit 1 if any case had errors or no requests
+  --json FILE        also write the results as JSON
+  --tool T           wrk or autocannon (default: wrk when available, else autocannon)
+  --log-level L      etagere log level (default info: one access log line per request)
+  --dist             run etagere from dist/ (npm run build first) instead of src/ through tsx
+  --list             list the cases and exit
+  -h, --help
+`;
+
+interface Options {
+  durationSec: number;
+  warmupSec: number;
+  connections: number;
+  repeat: number;
+  only: string | undefined;
+  smoke: boolean;
+  json: string | undefined;
+  tool: ToolName | undefined;
+  logLevel: string;
+  useDist: boolean;
+  list: boolean;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min) fail(`--${name} must be an integer >= ${min}, got "${value}"`);
+  return Number(value);
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      repeat: { type: 'string' },
+      only: { type: 'string' },
+      smoke: { type: 'boolean', default: false },
+      json: { type: 'string' },
+      tool: { type: 'string' },
+      'log-level': { type: 'string' },
+      dist: { type: 'boolean', default: false },
+      list: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  const tool = values.tool;
+  if (tool !== undefined && tool !== 'wrk' && tool !== 'autocannon') fail(`--tool must be wrk or autocannon, got "${tool}"`);
+  const smoke = values.smoke;
+  return {
+    durationSec: positiveInt('duration', values.duration, smoke ? 2 : 10),
+    warmupSec: positiveInt('warmup', values.warmup, smoke ? 1 : 2, 0),
+    connections: positiveInt('connections', values.connections, 64),
+    repeat: positiveInt('repeat', values.repeat, 1),
+    only: values.only,
+    smoke,
+    json: values.json,
+    tool,
+    logLevel: values['log-level'] ?? 'info',
+    useDist: values.dist,
+    list: values.list,
+  };
+}
+
+/** Starts the server of a case, never rejecting (so that starts can run side by side). */
+function startFor(c: BenchCase, ctx: ServerContext, fake: RunningServer, responseFile: string): Promise<Started> {
+  return startCaseServer(c.server, ctx, fake, responseFile).then(
+    (server): Started => ({ ok: true, server }),
+    (err: unknown): Started => ({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
+  );
+}
+
+function smokeFailures(results: readonly CaseResult[]): string[] {
+  const out: string[] = [];
+  for (const r of results) {
+    if (!r.ok) out.push(`${r.name}: failed (${r.error.split('\n')[0] ?? ''})`);
+    else if (r.load.requests === 0) out.push(`${r.name}: no requests completed`);
+    else if (r.errors > 0) out.push(`${r.name}: ${r.errors} non-2xx responses or socket errors`);
+  }
+  return out;
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  if (opts.list) {
+    for (const c of CASES) process.stdout.write(`${c.id.padEnd(14)} ${c.name}\n${' '.repeat(15)}${c.measures}\n`);
+    return 0;
+  }
+  let cases: BenchCase[];
+  try {
+    cases = selectCases(opts.only);
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  const log = (line: string): void => void process.stderr.write(`bench: ${line}\n`);
+  let tmpDir: string | undefined;
+  installCleanup((signal) => {
+    log(`${signal}: stopping child processes`);
+    if (tmpDir !== undefined) rmSync(tmpDir, { recursive: true, force: true });
+  });
+
+  const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
+  const tool = detectLoadTool(opts.tool, log);
+  const runDir = mkdtempSync(join(tmpdir(), 'etagere-bench-'));
+  tmpDir = runDir;
+  const settings: RunSettings = {
+    durationSec: opts.durationSec,
+    warmupSec: opts.warmupSec,
+    connections: opts.connections,
+    repeat: opts.repeat,
+    logLevel: opts.logLevel,
+    source: opts.useDist ? 'dist' : 'src (tsx)',
+  };
+  const facts = await machineFacts(tool, root);
+  process.stdout.write(`${header(facts, settings)}\n\n`);
+
+  const servers: ServerContext = { root, tmpDir: runDir, useDist: opts.useDist, logLevel: opts.logLevel };
+  const results: CaseResult[] = [];
+  let keepTmp = false;
+  try {
+    const fake = await startFake(servers);
+    const responseFile = join(runDir, 'ceiling-response.json');
+    await recordResponse(fake.origin, REPO_PATH, responseFile);
+    // Every case gets its own fresh server. They start side by side before anything is
+    // measured (start-up is mostly module loading), then sit idle until their turn.
+    log(`starting ${cases.length} server(s) ...`);
+    const starts = await Promise.all(cases.map((c) => startFor(c, servers, fake, responseFile)));
+    results.push(
+      ...(await measureAll(cases, starts, {
+        tool,
+        fake,
+        tmpDir: runDir,
+        connections: opts.connections,
+        durationSec: opts.durationSec,
+        warmupSec: opts.warmupSec,
+        repeat: opts.repeat,
+        log,
+      })),
+    );
+    keepTmp = results.some((r) => !r.ok);
+    await fake.process.stop();
+  } finally {
+    await stopAll();
+  }
+
+  process.stdout.write(`${table(results)}\n`);
+  process.stdout.write(
+    '\n(vs ceiling = req/s of the case / req/s of the ceiling case (median over rounds); errors = non-2xx + socket errors)\n',
+  );
+  if (opts.json !== undefined) {
+    writeFileSync(opts.json, `${JSON.stringify({ machine: facts, settings, results }, null, 2)}\n`);
+    log(`results written to ${opts.json}`);
+  }
+  if (keepTmp) log(`server logs kept in ${runDir}`);
+  else rmSync(runDir, { recursive: true, force: true });
+
+  const failed = results.filter((r) => !r.ok).length;
+  if (opts.smoke) {
+    const problems = smokeFailures(results);
+    if (problems.length > 0) {
+      log(`smoke FAILED:\n  ${problems.join('\n  ')}`);
+      return 1;
+    }
+    log('smoke passed');
+    return 0;
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  async (err: unknown) => {
+    process.stderr.write(`bench: fatal: ${(err as Error).stack ?? String(err)}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);

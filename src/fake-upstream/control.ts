@@ -1,0 +1,218 @@
+/**
+ * Control endpoints under /__fake/ (never counted in stats, never subject to quota or latency):
+ *   GET  /__fake/stats                 counters
+ *   POST /__fake/reset                 stats, quotas, secondary mode, mutations → seed
+ *                                      (body {"config": true} also restores the start-up config)
+ *   POST /__fake/mutate  {"path": ...} change a repo, user, org or city
+ *   GET|POST /__fake/secondary         scripted secondary-limit failures
+ *   GET|POST /__fake/config            runtime configuration
+ * Bad input answers 400 JSON; the process never crashes on it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
+import { JSON_TYPE } from './headers.js';
+import type { FakeState, RuntimeConfig } from './state.js';
+
+export const CONTROL_PREFIX = '/__fake';
+const MAX_BODY = 64 * 1024;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = Buffer.from(JSON.stringify(value));
+  res.writeHead(status, {
+    ...headers,
+    'content-type': JSON_TYPE,
+    'content-length': body.length,
+    'cache-control': 'no-store',
+  });
+  res.end(body);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    req.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > MAX_BODY) {
+        failed = true;
+        reject(new HttpError(413, `Request body larger than ${MAX_BODY} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    req.on('error', (err) => {
+      if (!failed) reject(err);
+    });
+  });
+}
+
+async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promise<Record<string, unknown>> {
+  const text = await readBody(req);
+  if (text.trim() === '') {
+    if (allowEmpty) return {};
+    throw new HttpError(400, 'A JSON object body is required');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'Problems parsing JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new HttpError(400, 'The body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
+  for (const k of Object.keys(body)) {
+    if (!allowed.includes(k)) throw new HttpError(400, `Unknown field "${k}" (allowed: ${allowed.join(', ')})`);
+  }
+}
+
+function intField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+  const v = body[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new HttpError(400, `"${key}" must be an integer from ${min} to ${max}`);
+  }
+  return v;
+}
+
+function methodGuard(req: IncomingMessage, allowed: string[]): void {
+  if (!allowed.includes(req.method ?? '')) {
+    throw new HttpError(405, `Method ${req.method ?? ''} not allowed here`, { allow: allowed.join(', ') });
+  }
+}
+
+export async function handleControl(state: FakeState, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  try {
+    switch (path) {
+      case '/__fake/stats':
+        methodGuard(req, ['GET', 'HEAD']);
+        return sendJson(res, 200, state.stats.snapshot());
+      case '/__fake/reset': {
+        methodGuard(req, ['POST']);
+        const body = await readJsonObject(req, true);
+        onlyKeys(body, ['config']);
+        if (body.config !== undefined && typeof body.config !== 'boolean') {
+          throw new HttpError(400, '"config" must be a boolean');
+        }
+        state.reset(body.config === true);
+        return sendJson(res, 200, { reset: true, config: state.config });
+      }
+      case '/__fake/mutate': {
+        methodGuard(req, ['POST']);
+        const body = await readJsonObject(req, false);
+        onlyKeys(body, ['path']);
+        if (typeof body.path !== 'string' || body.path === '') throw new HttpError(400, '"path" must be a non-empty string');
+        return sendJson(res, 200, mutate(state, body.path));
+      }
+      case '/__fake/secondary': {
+        methodGuard(req, ['GET', 'POST']);
+        if (req.method === 'POST') configureSecondary(state, await readJsonObject(req, false));
+        return sendJson(res, 200, { secondary: state.secondary.describe() });
+      }
+      case '/__fake/config': {
+        methodGuard(req, ['GET', 'POST']);
+        if (req.method === 'POST') configure(state, await readJsonObject(req, false));
+        return sendJson(res, 200, { config: state.config });
+      }
+      default:
+        throw new HttpError(404, `Unknown control endpoint ${path}`);
+    }
+  } catch (err) {
+    if (err instanceof HttpError) {
+      sendJson(res, err.status, { message: err.message }, err.headers);
+      if (err.status === 413) req.resume();
+      return;
+    }
+    sendJson(res, 500, { message: `Control endpoint failed: ${(err as Error).message}` });
+  }
+}
+
+function configure(state: FakeState, body: Record<string, unknown>): void {
+  onlyKeys(body, ['anonymousLimit', 'tokenLimit', 'windowSeconds', 'latencyMs', 'enforceConcurrency']);
+  const patch: Partial<RuntimeConfig> = {};
+  const set = (key: keyof RuntimeConfig, min: number, max: number): void => {
+    const v = intField(body, key, min, max);
+    if (v !== undefined) patch[key] = v;
+  };
+  set('anonymousLimit', 0, 1e9);
+  set('tokenLimit', 0, 1e9);
+  set('windowSeconds', 1, 1e7);
+  set('latencyMs', 0, 600_000);
+  if (body.enforceConcurrency === null) patch.enforceConcurrency = 0;
+  else set('enforceConcurrency', 0, 1e6);
+  state.configure(patch);
+}
+
+function configureSecondary(state: FakeState, body: Record<string, unknown>): void {
+  onlyKeys(body, ['count', 'status', 'retryAfter', 'token']);
+  const count = intField(body, 'count', 0, 1e9);
+  if (count === undefined) throw new HttpError(400, '"count" is required');
+  const status = body.status ?? 403;
+  if (status !== 403 && status !== 429) throw new HttpError(400, '"status" must be 403 or 429');
+  let retryAfter: number | null = 60;
+  if (body.retryAfter === null) retryAfter = null;
+  else retryAfter = intField(body, 'retryAfter', 0, 86_400) ?? 60;
+  const token = body.token ?? null;
+  if (token !== null && (typeof token !== 'string' || token === '')) {
+    throw new HttpError(400, '"token" must be a token value, a login, "anonymous" or null');
+  }
+  state.secondary.set({ remaining: count, status, retryAfter, token });
+}
+
+/** Accepts `/repos/o/r`, `/users/u`, `/orgs/o`, `/bicyclists/c`, also as absolute URLs or with a query. */
+function mutate(state: FakeState, target: string): { path: string; kind: string; changed: Change } {
+  let path = target;
+  if (/^https?:\/\//i.test(path)) {
+    try {
+      path = new URL(path).pathname;
+    } catch {
+      throw new HttpError(400, '"path" is not a valid URL');
+    }
+  }
+  path = path.split('?')[0] ?? '';
+  const parts = path.split('/');
+  const world = state.world;
+  const unknown = (): never => {
+    throw new HttpError(404, `Unknown resource ${path} (mutable: /repos/:owner/:repo, /users/:login, /orgs/:org, /bicyclists/:city)`);
+  };
+  if (parts[0] !== '') unknown();
+  let result: { path: string; kind: string; changed: Change } | undefined;
+  if (parts.length === 4 && parts[1] === 'repos') {
+    const repo = world.repo(parts[2] ?? '', parts[3] ?? '');
+    if (repo) result = { path: `/repos/${repo.owner.login}/${repo.name}`, kind: 'repository', changed: mutateRepo(world, repo) };
+  } else if (parts.length === 3 && (parts[1] === 'users' || parts[1] === 'orgs')) {
+    const account = world.account(parts[2] ?? '');
+    if (account && (parts[1] === 'users' || account.type === 'Organization')) {
+      result = { path: `/${parts[1]}/${account.login}`, kind: account.type === 'User' ? 'user' : 'organization', changed: mutateAccount(world, account) };
+    }
+  } else if (parts.length === 3 && parts[1] === 'bicyclists') {
+    const city = world.cities.get(parts[2] ?? '');
+    if (city) result = { path: `/bicyclists/${city.name}`, kind: 'city', changed: mutateCity(world, city) };
+  }
+  if (!result) return unknown();
+  state.invalidateLists();
+  return result;
+}

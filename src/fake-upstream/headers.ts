@@ -1,0 +1,124 @@
+/**
+ * Response headers of the code-hosting API, with GitHub's real vendor names, and the error
+ * bodies. One place declares every header the fake sends.
+ */
+import type { OutgoingHttpHeaders } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { Viewer } from './auth.js';
+
+export const DOCS_URL = 'https://docs.github.com/rest';
+export const RATE_LIMIT_DOCS_URL = 'https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting';
+export const SECONDARY_DOCS_URL =
+  'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits';
+
+export const JSON_TYPE = 'application/json; charset=utf-8';
+export const TEXT_TYPE = 'text/plain; charset=utf-8';
+export const VARY = 'Accept, Authorization, Cookie, X-GitHub-OTP, Accept-Encoding, X-Requested-With';
+export const CACHE_PUBLIC = 'public, max-age=60, s-maxage=60';
+export const CACHE_PRIVATE = 'private, max-age=60, s-maxage=60';
+export const EXPOSE_HEADERS =
+  'ETag, Link, Location, Retry-After, X-GitHub-OTP, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Used, ' +
+  'X-RateLimit-Resource, X-RateLimit-Reset, X-OAuth-Scopes, X-Accepted-OAuth-Scopes, X-Poll-Interval, ' +
+  'X-GitHub-Media-Type, X-GitHub-SSO, X-GitHub-Request-Id, Deprecation, Sunset';
+
+/** The rate-limit state shown in headers. */
+export interface RateView {
+  limit: number;
+  used: number;
+  reset: number;
+}
+
+export interface ApiHeaderInput {
+  status: number;
+  /** null for 304 (no content-type, no content-length). */
+  contentType: string | null;
+  contentLength: number;
+  requestId: string;
+  apiVersion: string;
+  rate: RateView | null;
+  viewer: Viewer | null;
+  acceptedScopes: string;
+  cacheControl: string | null;
+  etag: string | null;
+  lastModified: string | null;
+  link: string | null;
+  retryAfter: number | null;
+}
+
+export function apiHeaders(h: ApiHeaderInput): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { server: 'github.com' };
+  if (h.contentType !== null) out['content-type'] = h.contentType;
+  if (h.cacheControl !== null) out['cache-control'] = h.cacheControl;
+  out.vary = VARY;
+  if (h.etag !== null) out.etag = h.etag;
+  if (h.lastModified !== null) out['last-modified'] = h.lastModified;
+  if (h.viewer !== null) {
+    out['x-oauth-scopes'] = h.viewer.scopesHeader;
+    out['x-accepted-oauth-scopes'] = h.acceptedScopes;
+  }
+  out['x-github-media-type'] = 'github.v3; format=json';
+  out['x-github-api-version-selected'] = h.apiVersion;
+  if (h.link !== null) out.link = h.link;
+  if (h.rate !== null) {
+    out['x-ratelimit-limit'] = String(h.rate.limit);
+    out['x-ratelimit-remaining'] = String(h.rate.limit - h.rate.used);
+    out['x-ratelimit-reset'] = String(h.rate.reset);
+    out['x-ratelimit-used'] = String(h.rate.used);
+    out['x-ratelimit-resource'] = 'core';
+  }
+  if (h.retryAfter !== null) out['retry-after'] = String(h.retryAfter);
+  out['access-control-expose-headers'] = EXPOSE_HEADERS;
+  out['access-control-allow-origin'] = '*';
+  out['strict-transport-security'] = 'max-age=31536000; includeSubdomains; preload';
+  out['x-frame-options'] = 'deny';
+  out['x-content-type-options'] = 'nosniff';
+  out['x-xss-protection'] = '1; mode=block';
+  out['referrer-policy'] = 'origin-when-cross-origin, strict-origin-when-cross-origin';
+  out['content-security-policy'] = "default-src 'none'";
+  if (h.status !== 304) {
+    out['accept-ranges'] = 'bytes';
+    out['content-length'] = h.contentLength;
+  }
+  out['x-github-request-id'] = h.requestId;
+  return out;
+}
+
+/** CORS preflight answer (OPTIONS), as GitHub sends it. */
+export function preflightHeaders(requestId: string): OutgoingHttpHeaders {
+  return {
+    server: 'github.com',
+    'access-control-allow-origin': '*',
+    'access-control-allow-headers':
+      'Authorization, Content-Type, If-Match, If-Modified-Since, If-None-Match, If-Unmodified-Since, Accept-Encoding, ' +
+      'X-GitHub-OTP, X-Requested-With, User-Agent, X-GitHub-Api-Version',
+    'access-control-allow-methods': 'GET, POST, PATCH, PUT, DELETE',
+    'access-control-max-age': '86400',
+    'access-control-expose-headers': EXPOSE_HEADERS,
+    vary: VARY,
+    'content-length': 0,
+    'x-github-request-id': requestId,
+  };
+}
+
+/** GitHub-shaped error body. */
+export function errorJson(message: string, documentationUrl = DOCS_URL): Buffer {
+  return Buffer.from(JSON.stringify({ message, documentation_url: documentationUrl }));
+}
+
+export const NOT_FOUND_BODY = errorJson('Not Found');
+export const BAD_CREDENTIALS_BODY = errorJson('Bad credentials');
+export const REQUIRES_AUTH_BODY = errorJson('Requires authentication');
+export const SERVER_ERROR_BODY = errorJson('Server Error');
+
+/** Opaque request ids shaped like GitHub's (`XXXX:XXXX:...`). */
+const ID_PREFIX = randomBytes(4).toString('hex').toUpperCase();
+let idCounter = 0;
+export function nextRequestId(): string {
+  idCounter = (idCounter + 1) >>> 0;
+  return `${ID_PREFIX.slice(0, 4)}:${ID_PREFIX.slice(4)}:${idCounter.toString(16).toUpperCase()}:${(
+    (Date.now() / 1000) |
+    0
+  )
+    .toString(16)
+    .toUpperCase()}`;
+}

@@ -1,0 +1,108 @@
+/**
+ * A faithful, fast fake of the GitHub REST read API (users, orgs, repositories, pagination,
+ * ETags, quotas, secondary limits) and of the cyclist-count service, on one port.
+ * See docs/fake-upstream.md.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPipeline } from './server.js';
+import { FakeState, type RuntimeConfig } from './state.js';
+import type { FakeStats } from './stats.js';
+import { DEMO_TOKENS, parseTokenSpec, type FakeToken } from './tokens.js';
+
+export { DEMO_TOKENS, parseTokenSpec };
+export type { FakeToken, FakeStats };
+export { CITIES, SEED_ORG } from './data.js';
+
+export interface FakeUpstreamOptions {
+  /** Default 0 (a random free port). */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default: DEMO_TOKENS. */
+  tokens?: FakeToken[];
+  /** Requests per window without credentials, per client address. Default 60. */
+  anonymousLimit?: number;
+  /** Requests per window per token. Default 5000. */
+  tokenLimit?: number;
+  /** Length of a quota window. Default 3600. */
+  windowSeconds?: number;
+  /** Artificial delay before each API/cyclist response. Default 0. */
+  latencyMs?: number;
+  /** Public repositories of the seed organization (plus its private ones). Default 75. */
+  orgRepoCount?: number;
+  /** Answer secondary-limit errors when more requests than this are in flight. Default 0 (off). */
+  enforceConcurrency?: number;
+}
+
+export interface FakeUpstream {
+  /** e.g. http://127.0.0.1:41234 (no trailing slash). */
+  url: string;
+  server: Server;
+  /** Same JSON as GET /__fake/stats. */
+  stats(): FakeStats;
+  /** Same as POST /__fake/reset. */
+  reset(): void;
+  /** Closes the server and all its sockets. */
+  close(): Promise<void>;
+}
+
+/** The command-line flags of `etagere fake-upstream` and the options they set. */
+export const fakeUpstreamFlags = [
+  { flag: '--port', option: 'port', description: 'port to listen on (CLI default 9100; 0 = random)' },
+  { flag: '--host', option: 'host', description: 'address to listen on (default 127.0.0.1)' },
+  { flag: '--tokens', option: 'tokens', description: 'token set, e.g. "tok1@alice:repo+read:org,tok2:" (parseTokenSpec)' },
+  { flag: '--anon-limit', option: 'anonymousLimit', description: 'anonymous requests per window (default 60)' },
+  { flag: '--token-limit', option: 'tokenLimit', description: 'requests per window per token (default 5000)' },
+  { flag: '--window-seconds', option: 'windowSeconds', description: 'quota window length (default 3600)' },
+  { flag: '--latency-ms', option: 'latencyMs', description: 'delay before each response (default 0)' },
+] as const;
+
+function checkInt(name: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+  return value;
+}
+
+export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const config: RuntimeConfig = {
+    anonymousLimit: checkInt('anonymousLimit', opts.anonymousLimit ?? 60, 0),
+    tokenLimit: checkInt('tokenLimit', opts.tokenLimit ?? 5000, 0),
+    windowSeconds: checkInt('windowSeconds', opts.windowSeconds ?? 3600, 1),
+    latencyMs: checkInt('latencyMs', opts.latencyMs ?? 0, 0),
+    enforceConcurrency: checkInt('enforceConcurrency', opts.enforceConcurrency ?? 0, 0),
+  };
+  const orgRepoCount = checkInt('orgRepoCount', opts.orgRepoCount ?? 75, 0);
+  const state = new FakeState(config, opts.tokens ?? DEMO_TOKENS, orgRepoCount);
+  const host = opts.host ?? '127.0.0.1';
+  let url = '';
+  const pipeline = createPipeline(
+    () => state,
+    () => url,
+  );
+  const server = createServer({ keepAliveTimeout: 5000 }, pipeline.handle);
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address;
+  url = `http://${shownHost}:${address.port}`;
+
+  return {
+    url,
+    server,
+    stats: () => state.stats.snapshot(),
+    reset: () => state.reset(),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        for (const t of pipeline.timers) clearTimeout(t);
+        pipeline.timers.clear();
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Primary rate limit: one fixed window per credential (anonymous callers per client address,
+ * each token on its own). A window starts at its first use and lasts `windowSeconds`;
+ * `x-ratelimit-reset` is the end of the window in epoch seconds. Spending never goes past the
+ * limit, so limit = remaining + used always holds.
+ */
+
+export interface QuotaSettings {
+  anonymousLimit: number;
+  tokenLimit: number;
+  windowSeconds: number;
+}
+
+export interface QuotaWindow {
+  limit: number;
+  used: number;
+  endMs: number;
+  /** Epoch seconds of the window end. */
+  reset: number;
+}
+
+export interface QuotaSnapshot {
+  limit: number;
+  remaining: number;
+  used: number;
+  reset: number;
+  resource: 'core';
+}
+
+export class Quotas {
+  private readonly windows = new Map<string, QuotaWindow>();
+
+  constructor(private settings: QuotaSettings) {}
+
+  /** Changes the limits; every window starts afresh (documented). */
+  configure(settings: QuotaSettings): void {
+    this.settings = settings;
+    this.windows.clear();
+  }
+
+  reset(): void {
+    this.windows.clear();
+  }
+
+  /** The live window of a key (creating it at first use, or when the old one has ended). */
+  window(key: string, anonymous: boolean, now = Date.now()): QuotaWindow {
+    let w = this.windows.get(key);
+    if (w === undefined || now >= w.endMs) {
+      const endMs = now + this.settings.windowSeconds * 1000;
+      w = {
+        limit: anonymous ? this.settings.anonymousLimit : this.settings.tokenLimit,
+        used: 0,
+        endMs,
+        reset: Math.ceil(endMs / 1000),
+      };
+      this.windows.set(key, w);
+    }
+    return w;
+  }
+
+  /** The state without starting a window (for GET /rate_limit). */
+  peek(key: string, anonymous: boolean, now = Date.now()): QuotaSnapshot {
+    const w = this.windows.get(key);
+    if (w === undefined || now >= w.endMs) {
+      const limit = anonymous ? this.settings.anonymousLimit : this.settings.tokenLimit;
+      return { limit, remaining: limit, used: 0, reset: Math.ceil((now + this.settings.windowSeconds * 1000) / 1000), resource: 'core' };
+    }
+    return snapshot(w);
+  }
+}
+
+export function remaining(w: QuotaWindow): number {
+  return w.limit - w.used;
+}
+
+/** Spends one unit if any is left; returns whether it did. */
+export function spend(w: QuotaWindow): boolean {
+  if (w.used >= w.limit) return false;
+  w.used++;
+  return true;
+}
+
+export function snapshot(w: QuotaWindow): QuotaSnapshot {
+  return { limit: w.limit, remaining: w.limit - w.used, used: w.used, reset: w.reset, resource: 'core' };
+}
+
+export const anonymousKey = (address: string): string => `ip:${address}`;
+export const tokenKey = (token: string): string => `token:${token}`;

@@ -1,0 +1,283 @@
+/**
+ * The code-hosting API's read endpoints. Each handler turns (path, query, viewer) into a result:
+ * status, body and, for cacheable 200s, a body hash and Last-Modified time from which the
+ * server derives ETag and conditional answers. Quota, headers and 304s are the server's job.
+ */
+import type { Viewer } from './auth.js';
+import { canSee, isAffiliated, permissionClass } from './auth.js';
+import type { Account, Repo, World } from './data.js';
+import { bodyHash } from './etag.js';
+import { JSON_TYPE, NOT_FOUND_BODY, REQUIRES_AUTH_BODY, TEXT_TYPE } from './headers.js';
+import { linkHeader, pageRequest, paginate } from './pagination.js';
+import { privateAccount, publicAccount, repoJson, type ApiVersion } from './render.js';
+import type { FakeState, Rendered } from './state.js';
+
+export interface RouteContext {
+  state: FakeState;
+  world: World;
+  viewer: Viewer | null;
+  base: string;
+  version: ApiVersion;
+  path: string;
+  query: string;
+}
+
+export interface ApiResult {
+  status: number;
+  body: Buffer;
+  contentType: string;
+  /** Set on cacheable 200 answers: the server derives ETag/Last-Modified and 304s from it. */
+  rendered: Rendered | null;
+  acceptedScopes: string;
+}
+
+const notFound = (): ApiResult => ({
+  status: 404,
+  body: NOT_FOUND_BODY,
+  contentType: JSON_TYPE,
+  rendered: null,
+  acceptedScopes: '',
+});
+
+const requiresAuth = (): ApiResult => ({
+  status: 401,
+  body: REQUIRES_AUTH_BODY,
+  contentType: JSON_TYPE,
+  rendered: null,
+  acceptedScopes: '',
+});
+
+const ok = (rendered: Rendered, acceptedScopes: string): ApiResult => ({
+  status: 200,
+  body: rendered.body,
+  contentType: JSON_TYPE,
+  rendered,
+  acceptedScopes,
+});
+
+function render(json: string, lastModified: number, link: string | null = null): Rendered {
+  const body = Buffer.from(json);
+  return { body, hash: bodyHash(body), lastModified, link };
+}
+
+function segment(s: string | undefined): string | null {
+  if (s === undefined || s === '') return null;
+  if (!s.includes('%')) return s;
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/** Routes one GET/HEAD request of the API (everything but /rate_limit). */
+export function route(ctx: RouteContext): ApiResult {
+  const parts = ctx.path.split('/');
+  const [, first] = parts;
+  const n = parts.length;
+  switch (first) {
+    case 'zen':
+      if (n !== 2) return notFound();
+      return { status: 200, body: Buffer.from(ctx.world.nextZen()), contentType: TEXT_TYPE, rendered: null, acceptedScopes: '' };
+    case 'user':
+      if (n === 2) return ownProfile(ctx);
+      if (n === 3 && parts[2] === 'repos') return ownRepos(ctx);
+      return notFound();
+    case 'users': {
+      const login = segment(parts[2]);
+      if (login === null) return notFound();
+      if (n === 3) return userRecord(ctx, login);
+      if (n === 4 && parts[3] === 'repos') return userRepos(ctx, login);
+      return notFound();
+    }
+    case 'repos': {
+      if (n !== 4) return notFound();
+      const owner = segment(parts[2]);
+      const name = segment(parts[3]);
+      if (owner === null || name === null) return notFound();
+      return repoRecord(ctx, owner, name);
+    }
+    case 'orgs': {
+      const org = segment(parts[2]);
+      if (org === null || n !== 4 || parts[3] !== 'repos') return notFound();
+      return orgRepos(ctx, org);
+    }
+    default:
+      return notFound();
+  }
+}
+
+function publicRepoCount(world: World, a: Account): number {
+  return world.ownedRepos(a.login).filter((r) => !r.private).length;
+}
+
+function userRecord(ctx: RouteContext, login: string): ApiResult {
+  const account = ctx.world.account(login);
+  if (!account) return notFound();
+  const key = `public|${ctx.version}|${ctx.base}`;
+  let rendered = account.cache.get(key) as Rendered | undefined;
+  if (!rendered) {
+    const json = JSON.stringify(publicAccount(account, publicRepoCount(ctx.world, account), ctx.base, ctx.version));
+    rendered = render(json, account.updatedAt);
+    account.cache.set(key, rendered);
+  }
+  return ok(rendered, '');
+}
+
+function ownProfile(ctx: RouteContext): ApiResult {
+  if (ctx.viewer === null) return requiresAuth();
+  const account = ctx.world.account(ctx.viewer.login);
+  if (!account) return notFound();
+  const key = `private|${ctx.version}|${ctx.base}`;
+  let rendered = account.cache.get(key) as Rendered | undefined;
+  if (!rendered) {
+    const owned = ctx.world.ownedRepos(account.login);
+    const privateRepos = owned.filter((r) => r.private).length;
+    const json = JSON.stringify(
+      privateAccount(account, { publicRepos: owned.length - privateRepos, privateRepos }, ctx.base, ctx.version),
+    );
+    rendered = render(json, account.updatedAt);
+    account.cache.set(key, rendered);
+  }
+  return ok(rendered, 'read:user, user');
+}
+
+function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
+  const repo = ctx.world.repo(owner, name);
+  if (!repo || !canSee(ctx.viewer, repo)) return notFound();
+  const perm = permissionClass(ctx.viewer, repo);
+  const key = `response|${perm}|${ctx.version}|${ctx.base}`;
+  let rendered = repo.cache.get(key) as Rendered | undefined;
+  if (!rendered) {
+    rendered = render(repoJson(repo, perm, ctx.base, ctx.version), repo.updatedAt);
+    repo.cache.set(key, rendered);
+  }
+  return ok(rendered, 'repo');
+}
+
+type SortKey = 'created' | 'updated' | 'pushed' | 'full_name';
+const SORTS = new Set<string>(['created', 'updated', 'pushed', 'full_name']);
+
+function fullName(r: Repo): string {
+  return `${r.owner.login}/${r.name}`.toLowerCase();
+}
+
+function sortRepos(repos: Repo[], params: URLSearchParams, defaultSort: SortKey): Repo[] {
+  const s = params.get('sort');
+  const sort: SortKey = s !== null && SORTS.has(s) ? (s as SortKey) : defaultSort;
+  const d = params.get('direction');
+  const asc = d === 'asc' ? true : d === 'desc' ? false : sort === 'full_name';
+  const value = (r: Repo): number | string =>
+    sort === 'created' ? r.createdAt : sort === 'updated' ? r.updatedAt : sort === 'pushed' ? r.pushedAt : fullName(r);
+  return [...repos].sort((a, b) => {
+    const va = value(a);
+    const vb = value(b);
+    const c = va < vb ? -1 : va > vb ? 1 : a.id - b.id;
+    return asc ? c : -c;
+  });
+}
+
+/**
+ * A paginated repository list, rendered and cached. `select` computes the visible, filtered
+ * repositories only on a cache miss.
+ */
+function repoList(
+  ctx: RouteContext,
+  select: (params: URLSearchParams) => Repo[],
+  defaultSort: SortKey,
+  fallbackLastModified: number,
+): ApiResult {
+  const viewerKey = ctx.viewer === null ? 'anon' : ctx.viewer.key;
+  const key = `${ctx.path}?${ctx.query}|${viewerKey}|${ctx.version}|${ctx.base}|${ctx.world.generation}`;
+  let rendered = ctx.state.cachedList(key);
+  if (!rendered) {
+    const params = new URLSearchParams(ctx.query);
+    const all = sortRepos(select(params), params, defaultSort);
+    const req = pageRequest(params);
+    const page = paginate(all, req);
+    const items = page.items.map((r) => repoJson(r, permissionClass(ctx.viewer, r), ctx.base, ctx.version));
+    let lastModified = 0;
+    for (const r of page.items.length > 0 ? page.items : all) lastModified = Math.max(lastModified, r.updatedAt);
+    if (lastModified === 0) lastModified = fallbackLastModified;
+    const link = linkHeader(ctx.base, ctx.path, ctx.query, req.page, page.last);
+    rendered = render(`[${items.join(',')}]`, lastModified, link);
+    ctx.state.storeList(key, rendered);
+  }
+  return ok(rendered, 'repo');
+}
+
+function visible(ctx: RouteContext, repos: Repo[]): Repo[] {
+  return repos.filter((r) => canSee(ctx.viewer, r));
+}
+
+function orgReposOf(ctx: RouteContext, login: string): Repo[] {
+  return ctx.world.orgsOf(login).flatMap((org) => ctx.world.ownedRepos(org.login));
+}
+
+/** GET /user/repos: `visibility` (all|public|private), `affiliation` (owner, organization_member), `type`. */
+function ownRepos(ctx: RouteContext): ApiResult {
+  const viewer = ctx.viewer;
+  if (viewer === null) return requiresAuth();
+  const account = ctx.world.account(viewer.login);
+  if (!account) return notFound();
+  return repoList(
+    ctx,
+    (params) => {
+      const type = params.get('type') ?? 'all';
+      const affiliation = (params.get('affiliation') ?? 'owner,collaborator,organization_member').split(',');
+      const visibility = params.get('visibility') ?? (type === 'public' || type === 'private' ? type : 'all');
+      const owned = type === 'member' || !affiliation.includes('owner') ? [] : ctx.world.ownedRepos(account.login);
+      const member =
+        type === 'owner' || !affiliation.includes('organization_member') ? [] : orgReposOf(ctx, account.login);
+      return visible(ctx, [...owned, ...member]).filter(
+        (r) => visibility === 'all' || (visibility === 'private') === r.private,
+      );
+    },
+    'full_name',
+    account.updatedAt,
+  );
+}
+
+/** GET /users/:login/repos: `type` owner (default) | member | all. */
+function userRepos(ctx: RouteContext, login: string): ApiResult {
+  const account = ctx.world.account(login);
+  if (!account) return notFound();
+  return repoList(
+    ctx,
+    (params) => {
+      const type = params.get('type') ?? 'owner';
+      const owned = type === 'member' ? [] : ctx.world.ownedRepos(account.login);
+      const member = type === 'member' || type === 'all' ? orgReposOf(ctx, account.login) : [];
+      return visible(ctx, [...owned, ...member]);
+    },
+    'full_name',
+    account.updatedAt,
+  );
+}
+
+/** GET /orgs/:org/repos: `type` all (default) | public | private | forks | sources | member. */
+function orgRepos(ctx: RouteContext, login: string): ApiResult {
+  const org = ctx.world.account(login);
+  if (!org || org.type !== 'Organization') return notFound();
+  return repoList(
+    ctx,
+    (params) => {
+      const type = params.get('type') ?? 'all';
+      const repos = visible(ctx, ctx.world.ownedRepos(org.login));
+      switch (type) {
+        case 'public':
+          return repos.filter((r) => !r.private);
+        case 'private':
+          return repos.filter((r) => r.private);
+        case 'forks':
+          return [];
+        case 'member':
+          return ctx.viewer !== null ? repos.filter((r) => isAffiliated(ctx.viewer!.login, r)) : [];
+        default:
+          return repos;
+      }
+    },
+    'created',
+    org.updatedAt,
+  );
+}

@@ -1,0 +1,55 @@
+/**
+ * Secondary rate limits: scripted failures (POST /__fake/secondary makes the next N matching API
+ * requests fail) and an optional real concurrency limit (`enforceConcurrency`).
+ */
+
+export interface SecondaryRule {
+  /** Failures still to produce. */
+  remaining: number;
+  status: 403 | 429;
+  /** Seconds for `retry-after`; null sends no retry-after header. */
+  retryAfter: number | null;
+  /** Only requests of this token (value or login), or `anonymous`; null = every request. */
+  token: string | null;
+}
+
+export interface SecondaryFailure {
+  status: 403 | 429;
+  retryAfter: number | null;
+  reason: 'scripted' | 'concurrency';
+}
+
+/** Concurrency-limit answers: 403 with retry-after 1 (documented). */
+export const CONCURRENCY_FAILURE: SecondaryFailure = { status: 403, retryAfter: 1, reason: 'concurrency' };
+
+export class Secondary {
+  rule: SecondaryRule | null = null;
+
+  set(rule: SecondaryRule | null): void {
+    this.rule = rule !== null && rule.remaining > 0 ? rule : null;
+  }
+
+  reset(): void {
+    this.rule = null;
+  }
+
+  /**
+   * Whether this request must fail; consumes one scripted failure when it does.
+   * `matches(selector)` tells whether the request's credential matches a token selector.
+   */
+  check(matches: (selector: string) => boolean): SecondaryFailure | null {
+    const rule = this.rule;
+    if (rule === null) return null;
+    if (rule.token !== null && !matches(rule.token)) return null;
+    rule.remaining--;
+    if (rule.remaining <= 0) this.rule = null;
+    return { status: rule.status, retryAfter: rule.retryAfter, reason: 'scripted' };
+  }
+
+  describe(): Record<string, unknown> {
+    const r = this.rule;
+    return r === null
+      ? { count: 0, status: null, retryAfter: null, token: null }
+      : { count: r.remaining, status: r.status, retryAfter: r.retryAfter, token: r.token };
+  }
+}

@@ -1,0 +1,315 @@
+/**
+ * The HTTP request pipeline of the fake. For an API request, in order:
+ *   OPTIONS preflight → credentials (invalid: 401) → /rate_limit (free)
+ *   → secondary limits (scripted, concurrency) → primary quota exhausted (403) → API version (400)
+ *   → method (non-GET/HEAD: 404, like GitHub) → route → conditional (304) → spend → headers.
+ * Cyclist requests and control endpoints (/__fake/*) branch off first. Any exception answers
+ * 500 JSON; the process never crashes on a request.
+ */
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Viewer } from './auth.js';
+import { handleControl, CONTROL_PREFIX } from './control.js';
+import { cyclist, CYCLIST_PREFIX } from './cyclist.js';
+import { computeEtag, httpDate, isNotModified } from './etag.js';
+import {
+  apiHeaders,
+  BAD_CREDENTIALS_BODY,
+  CACHE_PRIVATE,
+  CACHE_PUBLIC,
+  errorJson,
+  JSON_TYPE,
+  NOT_FOUND_BODY,
+  nextRequestId,
+  preflightHeaders,
+  RATE_LIMIT_DOCS_URL,
+  SECONDARY_DOCS_URL,
+  SERVER_ERROR_BODY,
+  type RateView,
+} from './headers.js';
+import { anonymousKey, remaining, spend, tokenKey } from './quota.js';
+import { API_VERSIONS, DEFAULT_API_VERSION, type ApiVersion } from './render.js';
+import { route } from './routes.js';
+import { CONCURRENCY_FAILURE, type SecondaryFailure } from './secondary.js';
+import type { FakeState } from './state.js';
+
+const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const VERSIONS = new Set<string>(API_VERSIONS);
+const UNSUPPORTED_VERSION = (v: string): Buffer =>
+  errorJson(
+    `The version you specified in the "X-GitHub-Api-Version" request header, "${v.slice(0, 64)}", is not a supported ` +
+      `version. The following versions are currently supported: ${[...API_VERSIONS]
+        .reverse()
+        .map((x, i) => `"${x}"${i === 0 ? ' (most recent)' : ''}`)
+        .join(', ')}.`,
+  );
+
+/** One response under way: writes once (after the configured latency) and keeps the in-flight count. */
+class Reply {
+  done = false;
+
+  constructor(
+    private readonly state: FakeState,
+    private readonly res: ServerResponse,
+    private readonly timers: Set<NodeJS.Timeout>,
+    private readonly head: boolean,
+  ) {
+    state.stats.begin();
+  }
+
+  send(status: number, headers: OutgoingHttpHeaders, body: Buffer | null): void {
+    if (this.done) return;
+    this.done = true;
+    const write = (): void => {
+      this.state.stats.end();
+      try {
+        this.res.writeHead(status, headers);
+        this.res.end(this.head || status === 304 || status === 204 ? undefined : body ?? undefined);
+      } catch {
+        this.res.destroy();
+      }
+    };
+    const latency = this.state.config.latencyMs;
+    if (latency > 0) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        write();
+      }, latency);
+      this.timers.add(timer);
+    } else {
+      write();
+    }
+  }
+}
+
+export interface Pipeline {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Timers of delayed responses (cleared on close). */
+  timers: Set<NodeJS.Timeout>;
+}
+
+export function createPipeline(getState: () => FakeState, fallbackBase: () => string): Pipeline {
+  const timers = new Set<NodeJS.Timeout>();
+  const bases = new Map<string, string>();
+
+  const baseOf = (req: IncomingMessage): string => {
+    const host = req.headers.host;
+    if (host === undefined) return fallbackBase();
+    const hit = bases.get(host);
+    if (hit !== undefined) return hit;
+    if (!HOST_RE.test(host)) return fallbackBase();
+    const base = `http://${host}`;
+    if (bases.size > 1000) bases.clear();
+    bases.set(host, base);
+    return base;
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const state = getState();
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = q < 0 ? '' : url.slice(q + 1);
+
+    if (path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`)) {
+      handleControl(state, req, res, path).catch(() => internalError(res));
+      return;
+    }
+    const reply = new Reply(state, res, timers, req.method === 'HEAD');
+    try {
+      if (path === CYCLIST_PREFIX || path.startsWith(`${CYCLIST_PREFIX}/`)) {
+        const result = cyclist(state.world, req.method ?? 'GET', path);
+        const cred = state.credentials.resolve(req.headers.authorization);
+        state.stats.record(path, result.status, cred.kind === 'token' ? cred.viewer.token.login : cred.kind, false);
+        reply.send(result.status, result.headers, result.body);
+        return;
+      }
+      api(state, req, reply, path, query, baseOf(req));
+    } catch {
+      if (!reply.done) {
+        state.stats.record(path, 500, 'anonymous', false);
+        reply.send(500, { 'content-type': JSON_TYPE, 'content-length': SERVER_ERROR_BODY.length }, SERVER_ERROR_BODY);
+      } else {
+        internalError(res);
+      }
+    }
+  };
+
+  return { handle, timers };
+}
+
+function internalError(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  try {
+    res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': SERVER_ERROR_BODY.length });
+    res.end(SERVER_ERROR_BODY);
+  } catch {
+    res.destroy();
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+function clientAddress(req: IncomingMessage): string {
+  const a = req.socket.remoteAddress ?? 'unknown';
+  return a.startsWith('::ffff:') ? a.slice(7) : a;
+}
+
+function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string, query: string, base: string): void {
+  const method = req.method ?? 'GET';
+  const requestId = nextRequestId();
+  const cred = state.credentials.resolve(req.headers.authorization);
+  const viewer: Viewer | null = cred.kind === 'token' ? cred.viewer : null;
+  const label = viewer !== null ? viewer.token.login : cred.kind;
+  const address = clientAddress(req);
+  const versionHeader = header(req, 'x-github-api-version');
+  const versionOk = versionHeader === undefined || versionHeader === '' || VERSIONS.has(versionHeader);
+  const version: ApiVersion = versionOk && versionHeader ? (versionHeader as ApiVersion) : DEFAULT_API_VERSION;
+
+  // Error and plain answers share this shape.
+  const answer = (
+    status: number,
+    body: Buffer,
+    rate: RateView | null,
+    spent: boolean,
+    extra: {
+      contentType?: string | null;
+      retryAfter?: number | null;
+      acceptedScopes?: string;
+      cacheControl?: string | null;
+      etag?: string | null;
+      lastModified?: string | null;
+      link?: string | null;
+      viewer?: Viewer | null;
+    } = {},
+  ): void => {
+    state.stats.record(path, status, label, spent);
+    const headers = apiHeaders({
+      status,
+      contentType: extra.contentType === undefined ? JSON_TYPE : extra.contentType,
+      contentLength: body.length,
+      requestId,
+      apiVersion: version,
+      rate,
+      viewer: extra.viewer === undefined ? viewer : extra.viewer,
+      acceptedScopes: extra.acceptedScopes ?? '',
+      cacheControl: extra.cacheControl ?? null,
+      etag: extra.etag ?? null,
+      lastModified: extra.lastModified ?? null,
+      link: extra.link ?? null,
+      retryAfter: extra.retryAfter ?? null,
+    });
+    reply.send(status, headers, body);
+  };
+
+  if (method === 'OPTIONS') {
+    state.stats.record(path, 204, label, false);
+    reply.send(204, preflightHeaders(requestId), null);
+    return;
+  }
+
+  // Unknown or malformed credentials: 401, counted against the caller's anonymous quota.
+  if (cred.kind === 'invalid') {
+    const w = state.quotas.window(anonymousKey(address), true);
+    const spent = spend(w);
+    answer(401, BAD_CREDENTIALS_BODY, w, spent, { viewer: null });
+    return;
+  }
+
+  const anonymous = viewer === null;
+  const quotaKey = anonymous ? anonymousKey(address) : tokenKey(viewer.token.token);
+
+  // GET /rate_limit: free, and exempt from secondary limits.
+  if (path === '/rate_limit' && (method === 'GET' || method === 'HEAD')) {
+    if (!versionOk) {
+      answer(400, UNSUPPORTED_VERSION(versionHeader ?? ''), null, false);
+      return;
+    }
+    const snap = state.quotas.peek(quotaKey, anonymous);
+    const core = { limit: snap.limit, used: snap.used, remaining: snap.remaining, reset: snap.reset, resource: 'core' };
+    // Version 2026-03-10 dropped the deprecated top-level `rate` (as on GitHub).
+    const doc = version === DEFAULT_API_VERSION ? { resources: { core }, rate: core } : { resources: { core } };
+    answer(200, Buffer.from(JSON.stringify(doc)), snap, false, { cacheControl: 'no-cache' });
+    return;
+  }
+
+  // Secondary limits: a real concurrency cap (optional) and scripted failures.
+  const failure: SecondaryFailure | null =
+    state.config.enforceConcurrency > 0 && state.stats.inFlight > state.config.enforceConcurrency
+      ? CONCURRENCY_FAILURE
+      : state.secondary.check((selector) => state.credentials.matches(viewer, selector));
+  if (failure !== null) {
+    const w = state.quotas.window(quotaKey, anonymous);
+    const body = errorJson(
+      'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. ' +
+        `If you reach out to GitHub Support for help, please include the request ID ${requestId}.`,
+      SECONDARY_DOCS_URL,
+    );
+    answer(failure.status, body, w, false, { retryAfter: failure.retryAfter });
+    return;
+  }
+
+  const w = state.quotas.window(quotaKey, anonymous);
+  if (remaining(w) <= 0) {
+    const who = anonymous ? address : `user ID ${state.world.account(viewer.login)?.id ?? 0}`;
+    const message = anonymous
+      ? `API rate limit exceeded for ${who}. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`
+      : `API rate limit exceeded for ${who}.`;
+    answer(403, errorJson(message, RATE_LIMIT_DOCS_URL), w, false);
+    return;
+  }
+
+  if (!versionOk) {
+    const spent = spend(w);
+    answer(400, UNSUPPORTED_VERSION(versionHeader ?? ''), w, spent);
+    return;
+  }
+
+  if (method !== 'GET' && method !== 'HEAD') {
+    // GitHub answers an unsupported method with 404, not 405.
+    const spent = spend(w);
+    answer(404, NOT_FOUND_BODY, w, spent);
+    return;
+  }
+
+  const result = route({ state, world: state.world, viewer, base, version, path, query });
+  const rendered = result.rendered;
+  if (rendered === null) {
+    const spent = spend(w);
+    answer(result.status, result.body, w, spent, { contentType: result.contentType, acceptedScopes: result.acceptedScopes });
+    return;
+  }
+
+  const etag = computeEtag(
+    rendered.hash,
+    header(req, 'accept') ?? '',
+    cred.kind === 'token' ? cred.authorization : '',
+    version,
+  );
+  const notModified = isNotModified(
+    header(req, 'if-none-match'),
+    header(req, 'if-modified-since'),
+    etag,
+    rendered.lastModified,
+  );
+  // A 304 to a request with valid credentials is free; an anonymous one costs like any request.
+  const spent = notModified && !anonymous ? false : spend(w);
+  const validators = {
+    acceptedScopes: result.acceptedScopes,
+    cacheControl: anonymous ? CACHE_PUBLIC : CACHE_PRIVATE,
+    etag,
+    lastModified: httpDate(rendered.lastModified),
+  };
+  if (notModified) {
+    answer(304, EMPTY, w, spent, { ...validators, contentType: null });
+  } else {
+    answer(200, result.body, w, spent, { ...validators, contentType: result.contentType, link: rendered.link });
+  }
+}
+
+const EMPTY = Buffer.alloc(0);

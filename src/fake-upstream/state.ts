@@ -1,0 +1,84 @@
+/**
+ * Everything one fake upstream instance holds: runtime configuration, the world, credentials,
+ * quotas, secondary-limit mode, statistics and the response caches. reset() puts it back to the
+ * seed (configuration is kept unless asked to restore it).
+ */
+import { World } from './data.js';
+import { Credentials } from './auth.js';
+import { Quotas } from './quota.js';
+import { Secondary } from './secondary.js';
+import { Stats } from './stats.js';
+import type { FakeToken } from './tokens.js';
+
+export interface RuntimeConfig {
+  anonymousLimit: number;
+  tokenLimit: number;
+  windowSeconds: number;
+  latencyMs: number;
+  /** Maximum requests in flight before secondary-limit answers; 0 = off. */
+  enforceConcurrency: number;
+}
+
+/** A cached, fully rendered response body with its validators. */
+export interface Rendered {
+  body: Buffer;
+  hash: string;
+  lastModified: number;
+  link: string | null;
+}
+
+const LIST_CACHE_MAX = 5000;
+
+export class FakeState {
+  config: RuntimeConfig;
+  world: World;
+  readonly credentials: Credentials;
+  readonly quotas: Quotas;
+  readonly secondary = new Secondary();
+  readonly stats = new Stats();
+  /** Rendered list pages, keyed by path+query, viewer, base, version and world generation. */
+  private listCache = new Map<string, Rendered>();
+
+  constructor(
+    private readonly initialConfig: RuntimeConfig,
+    readonly tokens: FakeToken[],
+    readonly orgRepoCount: number,
+  ) {
+    this.config = { ...initialConfig };
+    this.world = new World({ orgRepoCount, tokens });
+    this.credentials = new Credentials(tokens);
+    this.quotas = new Quotas(this.config);
+  }
+
+  /** Stats, quotas, secondary mode and mutations back to the seed; optionally the configuration too. */
+  reset(restoreConfig = false): void {
+    if (restoreConfig) this.config = { ...this.initialConfig };
+    this.world = new World({ orgRepoCount: this.orgRepoCount, tokens: this.tokens });
+    this.listCache = new Map();
+    this.quotas.configure(this.config);
+    this.secondary.reset();
+    this.stats.reset();
+  }
+
+  /** Applies a partial configuration; quota windows start afresh when a quota setting changes. */
+  configure(patch: Partial<RuntimeConfig>): void {
+    const quotaChanged =
+      patch.anonymousLimit !== undefined || patch.tokenLimit !== undefined || patch.windowSeconds !== undefined;
+    this.config = { ...this.config, ...patch };
+    if (quotaChanged) this.quotas.configure(this.config);
+  }
+
+  /** Called after a mutation: cached list pages are stale. */
+  invalidateLists(): void {
+    this.listCache = new Map();
+  }
+
+  cachedList(key: string): Rendered | undefined {
+    return this.listCache.get(key);
+  }
+
+  storeList(key: string, value: Rendered): void {
+    if (this.listCache.size >= LIST_CACHE_MAX) this.listCache.clear();
+    this.listCache.set(key, value);
+  }
+}

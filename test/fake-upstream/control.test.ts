@@ -1,0 +1,229 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { createPipeline } from '../../src/fake-upstream/server.js';
+import { FakeState } from '../../src/fake-upstream/state.js';
+import { DEMO_TOKENS } from '../../src/fake-upstream/tokens.js';
+import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, post, rate } from './helpers.js';
+
+describe('fake upstream: control endpoints', () => {
+  let fake: FakeUpstream;
+  beforeAll(async () => {
+    fake = await startFakeUpstream({ anonymousLimit: 1000, tokenLimit: 1000 });
+  });
+  afterAll(async () => {
+    await fake.close();
+  });
+  beforeEach(async () => {
+    expect((await post(`${fake.url}/__fake/reset`, {})).status).toBe(200);
+  });
+
+  it('GET /__fake/stats counts API and cyclist requests only, by path, status and credential label', async () => {
+    const r0 = await get(`${fake.url}/repos/octocat/hello-world`);
+    await get(`${fake.url}/repos/octocat/hello-world?x=1`, auth(ALICE_REPO));
+    await get(`${fake.url}/repos/octocat/hello-world`, auth(ALICE_PUBLIC));
+    await get(`${fake.url}/repos/octocat/hello-world`, { 'if-none-match': r0.headers.get('etag')! });
+    await get(`${fake.url}/users/nobody-at-all`, auth(BOB_PUBLIC));
+    await get(`${fake.url}/users/octocat`, auth('wrong_token'));
+    await get(`${fake.url}/bicyclists/spb`);
+    await get(`${fake.url}/__fake/config`);
+    const r = await get(`${fake.url}/__fake/stats`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(r.headers.get('x-ratelimit-limit')).toBeNull();
+    const stats = r.json();
+    expect(stats).toEqual({
+      total: 7,
+      byPath: { '/repos/octocat/hello-world': 4, '/users/nobody-at-all': 1, '/users/octocat': 1, '/bicyclists/spb': 1 },
+      byStatus: { '200': 4, '304': 1, '404': 1, '401': 1 },
+      byCredential: { anonymous: 3, alice: 2, bob: 1, invalid: 1 },
+      notModified: 1,
+      quotaSpent: 6,
+      maxInFlight: 1,
+    });
+    expect(fake.stats()).toEqual(stats);
+    expect(r.text).not.toContain('demo_token');
+  });
+
+  it('POST /__fake/mutate changes a repository: body, ETag and Last-Modified change, lists follow', async () => {
+    const before = await get(`${fake.url}/repos/octocat/hello-world`);
+    const listBefore = await get(`${fake.url}/users/octocat/repos`);
+    const m = await post(`${fake.url}/__fake/mutate`, { path: '/repos/octocat/hello-world' });
+    expect(m.status).toBe(200);
+    const change = m.json();
+    expect(change.path).toBe('/repos/octocat/hello-world');
+    expect(change.kind).toBe('repository');
+    expect(change.changed.stargazers_count).toEqual({ from: 2800, to: 2801 });
+    expect(change.changed.updated_at.from).toBe('2024-06-20T10:00:00Z');
+    const after = await get(`${fake.url}/repos/octocat/hello-world`);
+    expect(after.json().stargazers_count).toBe(2801);
+    expect(after.json().updated_at).toBe(change.changed.updated_at.to);
+    expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
+    expect(after.headers.get('last-modified')).not.toBe(before.headers.get('last-modified'));
+    const listAfter = await get(`${fake.url}/users/octocat/repos`);
+    expect(listAfter.headers.get('etag')).not.toBe(listBefore.headers.get('etag'));
+    // Absolute URLs and query strings are accepted too
+    const again = await post(`${fake.url}/__fake/mutate`, { path: `${fake.url}/repos/octocat/hello-world?x=1` });
+    expect(again.json().changed.stargazers_count.to).toBe(2802);
+  });
+
+  it('POST /__fake/mutate changes users, organizations and cyclist counts', async () => {
+    const u0 = await get(`${fake.url}/users/bob`);
+    const mu = await post(`${fake.url}/__fake/mutate`, { path: '/users/bob' });
+    expect(mu.json().kind).toBe('user');
+    const u1 = await get(`${fake.url}/users/bob`);
+    expect(u1.json().followers).toBe(u0.json().followers + 1);
+    expect(u1.headers.get('etag')).not.toBe(u0.headers.get('etag'));
+
+    const mo = await post(`${fake.url}/__fake/mutate`, { path: '/orgs/etagere-org' });
+    expect(mo.status).toBe(200);
+    expect(mo.json().kind).toBe('organization');
+
+    const c0 = (await get(`${fake.url}/bicyclists/helsinki`)).text;
+    const mc = await post(`${fake.url}/__fake/mutate`, { path: '/bicyclists/helsinki' });
+    expect(mc.json().changed.count.from).toBe(Number(c0));
+    const c1 = (await get(`${fake.url}/bicyclists/helsinki`)).text;
+    expect(Number(c1)).toBeGreaterThan(Number(c0));
+    expect(Number(c1)).toBe(mc.json().changed.count.to);
+  });
+
+  it('POST /__fake/mutate answers 404 for unknown resources and 400 for bad input', async () => {
+    for (const path of ['/repos/octocat/nope', '/users/nobody', '/orgs/alice', '/bicyclists/atlantis', '/zen', 'relative']) {
+      const r = await post(`${fake.url}/__fake/mutate`, { path });
+      expect(r.status, path).toBe(404);
+      expect(typeof r.json().message).toBe('string');
+    }
+    const bad: Array<[unknown, boolean]> = [
+      ['{not json', true],
+      ['', true],
+      ['[1,2]', true],
+      ['null', true],
+      [{ path: 42 }, false],
+      [{}, false],
+      [{ path: '/users/bob', extra: 1 }, false],
+    ];
+    for (const [body, raw] of bad) {
+      const r = await post(`${fake.url}/__fake/mutate`, body, raw);
+      expect(r.status, String(body)).toBe(400);
+      expect(typeof r.json().message).toBe('string');
+    }
+    expect((await get(`${fake.url}/__fake/mutate`)).status).toBe(405);
+  });
+
+  it('POST /__fake/reset restores stats, quotas, secondary mode and the seed data', async () => {
+    const r0 = await get(`${fake.url}/repos/octocat/hello-world`, auth(ALICE_REPO));
+    await post(`${fake.url}/__fake/mutate`, { path: '/repos/octocat/hello-world' });
+    await post(`${fake.url}/__fake/secondary`, { count: 5 });
+    const reset = await post(`${fake.url}/__fake/reset`, {});
+    expect(reset.status).toBe(200);
+    expect(fake.stats().total).toBe(0);
+    expect((await get(`${fake.url}/__fake/secondary`)).json().secondary.count).toBe(0);
+    const r1 = await get(`${fake.url}/repos/octocat/hello-world`, auth(ALICE_REPO));
+    expect(r1.status).toBe(200);
+    expect(r1.text).toBe(r0.text);
+    expect(r1.headers.get('etag')).toBe(r0.headers.get('etag'));
+    expect(rate(r1.headers).used).toBe(1);
+    // the programmatic reset does the same
+    await get(`${fake.url}/users/bob`);
+    fake.reset();
+    expect(fake.stats().total).toBe(0);
+  });
+
+  it('POST /__fake/config changes limits and latency at runtime; reset {config:true} restores them', async () => {
+    const c = await post(`${fake.url}/__fake/config`, { anonymousLimit: 2, tokenLimit: 7 });
+    expect(c.status).toBe(200);
+    expect(c.json().config).toMatchObject({ anonymousLimit: 2, tokenLimit: 7, windowSeconds: 3600, latencyMs: 0 });
+    expect(rate((await get(`${fake.url}/users/bob`)).headers).limit).toBe(2);
+    expect(rate((await get(`${fake.url}/users/bob`, auth(ALICE_REPO))).headers).limit).toBe(7);
+    expect((await get(`${fake.url}/__fake/config`)).json().config.anonymousLimit).toBe(2);
+    // reset without config keeps the configuration
+    await post(`${fake.url}/__fake/reset`, {});
+    expect((await get(`${fake.url}/__fake/config`)).json().config.anonymousLimit).toBe(2);
+    await post(`${fake.url}/__fake/reset`, { config: true });
+    expect((await get(`${fake.url}/__fake/config`)).json().config).toEqual({
+      anonymousLimit: 1000,
+      tokenLimit: 1000,
+      windowSeconds: 3600,
+      latencyMs: 0,
+      enforceConcurrency: 0,
+    });
+  });
+
+  it('bad control input answers 400/404/405/413 JSON and the server keeps serving', async () => {
+    const cases: Array<[string, unknown, boolean, number]> = [
+      ['/__fake/config', '{"anonymousLimit":', true, 400],
+      ['/__fake/config', { anonymousLimit: -1 }, false, 400],
+      ['/__fake/config', { latencyMs: 'slow' }, false, 400],
+      ['/__fake/config', { windowSeconds: 0 }, false, 400],
+      ['/__fake/config', { nope: 1 }, false, 400],
+      ['/__fake/reset', '{oops', true, 400],
+      ['/__fake/reset', { config: 'yes' }, false, 400],
+      ['/__fake/secondary', 'x', true, 400],
+      ['/__fake/unknown', {}, false, 404],
+      ['/__fake/config', 'x'.repeat(70 * 1024), true, 413],
+    ];
+    for (const [path, body, raw, status] of cases) {
+      const r = await post(`${fake.url}${path}`, body, raw);
+      expect(r.status, `${path} ${String(body).slice(0, 30)}`).toBe(status);
+      expect(typeof r.json().message).toBe('string');
+    }
+    const wrongMethod = await get(`${fake.url}/__fake/stats`, {}, 'DELETE');
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('GET, HEAD');
+    expect((await get(`${fake.url}/users/octocat`)).status).toBe(200);
+    expect(fake.stats().total).toBe(1);
+  });
+});
+
+describe('fake upstream: robustness', () => {
+  it('an exception in a handler answers 500 JSON and the server keeps running', async () => {
+    const state = new FakeState(
+      { anonymousLimit: 100, tokenLimit: 100, windowSeconds: 60, latencyMs: 0, enforceConcurrency: 0 },
+      DEMO_TOKENS,
+      3,
+    );
+    let broken = true;
+    const world = state.world;
+    Object.defineProperty(state, 'world', {
+      get: () => {
+        if (broken) throw new Error('boom');
+        return world;
+      },
+    });
+    const pipeline = createPipeline(
+      () => state,
+      () => '',
+    );
+    const server: Server = createServer(pipeline.handle);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const r = await get(`${url}/users/octocat`);
+      expect(r.status).toBe(500);
+      expect(r.json().message).toBe('Server Error');
+      const c = await get(`${url}/bicyclists/helsinki`);
+      expect(c.status).toBe(500);
+      broken = false;
+      expect((await get(`${url}/users/octocat`)).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
+  it('parses every documented option and rejects nonsense', async () => {
+    await expect(startFakeUpstream({ anonymousLimit: -1 })).rejects.toThrow(RangeError);
+    await expect(startFakeUpstream({ windowSeconds: 0 })).rejects.toThrow(RangeError);
+    const small = await startFakeUpstream({ orgRepoCount: 3, tokens: [{ token: 'custom_tok', login: 'zed', scopes: [] }] });
+    try {
+      expect((await get(`${small.url}/orgs/etagere-org/repos`)).json()).toHaveLength(3);
+      const me = await get(`${small.url}/user`, auth('custom_tok'));
+      expect(me.json().login).toBe('zed');
+      expect(me.headers.get('x-oauth-scopes')).toBe('');
+      expect((await get(`${small.url}/user`, auth(ALICE_REPO))).status).toBe(401);
+    } finally {
+      await small.close();
+    }
+  });
+});

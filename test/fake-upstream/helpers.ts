@@ -1,0 +1,155 @@
+/** Helpers for the fake-upstream tests: real HTTP over loopback with Node's global fetch. */
+import { request as httpRequest } from 'node:http';
+
+export const ALICE_REPO = 'demo_token_alice_repo';
+export const ALICE_PUBLIC = 'demo_token_alice_public';
+export const BOB_PUBLIC = 'demo_token_bob_public';
+export const CAROL_REPO = 'demo_token_carol_repo';
+export const OCTOCAT_REPO = 'demo_token_octocat_repo';
+
+export interface Got {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: () => any;
+}
+
+export async function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Got> {
+  const res = await fetch(url, { method, headers });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}
+
+export const auth = (token: string): Record<string, string> => ({ authorization: `token ${token}` });
+
+export async function post(url: string, body: unknown, raw = false): Promise<Got> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: raw ? (body as string) : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}
+
+/** Rate-limit headers as numbers. */
+export function rate(h: Headers): { limit: number; remaining: number; used: number; reset: number } {
+  return {
+    limit: Number(h.get('x-ratelimit-limit')),
+    remaining: Number(h.get('x-ratelimit-remaining')),
+    used: Number(h.get('x-ratelimit-used')),
+    reset: Number(h.get('x-ratelimit-reset')),
+  };
+}
+
+/** A raw request with a chosen Host header (fetch does not allow setting it). */
+export function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Polls until `check` returns a value, or fails after the deadline. */
+export async function until<T>(check: () => Promise<T | undefined>, deadlineMs = 4000, stepMs = 25): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('condition not met before the deadline');
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+/** Every `*_url` value in a JSON value (recursively), with its key path. */
+export function urlFields(value: unknown, path = ''): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [];
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => out.push(...urlFields(v, `${path}[${i}]`)));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === 'url' || k.endsWith('_url')) out.push([`${path}.${k}`, v]);
+      out.push(...urlFields(v, `${path}.${k}`));
+    }
+  }
+  return out;
+}
+
+export const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+
+// Field lists copied from the interface's tables.
+export const USER_FIELDS = ['login', 'id', 'node_id', 'avatar_url', 'gravatar_id', 'url'];
+export const SUMMARY_FIELDS = [
+  ...USER_FIELDS,
+  'html_url',
+  'followers_url',
+  'following_url',
+  'gists_url',
+  'starred_url',
+  'subscriptions_url',
+  'organizations_url',
+  'repos_url',
+  'events_url',
+  'received_events_url',
+  'type',
+  'site_admin',
+];
+export const REPO_URL_FIELDS = (
+  'forks_url, keys_url, collaborators_url, teams_url, hooks_url, issue_events_url, events_url, assignees_url, ' +
+  'branches_url, tags_url, blobs_url, git_tags_url, git_refs_url, trees_url, statuses_url, languages_url, ' +
+  'stargazers_url, contributors_url, subscribers_url, subscription_url, commits_url, git_commits_url, comments_url, ' +
+  'issue_comment_url, contents_url, compare_url, merges_url, archive_url, downloads_url, issues_url, pulls_url, ' +
+  'milestones_url, notifications_url, labels_url, releases_url, deployments_url'
+).split(', ');
+export const REPO_FIELDS = [
+  'id',
+  'node_id',
+  'name',
+  'full_name',
+  'private',
+  'owner',
+  'html_url',
+  'description',
+  'fork',
+  'url',
+  ...REPO_URL_FIELDS,
+  'created_at',
+  'updated_at',
+  'pushed_at',
+  'git_url',
+  'ssh_url',
+  'clone_url',
+  'svn_url',
+  'homepage',
+  'size',
+  'stargazers_count',
+  'watchers_count',
+  'forks_count',
+  'open_issues_count',
+  'forks',
+  'open_issues',
+  'watchers',
+  'network_count',
+  'subscribers_count',
+  'language',
+  'has_issues',
+  'has_projects',
+  'has_downloads',
+  'has_wiki',
+  'has_pages',
+  'archived',
+  'disabled',
+  'mirror_url',
+  'temp_clone_token',
+  'license',
+  'default_branch',
+];
