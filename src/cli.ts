@@ -116,7 +116,10 @@ async function demo(args: string[]): Promise<void> {
   try {
     const config = loadConfig({ file, env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined } });
     const port = intFlag('port', values.port);
-    if (port !== undefined) config.listen.port = port;
+    if (port !== undefined) {
+      config.listen.port = port;
+      if (config.public_url !== null) config.public_url = `http://127.0.0.1:${port}`;
+    }
     // Every upstream of the demo config points at the fake, wherever it actually listens.
     for (const u of config.upstreams) u.url = fake.url + new URL(u.url).pathname.replace(/\/$/, '');
     app = await startApp(config);
@@ -133,7 +136,7 @@ etagere demo
 
 Try:
   curl -i ${app.url}/repos/octocat/hello-world
-  curl -i ${app.url}/orgs/etagere-org/repos?per_page=5
+  curl -i '${app.url}/orgs/etagere-org/repos?per_page=5'
   curl -i -H 'Authorization: token demo_token_alice_repo' ${app.url}/user
   curl -i ${app.url}/bicyclists/helsinki
   curl -s ${fake.url}/__fake/stats

@@ -18,7 +18,6 @@ const REDACT_PATHS = [
   'res.headers["set-cookie"]',
   'token',
   'tokens',
-  '*.token',
 ];
 
 export interface LoggerOptions {
@@ -34,7 +33,6 @@ export function createLogger(opts: LoggerOptions): Logger {
       level: opts.level,
       base: { service: 'etagere' },
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-      timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
     dest,

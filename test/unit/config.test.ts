@@ -64,6 +64,18 @@ describe('config', () => {
     ]);
   });
 
+  it('loads the shared-cache example with UPSTREAM_URL', () => {
+    const c = loadConfig({ file: 'config/examples/shared-cache.yaml', env: { UPSTREAM_URL: 'https://api.example.com' } });
+    expect(c.upstreams[0]).toMatchObject({ url: 'https://api.example.com', pass_through: true });
+    expect(c.upstreams[0]!.cache.policy).toBe('rfc9111');
+  });
+
+  it('has sane cache defaults', () => {
+    const c = loadConfig({ env: {} });
+    expect(c.cache).toEqual({ max_bytes: 256 * 1024 * 1024, max_entry_bytes: 4 * 1024 * 1024, partition_secret: null });
+    expect(c.upstreams[0]!.cache).toMatchObject({ policy: 'max-age', stale_if_error_seconds: 86_400, stale_while_revalidate_seconds: 0, heuristic_fraction: 0 });
+  });
+
   const bad: Array<[string, Record<string, unknown>, string]> = [
     ['a port out of range', { listen: { port: 70000 } }, 'listen.port'],
     ['a non-URL upstream', { upstreams: [{ name: 'x', prefix: '/', url: 'not a url' }] }, 'upstreams[0].url'],
@@ -77,6 +89,8 @@ describe('config', () => {
     ['duplicate prefixes', { upstreams: [{ name: 'x', prefix: '/a/', url: 'http://h' }, { name: 'y', prefix: '/a', url: 'http://h' }] }, 'upstreams[1].prefix'],
     ['no upstreams', { upstreams: [] }, 'upstreams'],
     ['a bad log level', { log: { level: 'loud' } }, 'log.level'],
+    ['a short partition secret', { cache: { partition_secret: 'short' } }, 'cache.partition_secret'],
+    ['a negative stale window', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { stale_if_error_seconds: -1 } }] }, 'upstreams[0].cache.stale_if_error_seconds'],
   ];
   for (const [what, raw, key] of bad) {
     it(`rejects ${what}, naming ${key}`, () => {
