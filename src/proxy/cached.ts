@@ -123,6 +123,10 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     return at !== undefined && e.storedAt <= at;
   };
 
+  const countUpstream = (x: Exchange) => (status: number | 'error'): void => {
+    metrics.upstreamRequests.inc({ upstream: x.upstream.cfg.name, status: String(status) });
+  };
+
   const store = (key: string, e: CacheEntry): void => {
     l1.set(key, e, retentionSeconds(e) * 1000);
   };
@@ -242,7 +246,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
 
   const deliver = (x: Exchange, r: FlightResult, shared: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
     if (r.kind === 'too-large') {
-      if (shared) forward(x, logger, () => undefined);
+      if (shared) forward(x, logger, countUpstream(x));
       else x.outcome = 'bypass';
       return;
     }
@@ -276,7 +280,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const serve = (x: Exchange): void => {
     const h = x.req.headers;
     if (h.range !== undefined) {
-      forward(x, logger, () => undefined);
+      forward(x, logger, countUpstream(x));
       return;
     }
     const reqDir = requestDirectives(h['cache-control'], h.pragma);
@@ -310,7 +314,8 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         sendEntry(x, entry, cacheStatus({ hit: true, ttl: d.ttl, detail: d.background ? 'stale-while-revalidate' : 'max-stale' }), d.age, links);
         if (d.background) {
           const stale = entry;
-          flights.run(key, () => fetchForCache(undefined, x, key, stale, reqDir, fetchedByOf(authorization)));
+          const bg = flights.run(key, () => fetchForCache(undefined, x, key, stale, reqDir, fetchedByOf(authorization)));
+          bg.promise.catch((err: unknown) => logger.error({ reqId: x.id, err: (err as Error).message }, 'background revalidation failed'));
         }
         return;
       }

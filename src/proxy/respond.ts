@@ -15,6 +15,8 @@ export interface LinkSettings {
 
 /** Stored headers flattened once per entry: [name, value, name, value, ..., 'content-length', n]. */
 const flatCache = new WeakMap<CacheEntry, string[]>();
+/** Entries that carry a Link header (the only ones needing per-request work). */
+const hasLink = new WeakSet<CacheEntry>();
 /** Per entry, the flattened headers with Link rewritten for the last public base seen. */
 const linkCache = new WeakMap<CacheEntry, { base: string; flat: string[] }>();
 
@@ -22,7 +24,10 @@ function flatten(entry: CacheEntry): string[] {
   let flat = flatCache.get(entry);
   if (flat === undefined) {
     flat = [];
-    for (const [k, v] of entry.headers) flat.push(k, v);
+    for (const [k, v] of entry.headers) {
+      flat.push(k, v);
+      if (k === 'link') hasLink.add(entry);
+    }
     flat.push('content-length', String(entry.body.length));
     flatCache.set(entry, flat);
   }
@@ -31,7 +36,7 @@ function flatten(entry: CacheEntry): string[] {
 
 function headersFor(x: Exchange, entry: CacheEntry, links: LinkSettings): string[] {
   const flat = flatten(entry);
-  if (!entry.headers.some((h) => h[0] === 'link')) return flat;
+  if (!hasLink.has(entry)) return flat;
   const h = x.req.headers;
   const base = publicBase(links.publicUrl, links.trustForwarded, (n) => {
     const v = h[n];
