@@ -29,6 +29,26 @@ function seconds(value: string | undefined): number | undefined {
   return Math.min(Number(v), 2_147_483_648);
 }
 
+/** Directives with a delta-seconds argument, and the field each sets. */
+const NUMERIC = new Map<string, 'maxAge' | 'sMaxage' | 'minFresh' | 'staleIfError' | 'staleWhileRevalidate'>([
+  ['max-age', 'maxAge'],
+  ['s-maxage', 'sMaxage'],
+  ['min-fresh', 'minFresh'],
+  ['stale-if-error', 'staleIfError'],
+  ['stale-while-revalidate', 'staleWhileRevalidate'],
+]);
+
+/** Directives without an argument, and the flag each sets. */
+const FLAGS = new Map<string, 'noStore' | 'noCache' | 'private' | 'public' | 'mustRevalidate' | 'proxyRevalidate' | 'onlyIfCached'>([
+  ['no-store', 'noStore'],
+  ['no-cache', 'noCache'],
+  ['private', 'private'],
+  ['public', 'public'],
+  ['must-revalidate', 'mustRevalidate'],
+  ['proxy-revalidate', 'proxyRevalidate'],
+  ['only-if-cached', 'onlyIfCached'],
+]);
+
 export function parseCacheControl(header: string | string[] | undefined): Readonly<Directives> {
   if (header === undefined) return EMPTY;
   const text = Array.isArray(header) ? header.join(',') : header;
@@ -38,63 +58,17 @@ export function parseCacheControl(header: string | string[] | undefined): Readon
     const eq = part.indexOf('=');
     const name = (eq === -1 ? part : part.slice(0, eq)).trim().toLowerCase();
     const value = eq === -1 ? undefined : part.slice(eq + 1).trim();
-    switch (name) {
-      case 'max-age': {
-        const s = seconds(value);
-        if (s !== undefined) d.maxAge = s;
-        break;
-      }
-      case 's-maxage': {
-        const s = seconds(value);
-        if (s !== undefined) d.sMaxage = s;
-        break;
-      }
-      case 'max-stale': {
-        if (value === undefined) d.maxStale = Infinity;
-        else {
-          const s = seconds(value);
-          if (s !== undefined) d.maxStale = s;
-        }
-        break;
-      }
-      case 'min-fresh': {
-        const s = seconds(value);
-        if (s !== undefined) d.minFresh = s;
-        break;
-      }
-      case 'stale-if-error': {
-        const s = seconds(value);
-        if (s !== undefined) d.staleIfError = s;
-        break;
-      }
-      case 'stale-while-revalidate': {
-        const s = seconds(value);
-        if (s !== undefined) d.staleWhileRevalidate = s;
-        break;
-      }
-      case 'no-store':
-        d.noStore = true;
-        break;
-      case 'no-cache':
-        d.noCache = true;
-        break;
-      case 'private':
-        d.private = true;
-        break;
-      case 'public':
-        d.public = true;
-        break;
-      case 'must-revalidate':
-        d.mustRevalidate = true;
-        break;
-      case 'proxy-revalidate':
-        d.proxyRevalidate = true;
-        break;
-      case 'only-if-cached':
-        d.onlyIfCached = true;
-        break;
-      default:
-        break;
+    const numeric = NUMERIC.get(name);
+    if (numeric !== undefined) {
+      const s = seconds(value);
+      if (s !== undefined) d[numeric] = s;
+    } else if (name === 'max-stale') {
+      // "max-stale" without a value accepts any staleness.
+      const s = value === undefined ? Infinity : seconds(value);
+      if (s !== undefined) d.maxStale = s;
+    } else {
+      const flag = FLAGS.get(name);
+      if (flag !== undefined) d[flag] = true;
     }
   }
   return d;

@@ -44,6 +44,7 @@ describe('Cache-Control parsing', () => {
     ['', {}],
     [',,, ,', {}],
     ['unknown-thing=4, max-age=1', { maxAge: 1 }],
+    ['constructor, __proto__=1, toString', {}],
   ])('%j', (input, out) => {
     expect(parseCacheControl(input)).toEqual(out);
   });
