@@ -33,7 +33,7 @@ import type { UpstreamFailure } from '../upstream/client.js';
 import { errors, sendError } from './errors.js';
 import type { Exchange } from './exchange.js';
 import { forward } from './forward.js';
-import { sendEntry, type LinkSettings } from './respond.js';
+import { rewriteLinkHeaders, sendEntry, type LinkSettings } from './respond.js';
 
 /** What one upstream exchange produced, shared by every coalesced caller. */
 type FlightResult =
@@ -50,6 +50,7 @@ type FlightResult =
   | { kind: 'too-large' };
 
 export interface HttpCache {
+  readonly links: LinkSettings;
   readonly l1: MemoryStore;
   readonly flights: SingleFlight<FlightResult>;
   readonly partitioner: Partitioner;
@@ -200,6 +201,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         const out = responseHeadersForClient(f.headers);
         out['x-request-id'] = x.id;
         out['cache-status'] = cacheStatus({ fwd: 'miss', fwdStatus: f.status, detail: 'too-large' });
+        rewriteLinkHeaders(x, out, links);
         x.res.writeHead(f.status, out);
         for (const chunk of f.head) x.res.write(chunk);
         pipeline(f.rest, x.res).catch(() => x.res.destroy());
@@ -246,7 +248,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
 
   const deliver = (x: Exchange, r: FlightResult, shared: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
     if (r.kind === 'too-large') {
-      if (shared) forward(x, logger, countUpstream(x));
+      if (shared) forward(x, links, logger, countUpstream(x));
       else x.outcome = 'bypass';
       return;
     }
@@ -280,7 +282,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const serve = (x: Exchange): void => {
     const h = x.req.headers;
     if (h.range !== undefined) {
-      forward(x, logger, countUpstream(x));
+      forward(x, links, logger, countUpstream(x));
       return;
     }
     const reqDir = requestDirectives(h['cache-control'], h.pragma);
@@ -344,6 +346,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     authorization === undefined ? ANONYMOUS : `cred:${partitioner.credentialId(authorization)}`;
 
   return {
+    links,
     l1,
     flights,
     partitioner,

@@ -9,11 +9,12 @@ import { cacheStatus } from '../headers/cache-status.js';
 import type { Logger } from '../log/logger.js';
 import { classifyUpstreamError } from '../upstream/client.js';
 import { errors } from './errors.js';
+import { rewriteLinkHeaders, type LinkSettings } from './respond.js';
 import type { Exchange } from './exchange.js';
 
 const BYPASS = cacheStatus({ fwd: 'bypass' });
 
-export function forward(x: Exchange, logger: Logger, onUpstreamStatus: (status: number | 'error') => void): void {
+export function forward(x: Exchange, links: LinkSettings, logger: Logger, onUpstreamStatus: (status: number | 'error') => void): void {
   const { req, res, upstream } = x;
   const headers = requestHeadersForUpstream(req.headers);
   headers['x-request-id'] = x.id;
@@ -35,6 +36,7 @@ export function forward(x: Exchange, logger: Logger, onUpstreamStatus: (status: 
       onUpstreamStatus(up.statusCode);
       const out = responseHeadersForClient(up.headers);
       out['x-request-id'] = x.id;
+      rewriteLinkHeaders(x, out, links);
       if (upstream.cfg.cache.policy !== 'none') out['cache-status'] = BYPASS;
       res.writeHead(up.statusCode, out);
       await pipeline(up.body, res);

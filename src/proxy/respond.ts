@@ -34,17 +34,33 @@ function flatten(entry: CacheEntry): string[] {
   return flat;
 }
 
-function headersFor(x: Exchange, entry: CacheEntry, links: LinkSettings): string[] {
-  const flat = flatten(entry);
-  if (!hasLink.has(entry)) return flat;
+/** The proxy base URL that Link headers should point at for this request, or undefined (no rewrite). */
+function proxyBaseFor(x: Exchange, links: LinkSettings): string | undefined {
   const h = x.req.headers;
   const base = publicBase(links.publicUrl, links.trustForwarded, (n) => {
     const v = h[n];
     return Array.isArray(v) ? v[0] : v;
   });
-  if (base === undefined) return flat;
+  if (base === undefined) return undefined;
   const cfg = x.upstream.cfg;
-  const proxyBase = base + (cfg.strip_prefix && cfg.prefix !== '/' ? cfg.prefix : '');
+  return base + (cfg.strip_prefix && cfg.prefix !== '/' ? cfg.prefix : '');
+}
+
+/** Rewrites the Link header of a response that is not served from an entry (streamed answers). */
+export function rewriteLinkHeaders(x: Exchange, headers: Record<string, string | string[]>, links: LinkSettings): void {
+  const link = headers.link;
+  if (link === undefined) return;
+  const proxyBase = proxyBaseFor(x, links);
+  if (proxyBase === undefined) return;
+  const r = { upstreamBase: x.upstream.linkBase, proxyBase };
+  headers.link = Array.isArray(link) ? link.map((v) => rewriteLink(v, r)) : rewriteLink(link, r);
+}
+
+function headersFor(x: Exchange, entry: CacheEntry, links: LinkSettings): string[] {
+  const flat = flatten(entry);
+  if (!hasLink.has(entry)) return flat;
+  const proxyBase = proxyBaseFor(x, links);
+  if (proxyBase === undefined) return flat;
   const memo = linkCache.get(entry);
   if (memo !== undefined && memo.base === proxyBase) return memo.flat;
   const out = flat.slice();

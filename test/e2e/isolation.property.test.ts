@@ -75,12 +75,16 @@ describe('credential isolation (property)', () => {
   });
 
   it('a proxied 200 is always the body the same credential gets directly', async () => {
+    let directRequests = 0;
+    let proxiedRequests = 0;
+    let privateOk = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(stepArb, { minLength: 5, maxLength: 15 }), async (steps) => {
         for (const step of steps) {
           const { authorization } = CREDENTIALS[step.cred]!;
           const auth: Record<string, string> = authorization === undefined ? {} : { authorization };
           const direct = await send(fake.url + step.endpoint, 'GET', auth);
+          directRequests++;
           const currentEtag = typeof direct.headers.etag === 'string' ? direct.headers.etag : undefined;
 
           const headers: Record<string, string> = { ...auth };
@@ -89,6 +93,8 @@ describe('credential isolation (property)', () => {
           if (step.inm === 'star') headers['if-none-match'] = '*';
           if (step.inm === 'bogus') headers['if-none-match'] = 'W/"0000000000000000"';
           const viaProxy = await send(proxy.url + step.endpoint, step.method, headers);
+          proxiedRequests++;
+          if (viaProxy.status === 200 && /internal-tools|secret-project/.test(step.endpoint)) privateOk++;
           const what = `${step.method} ${step.endpoint} as ${CREDENTIALS[step.cred]!.label} (inm=${step.inm}, noCache=${step.noCache})`;
 
           if (viaProxy.status === 200) {
@@ -113,7 +119,10 @@ describe('credential isolation (property)', () => {
       }),
       { numRuns: 60 },
     );
-    // The cache did work: far fewer upstream requests from the proxy than requests sent to it.
-    expect(proxy.logs().length).toBeGreaterThan(0);
+    // The runs did reach private records, and the cache answered part of the traffic itself.
+    expect(privateOk).toBeGreaterThan(0);
+    const upstreamFromProxy = fake.stats().total - directRequests;
+    expect(upstreamFromProxy).toBeGreaterThan(0);
+    expect(upstreamFromProxy).toBeLessThan(proxiedRequests);
   });
 });
