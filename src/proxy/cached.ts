@@ -206,6 +206,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         for (const chunk of f.head) x.res.write(chunk);
         pipeline(f.rest, x.res).catch(() => x.res.destroy());
       } else {
+        f.rest.on('error', () => undefined); // destroying an undici body emits an abort error
         f.rest.destroy();
       }
       return { kind: 'too-large' };

@@ -29,6 +29,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, onUpst
     .request({ method: x.method, path: x.path, headers })
     .then(async (up) => {
       if (clientGone) {
+        up.body.on('error', () => undefined); // destroying an undici body emits an abort error
         up.body.destroy();
         return;
       }

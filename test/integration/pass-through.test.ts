@@ -29,6 +29,11 @@ describe('pass-through proxy', () => {
         res.writeHead(200, { 'content-type': 'text/plain' });
         res.write('one,');
         setImmediate(() => res.end('two'));
+      } else if (req.url?.startsWith('/held')) {
+        hang.push(() => {
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.end('late');
+        });
       } else if (req.url?.startsWith('/slow')) {
         hang.push(() => res.end('late'));
       } else if (req.url?.startsWith('/echo') || req.url?.startsWith('/api/v3/echo') || req.method !== 'GET') {
@@ -176,6 +181,20 @@ describe('pass-through proxy', () => {
         await res.body.text();
       })(),
     ).rejects.toThrow();
+  });
+
+  it('survives a client that leaves before the upstream answers', async () => {
+    const before = hang.length;
+    const ac = new AbortController();
+    const pending = request(`${proxy.url}/held`, { signal: ac.signal }).catch(() => 'aborted');
+    await until(() => hang.length > before, 5000, 'request to reach upstream');
+    ac.abort();
+    expect(await pending).toBe('aborted');
+    await until(() => proxy.inFlight() === 0, 5000, 'the proxy to see the client leave');
+    hang.splice(before, 1)[0]!();
+    // The proxy is still alive and answering.
+    const res = await request(`${proxy.url}/chunked`);
+    expect(await res.body.text()).toBe('one,two');
   });
 
   it('answers 400 JSON for targets that could escape the prefix', async () => {
