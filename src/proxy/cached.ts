@@ -6,7 +6,6 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { pipeline } from 'node:stream/promises';
 import type { Config } from '../config/schema.js';
 import { parseCacheControl, requestDirectives, type Directives } from '../cache/cache-control.js';
 import type { CacheEntry } from '../cache/entry.js';
@@ -32,7 +31,7 @@ import { fetchBuffered, type Fetched, type UpstreamHeaders } from '../upstream/f
 import type { UpstreamFailure } from '../upstream/client.js';
 import { errors, sendError } from './errors.js';
 import type { Exchange } from './exchange.js';
-import { forward } from './forward.js';
+import { forward, streamTo } from './forward.js';
 import { rewriteLinkHeaders, sendEntry, type LinkSettings } from './respond.js';
 
 /** What one upstream exchange produced, shared by every coalesced caller. */
@@ -204,7 +203,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         rewriteLinkHeaders(x, out, links);
         x.res.writeHead(f.status, out);
         for (const chunk of f.head) x.res.write(chunk);
-        pipeline(f.rest, x.res).catch(() => x.res.destroy());
+        streamTo(f.rest, x.res, (err) => logger.warn({ reqId: x.id, err: (err as Error).message }, 'upstream body failed'));
       } else {
         f.rest.on('error', () => undefined); // destroying an undici body emits an abort error
         f.rest.destroy();
