@@ -44,9 +44,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const upstreamName = x?.upstream.cfg.name ?? '-';
-      metrics.requests.inc({ upstream: upstreamName, method: req.method ?? '-', status: String(res.statusCode) });
-      metrics.requestDuration.observe({ upstream: upstreamName }, seconds);
-      if (x?.outcome !== undefined) metrics.cacheOutcomes.inc({ upstream: upstreamName, outcome: x.outcome });
+      metrics.observeRequest(upstreamName, req.method ?? '-', res.statusCode, x?.outcome, seconds);
       access.info(
         {
           reqId: id,
