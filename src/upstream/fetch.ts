@@ -48,7 +48,9 @@ export async function fetchBuffered(
   if (req.method === 'GET' && Number.isFinite(declared) && declared !== size) {
     return { kind: 'failed', failure: { status: 502, detail: 'truncated body' } };
   }
-  const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  // Always a fresh copy: a chunk can be a view into a larger socket buffer, which a stored entry
+  // would otherwise keep alive (and the cache's byte bound would not see).
+  const body = Buffer.concat(chunks, size);
   return { kind: 'response', status: res.statusCode, headers: res.headers, body, requestTime, responseTime };
 }
 
