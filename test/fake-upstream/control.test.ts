@@ -1,20 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { startFakeUpstream } from '../../src/fake-upstream/index.js';
 import { createPipeline } from '../../src/fake-upstream/server.js';
 import { FakeState } from '../../src/fake-upstream/state.js';
 import { DEMO_TOKENS } from '../../src/fake-upstream/tokens.js';
-import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, post, rate } from './helpers.js';
+import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, post, rate, useFake } from './helpers.js';
 
 describe('fake upstream: control endpoints', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 1000, tokenLimit: 1000 });
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake({ anonymousLimit: 1000, tokenLimit: 1000 });
   beforeEach(async () => {
     expect((await post(`${fake.url}/__fake/reset`, {})).status).toBe(200);
   });

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, CITIES, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { describe, expect, it } from 'vitest';
+import { CITIES } from '../../src/fake-upstream/index.js';
 import {
   ALICE_REPO,
   ISO,
@@ -12,16 +12,11 @@ import {
   rate,
   rawGet,
   urlFields,
+  useFake,
 } from './helpers.js';
 
 describe('fake upstream: endpoints, records and headers', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 100_000, tokenLimit: 100_000 });
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake({ anonymousLimit: 100_000, tokenLimit: 100_000 });
 
   it('listens on a random loopback port and reports a URL without trailing slash', () => {
     expect(fake.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);

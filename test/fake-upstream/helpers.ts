@@ -1,5 +1,7 @@
 /** Helpers for the fake-upstream tests: real HTTP over loopback with Node's global fetch. */
 import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
+import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from '../../src/fake-upstream/index.js';
 
 export const ALICE_REPO = 'demo_token_alice_repo';
 export const ALICE_PUBLIC = 'demo_token_alice_public';
@@ -153,3 +155,32 @@ export const REPO_FIELDS = [
   'license',
   'default_branch',
 ];
+
+/**
+ * Starts a fake upstream for the enclosing describe block (closed after it) and returns a handle
+ * that reads through to it, so tests can write `fake.url` without their own hooks.
+ */
+export function useFake(opts: FakeUpstreamOptions = {}): FakeUpstream {
+  let started: FakeUpstream | undefined;
+  beforeAll(async () => {
+    started = await startFakeUpstream(opts);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  const current = (): FakeUpstream => {
+    if (started === undefined) throw new Error('the fake upstream is not started yet (use it inside a test)');
+    return started;
+  };
+  return {
+    get url() {
+      return current().url;
+    },
+    get server() {
+      return current().server;
+    },
+    stats: () => current().stats(),
+    reset: () => current().reset(),
+    close: () => current().close(),
+  };
+}

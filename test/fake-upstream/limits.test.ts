@@ -1,15 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { ALICE_REPO, BOB_PUBLIC, CAROL_REPO, auth, get, post, rate, until } from './helpers.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ALICE_REPO, BOB_PUBLIC, CAROL_REPO, auth, get, post, rate, until, useFake } from './helpers.js';
 
 describe('fake upstream: credentials and 401s', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream();
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake();
 
   it('uses the documented default limits: 60 anonymous, 5000 per token', async () => {
     const anon = await get(`${fake.url}/users/octocat`);
@@ -57,13 +50,7 @@ describe('fake upstream: credentials and 401s', () => {
 });
 
 describe('fake upstream: primary rate limit', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 3, tokenLimit: 4 });
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake({ anonymousLimit: 3, tokenLimit: 4 });
   afterEach(() => fake.reset());
 
   it('exhausted anonymous quota: 403, remaining 0, GitHub message naming the address', async () => {
@@ -133,13 +120,7 @@ describe('fake upstream: primary rate limit', () => {
 });
 
 describe('fake upstream: secondary rate limits', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 1000 });
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake({ anonymousLimit: 1000 });
   afterEach(() => fake.reset());
 
   it('scripted 429 with retry-after for the next N requests, then normal service', async () => {
@@ -198,13 +179,7 @@ describe('fake upstream: secondary rate limits', () => {
 });
 
 describe('fake upstream: concurrency limit and latency', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 1000, latencyMs: 150, enforceConcurrency: 2 });
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake({ anonymousLimit: 1000, latencyMs: 150, enforceConcurrency: 2 });
 
   it('delays responses by latencyMs', async () => {
     const t0 = performance.now();

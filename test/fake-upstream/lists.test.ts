@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, CAROL_REPO, OCTOCAT_REPO, auth, get } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, CAROL_REPO, OCTOCAT_REPO, auth, get, useFake } from './helpers.js';
 
 /** Parses a Link header into {rel: url}. */
 function links(header: string | null): Record<string, string> {
@@ -15,13 +14,7 @@ function links(header: string | null): Record<string, string> {
 const names = (body: Array<{ full_name: string }>): string[] => body.map((r) => r.full_name);
 
 describe('fake upstream: lists, pagination and private repositories', () => {
-  let fake: FakeUpstream;
-  beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 10_000, tokenLimit: 10_000 });
-  });
-  afterAll(async () => {
-    await fake.close();
-  });
+  const fake = useFake({ anonymousLimit: 10_000, tokenLimit: 10_000 });
 
   it('list items carry id, node_id, name, full_name, private and owner (beginning with login)', async () => {
     const body = (await get(`${fake.url}/users/octocat/repos`)).json();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { runCli } from '../helpers/cli.js';
-import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { startTestProxy, until } from '../helpers/proxy.js';
 import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
 describe('admin endpoints and graceful shutdown', () => {
