@@ -5,7 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config, UpstreamConfig } from '../config/schema.js';
-import { redactQuery, type Logger } from '../log/logger.js';
+import { createAccessLog } from '../log/access.js';
+import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import { createHttpCache, type HttpCache } from './cached.js';
 import { errors } from './errors.js';
@@ -24,9 +25,7 @@ export interface Handler {
 
 export function createHandler(config: Config, logger: Logger, metrics: Metrics): Handler {
   const router = createRouter(config.upstreams);
-  // The access line carries no headers and a query already masked by redactQuery, so it skips the
-  // redaction pass (the costliest part of a pino call on the hit path).
-  const access = logger.child({}, { redact: [] });
+  const access = createAccessLog(logger);
   const cache = createHttpCache(config, logger, metrics);
   const onUnsafeResponse = (cfg: UpstreamConfig, pathname: string, status: number): void => {
     // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
@@ -45,21 +44,18 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const upstreamName = x?.upstream.cfg.name ?? '-';
       metrics.observeRequest(upstreamName, req.method ?? '-', res.statusCode, x?.outcome, seconds);
-      access.info(
-        {
-          reqId: id,
-          method: req.method,
-          path: redactQuery(req.url ?? ''),
-          upstream: upstreamName,
-          status: res.statusCode,
-          cache: x?.outcome,
-          upstreamStatus: x?.upstreamStatus,
-          durationMs: Math.round(seconds * 1e6) / 1e3,
-          bytes: socket.bytesWritten - bytesBefore,
-          aborted: !res.writableFinished || undefined,
-        },
-        'request',
-      );
+      access({
+        reqId: id,
+        method: req.method ?? '-',
+        path: req.url ?? '',
+        upstream: upstreamName,
+        status: res.statusCode,
+        cache: x?.outcome,
+        upstreamStatus: x?.upstreamStatus,
+        durationMs: Math.round(seconds * 1e6) / 1e3,
+        bytes: socket.bytesWritten - bytesBefore,
+        aborted: !res.writableFinished,
+      });
     });
 
     const target = parseTarget(req.url);

@@ -1,0 +1,59 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import type { DestinationStream } from 'pino';
+import { createAccessLog } from '../../src/log/access.js';
+import { createLogger } from '../../src/log/logger.js';
+
+function capture(level = 'info') {
+  let text = '';
+  const dest = new Writable({
+    write(chunk: Buffer, _e, cb) {
+      text += chunk.toString();
+      cb();
+    },
+  });
+  const logger = createLogger({ level, destination: dest as unknown as DestinationStream });
+  return { access: createAccessLog(logger), text: () => text };
+}
+
+const base = {
+  reqId: 'abc-1',
+  method: 'GET',
+  path: '/repos/a/b',
+  upstream: 'github',
+  status: 200,
+  cache: 'hit',
+  upstreamStatus: undefined,
+  durationMs: 0.123,
+  bytes: 5321,
+  aborted: false,
+};
+
+describe('access log', () => {
+  it('writes one valid JSON line in pino shape', () => {
+    const c = capture();
+    c.access(base);
+    const lines = c.text().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 'info', service: 'etagere', msg: 'request', reqId: 'abc-1', method: 'GET', path: '/repos/a/b', upstream: 'github', status: 200, cache: 'hit', durationMs: 0.123, bytes: 5321 });
+    expect(typeof line.time).toBe('number');
+    expect(line).not.toHaveProperty('upstreamStatus');
+    expect(line).not.toHaveProperty('aborted');
+  });
+  it('escapes hostile paths and masks credentials in the query', () => {
+    const c = capture();
+    const secret = 'ghp_secretsecretsecret';
+    c.access({ ...base, path: `/x"y\\z?access_token=${secret}&a=1`, upstreamStatus: 304, aborted: true, cache: undefined });
+    const line = JSON.parse(c.text()) as Record<string, unknown>;
+    expect(line.path).toBe('/x"y\\z?access_token=[REDACTED]&a=1');
+    expect(line).toMatchObject({ upstreamStatus: 304, aborted: true });
+    expect(line).not.toHaveProperty('cache');
+    expect(c.text()).not.toContain(secret);
+  });
+  it('writes nothing when info is disabled', () => {
+    const c = capture('warn');
+    c.access(base);
+    expect(c.text()).toBe('');
+  });
+});
