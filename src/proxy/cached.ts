@@ -131,24 +131,41 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     l1.set(key, e, retentionSeconds(e) * 1000);
   };
 
-  /** Builds an entry from a fresh upstream response (status, headers, body, freshness). */
-  const entryFrom = (x: Exchange, f: Extract<Fetched, { kind: 'response' }>, fetchedBy: string, vary: Record<string, string> | null): CacheEntry => {
-    const headers = storedHeaders(f.headers);
-    const res = parseCacheControl(f.headers['cache-control']);
-    const date = parseDate(f.headers.date);
-    const lastModified = one(f.headers['last-modified']);
-    const windows = staleWindows(x.upstream.policy, res);
+  /**
+   * Freshness of a response whose stored headers are `headers`, received as `f` (RFC 9111 4.2):
+   * the same derivation for a new entry and for one a 304 refreshed.
+   */
+  const freshness = (x: Exchange, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, f: Extract<Fetched, { kind: 'response' }>) => {
     const ageHeader = Number(one(f.headers.age));
+    return {
+      storedAt: f.responseTime,
+      initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, parseDate(f.headers.date), f.requestTime, f.responseTime),
+      lifetime: freshnessLifetime(x.upstream.policy, {
+        res,
+        date: parseDate(headerOf(headers, 'date')),
+        expires: parseDate(headerOf(headers, 'expires')),
+        lastModified: parseDate(headerOf(headers, 'last-modified')),
+      }),
+      ...staleWindows(x.upstream.policy, res),
+    };
+  };
+
+  /** Builds an entry from a fresh upstream response (status, headers, body, freshness). */
+  const entryFrom = (
+    x: Exchange,
+    f: Extract<Fetched, { kind: 'response' }>,
+    res: Readonly<Directives>,
+    fetchedBy: string,
+    vary: Record<string, string> | null,
+  ): CacheEntry => {
+    const headers = storedHeaders(f.headers);
     return {
       status: f.status,
       headers,
       body: f.body,
-      etag: one(f.headers.etag),
-      lastModified,
-      storedAt: f.responseTime,
-      initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, date, f.requestTime, f.responseTime),
-      lifetime: freshnessLifetime(x.upstream.policy, { res, date, expires: parseDate(f.headers.expires), lastModified: parseDate(lastModified) }),
-      ...windows,
+      etag: headerOf(headers, 'etag'),
+      lastModified: headerOf(headers, 'last-modified'),
+      ...freshness(x, headers, res, f),
       fetchedBy,
       vary,
     };
@@ -157,19 +174,12 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   /** A 304 confirmed `e`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
   const refreshed = (x: Exchange, e: CacheEntry, f: Extract<Fetched, { kind: 'response' }>): CacheEntry => {
     const headers = mergeHeaders(e.headers, storedHeaders(f.headers));
-    const res = parseCacheControl(headerOf(headers, 'cache-control'));
-    const date = parseDate(headerOf(headers, 'date'));
-    const lastModified = headerOf(headers, 'last-modified');
-    const ageHeader = Number(one(f.headers.age));
     return {
       ...e,
       headers,
       etag: headerOf(headers, 'etag') ?? e.etag,
-      lastModified: lastModified ?? e.lastModified,
-      storedAt: f.responseTime,
-      initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, parseDate(f.headers.date), f.requestTime, f.responseTime),
-      lifetime: freshnessLifetime(x.upstream.policy, { res, date, expires: parseDate(headerOf(headers, 'expires')), lastModified: parseDate(lastModified) }),
-      ...staleWindows(x.upstream.policy, res),
+      lastModified: headerOf(headers, 'last-modified') ?? e.lastModified,
+      ...freshness(x, headers, parseCacheControl(headerOf(headers, 'cache-control')), f),
     };
   };
 
@@ -189,7 +199,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     else if (stale?.lastModified !== undefined) headers['if-modified-since'] = stale.lastModified;
 
     const f = await fetchBuffered(leader.upstream.client, { method: 'GET', path: leader.path, headers }, maxEntry);
-    metrics.upstreamRequests.inc({ upstream: leader.upstream.cfg.name, status: f.kind === 'failed' ? 'error' : String(f.status) });
+    countUpstream(leader)(f.kind === 'failed' ? 'error' : f.status);
     if (f.kind === 'failed') {
       logger.warn({ reqId: leader.id, upstream: leader.upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
       return f;
@@ -217,12 +227,13 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     }
     const reader = headerReader(leader.req.headers);
     const vary = varySelection(one(f.headers.vary), reader);
-    const candidate = entryFrom(leader, f, fetchedBy, vary ?? null);
+    const res = parseCacheControl(f.headers['cache-control']);
+    const candidate = entryFrom(leader, f, res, fetchedBy, vary ?? null);
     const reason = f.status === 304 ? 'unsolicited-304' : notStorableReason(leader.upstream.policy, {
       status: f.status,
       method: leader.method,
       req: reqDir,
-      res: parseCacheControl(f.headers['cache-control']),
+      res,
       authorized: leader.req.headers.authorization !== undefined,
       hasValidator: candidate.etag !== undefined || candidate.lastModified !== undefined,
       hasExpires: f.headers.expires !== undefined,
@@ -258,8 +269,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         return;
       }
       x.outcome = 'error';
-      if (r.failure.status === 504) errors.gatewayTimeout(x.res, x.upstream.cfg.name, r.failure.detail);
-      else errors.badGateway(x.res, x.upstream.cfg.name, r.failure.detail);
+      errors.upstreamFailed(x.res, x.upstream.cfg.name, r.failure);
       return;
     }
     x.upstreamStatus = r.fwdStatus;
@@ -273,7 +283,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       stored: r.stored,
       collapsed: shared,
     };
-    x.outcome = shared ? 'coalesced' : r.fwdStatus === 304 ? 'revalidated' : r.stored ? 'miss' : r.transient ? 'error' : 'miss';
+    x.outcome = shared ? 'coalesced' : r.fwdStatus === 304 ? 'revalidated' : r.transient ? 'error' : 'miss';
     const age = currentAge(r.entry, Date.now());
     if (r.stored) cs.ttl = r.entry.lifetime - age;
     sendEntry(x, r.entry, cacheStatus(cs), age, links);

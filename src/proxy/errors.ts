@@ -31,6 +31,11 @@ export function sendError(
   res.end(body);
 }
 
+const badGateway = (res: ServerResponse, upstream: string, detail: string): void =>
+  sendError(res, 502, `Bad Gateway: upstream "${upstream}" failed (${detail})`);
+const gatewayTimeout = (res: ServerResponse, upstream: string, detail: string): void =>
+  sendError(res, 504, `Gateway Timeout: upstream "${upstream}" did not answer in time (${detail})`);
+
 export const errors = {
   badRequest: (res: ServerResponse, reason: string) => sendError(res, 400, `Bad request: ${reason}`),
   noRoute: (res: ServerResponse) => sendError(res, 404, 'Not Found: no upstream is configured for this path'),
@@ -38,10 +43,11 @@ export const errors = {
     sendError(res, 405, `Method ${method} is not allowed: this upstream is read-only through the proxy`, {
       allow: 'GET, HEAD',
     }),
-  badGateway: (res: ServerResponse, upstream: string, detail: string) =>
-    sendError(res, 502, `Bad Gateway: upstream "${upstream}" failed (${detail})`),
-  gatewayTimeout: (res: ServerResponse, upstream: string, detail: string) =>
-    sendError(res, 504, `Gateway Timeout: upstream "${upstream}" did not answer in time (${detail})`),
+  badGateway,
+  gatewayTimeout,
+  /** 504 for a timeout, else 502, from a classified upstream failure. */
+  upstreamFailed: (res: ServerResponse, upstream: string, failure: { status: 502 | 504; detail: string }) =>
+    failure.status === 504 ? gatewayTimeout(res, upstream, failure.detail) : badGateway(res, upstream, failure.detail),
   shuttingDown: (res: ServerResponse) =>
     sendError(res, 503, 'Service Unavailable: the proxy is shutting down', { connection: 'close', 'retry-after': '1' }),
 } as const;

@@ -52,8 +52,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, onUpst
       onUpstreamStatus('error');
       x.outcome = 'error';
       logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.detail }, 'upstream request failed');
-      if (f.status === 504) errors.gatewayTimeout(res, upstream.cfg.name, f.detail);
-      else errors.badGateway(res, upstream.cfg.name, f.detail);
+      errors.upstreamFailed(res, upstream.cfg.name, f);
     });
 }
 

@@ -34,9 +34,7 @@ export function createPassThrough(
       res.destroy();
       return;
     }
-    const f = classifyUpstreamError(err);
-    if (f.status === 504) errors.gatewayTimeout(res, cfg.name, f.detail);
-    else errors.badGateway(res, cfg.name, f.detail);
+    errors.upstreamFailed(res, cfg.name, classifyUpstreamError(err));
   };
   proxy.on('error', onError);
   if (onResponse !== undefined) {
