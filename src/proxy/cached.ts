@@ -215,8 +215,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         for (const chunk of f.head) x.res.write(chunk);
         streamTo(f.rest, x.res, (err) => logger.warn({ reqId: x.id, err: (err as Error).message }, 'upstream body failed'));
       } else {
-        f.rest.on('error', () => undefined); // destroying an undici body emits an abort error
-        f.rest.destroy();
+        f.rest.destroy(); // fetchBuffered left an error listener on it
       }
       return { kind: 'too-large' };
     }

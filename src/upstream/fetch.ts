@@ -36,14 +36,10 @@ export async function fetchBuffered(
   }
   const responseTime = Date.now();
   const declared = Number(res.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    return { kind: 'too-large', status: res.statusCode, headers: res.headers, head: [], rest: res.body };
-  }
+  if (Number.isFinite(declared) && declared > maxBytes) return tooLarge(res, []);
   const read = await readUpTo(res.body, maxBytes);
   if (read.kind === 'error') return { kind: 'failed', failure: classifyUpstreamError(read.error) };
-  if (read.kind === 'over') {
-    return { kind: 'too-large', status: res.statusCode, headers: res.headers, head: read.chunks, rest: res.body };
-  }
+  if (read.kind === 'over') return tooLarge(res, read.chunks);
   const { chunks, size } = read;
   if (req.method === 'GET' && Number.isFinite(declared) && declared !== size) {
     return { kind: 'failed', failure: { status: 502, detail: 'truncated body' } };
@@ -52,6 +48,16 @@ export async function fetchBuffered(
   // would otherwise keep alive (and the cache's byte bound would not see).
   const body = Buffer.concat(chunks, size);
   return { kind: 'response', status: res.statusCode, headers: res.headers, body, requestTime, responseTime };
+}
+
+/**
+ * Hands back an unread rest of body. It keeps an error listener from here on, so an upstream
+ * failure (or the caller destroying it) before the caller pipes it can never be an unhandled
+ * 'error' event.
+ */
+function tooLarge(res: Dispatcher.ResponseData, head: Buffer[]): Fetched {
+  res.body.on('error', () => undefined);
+  return { kind: 'too-large', status: res.statusCode, headers: res.headers, head, rest: res.body };
 }
 
 type ReadResult =
