@@ -11,6 +11,8 @@ export interface Metrics {
   readonly upstreamRequests: Counter<'upstream' | 'status'>;
   readonly cacheOutcomes: Counter<'upstream' | 'outcome'>;
   readonly cacheEvictions: Counter;
+  /** Counts one request sent upstream, by its status (or "error" when none came back). */
+  countUpstream(upstream: string, status: number | 'error'): void;
   /** Records one answered request (hot path: label children are looked up once and reused). */
   observeRequest(upstream: string, method: string, status: number, outcome: string | undefined, seconds: number): void;
 }
@@ -66,18 +68,20 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       o.inc();
     }
   };
+  const upstreamRequests = new Counter({
+    name: 'etagere_upstream_requests_total',
+    help: 'Requests sent upstream, by upstream and status code (or "error").',
+    labelNames: ['upstream', 'status'] as const,
+    registers: [registry],
+  });
   return {
     registry,
     observeRequest,
+    countUpstream: (upstream, status) => upstreamRequests.inc({ upstream, status: String(status) }),
+    upstreamRequests,
     requests,
     requestDuration,
     cacheOutcomes,
-    upstreamRequests: new Counter({
-      name: 'etagere_upstream_requests_total',
-      help: 'Requests sent upstream, by upstream and status code (or "error").',
-      labelNames: ['upstream', 'status'],
-      registers: [registry],
-    }),
     cacheEvictions: new Counter({
       name: 'etagere_cache_evictions_total',
       help: 'Entries evicted from the in-process cache to stay within its byte bound.',

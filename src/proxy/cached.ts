@@ -123,10 +123,6 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     return at !== undefined && e.storedAt <= at;
   };
 
-  const countUpstream = (x: Exchange) => (status: number | 'error'): void => {
-    metrics.upstreamRequests.inc({ upstream: x.upstream.cfg.name, status: String(status) });
-  };
-
   const store = (key: string, e: CacheEntry): void => {
     l1.set(key, e, retentionSeconds(e) * 1000);
   };
@@ -199,7 +195,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     else if (stale?.lastModified !== undefined) headers['if-modified-since'] = stale.lastModified;
 
     const f = await fetchBuffered(leader.upstream.client, { method: 'GET', path: leader.path, headers }, maxEntry);
-    countUpstream(leader)(f.kind === 'failed' ? 'error' : f.status);
+    metrics.countUpstream(leader.upstream.cfg.name, f.kind === 'failed' ? 'error' : f.status);
     if (f.kind === 'failed') {
       logger.warn({ reqId: leader.id, upstream: leader.upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
       return f;
@@ -258,7 +254,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
 
   const deliver = (x: Exchange, r: FlightResult, shared: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
     if (r.kind === 'too-large') {
-      if (shared) forward(x, links, logger, countUpstream(x));
+      if (shared) forward(x, links, logger, metrics);
       else x.outcome = 'bypass';
       return;
     }
@@ -291,7 +287,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const serve = (x: Exchange): void => {
     const h = x.req.headers;
     if (h.range !== undefined) {
-      forward(x, links, logger, countUpstream(x));
+      forward(x, links, logger, metrics);
       return;
     }
     const reqDir = requestDirectives(h['cache-control'], h.pragma);

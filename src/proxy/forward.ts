@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import { requestHeadersForUpstream, responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { cacheStatus } from '../headers/cache-status.js';
 import type { Logger } from '../log/logger.js';
+import type { Metrics } from '../metrics/registry.js';
 import { classifyUpstreamError } from '../upstream/client.js';
 import { errors } from './errors.js';
 import { rewriteLinkHeaders, type LinkSettings } from './respond.js';
@@ -15,7 +16,7 @@ import type { Exchange } from './exchange.js';
 
 const BYPASS = cacheStatus({ fwd: 'bypass' });
 
-export function forward(x: Exchange, links: LinkSettings, logger: Logger, onUpstreamStatus: (status: number | 'error') => void): void {
+export function forward(x: Exchange, links: LinkSettings, logger: Logger, metrics: Metrics): void {
   const { req, res, upstream } = x;
   const headers = requestHeadersForUpstream(req.headers);
   headers['x-request-id'] = x.id;
@@ -35,7 +36,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, onUpst
         return;
       }
       x.upstreamStatus = up.statusCode;
-      onUpstreamStatus(up.statusCode);
+      metrics.countUpstream(upstream.cfg.name, up.statusCode);
       const out = responseHeadersForClient(up.headers);
       out['x-request-id'] = x.id;
       rewriteLinkHeaders(x, out, links);
@@ -49,7 +50,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, onUpst
     .catch((err: unknown) => {
       if (clientGone) return; // the client went away; nothing to answer
       const f = classifyUpstreamError(err);
-      onUpstreamStatus('error');
+      metrics.countUpstream(upstream.cfg.name, 'error');
       x.outcome = 'error';
       logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.detail }, 'upstream request failed');
       errors.upstreamFailed(res, upstream.cfg.name, f);

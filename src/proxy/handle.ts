@@ -90,7 +90,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
 
     x = { req, res, id, upstream, pathname: target.pathname, search: target.search, path, method, outcome: undefined, upstreamStatus: undefined };
     if (upstream.cfg.cache.policy === 'none') {
-      forward(x, cache.links, logger, (status) => metrics.upstreamRequests.inc({ upstream: upstream.cfg.name, status: String(status) }));
+      forward(x, cache.links, logger, metrics);
       return;
     }
     cache.serve(x);
