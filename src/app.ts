@@ -69,7 +69,9 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     if (draining) res.shouldKeepAlive = false;
   });
 
-  const admin = createAdminServer(metrics, { ready: () => !draining && server.listening });
+  const admin = createAdminServer(metrics, { ready: () => !draining && server.listening, tokens: () => handler.pool?.snapshot() });
+  // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
+  await handler.start();
   const addr = await listen(server, config.listen.port, config.listen.host);
   const adminAddr = await listen(admin, config.admin.port, config.admin.host);
 

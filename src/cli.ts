@@ -114,7 +114,9 @@ async function demo(args: string[]): Promise<void> {
   const file = fileURLToPath(new URL('../config/examples/demo.yaml', import.meta.url));
   let app: App;
   try {
-    const config = loadConfig({ file, env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined } });
+    // The pool: two of the fake's demo tokens (public scopes, so equivalent), unless you give others.
+    const tokens = process.env.ETAGERE_TOKENS || 'alice-public=demo_token_alice_public,bob-public=demo_token_bob_public';
+    const config = loadConfig({ file, env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined, ETAGERE_TOKENS: tokens } });
     const port = intFlag('port', values.port);
     if (port !== undefined) {
       config.listen.port = port;
@@ -131,7 +133,7 @@ async function demo(args: string[]): Promise<void> {
   process.stdout.write(`
 etagere demo
   proxy          ${app.url}
-  admin          ${app.adminUrl}/metrics  ${app.adminUrl}/healthz
+  admin          ${app.adminUrl}/metrics  ${app.adminUrl}/healthz  ${app.adminUrl}/admin/tokens
   fake upstream  ${fake.url}  (stats: ${fake.url}/__fake/stats)
 
 Try:

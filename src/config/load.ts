@@ -19,7 +19,8 @@ export const ENV_VARS = {
   ADMIN_HOST: 'admin.host',
   PUBLIC_URL: 'public_url',
   REDIS_URL: 'redis.url',
-  ETAGERE_TOKENS: 'tokens (comma-separated)',
+  ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
+  ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
   UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
   LOG_LEVEL: 'log.level',
   ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
@@ -54,20 +55,70 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
   set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
-  set(env.ETAGERE_TOKENS, (v) => {
-    raw.tokens = v
-      .split(',')
-      .map((t) => t.trim())
-      .filter((t) => t.length > 0);
-  });
+  set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','))));
+  set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
   set(env.UPSTREAM_URL, (v) => {
     const list = raw.upstreams;
     if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') {
       (list[0] as Raw).url = v;
     } else {
-      raw.upstreams = [{ name: 'github', prefix: '/', url: v }];
+      raw.upstreams = [{ name: 'github', prefix: '/', url: v, token_pool: true }];
     }
   });
+  return raw;
+}
+
+/**
+ * Parses "token" or "name=token" items (ETAGERE_TOKENS, a tokens file). Blank items and "#"
+ * comments are skipped. A name is only split off when the part before "=" looks like a name, so a
+ * token containing "=" stays whole.
+ */
+export function parseSecretList(items: readonly string[]): Array<{ name?: string; value: string }> {
+  const out: Array<{ name?: string; value: string }> = [];
+  for (const item of items) {
+    const t = item.trim();
+    if (t.length === 0 || t.startsWith('#')) continue;
+    const m = /^([A-Za-z0-9][A-Za-z0-9_.-]{0,62})=(.+)$/.exec(t);
+    out.push(m !== null ? { name: m[1]!, value: m[2]!.trim() } : { value: t });
+  }
+  return out;
+}
+
+/**
+ * Turns secret references into values before validation: `{ env: NAME }` items of pool.tokens and
+ * consumers.keys read the environment, and pool.tokens_file adds its lines to pool.tokens.
+ * Errors name the key and the variable or file, never a value.
+ */
+export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): Raw {
+  const resolveList = (parent: unknown, key: string, where: string): void => {
+    if (parent === null || typeof parent !== 'object') return;
+    const list = (parent as Raw)[key];
+    if (!Array.isArray(list)) return;
+    (parent as Raw)[key] = list.map((item: unknown, i) => {
+      if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
+      const { env: name, ...rest } = item as Raw;
+      if (name === undefined) return item;
+      if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`${where}[${i}].env: must name an environment variable`);
+      if ('value' in rest) throw new ConfigError(`${where}[${i}]: give either value or env, not both`);
+      const value = env[name];
+      if (value === undefined || value.trim() === '') throw new ConfigError(`${where}[${i}].env: environment variable ${name} is not set`);
+      return { ...rest, value: value.trim() };
+    });
+  };
+  resolveList(raw.pool, 'tokens', 'pool.tokens');
+  resolveList(raw.consumers, 'keys', 'consumers.keys');
+  const pool = raw.pool as Raw | undefined;
+  const file = pool?.tokens_file;
+  if (pool !== undefined && typeof file === 'string' && file.length > 0) {
+    let text: string;
+    try {
+      text = readFile(file);
+    } catch (err) {
+      throw new ConfigError(`pool.tokens_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    const existing = Array.isArray(pool.tokens) ? (pool.tokens as unknown[]) : [];
+    pool.tokens = [...existing, ...parseSecretList(text.split(/\r?\n/))];
+  }
   return raw;
 }
 
@@ -91,7 +142,7 @@ export interface LoadOptions {
 }
 
 /** The built-in upstream used when neither file nor env names one: GitHub, LRU only. */
-const DEFAULT_UPSTREAMS = [{ name: 'github', prefix: '/', url: 'https://api.github.com' }];
+const DEFAULT_UPSTREAMS = [{ name: 'github', prefix: '/', url: 'https://api.github.com', token_pool: true }];
 
 export function loadConfig(opts: LoadOptions = {}): Config {
   const env = opts.env ?? process.env;
@@ -118,5 +169,6 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   }
   if (raw.upstreams === undefined) raw.upstreams = structuredClone(DEFAULT_UPSTREAMS);
   applyEnv(raw, env);
+  resolveSecrets(raw, env);
   return parseConfig(raw, file !== undefined ? `config (${file} + environment)` : 'config (environment)');
 }

@@ -4,6 +4,7 @@
  * overrides before validating, so an invalid value from either source is reported by key.
  */
 import { z } from 'zod';
+import { tokenName } from '../tokens/pool.js';
 
 const port = z.number().int().min(0).max(65535);
 const host = z.string().min(1);
@@ -64,6 +65,54 @@ export const upstreamSchema = z
       .strict()
       .prefault({}),
     cache: cachePolicySchema.prefault({}),
+    /** Attach a pool token to requests that carry no credential of their own (GitHub-like upstreams). */
+    token_pool: z.boolean().default(false),
+  })
+  .strict();
+
+/** A name shown in logs, metrics and /admin: never the secret it stands for. */
+const secretName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"');
+
+/**
+ * A secret (pool token or consumer key) after load.ts resolved `env:` references and files.
+ * The value is printable ASCII without spaces; messages never repeat it.
+ */
+export const secretSchema = z
+  .object({
+    name: secretName.optional(),
+    value: z.string().regex(/^[\x21-\x7e]{1,1024}$/, 'must be 1-1024 printable characters without spaces (value not shown)'),
+  })
+  .strict();
+
+export const poolSchema = z
+  .object({
+    /** Pool tokens: { name?, value } or { name?, env } (resolved at load). Usually ETAGERE_TOKENS. */
+    tokens: z.array(secretSchema).default([]),
+    /** A file with one token per line ("name=token" allowed; "#" comments). Usually ETAGERE_TOKENS_FILE. */
+    tokens_file: z.string().min(1).nullable().default(null),
+    /** Pool tokens with the same scopes share one cache partition; false gives each its own. */
+    equivalent: z.boolean().default(true),
+    /** Requests in flight on one token at once. */
+    per_token_concurrency: z.number().int().min(1).max(1000).default(10),
+    /** Requests in flight on pool tokens at once, all tokens together (GitHub allows 100). */
+    max_concurrency: z.number().int().min(1).max(10_000).default(90),
+    /** How long a request may wait for a free slot before it is answered 503. */
+    queue_timeout_ms: z.number().int().min(0).max(600_000).default(10_000),
+    /** How many requests may wait for a slot at once; beyond that they are answered 503 at once. */
+    max_queue: z.number().int().min(0).max(1_000_000).default(10_000),
+    /** Ask GET /rate_limit for each token at start-up (free on GitHub). */
+    probe_at_start: z.boolean().default(true),
+  })
+  .strict();
+
+export const consumersSchema = z
+  .object({
+    /** When true, only requests with a known consumer key may use the token pool. */
+    enabled: z.boolean().default(false),
+    /** Consumer keys: { name, value } or { name, env }. Sent as X-Etagere-Key or as the Basic user. */
+    keys: z.array(secretSchema.extend({ name: secretName })).default([]),
+    /** What a request without a known key gets: a 401 (reject) or plain anonymous upstream access. */
+    unknown: z.enum(['reject', 'anonymous']).default('reject'),
   })
   .strict();
 
@@ -87,8 +136,9 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
-    /** Pool tokens. Never logged or exported. Usually given through ETAGERE_TOKENS. */
-    tokens: z.array(z.string().min(1)).default([]),
+    /** The token pool. Token values are never logged or exported. */
+    pool: poolSchema.prefault({}),
+    consumers: consumersSchema.prefault({}),
     log: z.object({ level: z.enum(LOG_LEVELS).default('info') }).strict().prefault({}),
     shutdown: z.object({ drain_timeout_ms: z.number().int().positive().default(10_000) }).strict().prefault({}),
     upstreams: z
@@ -107,8 +157,35 @@ export const configSchema = z
         });
       }),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.pool.tokens.length > 0 && !c.upstreams.some((u) => u.token_pool)) {
+      ctx.addIssue({ code: 'custom', path: ['pool', 'tokens'], message: 'tokens are configured but no upstream has token_pool: true' });
+    }
+    if (c.consumers.enabled && c.consumers.keys.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['consumers', 'keys'], message: 'consumers.enabled needs at least one key' });
+    }
+    const tokenNames = new Map<string, number>();
+    const tokenValues = new Map<string, number>();
+    c.pool.tokens.forEach((t, i) => {
+      const j = tokenValues.get(t.value);
+      if (j !== undefined) ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', i], message: `the same token as pool.tokens[${j}]` });
+      tokenValues.set(t.value, i);
+      const name = tokenName(t.value, t.name);
+      const k = tokenNames.get(name);
+      if (k !== undefined && j === undefined) ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', i, 'name'], message: `duplicate token name "${name}"` });
+      tokenNames.set(name, i);
+    });
+    const names = new Set<string>();
+    c.consumers.keys.forEach((k, i) => {
+      if (names.has(k.name)) ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', i, 'name'], message: `duplicate consumer name "${k.name}"` });
+      names.add(k.name);
+    });
+  });
 
 export type Config = z.infer<typeof configSchema>;
+export type PoolConfig = z.infer<typeof poolSchema>;
+export type ConsumersConfig = z.infer<typeof consumersSchema>;
+export type SecretConfig = z.infer<typeof secretSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
 export type CachePolicyConfig = z.infer<typeof cachePolicySchema>;

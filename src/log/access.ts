@@ -16,6 +16,8 @@ export interface AccessFields {
   status: number;
   cache: string | undefined;
   upstreamStatus: number | undefined;
+  /** Name of the pool token used (never its value). */
+  token?: string | undefined;
   durationMs: number;
   bytes: number;
   aborted: boolean;
@@ -37,6 +39,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${JSON.stringify(f.reqId)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(redactQuery(f.path))},"upstream":${JSON.stringify(f.upstream)},"status":${f.status}`;
     if (f.cache !== undefined) line += `,"cache":"${f.cache}"`;
     if (f.upstreamStatus !== undefined) line += `,"upstreamStatus":${f.upstreamStatus}`;
+    if (f.token !== undefined) line += `,"tokenName":${JSON.stringify(f.token)}`;
     line += `,"durationMs":${f.durationMs},"bytes":${f.bytes}`;
     if (f.aborted) line += ',"aborted":true';
     dest.write(`${line},"msg":"request"}\n`);

@@ -11,6 +11,8 @@ const REDACT_PATHS = [
   'headers.authorization',
   'headers.cookie',
   'headers["proxy-authorization"]',
+  'headers["x-etagere-key"]',
+  'req.headers["x-etagere-key"]',
   'headers["set-cookie"]',
   'req.headers.authorization',
   'req.headers.cookie',

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import { parseCacheControl, requestDirectives, type Directives } from '../cache/cache-control.js';
 import type { CacheEntry } from '../cache/entry.js';
-import { ANONYMOUS, cacheKey, createPartitioner, pathScope, varyMatches, varySelection, type Partitioner } from '../cache/key.js';
+import { ANONYMOUS, POOL, cacheKey, createPartitioner, pathScope, varyMatches, varySelection, type KeyInput, type Partitioner } from '../cache/key.js';
 import { createMemoryStore, type MemoryStore } from '../cache/memory-store.js';
 import {
   currentAge,
@@ -27,11 +27,13 @@ import { cacheStatus, type CacheStatusInput } from '../headers/cache-status.js';
 import { requestHeadersForUpstream, responseHeadersForClient } from '../headers/hop-by-hop.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
-import { fetchBuffered, type Fetched, type UpstreamHeaders } from '../upstream/fetch.js';
+import type { Fetched, UpstreamHeaders } from '../upstream/fetch.js';
 import type { UpstreamFailure } from '../upstream/client.js';
 import { errors, sendError } from './errors.js';
 import type { Exchange } from './exchange.js';
 import { forward, streamTo } from './forward.js';
+import { fetchPooled, type PoolContext } from './pooled-fetch.js';
+import { isRateLimitHeader, type PoolHeaders } from './pool-headers.js';
 import { rewriteLinkHeaders, sendEntry, type LinkSettings } from './respond.js';
 
 /** What one upstream exchange produced, shared by every coalesced caller. */
@@ -46,13 +48,22 @@ type FlightResult =
       transient: boolean;
     }
   | { kind: 'failed'; failure: UpstreamFailure }
-  | { kind: 'too-large' };
+  | { kind: 'too-large' }
+  /** No pool token could take the request (every one spent, paused or dead; or no slot in time). */
+  | { kind: 'unavailable'; reason: 'exhausted' | 'busy'; retryAfterSeconds: number };
+
+/** The key a request is coalesced under, and the key a response is stored under once its token is known. */
+interface Keys {
+  flight: string;
+  store(token: string | undefined): string;
+}
 
 export interface HttpCache {
   readonly links: LinkSettings;
   readonly l1: MemoryStore;
   readonly flights: SingleFlight<FlightResult>;
   readonly partitioner: Partitioner;
+  readonly poolHeaders: PoolHeaders | undefined;
   /** Serves a GET/HEAD on a caching upstream. */
   serve(x: Exchange): void;
   /** Forgets every stored response for a path (after a successful unsafe method). */
@@ -79,13 +90,17 @@ function parseDate(v: string | string[] | undefined): number | undefined {
   return Number.isNaN(t) ? undefined : t;
 }
 
-/** Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. */
-function storedHeaders(upstream: UpstreamHeaders): Array<[string, string]> {
+/**
+ * Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. A response
+ * fetched with a pool token keeps no x-ratelimit-*: consumers see the pool's, added at serve time.
+ */
+function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[string, string]> {
   const h = responseHeadersForClient(upstream);
   const out: Array<[string, string]> = [];
   for (const name in h) {
     const v = h[name];
     if (v === undefined || name === 'content-length' || name === 'age') continue;
+    if (pooled && isRateLimitHeader(name)) continue;
     if (Array.isArray(v)) for (const item of v) out.push([name, item]);
     else out.push([name, v]);
   }
@@ -105,7 +120,14 @@ function isTransient(status: number, h: UpstreamHeaders): boolean {
   return status === 403 && (one(h['x-ratelimit-remaining']) === '0' || h['retry-after'] !== undefined);
 }
 
-export function createHttpCache(config: Config, logger: Logger, metrics: Metrics): HttpCache {
+/** The pool token that stored an entry, from its `fetchedBy` ("pool:<name>"). */
+function poolTokenOf(fetchedBy: string | undefined): string | undefined {
+  return fetchedBy !== undefined && fetchedBy.startsWith('pool:') ? fetchedBy.slice(5) : undefined;
+}
+
+export function createHttpCache(config: Config, logger: Logger, metrics: Metrics, poolCtx?: PoolContext): HttpCache {
+  const pool = poolCtx?.pool;
+  const poolHeaders = poolCtx?.headers;
   const l1 = createMemoryStore({
     maxBytes: config.cache.max_bytes,
     maxEntryBytes: config.cache.max_entry_bytes,
@@ -116,6 +138,9 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const invalidations = new Map<string, number>();
   const links: LinkSettings = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
   const maxEntry = config.cache.max_entry_bytes;
+  /** Headers added for pool consumers: the pool's x-ratelimit-* and the token's name. */
+  const extraFor = (x: Exchange, e: CacheEntry): readonly string[] | undefined =>
+    x.cred.kind === 'pool' && poolHeaders !== undefined ? poolHeaders.flat(poolTokenOf(e.fetchedBy)) : undefined;
 
   const isInvalidated = (upstream: string, pathname: string, e: CacheEntry): boolean => {
     if (invalidations.size === 0) return false;
@@ -154,7 +179,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     fetchedBy: string,
     vary: Record<string, string> | null,
   ): CacheEntry => {
-    const headers = storedHeaders(f.headers);
+    const headers = storedHeaders(f.headers, x.cred.kind === 'pool');
     return {
       status: f.status,
       headers,
@@ -168,10 +193,11 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   };
 
   /** A 304 confirmed `e`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
-  const refreshed = (x: Exchange, e: CacheEntry, f: Extract<Fetched, { kind: 'response' }>): CacheEntry => {
-    const headers = mergeHeaders(e.headers, storedHeaders(f.headers));
+  const refreshed = (x: Exchange, e: CacheEntry, f: Extract<Fetched, { kind: 'response' }>, fetchedBy: string): CacheEntry => {
+    const headers = mergeHeaders(e.headers, storedHeaders(f.headers, x.cred.kind === 'pool'));
     return {
       ...e,
+      fetchedBy,
       headers,
       etag: headerOf(headers, 'etag') ?? e.etag,
       lastModified: headerOf(headers, 'last-modified') ?? e.lastModified,
@@ -183,10 +209,9 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const fetchForCache = async (
     x: Exchange | undefined,
     leader: Exchange,
-    key: string,
+    keys: Keys,
     stale: CacheEntry | undefined,
     reqDir: Readonly<Directives>,
-    fetchedBy: string,
   ): Promise<FlightResult> => {
     const headers = requestHeadersForUpstream(leader.req.headers);
     for (const name of CACHE_OWNED) delete headers[name];
@@ -194,7 +219,15 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     if (stale?.etag !== undefined) headers['if-none-match'] = stale.etag;
     else if (stale?.lastModified !== undefined) headers['if-modified-since'] = stale.lastModified;
 
-    const f = await fetchBuffered(leader.upstream.client, { method: 'GET', path: leader.path, headers }, maxEntry);
+    const pooled = leader.cred.kind === 'pool' ? pool : undefined;
+    // A revalidation goes to the token that stored the entry: its ETag only matches that credential.
+    const p = await fetchPooled(leader.upstream.client, { method: 'GET', path: leader.path, headers }, maxEntry, pooled, poolTokenOf(stale?.fetchedBy));
+    if (p.kind === 'unavailable') return p;
+    const { f, token } = p;
+    if (p.switched) metrics.tokenSwitchRevalidations.inc();
+    if (x !== undefined) x.token = token;
+    const fetchedBy = token !== undefined ? `pool:${token}` : fetchedByOf(leader.req.headers.authorization);
+    const key = keys.store(token);
     metrics.countUpstream(leader.upstream.cfg.name, f.kind === 'failed' ? 'error' : f.status);
     if (f.kind === 'failed') {
       logger.warn({ reqId: leader.id, upstream: leader.upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
@@ -206,6 +239,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         const out = responseHeadersForClient(f.headers);
         out['x-request-id'] = x.id;
         out['cache-status'] = cacheStatus({ fwd: 'miss', fwdStatus: f.status, detail: 'too-large' });
+        if (pooled !== undefined) poolHeaders?.apply(out, token);
         rewriteLinkHeaders(x, out, links);
         x.res.writeHead(f.status, out);
         for (const chunk of f.head) x.res.write(chunk);
@@ -216,7 +250,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       return { kind: 'too-large' };
     }
     if (f.status === 304 && stale !== undefined) {
-      const merged = refreshed(leader, stale, f);
+      const merged = refreshed(leader, stale, f, fetchedBy);
       store(key, merged);
       return { kind: 'entry', entry: merged, fwdStatus: 304, stored: true, transient: false };
     }
@@ -229,7 +263,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       method: leader.method,
       req: reqDir,
       res,
-      authorized: leader.req.headers.authorization !== undefined,
+      authorized: leader.cred.kind !== 'anonymous',
       hasValidator: candidate.etag !== undefined || candidate.lastModified !== undefined,
       hasExpires: f.headers.expires !== undefined,
       hasSetCookie: f.headers['set-cookie'] !== undefined,
@@ -249,13 +283,34 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const serveStale = (x: Exchange, e: CacheEntry, fwdStatus: number): void => {
     x.outcome = 'stale';
     const age = currentAge(e, Date.now());
-    sendEntry(x, e, cacheStatus({ fwd: 'stale', fwdStatus, ttl: e.lifetime - age, detail: 'stale-if-error' }), age, links);
+    sendEntry(x, e, cacheStatus({ fwd: 'stale', fwdStatus, ttl: e.lifetime - age, detail: 'stale-if-error' }), age, links, extraFor(x, e));
+  };
+
+  /** No pool token could be used: a stored entry if any (saying why), else 429 or 503. */
+  const poolUnavailable = (x: Exchange, r: Extract<FlightResult, { kind: 'unavailable' }>, stale: CacheEntry | undefined): void => {
+    const detail = r.reason === 'exhausted' ? 'pool-exhausted' : 'pool-busy';
+    if (stale !== undefined && usableOnError(stale, Date.now())) {
+      x.outcome = 'stale';
+      const age = currentAge(stale, Date.now());
+      sendEntry(x, stale, cacheStatus({ hit: true, ttl: stale.lifetime - age, detail }), age, links, extraFor(x, stale));
+      return;
+    }
+    x.outcome = 'error';
+    errors.poolUnavailable(x.res, r.reason, r.retryAfterSeconds, {
+      ...poolHeaders?.record(),
+      'cache-status': cacheStatus({ fwd: 'miss', detail }),
+      'x-request-id': x.id,
+    });
   };
 
   const deliver = (x: Exchange, r: FlightResult, shared: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
     if (r.kind === 'too-large') {
-      if (shared) forward(x, links, logger, metrics);
+      if (shared) forward(x, links, logger, metrics, poolCtx);
       else x.outcome = 'bypass';
+      return;
+    }
+    if (r.kind === 'unavailable') {
+      poolUnavailable(x, r, stale);
       return;
     }
     if (r.kind === 'failed') {
@@ -281,30 +336,61 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     x.outcome = shared ? 'coalesced' : r.fwdStatus === 304 ? 'revalidated' : r.transient ? 'error' : 'miss';
     const age = currentAge(r.entry, Date.now());
     if (r.stored) cs.ttl = r.entry.lifetime - age;
-    sendEntry(x, r.entry, cacheStatus(cs), age, links);
+    sendEntry(x, r.entry, cacheStatus(cs), age, links, extraFor(x, r.entry));
+  };
+
+  /** The partition of a request's credential (the pool is one partition when its tokens are equivalent). */
+  const partitionFor = (x: Exchange): string => {
+    switch (x.cred.kind) {
+      case 'pool':
+        return POOL;
+      case 'anonymous':
+        return ANONYMOUS;
+      case 'client':
+        return partitioner.partitionOf(x.req.headers.authorization);
+    }
+  };
+
+  /**
+   * Keys and stored entry for a request. Non-equivalent pool tokens each have a partition: every
+   * token's entry is looked at, a fresh one wins, and a new response is stored under its token's.
+   */
+  const lookup = (x: Exchange, base: Omit<KeyInput, 'partition'>): { keys: Keys; entry: CacheEntry | undefined } => {
+    if (x.cred.kind !== 'pool' || pool === undefined || pool.equivalent) {
+      const key = cacheKey({ ...base, partition: partitionFor(x) });
+      return { keys: { flight: key, store: () => key }, entry: l1.get(key) };
+    }
+    const keyOf = (token: string | undefined): string => cacheKey({ ...base, partition: `${POOL}:${token ?? '*'}` });
+    let entry: CacheEntry | undefined;
+    const now = Date.now();
+    const fresh = (e: CacheEntry): boolean => currentAge(e, now) < e.lifetime;
+    for (const name of pool.names) {
+      const e = l1.get(keyOf(name));
+      if (e === undefined) continue;
+      const better = entry === undefined || (fresh(e) ? !fresh(entry) || e.storedAt > entry.storedAt : !fresh(entry) && e.storedAt > entry.storedAt);
+      if (better) entry = e;
+    }
+    return { keys: { flight: keyOf(undefined), store: keyOf }, entry };
   };
 
   const serve = (x: Exchange): void => {
     const h = x.req.headers;
     if (h.range !== undefined) {
-      forward(x, links, logger, metrics);
+      forward(x, links, logger, metrics, poolCtx);
       return;
     }
     const reqDir = requestDirectives(h['cache-control'], h.pragma);
-    const authorization = h.authorization;
-    const partition = partitioner.partitionOf(authorization);
     const reader = headerReader(h);
-    const key = cacheKey({
+    const { keys, entry: found } = lookup(x, {
       upstream: x.upstream.cfg.name,
       pathname: x.pathname,
       search: x.search,
       accept: one(h.accept),
       apiVersion: one(h['x-github-api-version']),
-      partition,
       selecting: partitioner.selectingDigest(reader),
     });
     const now = Date.now();
-    let entry = l1.get(key);
+    let entry = found;
     if (entry !== undefined && (!varyMatches(entry.vary, reader) || isInvalidated(x.upstream.cfg.name, x.pathname, entry))) {
       entry = undefined;
     }
@@ -313,15 +399,22 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       const d = decide(entry, reqDir, now);
       if (d.kind === 'fresh') {
         x.outcome = 'hit';
-        sendEntry(x, entry, cacheStatus({ hit: true, ttl: d.ttl }), d.age, links);
+        sendEntry(x, entry, cacheStatus({ hit: true, ttl: d.ttl }), d.age, links, extraFor(x, entry));
         return;
       }
       if (d.kind === 'stale') {
         x.outcome = 'stale';
-        sendEntry(x, entry, cacheStatus({ hit: true, ttl: d.ttl, detail: d.background ? 'stale-while-revalidate' : 'max-stale' }), d.age, links);
+        sendEntry(
+          x,
+          entry,
+          cacheStatus({ hit: true, ttl: d.ttl, detail: d.background ? 'stale-while-revalidate' : 'max-stale' }),
+          d.age,
+          links,
+          extraFor(x, entry),
+        );
         if (d.background) {
           const stale = entry;
-          const bg = flights.run(key, () => fetchForCache(undefined, x, key, stale, reqDir, fetchedByOf(authorization)));
+          const bg = flights.run(keys.flight, () => fetchForCache(undefined, x, keys, stale, reqDir));
           bg.promise.catch((err: unknown) => logger.error({ reqId: x.id, err: (err as Error).message }, 'background revalidation failed'));
         }
         return;
@@ -336,7 +429,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       return;
     }
     const stale = entry;
-    const { promise, shared } = flights.run(key, () => fetchForCache(x, x, key, stale, reqDir, fetchedByOf(authorization)));
+    const { promise, shared } = flights.run(keys.flight, () => fetchForCache(x, x, keys, stale, reqDir));
     promise.then(
       (r) => deliver(x, r, shared, stale, forced),
       (err: unknown) => {
@@ -355,6 +448,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     l1,
     flights,
     partitioner,
+    poolHeaders,
     serve,
     invalidatePath(upstream, pathname) {
       const scope = pathScope(upstream, pathname);

@@ -13,13 +13,21 @@ import { classifyUpstreamError } from '../upstream/client.js';
 import { errors } from './errors.js';
 import { rewriteLinkHeaders, type LinkSettings } from './respond.js';
 import type { Exchange } from './exchange.js';
+import { fetchPooled, type PoolContext } from './pooled-fetch.js';
 
 const BYPASS = cacheStatus({ fwd: 'bypass' });
 
-export function forward(x: Exchange, links: LinkSettings, logger: Logger, metrics: Metrics): void {
+/** Bodies of pooled streamed answers are read up to this size before they go out (to spot limit errors). */
+const POOLED_HEAD_BYTES = 64 * 1024;
+
+export function forward(x: Exchange, links: LinkSettings, logger: Logger, metrics: Metrics, poolCtx?: PoolContext): void {
   const { req, res, upstream } = x;
   const headers = requestHeadersForUpstream(req.headers);
   headers['x-request-id'] = x.id;
+  if (x.cred.kind === 'pool' && poolCtx !== undefined) {
+    forwardPooled(x, headers, links, logger, metrics, poolCtx);
+    return;
+  }
   // No AbortSignal per request (measurably costly): if the client leaves, `streamTo` destroys the
   // upstream body; an upstream that has not answered yet is bounded by the configured timeouts.
   let clientGone = false;
@@ -72,4 +80,65 @@ export function streamTo(body: Readable, res: ServerResponse, onUpstreamError: (
     if (!res.writableFinished) body.destroy();
   });
   body.pipe(res);
+}
+
+/**
+ * The streaming forward for a pool consumer: the answer is looked at before it goes out (up to
+ * POOLED_HEAD_BYTES), so that a token's 401 or rate limit is retried on another token and the
+ * upstream's per-token x-ratelimit-* are replaced by the pool's.
+ */
+function forwardPooled(
+  x: Exchange,
+  headers: Record<string, string | string[]>,
+  links: LinkSettings,
+  logger: Logger,
+  metrics: Metrics,
+  poolCtx: PoolContext,
+): void {
+  const { res, upstream } = x;
+  x.outcome ??= 'bypass';
+  fetchPooled(upstream.client, { method: x.method, path: x.path, headers }, POOLED_HEAD_BYTES, poolCtx.pool).then(
+    (p) => {
+      if (p.kind === 'unavailable') {
+        x.outcome = 'error';
+        errors.poolUnavailable(res, p.reason, p.retryAfterSeconds, { ...poolCtx.headers.record(), 'x-request-id': x.id });
+        return;
+      }
+      const { f } = p;
+      x.token = p.token;
+      if (f.kind === 'failed') {
+        metrics.countUpstream(upstream.cfg.name, 'error');
+        x.outcome = 'error';
+        logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
+        errors.upstreamFailed(res, upstream.cfg.name, f.failure);
+        return;
+      }
+      metrics.countUpstream(upstream.cfg.name, f.status);
+      x.upstreamStatus = f.status;
+      if (res.destroyed) {
+        if (f.kind === 'too-large') f.rest.destroy();
+        return;
+      }
+      const out = responseHeadersForClient(f.headers);
+      out['x-request-id'] = x.id;
+      poolCtx.headers.apply(out, p.token);
+      rewriteLinkHeaders(x, out, links);
+      if (upstream.cfg.cache.policy !== 'none') out['cache-status'] = BYPASS;
+      if (f.kind === 'response') {
+        res.writeHead(f.status, out);
+        res.end(f.body);
+        return;
+      }
+      res.writeHead(f.status, out);
+      for (const chunk of f.head) res.write(chunk);
+      streamTo(f.rest, res, (err) => {
+        logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: classifyUpstreamError(err).detail }, 'upstream body failed');
+      });
+    },
+    (err: unknown) => {
+      logger.error({ reqId: x.id, err: (err as Error).message }, 'pooled forward failed');
+      x.outcome = 'error';
+      errors.badGateway(res, upstream.cfg.name, 'internal error');
+    },
+  );
 }

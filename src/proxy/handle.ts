@@ -8,30 +8,46 @@ import type { Config, UpstreamConfig } from '../config/schema.js';
 import { createAccessLog } from '../log/access.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
+import { createConsumers } from '../tokens/consumers.js';
+import type { TokenPool } from '../tokens/pool.js';
 import { createHttpCache, type HttpCache } from './cached.js';
+import { resolveCredential, type CredentialRules } from './credential.js';
 import { errors } from './errors.js';
 import type { Exchange } from './exchange.js';
 import { forward } from './forward.js';
 import { requestId } from './request-id.js';
 import { createRouter, upstreamPath } from './route.js';
 import { parseTarget } from './target.js';
+import { createPoolRuntime } from './pool-runtime.js';
 import { createUpstreamRuntime } from './upstreams.js';
 
 export interface Handler {
   (req: IncomingMessage, res: ServerResponse): void;
   readonly cache: HttpCache;
+  /** The token pool, when tokens are configured. */
+  readonly pool: TokenPool | undefined;
+  /** Learns the pool tokens' numbers from the upstream (GET /rate_limit); never throws. */
+  start(): Promise<void>;
   close(): Promise<void>;
 }
 
 export function createHandler(config: Config, logger: Logger, metrics: Metrics): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
-  const cache = createHttpCache(config, logger, metrics);
+  const poolRt = createPoolRuntime(config, logger, metrics);
+  const cache = createHttpCache(config, logger, metrics, poolRt);
+  const consumers = config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined;
+  const rulesFor = (cfg: UpstreamConfig): CredentialRules => ({
+    pooled: cfg.token_pool && poolRt !== undefined,
+    consumers,
+    unknown: config.consumers.unknown,
+  });
   const onUnsafeResponse = (cfg: UpstreamConfig, pathname: string, status: number): void => {
     // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
     if (status >= 200 && status < 400) cache.invalidatePath(cfg.name, pathname);
   };
   const runtimes = config.upstreams.map((u) => createUpstreamRuntime(u, onUnsafeResponse));
+  const rules = runtimes.map((rt) => rulesFor(rt.cfg));
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const started = process.hrtime.bigint();
@@ -52,6 +68,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
         status: res.statusCode,
         cache: x?.outcome,
         upstreamStatus: x?.upstreamStatus,
+        token: x?.token,
         durationMs: Math.round(seconds * 1e6) / 1e3,
         bytes: socket.bytesWritten - bytesBefore,
         aborted: !res.writableFinished,
@@ -78,6 +95,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
 
     if (method !== 'GET' && method !== 'HEAD') {
       res.setHeader('x-request-id', id);
+      delete req.headers['x-etagere-key']; // never forwarded; unsafe methods never use the pool
       if (upstream.passThrough === undefined) {
         drain(req);
         errors.methodNotAllowed(res, method ?? '?');
@@ -88,17 +106,46 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
     }
     drain(req);
 
-    x = { req, res, id, upstream, pathname: target.pathname, search: target.search, path, method, outcome: undefined, upstreamStatus: undefined };
+    const cred = resolveCredential(req.headers, rules[route.index]!);
+    if (cred === undefined) {
+      res.setHeader('x-request-id', id);
+      metrics.consumerRejections.inc();
+      errors.consumerKeyRequired(res);
+      return;
+    }
+    if (cred.kind === 'pool' && cred.consumer !== undefined) metrics.consumerRequests.inc({ consumer: cred.consumer });
+    x = {
+      req,
+      res,
+      id,
+      upstream,
+      pathname: target.pathname,
+      search: target.search,
+      path,
+      method,
+      cred,
+      outcome: undefined,
+      upstreamStatus: undefined,
+      token: undefined,
+    };
     if (upstream.cfg.cache.policy === 'none') {
-      forward(x, cache.links, logger, metrics);
+      forward(x, cache.links, logger, metrics, poolRt);
       return;
     }
     cache.serve(x);
   };
 
+  const probeTarget = runtimes.find((rt) => rt.cfg.token_pool);
   return Object.assign(handler, {
     cache,
+    pool: poolRt?.pool,
+    start: async (): Promise<void> => {
+      if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {
+        await poolRt.probe(probeTarget.client, probeTarget.client.basePath);
+      }
+    },
     close: async (): Promise<void> => {
+      poolRt?.close();
       for (const rt of runtimes) rt.passThrough?.close();
       await Promise.all(runtimes.map((rt) => rt.client.close()));
     },

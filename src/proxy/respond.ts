@@ -74,7 +74,8 @@ function headersFor(x: Exchange, entry: CacheEntry, links: LinkSettings): string
 /** Representation headers left out of a 304 (RFC 9110 section 15.4.5). */
 const NOT_ON_304 = new Set(['content-length', 'content-encoding', 'content-range', 'content-type', 'transfer-encoding']);
 
-export function sendEntry(x: Exchange, entry: CacheEntry, status: string, age: number, links: LinkSettings): void {
+/** `extra`: [name, value, ...] appended to the stored headers (the pool's rate-limit headers). */
+export function sendEntry(x: Exchange, entry: CacheEntry, status: string, age: number, links: LinkSettings, extra?: readonly string[]): void {
   const { req, res } = x;
   const stored = headersFor(x, entry, links);
   const inm = req.headers['if-none-match'];
@@ -83,11 +84,13 @@ export function sendEntry(x: Exchange, entry: CacheEntry, status: string, age: n
     const out: string[] = [];
     for (let i = 0; i < stored.length; i += 2) if (!NOT_ON_304.has(stored[i]!)) out.push(stored[i]!, stored[i + 1]!);
     out.push('age', String(age), 'cache-status', status, 'x-request-id', x.id);
+    if (extra !== undefined) for (const v of extra) out.push(v);
     res.writeHead(304, out);
     res.end();
     return;
   }
-  res.writeHead(entry.status, stored.concat('age', String(age), 'cache-status', status, 'x-request-id', x.id));
+  const head = stored.concat('age', String(age), 'cache-status', status, 'x-request-id', x.id);
+  res.writeHead(entry.status, extra === undefined ? head : head.concat(extra));
   if (x.method === 'HEAD') res.end();
   else res.end(entry.body);
 }

@@ -1,5 +1,6 @@
 /**
- * The admin listener (its own port, loopback by default): /healthz, /readyz and /metrics.
+ * The admin listener (its own port, loopback by default): /healthz, /readyz, /metrics and
+ * /admin/tokens (each pool token's name, numbers, state and last error).
  * Nothing here ever prints a token.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -8,6 +9,8 @@ import type { Metrics } from '../metrics/registry.js';
 export interface AdminState {
   /** False while starting and once draining for shutdown. */
   ready(): boolean;
+  /** The pool tokens' state, by name (never values); undefined without a pool. */
+  tokens?(): unknown[] | undefined;
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
@@ -41,8 +44,13 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
           (err: unknown) => json(res, 500, { message: `metrics failed: ${(err as Error).message}` }),
         );
         return;
+      case '/admin/tokens': {
+        const tokens = state.tokens?.();
+        json(res, 200, { pool: tokens !== undefined, tokens: tokens ?? [] });
+        return;
+      }
       default:
-        json(res, 404, { message: 'Not Found', endpoints: ['/healthz', '/readyz', '/metrics'] });
+        json(res, 404, { message: 'Not Found', endpoints: ['/healthz', '/readyz', '/metrics', '/admin/tokens'] });
     }
   });
 }

@@ -17,9 +17,9 @@ describe('config', () => {
     expect(c.listen).toEqual({ host: '0.0.0.0', port: 8080 });
     expect(c.admin).toEqual({ host: '127.0.0.1', port: 9090 });
     expect(c.redis.url).toBeNull();
-    expect(c.tokens).toEqual([]);
+    expect(c.pool.tokens).toEqual([]);
     expect(c.upstreams).toHaveLength(1);
-    expect(c.upstreams[0]).toMatchObject({ name: 'github', prefix: '/', url: 'https://api.github.com', pass_through: false });
+    expect(c.upstreams[0]).toMatchObject({ name: 'github', prefix: '/', url: 'https://api.github.com', pass_through: false, token_pool: true });
     expect(c.upstreams[0]!.cache.policy).toBe('max-age');
   });
 
@@ -45,7 +45,7 @@ describe('config', () => {
     expect(c.listen.port).toBe(8181);
     expect(c.admin.port).toBe(9191);
     expect(c.redis.url).toBe('redis://127.0.0.1:6379/1');
-    expect(c.tokens).toEqual(['a1', 'b2']);
+    expect(c.pool.tokens).toEqual([{ value: 'a1' }, { value: 'b2' }]);
     expect(c.upstreams[0]!.url).toBe('http://127.0.0.1:9100');
     expect(c.log.level).toBe('debug');
     expect(c.public_url).toBe('https://proxy.example');
@@ -115,5 +115,49 @@ describe('config', () => {
 
   it('treats an empty file as all defaults', () => {
     expect(loadConfig({ file: tmpFile(''), env: {} }).listen.port).toBe(8080);
+  });
+
+  describe('token pool and consumers', () => {
+    it('ETAGERE_TOKENS takes "token" and "name=token" items', () => {
+      const c = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS: 'ci=ghp_aaa, ghp_bbb=x==,ghp_ccc' } });
+      expect(c.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_aaa' }, { name: 'ghp_bbb', value: 'x==' }, { value: 'ghp_ccc' }]);
+    });
+    it('a tokens file adds one token per line, with comments and names', () => {
+      const file = tmpFile('# pool\nbot-1=ghp_one\n\nghp_two\r\n');
+      const c = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: file } });
+      expect(c.pool.tokens).toEqual([{ name: 'bot-1', value: 'ghp_one' }, { value: 'ghp_two' }]);
+      expect(() => loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: '/nonexistent/etagere-tokens' } })).toThrow(
+        /pool\.tokens_file: cannot read \/nonexistent\/etagere-tokens: ENOENT/,
+      );
+    });
+    it('config entries may reference environment variables, and a missing one is named', () => {
+      const file = tmpFile('pool:\n  tokens:\n    - {name: ci, env: GH_CI}\nconsumers:\n  enabled: true\n  keys:\n    - {name: web, env: WEB_KEY}\n');
+      const c = loadConfig({ file, env: { GH_CI: 'ghp_secret1', WEB_KEY: 'k1' } });
+      expect(c.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_secret1' }]);
+      expect(c.consumers.keys).toEqual([{ name: 'web', value: 'k1' }]);
+      expect(() => loadConfig({ file, env: { WEB_KEY: 'k1' } })).toThrow(/pool\.tokens\[0\]\.env: environment variable GH_CI is not set/);
+    });
+    it('rejects bad tokens without repeating them', () => {
+      const bad = (tokens: unknown[]) => () => parseConfig({ pool: { tokens }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x', token_pool: true }] });
+      let message = '';
+      try {
+        bad([{ value: 'has space-secret' }])();
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/pool\.tokens\[0\]\.value: must be 1-1024 printable characters/);
+      expect(message).not.toContain('space-secret');
+      expect(bad([{ value: 'same1' }, { value: 'same1' }])).toThrow(/pool\.tokens\[1\]: the same token as pool\.tokens\[0\]/);
+      expect(bad([{ name: 'a', value: 'x1' }, { name: 'a', value: 'x2' }])).toThrow(/pool\.tokens\[1\]\.name: duplicate token name "a"/);
+    });
+    it('needs an upstream that uses the pool, and keys when consumers are enabled', () => {
+      expect(() => parseConfig({ pool: { tokens: [{ value: 't1' }] }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] })).toThrow(
+        /pool\.tokens: tokens are configured but no upstream has token_pool: true/,
+      );
+      expect(() => parseConfig({ consumers: { enabled: true }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] })).toThrow(/consumers\.keys: consumers\.enabled needs at least one key/);
+      const c = parseConfig({ upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] });
+      expect(c.pool).toMatchObject({ equivalent: true, per_token_concurrency: 10, max_concurrency: 90, queue_timeout_ms: 10_000 });
+      expect(c.consumers).toMatchObject({ enabled: false, unknown: 'reject' });
+    });
   });
 });

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { available, chooseToken, earliestRetry, score, type TokenState } from '../../src/tokens/choose.js';
+import { RESET_GRACE_MS, available, chooseToken, earliestRetry, score, type Choice, type TokenState } from '../../src/tokens/choose.js';
 
 const NOW = 1_800_000_000_000; // epoch ms
 const s = NOW / 1000;
 const tok = (name: string, o: Partial<TokenState> = {}): TokenState => ({
   name,
+  limit: 5000,
   remaining: 1000,
   reset: s + 3600,
   inFlight: 0,
@@ -12,66 +13,90 @@ const tok = (name: string, o: Partial<TokenState> = {}): TokenState => ({
   pausedUntil: 0,
   ...o,
 });
-const choose = (tokens: TokenState[], prefer?: string, maxInFlight = 10) => chooseToken({ tokens, now: NOW, maxInFlight, prefer });
+const choose = (tokens: TokenState[], prefer?: string, maxInFlight = 10, exclude?: string[]) =>
+  chooseToken({ tokens, now: NOW, maxInFlight, prefer, exclude: exclude === undefined ? undefined : new Set(exclude) });
 
 describe('token choice', () => {
-  it('takes the token with the most quota left after reservations', () => {
-    expect(choose([tok('a', { remaining: 100 }), tok('b', { remaining: 900 }), tok('c', { remaining: 500 })])).toEqual({ kind: 'token', name: 'b', switched: false });
-    expect(choose([tok('a', { remaining: 100 }), tok('b', { remaining: 105, inFlight: 9 })])).toMatchObject({ name: 'a' });
-  });
-  it('weights by time to reset: a token about to reset may spend faster', () => {
+  // A table of pool states and the expected pick.
+  const table: Array<[string, TokenState[], string | undefined, Choice]> = [
+    ['most quota left wins', [tok('a', { remaining: 100 }), tok('b', { remaining: 900 }), tok('c', { remaining: 500 })], undefined, { kind: 'token', name: 'b', switched: false }],
+    ['reservations count against quota', [tok('a', { remaining: 100 }), tok('b', { remaining: 105, inFlight: 9 })], undefined, { kind: 'token', name: 'a', switched: false }],
     // 200 left resetting in 2 min (1.67/s) beats 4000 left resetting in 59 min (1.13/s).
-    expect(choose([tok('slow', { remaining: 4000, reset: s + 59 * 60 }), tok('soon', { remaining: 200, reset: s + 120 })])).toMatchObject({ name: 'soon' });
+    ['a token about to reset may spend faster', [tok('slow', { remaining: 4000, reset: s + 59 * 60 }), tok('soon', { remaining: 200, reset: s + 120 })], undefined, { kind: 'token', name: 'soon', switched: false }],
+    ['same rate: the later reset is no better', [tok('x', { remaining: 600, reset: s + 600 }), tok('y', { remaining: 60, reset: s + 60 })], undefined, { kind: 'token', name: 'x', switched: false }],
+    ['ties go to the lower name', [tok('b'), tok('a'), tok('c')], undefined, { kind: 'token', name: 'a', switched: false }],
+    ['a renewed window counts as full', [tok('a', { remaining: 4000 }), tok('r', { remaining: 0, reset: s - 5 })], undefined, { kind: 'token', name: 'r', switched: false }],
+    ['reset within the grace is not renewed yet', [tok('r', { remaining: 0, reset: s }), tok('a', { remaining: 1 })], undefined, { kind: 'token', name: 'a', switched: false }],
+    [
+      'dead, paused, spent and saturated tokens are skipped',
+      [
+        tok('dead', { dead: true, remaining: 5000 }),
+        tok('paused', { pausedUntil: NOW + 1000, remaining: 5000 }),
+        tok('empty', { remaining: 0 }),
+        tok('busy', { inFlight: 10, remaining: 5000 }),
+        tok('ok', { remaining: 10 }),
+      ],
+      undefined,
+      { kind: 'token', name: 'ok', switched: false },
+    ],
+    ['a pause that ended is over', [tok('p', { pausedUntil: NOW })], undefined, { kind: 'token', name: 'p', switched: false }],
+    ['a revalidation keeps the storing token while usable', [tok('a', { remaining: 5 }), tok('b', { remaining: 5000 })], 'a', { kind: 'token', name: 'a', switched: false }],
+    ['storing token dead: switch', [tok('a', { dead: true }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
+    ['storing token paused: switch', [tok('a', { pausedUntil: NOW + 5 }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
+    ['storing token spent: switch', [tok('a', { remaining: 0 }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
+    ['storing token at its cap: switch', [tok('a', { inFlight: 10 }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
+    ['storing token gone from the pool: no switch to count', [tok('b')], 'gone', { kind: 'token', name: 'b', switched: false }],
+    ['all at their cap: wait', [tok('a', { inFlight: 10 }), tok('b', { inFlight: 10 })], undefined, { kind: 'wait' }],
+    ['last units reserved: wait for them to come back', [tok('a', { remaining: 2, inFlight: 2 }), tok('b', { remaining: 0 })], undefined, { kind: 'wait' }],
+    ['spent, paused, dead: none, with the earliest return', [tok('a', { remaining: 0, reset: s + 300 }), tok('b', { pausedUntil: NOW + 60_000 }), tok('d', { dead: true })], undefined, { kind: 'none', retryAt: NOW + 60_000 }],
+    ['all dead: none, never', [tok('d', { dead: true })], undefined, { kind: 'none', retryAt: undefined }],
+    ['empty pool: none', [], undefined, { kind: 'none', retryAt: undefined }],
+  ];
+  it.each(table)('%s', (_what, tokens, prefer, expected) => {
+    expect(choose(tokens, prefer)).toEqual(expected);
+  });
+
+  it('a retry never goes back to a token it tried', () => {
+    expect(choose([tok('a', { remaining: 5000 }), tok('b', { remaining: 10 })], undefined, 10, ['a'])).toEqual({ kind: 'token', name: 'b', switched: false });
+    expect(choose([tok('a', { remaining: 5000 })], 'a', 10, ['a'])).toEqual({ kind: 'none', retryAt: undefined });
+  });
+
+  it('scores quota left per second until reset', () => {
     expect(score(tok('x', { remaining: 120, reset: s + 60 }), NOW)).toBeCloseTo(2);
+    expect(score(tok('x', { remaining: 120, reset: s + 60, inFlight: 60 }), NOW)).toBeCloseTo(1);
+    expect(available(tok('r', { remaining: 0, limit: 50, reset: s - 2 }), NOW)).toBe(50);
   });
-  it('treats a token whose window has passed as refilled', () => {
-    expect(available(tok('r', { remaining: 0, reset: s - 1 }), NOW)).toBe(Infinity);
-    expect(choose([tok('a', { remaining: 4000 }), tok('r', { remaining: 0, reset: s - 1 })])).toMatchObject({ name: 'r' });
-  });
-  it('skips dead, paused, exhausted and saturated tokens', () => {
-    const tokens = [
-      tok('dead', { dead: true, remaining: 5000 }),
-      tok('paused', { pausedUntil: NOW + 1000, remaining: 5000 }),
-      tok('empty', { remaining: 0 }),
-      tok('reserved', { remaining: 3, inFlight: 3 }),
-      tok('busy', { inFlight: 10, remaining: 5000 }),
-      tok('ok', { remaining: 10 }),
-    ];
-    expect(choose(tokens)).toEqual({ kind: 'token', name: 'ok', switched: false });
-    expect(choose([tok('p', { pausedUntil: NOW })])).toMatchObject({ name: 'p' });
-  });
-  it('is deterministic on ties', () => {
-    expect(choose([tok('b'), tok('a'), tok('c')])).toMatchObject({ name: 'a' });
-  });
-  it('a revalidation keeps the token that stored the entry while it is usable', () => {
-    expect(choose([tok('a', { remaining: 5 }), tok('b', { remaining: 5000 })], 'a')).toEqual({ kind: 'token', name: 'a', switched: false });
-  });
-  it('switches token for a revalidation only when the preferred one cannot be used, and says so', () => {
-    for (const bad of [{ dead: true }, { pausedUntil: NOW + 5 }, { remaining: 0 }, { inFlight: 10 }]) {
-      expect(choose([tok('a', bad), tok('b')], 'a')).toEqual({ kind: 'token', name: 'b', switched: true });
-    }
-    // A preferred token that is not in the pool (e.g. removed) is no switch to count.
-    expect(choose([tok('b')], 'gone')).toEqual({ kind: 'token', name: 'b', switched: false });
-  });
+
   it('reports when the pool can take a request again', () => {
-    const tokens = [tok('a', { remaining: 0, reset: s + 300 }), tok('b', { pausedUntil: NOW + 60_000 }), tok('d', { dead: true })];
-    expect(choose(tokens)).toEqual({ kind: 'none', retryAt: NOW + 60_000 });
-    expect(earliestRetry([tok('a', { remaining: 0, reset: s + 300 })], NOW)).toBe(NOW + 300_000);
+    expect(earliestRetry([tok('a', { remaining: 0, reset: s + 300 })], NOW)).toBe(NOW + 300_000 + RESET_GRACE_MS);
     expect(earliestRetry([tok('a', { remaining: 0, reset: s + 300, pausedUntil: NOW + 400_000 })], NOW)).toBe(NOW + 400_000);
     expect(earliestRetry([tok('busy', { inFlight: 10 })], NOW)).toBe(NOW);
-    expect(choose([tok('d', { dead: true })])).toEqual({ kind: 'none', retryAt: undefined });
-    expect(choose([])).toEqual({ kind: 'none', retryAt: undefined });
   });
+
   it('never hands out more than the remaining quota across reservations', () => {
-    const t = tok('a', { remaining: 3 });
-    let state = t;
+    let state = tok('a', { remaining: 3 });
     let handed = 0;
     for (let i = 0; i < 10; i++) {
       const c = choose([state], undefined, 100);
-      if (c.kind !== 'token') break;
+      if (c.kind !== 'token') {
+        expect(c.kind).toBe('wait');
+        break;
+      }
       handed++;
       state = { ...state, inFlight: state.inFlight + 1 };
     }
     expect(handed).toBe(3);
+  });
+
+  it('spreads a fresh pool across its tokens as reservations accumulate', () => {
+    let tokens = [tok('a', { remaining: 50 }), tok('b', { remaining: 50 }), tok('c', { remaining: 50 })];
+    const picks: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const c = choose(tokens, undefined, 100);
+      if (c.kind !== 'token') throw new Error('no token');
+      picks.push(c.name);
+      tokens = tokens.map((t) => (t.name === c.name ? { ...t, inFlight: t.inFlight + 1 } : t));
+    }
+    expect(picks).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
   });
 });

@@ -1,0 +1,58 @@
+/**
+ * Whose credential a request travels upstream with:
+ *   client     the client's own Authorization: its own cache partition, its own rate-limit headers;
+ *   pool       a pool token (the request carried no credential of its own);
+ *   anonymous  no credential at all.
+ * With consumer access control on, only a known consumer key (X-Etagere-Key, or the user of Basic
+ * credentials) may use the pool; the key never travels upstream.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { CONSUMER_KEY_HEADER, basicUser, type Consumers } from '../tokens/consumers.js';
+
+export type Credential =
+  | { kind: 'client' }
+  | { kind: 'pool'; consumer: string | undefined }
+  | { kind: 'anonymous' };
+
+export const CLIENT: Credential = { kind: 'client' };
+export const ANONYMOUS_CREDENTIAL: Credential = { kind: 'anonymous' };
+const POOL_OPEN: Credential = { kind: 'pool', consumer: undefined };
+
+export interface CredentialRules {
+  /** The upstream attaches pool tokens and the pool has tokens. */
+  pooled: boolean;
+  /** Consumer access control, when enabled. */
+  consumers: Consumers | undefined;
+  /** What a request without a known key gets when consumers are enabled. */
+  unknown: 'reject' | 'anonymous';
+}
+
+/** undefined: reject with 401 (consumer access control). Removes consumer credentials from `h`. */
+export function resolveCredential(h: IncomingHttpHeaders, rules: CredentialRules): Credential | undefined {
+  const keyHeader = h[CONSUMER_KEY_HEADER];
+  if (keyHeader !== undefined) delete h[CONSUMER_KEY_HEADER];
+  const { consumers } = rules;
+  if (consumers === undefined) {
+    if (h.authorization !== undefined) return CLIENT;
+    return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
+  }
+  let consumer: string | undefined;
+  const key = Array.isArray(keyHeader) ? keyHeader[0] : keyHeader;
+  if (key !== undefined) {
+    const id = consumers.match(key.trim());
+    if (id.kind === 'consumer') consumer = id.name;
+  } else {
+    const user = basicUser(h.authorization);
+    if (user !== undefined) {
+      const id = consumers.match(user);
+      if (id.kind === 'consumer') {
+        consumer = id.name;
+        delete h.authorization; // the consumer's key, not an upstream credential
+      }
+    }
+  }
+  if (h.authorization !== undefined) return CLIENT;
+  if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
+  if (consumer !== undefined) return { kind: 'pool', consumer };
+  return rules.unknown === 'anonymous' ? ANONYMOUS_CREDENTIAL : undefined;
+}

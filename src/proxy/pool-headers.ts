@@ -1,0 +1,70 @@
+/**
+ * The x-ratelimit-* headers pool consumers see: the pool as one quota (sum of limits and of
+ * remaining, earliest reset), plus x-etagere-token with the name of the token that fetched the
+ * response. Built once per change of the pool's numbers, not per request.
+ */
+import type { PoolRateLimit } from '../tokens/rate-limit.js';
+import type { TokenPool } from '../tokens/pool.js';
+
+export const TOKEN_HEADER = 'x-etagere-token';
+
+export function isRateLimitHeader(name: string): boolean {
+  return name.startsWith('x-ratelimit-');
+}
+
+export interface PoolHeaders {
+  /** [name, value, ...] for a stored entry sent to a pool consumer. */
+  flat(token: string | undefined): readonly string[];
+  /** The pool's x-ratelimit-* as a record (error answers). */
+  record(): Record<string, string>;
+  /** Replaces the upstream's x-ratelimit-* of a streamed answer with the pool's. */
+  apply(out: Record<string, string | string[] | undefined>, token: string | undefined): void;
+}
+
+function pairs(rl: PoolRateLimit): string[] {
+  return [
+    'x-ratelimit-limit', String(rl.limit),
+    'x-ratelimit-remaining', String(rl.remaining),
+    'x-ratelimit-used', String(rl.used),
+    'x-ratelimit-reset', String(rl.reset),
+    'x-ratelimit-resource', 'core',
+  ];
+}
+
+export function createPoolHeaders(pool: TokenPool): PoolHeaders {
+  let seen: PoolRateLimit | undefined;
+  let base: string[] = [];
+  const byToken = new Map<string, readonly string[]>();
+  const current = (): string[] => {
+    const rl = pool.rateLimit();
+    if (rl !== seen) {
+      seen = rl;
+      base = pairs(rl);
+      byToken.clear();
+    }
+    return base;
+  };
+  return {
+    flat(token) {
+      const b = current();
+      if (token === undefined) return b;
+      let f = byToken.get(token);
+      if (f === undefined) {
+        f = b.concat(TOKEN_HEADER, token);
+        byToken.set(token, f);
+      }
+      return f;
+    },
+    record() {
+      const b = current();
+      const out: Record<string, string> = {};
+      for (let i = 0; i < b.length; i += 2) out[b[i]!] = b[i + 1]!;
+      return out;
+    },
+    apply(out, token) {
+      for (const name of Object.keys(out)) if (isRateLimitHeader(name)) delete out[name];
+      Object.assign(out, this.record());
+      if (token !== undefined) out[TOKEN_HEADER] = token;
+    },
+  };
+}

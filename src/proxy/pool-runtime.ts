@@ -1,0 +1,89 @@
+/**
+ * Builds the token pool from the config, connects its events to metrics and logs (by token name
+ * only), and learns each token's numbers from GET /rate_limit at start-up (free on GitHub).
+ */
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
+import type { Metrics } from '../metrics/registry.js';
+import { createTokenPool, rateLimitFromBody, tokenName, type TokenPool } from '../tokens/pool.js';
+import { readRateLimit } from '../tokens/rate-limit.js';
+import type { UpstreamClient } from '../upstream/client.js';
+import { createPoolHeaders } from './pool-headers.js';
+import type { PoolContext } from './pooled-fetch.js';
+
+export interface PoolRuntime extends PoolContext {
+  /** Asks the upstream for every token's numbers (GET /rate_limit); never throws. */
+  probe(client: UpstreamClient, basePath: string): Promise<void>;
+  close(): void;
+}
+
+const PROBE_BODY_LIMIT = 64 * 1024;
+
+export function createPoolRuntime(config: Config, logger: Logger, metrics: Metrics): PoolRuntime | undefined {
+  if (config.pool.tokens.length === 0) return undefined;
+  const tokens = config.pool.tokens.map((t) => ({ name: tokenName(t.value, t.name), value: t.value }));
+  const log = logger.child({ component: 'token-pool' });
+  const pool: TokenPool = createTokenPool({
+    tokens,
+    equivalent: config.pool.equivalent,
+    perTokenConcurrency: config.pool.per_token_concurrency,
+    maxConcurrency: config.pool.max_concurrency,
+    queueTimeoutMs: config.pool.queue_timeout_ms,
+    maxQueue: config.pool.max_queue,
+    events: {
+      dead(name) {
+        metrics.tokenEvents.inc({ token: name, event: 'dead' });
+        log.error({ tokenName: name }, 'pool token rejected by the upstream (401): dropped from the pool');
+      },
+      exhausted(name, reset) {
+        metrics.tokenEvents.inc({ token: name, event: 'exhausted' });
+        log.warn({ tokenName: name, reset: new Date(reset * 1000).toISOString() }, 'pool token hit its primary rate limit');
+      },
+      secondary(name, pauseMs) {
+        metrics.tokenEvents.inc({ token: name, event: 'secondary' });
+        log.warn({ tokenName: name, pauseSeconds: Math.ceil(pauseMs / 1000) }, 'pool token hit a secondary rate limit: paused');
+      },
+      rejected(reason) {
+        metrics.poolRejections.inc({ reason });
+      },
+      queued(seconds) {
+        metrics.poolQueueWait.observe(seconds);
+      },
+    },
+  });
+  metrics.watchPool({ tokens: () => pool.snapshot(), queueLength: () => pool.queueLength() });
+  log.info({ tokenNames: pool.names, equivalent: pool.equivalent }, 'token pool ready');
+
+  const probeOne = async (client: UpstreamClient, path: string, name: string): Promise<void> => {
+    const authorization = pool.authorizationOf(name);
+    if (authorization === undefined) return;
+    try {
+      const res = await client.request({ method: 'GET', path, headers: { authorization, accept: 'application/vnd.github+json' } });
+      let body = '';
+      for await (const chunk of res.body) {
+        body += (chunk as Buffer).toString('utf8');
+        if (body.length > PROBE_BODY_LIMIT) break;
+      }
+      const header = (n: string): string | undefined => {
+        const v = res.headers[n];
+        return Array.isArray(v) ? v.join(', ') : v;
+      };
+      const observation = res.statusCode === 200 ? (rateLimitFromBody(body) ?? readRateLimit(header)) : readRateLimit(header);
+      pool.learn(name, res.statusCode, observation);
+      if (res.statusCode !== 200 && res.statusCode !== 401) log.warn({ tokenName: name, status: res.statusCode }, 'rate_limit probe answered unexpectedly');
+    } catch (err) {
+      pool.learn(name, 0, undefined, `rate_limit probe failed: ${(err as { code?: string }).code ?? 'error'}`);
+      log.warn({ tokenName: name, err: (err as { code?: string }).code ?? (err as Error).message }, 'rate_limit probe failed');
+    }
+  };
+
+  return {
+    pool,
+    headers: createPoolHeaders(pool),
+    probe: async (client, basePath) => {
+      const path = `${basePath === '/' ? '' : basePath.replace(/\/$/, '')}/rate_limit`;
+      await Promise.all(pool.names.map((name) => probeOne(client, path, name)));
+    },
+    close: () => pool.close(),
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * One upstream exchange on a pool token: take a lease, send with its Authorization, tell the pool
+ * what came back, and try another token when the answer was the token's fault (401, primary or
+ * secondary rate limit). Without a pool it is a plain `fetchBuffered`.
+ */
+import type { UpstreamClient } from '../upstream/client.js';
+import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
+import { retryable } from '../tokens/rate-limit.js';
+import type { TokenPool } from '../tokens/pool.js';
+import type { PoolHeaders } from './pool-headers.js';
+
+/** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
+export interface PoolContext {
+  readonly pool: TokenPool;
+  readonly headers: PoolHeaders;
+}
+
+export type PooledFetched =
+  | { kind: 'fetched'; f: Fetched; token: string | undefined; switched: boolean }
+  | { kind: 'unavailable'; reason: 'exhausted' | 'busy'; retryAfterSeconds: number };
+
+/** At most this many tokens are tried for one request. */
+export const MAX_TOKEN_ATTEMPTS = 3;
+
+interface Req {
+  method: 'GET' | 'HEAD';
+  path: string;
+  headers: Record<string, string | string[]>;
+}
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+export async function fetchPooled(
+  client: UpstreamClient,
+  req: Req,
+  maxBytes: number,
+  pool: TokenPool | undefined,
+  prefer?: string,
+): Promise<PooledFetched> {
+  if (pool === undefined) return { kind: 'fetched', f: await fetchBuffered(client, req, maxBytes), token: undefined, switched: false };
+  const tried = new Set<string>();
+  for (;;) {
+    const a = await pool.acquire({ prefer, exclude: tried });
+    if (a.kind === 'unavailable') return a;
+    const { lease } = a;
+    const f = await fetchBuffered(client, { ...req, headers: { ...req.headers, authorization: lease.authorization } }, maxBytes);
+    const switched = prefer !== undefined && lease.name !== prefer;
+    if (f.kind === 'failed') {
+      lease.cancel();
+      return { kind: 'fetched', f, token: lease.name, switched };
+    }
+    const limited = f.kind === 'response' && (f.status === 403 || f.status === 429);
+    const verdict = lease.settle(f.status, (n) => one(f.headers[n]), limited ? f.body.toString('utf8') : undefined);
+    if (f.kind === 'response' && retryable(verdict) && tried.size + 1 < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
+      tried.add(lease.name);
+      continue;
+    }
+    return { kind: 'fetched', f, token: lease.name, switched };
+  }
+}

@@ -1,0 +1,56 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { resolveCredential, type CredentialRules } from '../../src/proxy/credential.js';
+import { basicUser, createConsumers } from '../../src/tokens/consumers.js';
+
+const consumers = createConsumers([
+  { name: 'web', value: 'key-web-0123456789' },
+  { name: 'batch', value: 'key-batch-abcdef' },
+]);
+const basic = (user: string, pass = '') => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+
+describe('consumer keys', () => {
+  it('matches a known key to its consumer and nothing else', () => {
+    expect(consumers.match('key-web-0123456789')).toEqual({ kind: 'consumer', name: 'web' });
+    expect(consumers.match('key-batch-abcdef')).toEqual({ kind: 'consumer', name: 'batch' });
+    expect(consumers.match('key-web-012345678')).toEqual({ kind: 'unknown' });
+    expect(consumers.match('')).toEqual({ kind: 'unknown' });
+  });
+  it('reads the user of Basic credentials', () => {
+    expect(basicUser(basic('key-web', 'x'))).toBe('key-web');
+    expect(basicUser(basic('only'))).toBe('only');
+    expect(basicUser('token abc')).toBeUndefined();
+    expect(basicUser(undefined)).toBeUndefined();
+  });
+});
+
+describe('whose credential goes upstream', () => {
+  const open: CredentialRules = { pooled: true, consumers: undefined, unknown: 'reject' };
+  const guarded: CredentialRules = { pooled: true, consumers, unknown: 'reject' };
+  const lenient: CredentialRules = { ...guarded, unknown: 'anonymous' };
+  const run = (headers: IncomingHttpHeaders, rules: CredentialRules) => {
+    const h = { ...headers };
+    return { cred: resolveCredential(h, rules), headers: h };
+  };
+  it('without access control: own credential, else the pool, else anonymous', () => {
+    expect(run({ authorization: 'token mine' }, open).cred).toEqual({ kind: 'client' });
+    expect(run({}, open).cred).toEqual({ kind: 'pool', consumer: undefined });
+    expect(run({}, { ...open, pooled: false }).cred).toEqual({ kind: 'anonymous' });
+  });
+  it('never forwards a consumer key', () => {
+    expect(run({ 'x-etagere-key': 'key-web-0123456789' }, open).headers['x-etagere-key']).toBeUndefined();
+    const r = run({ authorization: basic('key-web-0123456789') }, guarded);
+    expect(r.cred).toEqual({ kind: 'pool', consumer: 'web' });
+    expect(r.headers.authorization).toBeUndefined();
+  });
+  it('with access control: a known key uses the pool, others are refused or anonymous', () => {
+    expect(run({ 'x-etagere-key': 'key-batch-abcdef' }, guarded).cred).toEqual({ kind: 'pool', consumer: 'batch' });
+    expect(run({ 'x-etagere-key': 'wrong' }, guarded).cred).toBeUndefined();
+    expect(run({}, guarded).cred).toBeUndefined();
+    expect(run({}, lenient).cred).toEqual({ kind: 'anonymous' });
+    // A Basic credential that is not a consumer key is the client's own (e.g. user:token for GitHub).
+    expect(run({ authorization: basic('octocat', 'ghp_x') }, guarded).cred).toEqual({ kind: 'client' });
+    // Upstreams without a pool are not guarded.
+    expect(run({}, { ...guarded, pooled: false }).cred).toEqual({ kind: 'anonymous' });
+  });
+});
