@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { CASES, REPO_PATH, selectCases, type BenchCase } from './cases.js';
 import { detectLoadTool, type ToolName } from './load.js';
 import { measureAll, type Started } from './measure.js';
+import { formatResults, poolGoalFailures, runPoolSimulation, type SimResult } from './pool-sim.js';
 import { installCleanup, stopAll } from './processes.js';
 import { header, machineFacts, table, type CaseResult, type RunSettings } from './report.js';
 import { recordResponse, startCaseServer, startFake, type RunningServer, type ServerContext } from './servers.js';
@@ -22,7 +23,7 @@ const USAGE = `usage: npm run bench -- [options]
   --warmup S         warm-up seconds per case, not measured (default 2)
   --connections N    concurrent connections (default 64)
   --repeat N         rounds: every case measured N times, interleaved; median shown (default 1)
-  --only LIST        comma-separated case ids or names (default: all)
+  --only LIST        comma-separated case ids or names (default: all); "pool-sim" is the token-pool simulation
   --smoke            2 s per case after 1 s warm-up; exit 1 if any case had errors or no requests
   --json FILE        also write the results as JSON
   --tool T           wrk or autocannon (default: wrk when available, else autocannon)
@@ -120,11 +121,15 @@ async function main(): Promise<number> {
   const opts = parseOptions(process.argv.slice(2));
   if (opts.list) {
     for (const c of CASES) process.stdout.write(`${c.id.padEnd(14)} ${c.name}\n${' '.repeat(15)}${c.measures}\n`);
+    process.stdout.write(`${'pool-sim'.padEnd(14)} token-pool simulation\n${' '.repeat(15)}share of the pool's quota spent before the first client 429, and upstream 403/429 (goals >= 99 %, 0)\n`);
     return 0;
   }
-  let cases: BenchCase[];
+  const only = opts.only?.split(',').map((s) => s.trim());
+  const withPoolSim = only === undefined || only.includes('pool-sim');
+  const throughputOnly = only?.filter((s) => s !== 'pool-sim');
+  let cases: BenchCase[] = [];
   try {
-    cases = selectCases(opts.only);
+    if (throughputOnly === undefined || throughputOnly.length > 0) cases = selectCases(throughputOnly?.join(','));
   } catch (err) {
     fail((err as Error).message);
   }
@@ -154,37 +159,47 @@ async function main(): Promise<number> {
   const results: CaseResult[] = [];
   let keepTmp = false;
   try {
-    const fake = await startFake(servers);
-    const responseFile = join(runDir, 'ceiling-response.json');
-    await recordResponse(fake.origin, REPO_PATH, responseFile);
-    // Every case gets its own fresh server. They start side by side before anything is
-    // measured (start-up is mostly module loading), then sit idle until their turn.
-    log(`starting ${cases.length} server(s) ...`);
-    const starts = await Promise.all(cases.map((c) => startFor(c, servers, fake, responseFile)));
-    results.push(
-      ...(await measureAll(cases, starts, {
-        tool,
-        fake,
-        tmpDir: runDir,
-        connections: opts.connections,
-        durationSec: opts.durationSec,
-        warmupSec: opts.warmupSec,
-        repeat: opts.repeat,
-        log,
-      })),
-    );
-    keepTmp = results.some((r) => !r.ok);
-    await fake.process.stop();
+    if (cases.length > 0) {
+      const fake = await startFake(servers);
+      const responseFile = join(runDir, 'ceiling-response.json');
+      await recordResponse(fake.origin, REPO_PATH, responseFile);
+      // Every case gets its own fresh server. They start side by side before anything is
+      // measured (start-up is mostly module loading), then sit idle until their turn.
+      log(`starting ${cases.length} server(s) ...`);
+      const starts = await Promise.all(cases.map((c) => startFor(c, servers, fake, responseFile)));
+      results.push(
+        ...(await measureAll(cases, starts, {
+          tool,
+          fake,
+          tmpDir: runDir,
+          connections: opts.connections,
+          durationSec: opts.durationSec,
+          warmupSec: opts.warmupSec,
+          repeat: opts.repeat,
+          log,
+        })),
+      );
+      keepTmp = results.some((r) => !r.ok);
+      await fake.process.stop();
+    }
   } finally {
     await stopAll();
   }
 
-  process.stdout.write(`${table(results)}\n`);
-  process.stdout.write(
-    '\n(vs ceiling = req/s of the case / req/s of the ceiling case (median over rounds); errors = non-2xx + socket errors)\n',
-  );
+  if (results.length > 0) {
+    process.stdout.write(`${table(results)}\n`);
+    process.stdout.write(
+      '\n(vs ceiling = req/s of the case / req/s of the ceiling case (median over rounds); errors = non-2xx + socket errors)\n',
+    );
+  }
+  let pool: SimResult[] = [];
+  if (withPoolSim) {
+    log('token-pool simulation ...');
+    pool = await runPoolSimulation();
+    process.stdout.write(`\ntoken pool simulation (goals: share >= 99 %, upstream 403/429 = 0)\n${formatResults(pool)}\n`);
+  }
   if (opts.json !== undefined) {
-    writeFileSync(opts.json, `${JSON.stringify({ machine: facts, settings, results }, null, 2)}\n`);
+    writeFileSync(opts.json, `${JSON.stringify({ machine: facts, settings, results, pool }, null, 2)}\n`);
     log(`results written to ${opts.json}`);
   }
   if (keepTmp) log(`server logs kept in ${runDir}`);
@@ -192,7 +207,7 @@ async function main(): Promise<number> {
 
   const failed = results.filter((r) => !r.ok).length;
   if (opts.smoke) {
-    const problems = smokeFailures(results);
+    const problems = [...smokeFailures(results), ...poolGoalFailures(pool)];
     if (problems.length > 0) {
       log(`smoke FAILED:\n  ${problems.join('\n  ')}`);
       return 1;

@@ -355,12 +355,12 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
    * Keys and stored entry for a request. Non-equivalent pool tokens each have a partition: every
    * token's entry is looked at, a fresh one wins, and a new response is stored under its token's.
    */
-  const lookup = (x: Exchange, base: Omit<KeyInput, 'partition'>): { keys: Keys; entry: CacheEntry | undefined } => {
+  const lookup = (x: Exchange, k: KeyInput): { keys: Keys; entry: CacheEntry | undefined } => {
     if (x.cred.kind !== 'pool' || pool === undefined || pool.equivalent) {
-      const key = cacheKey({ ...base, partition: partitionFor(x) });
+      const key = cacheKey(k);
       return { keys: { flight: key, store: () => key }, entry: l1.get(key) };
     }
-    const keyOf = (token: string | undefined): string => cacheKey({ ...base, partition: `${POOL}:${token ?? '*'}` });
+    const keyOf = (token: string | undefined): string => cacheKey({ ...k, partition: `${POOL}:${token ?? '*'}` });
     let entry: CacheEntry | undefined;
     const now = Date.now();
     const fresh = (e: CacheEntry): boolean => currentAge(e, now) < e.lifetime;
@@ -387,6 +387,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       search: x.search,
       accept: one(h.accept),
       apiVersion: one(h['x-github-api-version']),
+      partition: partitionFor(x),
       selecting: partitioner.selectingDigest(reader),
     });
     const now = Date.now();

@@ -248,25 +248,57 @@ export function createTokenPool(s: PoolSettings): TokenPool {
   const retryAfterSeconds = (retryAt: number | undefined, at: number): number =>
     retryAt === undefined ? 3600 : Math.max(1, Math.ceil((retryAt - at) / 1000));
 
-  /** A lease, an answer that none is coming, or undefined: wait for a reservation to come back. */
-  const attempt = (opts: AcquireOptions): Acquired | undefined => {
+  /**
+   * The end of the earliest secondary-limit pause of a token that still has quota, when it is
+   * within the queue timeout: worth waiting for (the upstream asked for a short pause, not a
+   * new window). Quota exhaustion is never waited for: that answer is a 429 with Retry-After.
+   */
+  const shortPauseEnd = (at: number, exclude: ReadonlySet<string> | undefined): number | undefined => {
+    let end: number | undefined;
+    for (const t of tokens) {
+      if (t.dead || t.pausedUntil <= at || quotaLeft(t, t.pausedUntil) <= 0 || exclude?.has(t.name) === true) continue;
+      if (end === undefined || t.pausedUntil < end) end = t.pausedUntil;
+    }
+    return end !== undefined && end - at <= s.queueTimeoutMs ? end : undefined;
+  };
+
+  /** A lease, an answer that none is coming, or a wait (until a reservation comes back, or until `until`). */
+  const attempt = (opts: AcquireOptions): Acquired | { kind: 'wait'; until?: number } => {
     if (closed) return { kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 };
     const at = now();
     const c = chooseToken({ tokens, now: at, maxInFlight: s.perTokenConcurrency, prefer: opts.prefer, exclude: opts.exclude });
-    if (c.kind === 'wait') return undefined;
+    if (c.kind === 'wait') return c;
     if (c.kind === 'none') {
+      const until = shortPauseEnd(at, opts.exclude);
+      if (until !== undefined) return { kind: 'wait', until };
       events.rejected?.('exhausted');
       return { kind: 'unavailable', reason: 'exhausted', retryAfterSeconds: retryAfterSeconds(c.retryAt, at) };
     }
-    if (total >= upstreamConcurrency(s.maxConcurrency, hits, at)) return undefined;
+    if (total >= upstreamConcurrency(s.maxConcurrency, hits, at)) return { kind: 'wait' };
     return { kind: 'lease', lease: lease(byName.get(c.name)!, c.switched) };
+  };
+
+  let wake: { at: number; timer: NodeJS.Timeout } | undefined;
+  /** Pumps the queue again at `at` (a pause ends), keeping only the earliest such timer. */
+  const wakeAt = (at: number): void => {
+    if (wake !== undefined && wake.at <= at) return;
+    if (wake !== undefined) clearTimeout(wake.timer);
+    const timer = setTimeout(() => {
+      wake = undefined;
+      pump();
+    }, Math.max(0, at - now()) + 1);
+    timer.unref();
+    wake = { at, timer };
   };
 
   const pump = (): void => {
     while (queue.length > 0) {
       const w = queue[0]!;
       const r = attempt(w.opts);
-      if (r === undefined) return;
+      if (r.kind === 'wait') {
+        if (r.until !== undefined) wakeAt(r.until);
+        return;
+      }
       queue.shift();
       clearTimeout(w.timer);
       events.queued?.((now() - w.since) / 1000);
@@ -295,7 +327,7 @@ export function createTokenPool(s: PoolSettings): TokenPool {
     equivalent: s.equivalent,
     acquire(opts = {}) {
       const r = attempt(opts);
-      if (r !== undefined) return Promise.resolve(r);
+      if (r.kind !== 'wait') return Promise.resolve(r);
       if (queue.length >= s.maxQueue || s.queueTimeoutMs === 0) {
         events.rejected?.('queue_full');
         return Promise.resolve({ kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 });
@@ -314,6 +346,7 @@ export function createTokenPool(s: PoolSettings): TokenPool {
         };
         w.timer.unref();
         queue.push(w);
+        if (r.until !== undefined) wakeAt(r.until);
       });
     },
     rateLimit() {
@@ -342,6 +375,7 @@ export function createTokenPool(s: PoolSettings): TokenPool {
     authorizationOf: (name) => byName.get(name)?.authorization,
     close() {
       closed = true;
+      if (wake !== undefined) clearTimeout(wake.timer);
       for (const w of queue.splice(0)) {
         clearTimeout(w.timer);
         w.resolve({ kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 });

@@ -241,7 +241,8 @@ describe('token pool', () => {
     const fake = await fakeWith({});
     const consumers = { enabled: true, keys: [{ name: 'web', value: CONSUMER_KEY }] };
     const proxy = await start(upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }] }, { consumers }));
-    for (const headers of [{}, { 'x-etagere-key': 'nope' }]) {
+    const refused: Array<Record<string, string>> = [{}, { 'x-etagere-key': 'nope' }];
+    for (const headers of refused) {
       const r = await get(`${proxy.url}/users/octocat`, headers);
       expect(r.status).toBe(401);
       expect(JSON.parse(r.body)).toMatchObject({ message: expect.stringMatching(/consumer key/), documentation_url: expect.any(String) });
