@@ -18,7 +18,7 @@ export type ServerSpec =
    * A fresh etagere process with one upstream ("/" to the fake) using this cache block.
    * logLevel overrides the run's --log-level for this case.
    */
-  | { readonly kind: 'etagere'; readonly cache: CacheYaml; readonly logLevel?: string };
+  | { readonly kind: 'etagere'; readonly cache: CacheYaml; readonly logLevel?: string; readonly pool?: boolean };
 
 export type Workload =
   | { readonly kind: 'single'; readonly path: string }
@@ -75,6 +75,13 @@ export const CASES: readonly BenchCase[] = [
     name: 'etagere L1 hot',
     measures: 'etagere with the default policy (max-age), one hot URL: the in-process (L1) cache hit path',
     server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l1-hot-pool',
+    name: 'etagere L1 hot, token pool',
+    measures: 'as l1-hot for anonymous consumers of a two-token pool: hits also carry the pool x-ratelimit-* and x-etagere-token',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, pool: true },
     workload: { kind: 'single', path: REPO_PATH },
   },
   {
