@@ -150,7 +150,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     }),
     poolRejections: new Counter({
       name: 'etagere_pool_rejections_total',
-      help: 'Requests no pool token could take: exhausted (429 or stale), queue_timeout and queue_full (503 or stale).',
+      help: 'Requests no pool token could take: exhausted (429 or stale), dead (503 or stale: every token rejected), queue_timeout and queue_full (503 or stale).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
+import type { Unavailable } from '../tokens/pool.js';
 import { parseCacheControl, requestDirectives, type Directives } from '../cache/cache-control.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { ANONYMOUS, POOL, cacheKey, createPartitioner, pathScope, varyMatches, varySelection, type KeyInput, type Partitioner } from '../cache/key.js';
@@ -50,7 +51,7 @@ type FlightResult =
   | { kind: 'failed'; failure: UpstreamFailure }
   | { kind: 'too-large' }
   /** No pool token could take the request (every one spent, paused or dead; or no slot in time). */
-  | { kind: 'unavailable'; reason: 'exhausted' | 'busy'; retryAfterSeconds: number };
+  | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 /** The key a request is coalesced under, and the key a response is stored under once its token is known. */
 interface Keys {
@@ -288,7 +289,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
 
   /** No pool token could be used: a stored entry if any (saying why), else 429 or 503. */
   const poolUnavailable = (x: Exchange, r: Extract<FlightResult, { kind: 'unavailable' }>, stale: CacheEntry | undefined): void => {
-    const detail = r.reason === 'exhausted' ? 'pool-exhausted' : 'pool-busy';
+    const detail = `pool-${r.reason}`;
     if (stale !== undefined && usableOnError(stale, Date.now())) {
       x.outcome = 'stale';
       const age = currentAge(stale, Date.now());

@@ -48,16 +48,17 @@ export const errors = {
   /** 504 for a timeout, else 502, from a classified upstream failure. */
   upstreamFailed: (res: ServerResponse, upstream: string, failure: { status: 502 | 504; detail: string }) =>
     failure.status === 504 ? gatewayTimeout(res, upstream, failure.detail) : badGateway(res, upstream, failure.detail),
-  /** No pool token can take the request: 429 when every token is spent or paused, 503 when no slot freed up. */
-  poolUnavailable: (res: ServerResponse, reason: 'exhausted' | 'busy', retryAfterSeconds: number, headers: Record<string, string>) =>
-    reason === 'exhausted'
-      ? sendError(
-          res,
-          429,
-          `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`,
-          { ...headers, 'retry-after': String(retryAfterSeconds) },
-        )
-      : sendError(res, 503, 'Service Unavailable: every pool token is busy; retry shortly', { ...headers, 'retry-after': String(retryAfterSeconds) }),
+  /** No pool token can take the request: 429 when every token is spent or paused, else 503. */
+  poolUnavailable: (res: ServerResponse, reason: 'exhausted' | 'dead' | 'busy', retryAfterSeconds: number, headers: Record<string, string>) => {
+    const h = { ...headers, 'retry-after': String(retryAfterSeconds) };
+    if (reason === 'exhausted') {
+      sendError(res, 429, `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`, h);
+    } else if (reason === 'dead') {
+      sendError(res, 503, 'Service Unavailable: the upstream rejected every token in the proxy\'s pool (401); the operator must replace them', h);
+    } else {
+      sendError(res, 503, 'Service Unavailable: every pool token is busy; retry shortly', h);
+    }
+  },
   /** Consumer access control: the request carried no known consumer key. */
   consumerKeyRequired: (res: ServerResponse) =>
     sendError(res, 401, 'Requires a consumer key: send X-Etagere-Key, or the key as the user of Basic credentials', {

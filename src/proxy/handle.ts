@@ -18,6 +18,7 @@ import { forward } from './forward.js';
 import { requestId } from './request-id.js';
 import { createRouter, upstreamPath } from './route.js';
 import { parseTarget } from './target.js';
+import { isRateLimitPath, sendPoolRateLimit } from './pool-headers.js';
 import { createPoolRuntime } from './pool-runtime.js';
 import { createUpstreamRuntime } from './upstreams.js';
 
@@ -128,6 +129,10 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
       upstreamStatus: undefined,
       token: undefined,
     };
+    if (cred.kind === 'pool' && poolRt !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
+      sendPoolRateLimit(res, poolRt.headers, poolRt.pool.rateLimit(), id, method === 'HEAD');
+      return;
+    }
     if (upstream.cfg.cache.policy === 'none') {
       forward(x, cache.links, logger, metrics, poolRt);
       return;

@@ -3,6 +3,7 @@
  * remaining, earliest reset), plus x-etagere-token with the name of the token that fetched the
  * response. Built once per change of the pool's numbers, not per request.
  */
+import type { ServerResponse } from 'node:http';
 import type { PoolRateLimit } from '../tokens/rate-limit.js';
 import type { TokenPool } from '../tokens/pool.js';
 
@@ -67,4 +68,28 @@ export function createPoolHeaders(pool: TokenPool): PoolHeaders {
       if (token !== undefined) out[TOKEN_HEADER] = token;
     },
   };
+}
+
+/** Whether an upstream path (with its query) is GitHub's GET /rate_limit under `basePath`. */
+export function isRateLimitPath(path: string, basePath: string): boolean {
+  const q = path.indexOf('?');
+  const p = q === -1 ? path : path.slice(0, q);
+  return p === (basePath === '/' ? '' : basePath.replace(/\/$/, '')) + '/rate_limit';
+}
+
+/**
+ * Answers GET /rate_limit for a pool consumer with the pool as one quota, in GitHub's shape, so
+ * clients that pace themselves by it (Octokit's throttling, scripts) see what they may spend.
+ */
+export function sendPoolRateLimit(res: ServerResponse, headers: PoolHeaders, rl: PoolRateLimit, requestId: string, head: boolean): void {
+  const core = { limit: rl.limit, used: rl.used, remaining: rl.remaining, reset: rl.reset, resource: 'core' };
+  const body = Buffer.from(JSON.stringify({ resources: { core }, rate: core }));
+  res.writeHead(200, {
+    ...headers.record(),
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': body.length,
+    'cache-control': 'no-cache',
+    'x-request-id': requestId,
+  });
+  res.end(head ? undefined : body);
 }

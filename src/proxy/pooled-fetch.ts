@@ -6,7 +6,7 @@
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
 import { retryable } from '../tokens/rate-limit.js';
-import type { TokenPool } from '../tokens/pool.js';
+import type { TokenPool, Unavailable } from '../tokens/pool.js';
 import type { PoolHeaders } from './pool-headers.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
@@ -17,7 +17,7 @@ export interface PoolContext {
 
 export type PooledFetched =
   | { kind: 'fetched'; f: Fetched; token: string | undefined; switched: boolean }
-  | { kind: 'unavailable'; reason: 'exhausted' | 'busy'; retryAfterSeconds: number };
+  | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 /** At most this many tokens are tried for one request. */
 export const MAX_TOKEN_ATTEMPTS = 3;

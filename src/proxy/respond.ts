@@ -71,6 +71,17 @@ function headersFor(x: Exchange, entry: CacheEntry, links: LinkSettings): string
   return out;
 }
 
+/** Per entry, its headers followed by the last `extra` list seen (the pool's headers change about once a second). */
+const extraCache = new WeakMap<CacheEntry, { extra: readonly string[]; stored: string[]; flat: string[] }>();
+
+function withExtra(entry: CacheEntry, stored: string[], extra: readonly string[]): string[] {
+  const memo = extraCache.get(entry);
+  if (memo !== undefined && memo.extra === extra && memo.stored === stored) return memo.flat;
+  const flat = stored.concat(extra);
+  extraCache.set(entry, { extra, stored, flat });
+  return flat;
+}
+
 /** Representation headers left out of a 304 (RFC 9110 section 15.4.5). */
 const NOT_ON_304 = new Set(['content-length', 'content-encoding', 'content-range', 'content-type', 'transfer-encoding']);
 
@@ -89,8 +100,8 @@ export function sendEntry(x: Exchange, entry: CacheEntry, status: string, age: n
     res.end();
     return;
   }
-  const head = stored.concat('age', String(age), 'cache-status', status, 'x-request-id', x.id);
-  res.writeHead(entry.status, extra === undefined ? head : head.concat(extra));
+  const base = extra === undefined ? stored : withExtra(entry, stored, extra);
+  res.writeHead(entry.status, base.concat('age', String(age), 'cache-status', status, 'x-request-id', x.id));
   if (x.method === 'HEAD') res.end();
   else res.end(entry.body);
 }

@@ -95,7 +95,9 @@ export function chooseToken(i: ChooseInput): Choice {
   if (best !== undefined) return { kind: 'token', name: best.name, switched: preferred !== undefined };
   const live = i.tokens.filter((t) => !excluded(t));
   if (live.some((t) => !t.dead && t.pausedUntil <= i.now && t.inFlight > 0 && quotaLeft(t, i.now) > 0)) return { kind: 'wait' };
-  return { kind: 'none', retryAt: earliestRetry(live, i.now) };
+  // The earliest return over every token, tried ones included: a token this request already
+  // tried (and found spent) still comes back at its reset.
+  return { kind: 'none', retryAt: earliestRetry(i.tokens, i.now) };
 }
 
 /**

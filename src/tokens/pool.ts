@@ -43,13 +43,16 @@ export interface Lease {
   cancel(): void;
 }
 
+/**
+ * exhausted: every token is spent or paused (answer 429 with Retry-After, or serve stale);
+ * dead: every token was rejected by the upstream (503: the operator must replace them);
+ * busy: no slot freed up within the queue timeout, or the queue is full (503).
+ */
+export type Unavailable = 'exhausted' | 'dead' | 'busy';
+
 export type Acquired =
   | { kind: 'lease'; lease: Lease }
-  /**
-   * exhausted: every token is spent, paused or dead (answer 429 or serve stale);
-   * busy: no slot freed up within the queue timeout, or the queue is full (answer 503).
-   */
-  | { kind: 'unavailable'; reason: 'exhausted' | 'busy'; retryAfterSeconds: number };
+  | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 export interface AcquireOptions {
   prefer?: string | undefined;
@@ -74,7 +77,7 @@ export interface PoolEvents {
   dead?(name: string): void;
   exhausted?(name: string, reset: number): void;
   secondary?(name: string, pauseMs: number): void;
-  rejected?(reason: 'exhausted' | 'queue_timeout' | 'queue_full'): void;
+  rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full'): void;
   queued?(waitedSeconds: number): void;
 }
 
@@ -246,7 +249,7 @@ export function createTokenPool(s: PoolSettings): TokenPool {
   };
 
   const retryAfterSeconds = (retryAt: number | undefined, at: number): number =>
-    retryAt === undefined ? 3600 : Math.max(1, Math.ceil((retryAt - at) / 1000));
+    retryAt === undefined ? 60 : Math.max(1, Math.ceil((retryAt - at) / 1000));
 
   /**
    * The end of the earliest secondary-limit pause of a token that still has quota, when it is
@@ -271,8 +274,9 @@ export function createTokenPool(s: PoolSettings): TokenPool {
     if (c.kind === 'none') {
       const until = shortPauseEnd(at, opts.exclude);
       if (until !== undefined) return { kind: 'wait', until };
-      events.rejected?.('exhausted');
-      return { kind: 'unavailable', reason: 'exhausted', retryAfterSeconds: retryAfterSeconds(c.retryAt, at) };
+      const reason = c.retryAt === undefined ? 'dead' : 'exhausted';
+      events.rejected?.(reason);
+      return { kind: 'unavailable', reason, retryAfterSeconds: retryAfterSeconds(c.retryAt, at) };
     }
     if (total >= upstreamConcurrency(s.maxConcurrency, hits, at)) return { kind: 'wait' };
     return { kind: 'lease', lease: lease(byName.get(c.name)!, c.switched) };

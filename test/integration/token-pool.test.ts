@@ -120,6 +120,13 @@ describe('token pool', () => {
     expect(Number(last.headers['x-ratelimit-remaining'])).toBeLessThanOrEqual(150 - 140);
     expect(['a', 'b', 'c']).toContain(last.headers['x-etagere-token']);
 
+    // GET /rate_limit describes the pool as one quota (answered by the proxy, free).
+    const rateLimit = await get(`${proxy.url}/rate_limit`);
+    expect(rateLimit.status).toBe(200);
+    const core = JSON.parse(rateLimit.body).resources.core;
+    expect(core).toEqual({ limit: 150, used: 149, remaining: 1, reset: expect.any(Number), resource: 'core' });
+    expect(rateLimit.headers['x-ratelimit-remaining']).toBe('1');
+
     const r150 = await get(`${proxy.url}/repos/etagere-org/repo-002?n=150`);
     expect(r150.status).toBe(200);
     let stats = fake.stats();

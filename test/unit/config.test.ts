@@ -137,6 +137,13 @@ describe('config', () => {
       expect(c.consumers.keys).toEqual([{ name: 'web', value: 'k1' }]);
       expect(() => loadConfig({ file, env: { WEB_KEY: 'k1' } })).toThrow(/pool\.tokens\[0\]\.env: environment variable GH_CI is not set/);
     });
+    it('loads the token-pool example with its secrets from the environment', () => {
+      const env = { GITHUB_TOKEN_CI_1: 'ghp_one', GITHUB_TOKEN_CI_2: 'ghp_two', ETAGERE_KEY_WEB: 'kw', ETAGERE_KEY_BATCH: 'kb' };
+      const c = loadConfig({ file: 'config/examples/token-pool.yaml', env });
+      expect(c.pool.tokens.map((t) => t.name)).toEqual(['ci-1', 'ci-2']);
+      expect(c.consumers).toMatchObject({ enabled: true, unknown: 'reject' });
+      expect(() => loadConfig({ file: 'config/examples/token-pool.yaml', env: {} })).toThrow(/GITHUB_TOKEN_CI_1 is not set/);
+    });
     it('rejects bad tokens without repeating them', () => {
       const bad = (tokens: unknown[]) => () => parseConfig({ pool: { tokens }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x', token_pool: true }] });
       let message = '';

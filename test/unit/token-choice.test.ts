@@ -58,7 +58,12 @@ describe('token choice', () => {
 
   it('a retry never goes back to a token it tried', () => {
     expect(choose([tok('a', { remaining: 5000 }), tok('b', { remaining: 10 })], undefined, 10, ['a'])).toEqual({ kind: 'token', name: 'b', switched: false });
-    expect(choose([tok('a', { remaining: 5000 })], 'a', 10, ['a'])).toEqual({ kind: 'none', retryAt: undefined });
+    expect(choose([tok('a', { remaining: 5000 })], 'a', 10, ['a'])).toEqual({ kind: 'none', retryAt: NOW });
+    // Tried and spent, the other dead: the answer still says when the tried one comes back.
+    expect(choose([tok('a', { remaining: 0, reset: s + 30 }), tok('d', { dead: true })], undefined, 10, ['a'])).toEqual({
+      kind: 'none',
+      retryAt: NOW + 30_000 + RESET_GRACE_MS,
+    });
   });
 
   it('scores quota left per second until reset', () => {

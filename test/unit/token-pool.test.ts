@@ -80,6 +80,10 @@ describe('in-process token pool', () => {
     const none = await p.acquire();
     expect(none).toEqual({ kind: 'unavailable', reason: 'exhausted', retryAfterSeconds: 121 });
     expect(p.snapshot().map((t) => t.state).sort()).toEqual(['dead', 'exhausted']);
+    // Every token dead: 503, not 429.
+    const allDead = pool({ tokens: [{ name: 'x', value: 'vx' }] }, clock);
+    leaseOf(await allDead.acquire()).settle(401, () => undefined, undefined);
+    expect(await allDead.acquire()).toEqual({ kind: 'unavailable', reason: 'dead', retryAfterSeconds: 60 });
     clock.now = NOW + 122_000; // past the reset and its grace: the window is renewed
     expect(leaseOf(await p.acquire()).name).toBe(second.name);
   });
