@@ -69,7 +69,13 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     if (draining) res.shouldKeepAlive = false;
   });
 
-  const admin = createAdminServer(metrics, { ready: () => !draining && server.listening, tokens: () => handler.pool?.snapshot() });
+  // Redis is optional unless the config says it is required: a Redis outage never makes the
+  // proxy unready by default (it serves from L1 and the upstream).
+  const redisOk = (): boolean => !config.redis.required || handler.redis === undefined || handler.redis.up();
+  const admin = createAdminServer(metrics, {
+    ready: () => !draining && server.listening && redisOk(),
+    tokens: () => handler.pool?.snapshot(),
+  });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
   await handler.start();
   const addr = await listen(server, config.listen.port, config.listen.host);

@@ -19,6 +19,7 @@ export const ENV_VARS = {
   ADMIN_HOST: 'admin.host',
   PUBLIC_URL: 'public_url',
   REDIS_URL: 'redis.url',
+  REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
   ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
   ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
   UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
@@ -53,6 +54,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ADMIN_HOST, (v) => (obj(raw, 'admin').host = v));
   set(env.PUBLIC_URL, (v) => (raw.public_url = v));
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
+  set(env.REDIS_CLUSTER_NODES, (v) => (obj(raw, 'redis').cluster = v.split(',').map((n) => n.trim()).filter((n) => n.length > 0)));
   set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','))));

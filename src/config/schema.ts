@@ -116,6 +116,40 @@ export const consumersSchema = z
   })
   .strict();
 
+const hostPort = z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'must be host:port');
+
+/** Redis (optional): the shared L2 cache, token budget and single flight of several replicas. */
+export const redisSchema = z
+  .object({
+    /** A single Redis, e.g. redis://127.0.0.1:6379/0 (REDIS_URL). */
+    url: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+      .nullable()
+      .default(null),
+    /** A Redis Cluster instead: seed nodes as host:port (REDIS_CLUSTER_NODES, comma-separated). */
+    cluster: z.array(hostPort).min(1).nullable().default(null),
+    /** Every key starts with this, then the schema version. */
+    key_prefix: z.string().regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 letters, digits, ":", "_", "." or "-"').default('etagere:'),
+    /** When true, /readyz reports not ready while Redis is unreachable. */
+    required: z.boolean().default(false),
+    /** Per-command timeout: a slow Redis counts as a miss (or a skipped write) after this. */
+    command_timeout_ms: z.number().int().min(5).max(10_000).default(100),
+    connect_timeout_ms: z.number().int().min(10).max(60_000).default(1_000),
+    /** After this many failures in a row Redis is skipped for `breaker_open_ms`. */
+    breaker_failures: z.number().int().min(1).max(1_000).default(3),
+    breaker_open_ms: z.number().int().min(10).max(600_000).default(1_000),
+    /** Distributed single flight: lock lifetime, and how long other replicas wait for the winner. */
+    lock_ms: z.number().int().min(100).max(120_000).default(10_000),
+    wait_ms: z.number().int().min(0).max(120_000).default(5_000),
+    /** Share the token pool's budget (remaining, reservations, pauses, dead tokens) through Redis. */
+    shared_tokens: z.boolean().default(true),
+  })
+  .strict()
+  .superRefine((v, ctx) => {
+    if (v.url !== null && v.cluster !== null) ctx.addIssue({ code: 'custom', path: ['cluster'], message: 'give either url or cluster, not both' });
+  });
+
 export const configSchema = z
   .object({
     listen: z.object({ host: host.default('0.0.0.0'), port: port.default(8080) }).strict().prefault({}),
@@ -124,7 +158,7 @@ export const configSchema = z
     public_url: httpUrl.nullable().default(null),
     /** Trust X-Forwarded-Host/-Proto to build the public URL when public_url is unset. */
     trust_forwarded: z.boolean().default(false),
-    redis: z.object({ url: z.string().min(1).nullable().default(null) }).strict().prefault({}),
+    redis: redisSchema.prefault({}),
     cache: z
       .object({
         /** Bound of the in-process (L1) cache, in bytes. */
@@ -185,6 +219,7 @@ export const configSchema = z
 
 export type Config = z.infer<typeof configSchema>;
 export type PoolConfig = z.infer<typeof poolSchema>;
+export type RedisConfig = z.infer<typeof redisSchema>;
 export type ConsumersConfig = z.infer<typeof consumersSchema>;
 export type SecretConfig = z.infer<typeof secretSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;

@@ -29,6 +29,15 @@ export interface Metrics {
   /** Pool requests per consumer (consumer access control). */
   readonly consumerRequests: Counter<'consumer'>;
   readonly consumerRejections: Counter;
+  /** 1 while the Redis connection is ready. */
+  readonly redisUp: Gauge;
+  /** Redis operations by name and result: ok, error, skipped (disconnected or breaker open). */
+  readonly redisOps: Counter<'op' | 'result'>;
+  readonly redisLatency: Histogram<'op'>;
+  /** L2 lookups by result: hit, miss, corrupt, skipped. */
+  readonly l2Lookups: Counter<'result'>;
+  /** Distributed single flight: lock won, waited for another replica (served from L2), or gave up waiting. */
+  readonly flightLocks: Counter<'result'>;
   /** Registers the pool whose tokens the etagere_token_* gauges report. */
   watchPool(source: PoolGaugeSource): void;
   /** Counts one request sent upstream, by its status (or "error" when none came back). */
@@ -134,6 +143,32 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   });
   return {
     registry,
+    redisUp: new Gauge({ name: 'etagere_redis_up', help: '1 while the Redis connection is ready, else 0.', registers: [registry] }),
+    redisOps: new Counter({
+      name: 'etagere_redis_operations_total',
+      help: 'Redis operations by name and result: ok, error (failed or timed out), skipped (disconnected or circuit breaker open).',
+      labelNames: ['op', 'result'] as const,
+      registers: [registry],
+    }),
+    redisLatency: new Histogram({
+      name: 'etagere_redis_operation_duration_seconds',
+      help: 'Latency of successful Redis operations.',
+      labelNames: ['op'] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1],
+      registers: [registry],
+    }),
+    l2Lookups: new Counter({
+      name: 'etagere_l2_lookups_total',
+      help: 'Shared (Redis) cache lookups after an L1 miss: hit, miss, corrupt (a value that does not decode), skipped (Redis unavailable).',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    flightLocks: new Counter({
+      name: 'etagere_flight_locks_total',
+      help: 'Distributed single flight on L1+L2 misses: won (this replica fetched), followed (served what another replica fetched), timeout (waited, then fetched itself), unavailable (no Redis).',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
     watchPool: (source) => {
       poolSource = source;
     },

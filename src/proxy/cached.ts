@@ -33,6 +33,9 @@ import type { UpstreamFailure } from '../upstream/client.js';
 import { errors, sendError } from './errors.js';
 import type { Exchange } from './exchange.js';
 import { forward, streamTo } from './forward.js';
+import type { RedisStore } from '../cache/redis-store.js';
+import type { FlightLock } from '../redis/flight-lock.js';
+import type { InvalidationBus } from '../redis/invalidation-bus.js';
 import { fetchPooled, type PoolContext } from './pooled-fetch.js';
 import { isRateLimitHeader, type PoolHeaders } from './pool-headers.js';
 import { rewriteLinkHeaders, sendEntry, type LinkSettings } from './respond.js';
@@ -47,6 +50,8 @@ type FlightResult =
       stored: boolean;
       /** The upstream answered with a transient failure (5xx, 429, rate-limited 403). */
       transient: boolean;
+      /** Another replica fetched it (distributed single flight): served from L2. */
+      peer?: boolean;
     }
   | { kind: 'failed'; failure: UpstreamFailure }
   | { kind: 'too-large' }
@@ -59,6 +64,16 @@ interface Keys {
   store(token: string | undefined): string;
 }
 
+/** The Redis side of the cache, when Redis is configured: L2, the flight lock, the invalidation bus. */
+export interface SharedCache {
+  readonly l2: RedisStore;
+  readonly lock: FlightLock;
+  /** How long a replica waits for another one's fetch before fetching itself. */
+  readonly waitMs: number;
+  /** Set once the bus exists (it needs the cache's handlers). */
+  bus: InvalidationBus | undefined;
+}
+
 export interface HttpCache {
   readonly links: LinkSettings;
   readonly l1: MemoryStore;
@@ -69,6 +84,12 @@ export interface HttpCache {
   serve(x: Exchange): void;
   /** Forgets every stored response for a path (after a successful unsafe method). */
   invalidatePath(upstream: string, pathname: string): void;
+  /** Handlers for notices from other replicas (redis/invalidation-bus.ts). */
+  readonly remote: {
+    entry(key: string, storedAt: number): void;
+    dropped(key: string): void;
+    path(scope: string, at: number): void;
+  };
 }
 
 /** Request headers never forwarded on cached fetches: the cache sets its own validators. */
@@ -126,7 +147,7 @@ function poolTokenOf(fetchedBy: string | undefined): string | undefined {
   return fetchedBy !== undefined && fetchedBy.startsWith('pool:') ? fetchedBy.slice(5) : undefined;
 }
 
-export function createHttpCache(config: Config, logger: Logger, metrics: Metrics, poolCtx?: PoolContext): HttpCache {
+export function createHttpCache(config: Config, logger: Logger, metrics: Metrics, poolCtx?: PoolContext, shared?: SharedCache): HttpCache {
   const pool = poolCtx?.pool;
   const poolHeaders = poolCtx?.headers;
   const l1 = createMemoryStore({
@@ -143,14 +164,54 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const extraFor = (x: Exchange, e: CacheEntry): readonly string[] | undefined =>
     x.cred.kind === 'pool' && poolHeaders !== undefined ? poolHeaders.flat(poolTokenOf(e.fetchedBy)) : undefined;
 
+  const markInvalidated = (scope: string, at: number): void => {
+    invalidations.delete(scope);
+    invalidations.set(scope, at);
+    if (invalidations.size > MAX_INVALIDATIONS) {
+      const oldest = invalidations.keys().next();
+      if (!oldest.done) invalidations.delete(oldest.value);
+    }
+  };
+
   const isInvalidated = (upstream: string, pathname: string, e: CacheEntry): boolean => {
     if (invalidations.size === 0) return false;
     const at = invalidations.get(pathScope(upstream, pathname));
     return at !== undefined && e.storedAt <= at;
   };
 
+  /** Pending L2 writes by key: a flight lock is released only once its entry is readable in L2. */
+  const writes = new Map<string, Promise<void>>();
+
+  /** Keeps an entry in L1 and L2, then tells other replicas (their older L1 copies drop). */
   const store = (key: string, e: CacheEntry): void => {
-    l1.set(key, e, retentionSeconds(e) * 1000);
+    const ttlMs = retentionSeconds(e) * 1000;
+    l1.set(key, e, ttlMs);
+    if (shared !== undefined) {
+      const write = shared.l2.set(key, e, ttlMs).then(
+        () => shared.bus?.written(key, e.storedAt),
+        () => undefined,
+      );
+      writes.set(key, write);
+      void write.finally(() => {
+        if (writes.get(key) === write) writes.delete(key);
+      });
+    }
+  };
+
+  const drop = (key: string): void => {
+    l1.delete(key);
+    if (shared !== undefined) {
+      shared.l2.delete(key).then(
+        () => shared.bus?.dropped(key),
+        () => undefined,
+      );
+    }
+  };
+
+  /** An entry read from L2 goes into L1 for what is left of its retention. */
+  const promote = (key: string, e: CacheEntry): void => {
+    const ttlMs = e.storedAt + retentionSeconds(e) * 1000 - Date.now();
+    if (ttlMs > 0) l1.set(key, e, ttlMs);
   };
 
   /**
@@ -277,7 +338,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     }
     // A changed or vanished resource replaces the old entry even when the new answer is not
     // storable; a transient failure (or a credential error) never evicts it.
-    if (stale !== undefined && !transient && (f.status < 400 || f.status === 404 || f.status === 410)) l1.delete(key);
+    if (stale !== undefined && !transient && (f.status < 400 || f.status === 404 || f.status === 410)) drop(key);
     return { kind: 'entry', entry: candidate, fwdStatus: f.status, stored: false, transient };
   };
 
@@ -304,9 +365,9 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     });
   };
 
-  const deliver = (x: Exchange, r: FlightResult, shared: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
+  const deliver = (x: Exchange, r: FlightResult, joined: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
     if (r.kind === 'too-large') {
-      if (shared) forward(x, links, logger, metrics, poolCtx);
+      if (joined) forward(x, links, logger, metrics, poolCtx);
       else x.outcome = 'bypass';
       return;
     }
@@ -323,6 +384,13 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       errors.upstreamFailed(x.res, x.upstream.cfg.name, r.failure);
       return;
     }
+    if (r.peer === true) {
+      // Another replica fetched it (distributed single flight): a hit on what it stored in L2.
+      x.outcome = 'coalesced';
+      const age = currentAge(r.entry, Date.now());
+      sendEntry(x, r.entry, cacheStatus({ hit: true, ttl: r.entry.lifetime - age, detail: 'l2-collapsed' }), age, links, extraFor(x, r.entry));
+      return;
+    }
     x.upstreamStatus = r.fwdStatus;
     if (r.transient && stale !== undefined && usableOnError(stale, Date.now())) {
       serveStale(x, stale, r.fwdStatus);
@@ -332,9 +400,9 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       fwd: forced ? 'request' : stale !== undefined ? 'stale' : 'miss',
       fwdStatus: r.fwdStatus,
       stored: r.stored,
-      collapsed: shared,
+      collapsed: joined,
     };
-    x.outcome = shared ? 'coalesced' : r.fwdStatus === 304 ? 'revalidated' : r.transient ? 'error' : 'miss';
+    x.outcome = joined ? 'coalesced' : r.fwdStatus === 304 ? 'revalidated' : r.transient ? 'error' : 'miss';
     const age = currentAge(r.entry, Date.now());
     if (r.stored) cs.ttl = r.entry.lifetime - age;
     sendEntry(x, r.entry, cacheStatus(cs), age, links, extraFor(x, r.entry));
@@ -356,10 +424,11 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
    * Keys and stored entry for a request. Non-equivalent pool tokens each have a partition: every
    * token's entry is looked at, a fresh one wins, and a new response is stored under its token's.
    */
-  const lookup = (x: Exchange, k: KeyInput): { keys: Keys; entry: CacheEntry | undefined } => {
+  const lookup = (x: Exchange, k: KeyInput): { keys: Keys; entry: CacheEntry | undefined; candidates: readonly string[] } => {
     if (x.cred.kind !== 'pool' || pool === undefined || pool.equivalent) {
       const key = cacheKey(k);
-      return { keys: { flight: key, store: () => key }, entry: l1.get(key) };
+      const entry = l1.get(key);
+      return { keys: { flight: key, store: () => key }, entry, candidates: entry === undefined ? [key] : [] };
     }
     const keyOf = (token: string | undefined): string => cacheKey({ ...k, partition: `${POOL}:${token ?? '*'}` });
     let entry: CacheEntry | undefined;
@@ -371,26 +440,42 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       const better = entry === undefined || (fresh(e) ? !fresh(entry) || e.storedAt > entry.storedAt : !fresh(entry) && e.storedAt > entry.storedAt);
       if (better) entry = e;
     }
-    return { keys: { flight: keyOf(undefined), store: keyOf }, entry };
+    return { keys: { flight: keyOf(undefined), store: keyOf }, entry, candidates: pool.names.map(keyOf) };
   };
 
-  const serve = (x: Exchange): void => {
-    const h = x.req.headers;
-    if (h.range !== undefined) {
-      forward(x, links, logger, metrics, poolCtx);
-      return;
+  /**
+   * One upstream exchange for a miss, coordinated across replicas when Redis is there: the lock
+   * winner fetches; the others serve what it stored in L2, or fetch themselves when it is gone
+   * without storing anything or their wait runs out.
+   */
+  const fetchOnce = async (x: Exchange | undefined, leader: Exchange, keys: Keys, stale: CacheEntry | undefined, reqDir: Readonly<Directives>): Promise<FlightResult> => {
+    if (shared === undefined || stale !== undefined || keys.store(undefined) !== keys.flight) return fetchForCache(x, leader, keys, stale, reqDir);
+    const key = keys.flight;
+    const lock = await shared.lock.acquire(key);
+    if (lock.kind === 'won') {
+      metrics.flightLocks.inc({ result: 'won' });
+      try {
+        return await fetchForCache(x, leader, keys, stale, reqDir);
+      } finally {
+        void (writes.get(key) ?? Promise.resolve()).finally(() => lock.release());
+      }
     }
-    const reqDir = requestDirectives(h['cache-control'], h.pragma);
-    const reader = headerReader(h);
-    const { keys, entry: found } = lookup(x, {
-      upstream: x.upstream.cfg.name,
-      pathname: x.pathname,
-      search: x.search,
-      accept: one(h.accept),
-      apiVersion: one(h['x-github-api-version']),
-      partition: partitionFor(x),
-      selecting: partitioner.selectingDigest(reader),
-    });
+    if (lock.kind === 'lost') {
+      const w = await shared.lock.waitFor(key, Date.now() + shared.waitMs);
+      if (w.kind === 'entry') {
+        metrics.flightLocks.inc({ result: 'followed' });
+        promote(key, w.entry);
+        return { kind: 'entry', entry: w.entry, fwdStatus: w.entry.status, stored: false, transient: false, peer: true };
+      }
+      metrics.flightLocks.inc({ result: w.kind === 'timeout' ? 'timeout' : w.kind === 'gone' ? 'gone' : 'unavailable' });
+    } else {
+      metrics.flightLocks.inc({ result: 'unavailable' });
+    }
+    return fetchForCache(x, leader, keys, stale, reqDir);
+  };
+
+  /** Serves from an entry found in L1 or L2, or goes upstream (the rest of `serve`). */
+  const proceed = (x: Exchange, keys: Keys, found: CacheEntry | undefined, reqDir: Readonly<Directives>, reader: (name: string) => string | undefined): void => {
     const now = Date.now();
     let entry = found;
     if (entry !== undefined && (!varyMatches(entry.vary, reader) || isInvalidated(x.upstream.cfg.name, x.pathname, entry))) {
@@ -431,15 +516,59 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       return;
     }
     const stale = entry;
-    const { promise, shared } = flights.run(keys.flight, () => fetchForCache(x, x, keys, stale, reqDir));
+    const { promise, shared: joined } = flights.run(keys.flight, () => fetchOnce(x, x, keys, stale, reqDir));
     promise.then(
-      (r) => deliver(x, r, shared, stale, forced),
+      (r) => deliver(x, r, joined, stale, forced),
       (err: unknown) => {
         logger.error({ reqId: x.id, err: (err as Error).message }, 'cache fetch failed');
         x.outcome = 'error';
         errors.badGateway(x.res, x.upstream.cfg.name, 'internal error');
       },
     );
+  };
+
+  /** L1 missed: look in L2 (every candidate key), promote what is found, then proceed. */
+  const fromL2 = (x: Exchange, keys: Keys, candidates: readonly string[], reqDir: Readonly<Directives>, reader: (name: string) => string | undefined): void => {
+    const l2 = shared!.l2;
+    Promise.all(candidates.map((k) => l2.lookup(k))).then(
+      (found) => {
+        let entry: CacheEntry | undefined;
+        found.forEach((r, i) => {
+          if (r.kind !== 'hit') return;
+          promote(candidates[i]!, r.entry);
+          if (entry === undefined || r.entry.storedAt > entry.storedAt) entry = r.entry;
+        });
+        proceed(x, keys, entry, reqDir, reader);
+      },
+      (err: unknown) => {
+        logger.error({ reqId: x.id, err: (err as Error).message }, 'L2 lookup failed');
+        proceed(x, keys, undefined, reqDir, reader);
+      },
+    );
+  };
+
+  const serve = (x: Exchange): void => {
+    const h = x.req.headers;
+    if (h.range !== undefined) {
+      forward(x, links, logger, metrics, poolCtx);
+      return;
+    }
+    const reqDir = requestDirectives(h['cache-control'], h.pragma);
+    const reader = headerReader(h);
+    const { keys, entry, candidates } = lookup(x, {
+      upstream: x.upstream.cfg.name,
+      pathname: x.pathname,
+      search: x.search,
+      accept: one(h.accept),
+      apiVersion: one(h['x-github-api-version']),
+      partition: partitionFor(x),
+      selecting: partitioner.selectingDigest(reader),
+    });
+    if (entry === undefined && shared !== undefined) {
+      fromL2(x, keys, candidates, reqDir, reader);
+      return;
+    }
+    proceed(x, keys, entry, reqDir, reader);
   };
 
   const fetchedByOf = (authorization: string | undefined): string =>
@@ -453,13 +582,22 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     poolHeaders,
     serve,
     invalidatePath(upstream, pathname) {
+      const at = Date.now();
       const scope = pathScope(upstream, pathname);
-      invalidations.delete(scope);
-      invalidations.set(scope, Date.now());
-      if (invalidations.size > MAX_INVALIDATIONS) {
-        const oldest = invalidations.keys().next();
-        if (!oldest.done) invalidations.delete(oldest.value);
-      }
+      markInvalidated(scope, at);
+      shared?.bus?.path(scope, at);
+    },
+    remote: {
+      entry(key, storedAt) {
+        const e = l1.get(key);
+        if (e !== undefined && e.storedAt < storedAt) l1.delete(key);
+      },
+      dropped(key) {
+        l1.delete(key);
+      },
+      path(scope, at) {
+        markInvalidated(scope, at);
+      },
     },
   };
 }

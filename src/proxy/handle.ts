@@ -10,7 +10,11 @@ import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import { createConsumers } from '../tokens/consumers.js';
 import type { TokenPool } from '../tokens/pool.js';
-import { createHttpCache, type HttpCache } from './cached.js';
+import { createRedisStore } from '../cache/redis-store.js';
+import { createRedisConnection, type RedisConnection } from '../redis/connection.js';
+import { createFlightLock } from '../redis/flight-lock.js';
+import { createInvalidationBus } from '../redis/invalidation-bus.js';
+import { createHttpCache, type HttpCache, type SharedCache } from './cached.js';
 import { resolveCredential, type CredentialRules } from './credential.js';
 import { errors } from './errors.js';
 import type { Exchange } from './exchange.js';
@@ -27,6 +31,8 @@ export interface Handler {
   readonly cache: HttpCache;
   /** The token pool, when tokens are configured. */
   readonly pool: TokenPool | undefined;
+  /** The Redis connection, when Redis is configured. */
+  readonly redis: RedisConnection | undefined;
   /** Learns the pool tokens' numbers from the upstream (GET /rate_limit); never throws. */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -36,7 +42,14 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
   const poolRt = createPoolRuntime(config, logger, metrics);
-  const cache = createHttpCache(config, logger, metrics, poolRt);
+  const redis = createRedisConnection(config.redis, logger, metrics);
+  let shared: SharedCache | undefined;
+  if (redis !== undefined) {
+    const l2 = createRedisStore(redis, logger, metrics);
+    shared = { l2, lock: createFlightLock(redis, l2, config.redis.lock_ms), waitMs: config.redis.wait_ms, bus: undefined };
+  }
+  const cache = createHttpCache(config, logger, metrics, poolRt, shared);
+  if (redis !== undefined && shared !== undefined) shared.bus = createInvalidationBus(redis, cache.remote, logger);
   const consumers = config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined;
   const rulesFor = (cfg: UpstreamConfig): CredentialRules => ({
     pooled: cfg.token_pool && poolRt !== undefined,
@@ -144,6 +157,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
   return Object.assign(handler, {
     cache,
     pool: poolRt?.pool,
+    redis,
     start: async (): Promise<void> => {
       if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {
         await poolRt.probe(probeTarget.client, probeTarget.client.basePath);
@@ -151,6 +165,8 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
     },
     close: async (): Promise<void> => {
       poolRt?.close();
+      shared?.bus?.close();
+      await redis?.close();
       for (const rt of runtimes) rt.passThrough?.close();
       await Promise.all(runtimes.map((rt) => rt.client.close()));
     },

@@ -1,0 +1,133 @@
+/**
+ * The Redis connection (a single node or a Cluster), made so that Redis can never be a way to
+ * fail: no offline queue (a command while disconnected fails at once), one retry per request, a
+ * short command timeout, bounded reconnect backoff, an error listener, and a circuit breaker in
+ * front of every call. `run` turns every failure into `undefined` (a miss, a skipped write),
+ * counted by operation.
+ */
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisConfig } from '../config/schema.js';
+import type { Logger } from '../log/logger.js';
+import type { Metrics } from '../metrics/registry.js';
+import { createBreaker } from './breaker.js';
+
+export type RedisClient = Redis | Cluster;
+
+export interface RedisConnection {
+  readonly client: RedisClient;
+  /** Key prefix plus schema version, e.g. "etagere:v1:". */
+  readonly prefix: string;
+  readonly cluster: boolean;
+  /** Runs one Redis operation; any failure (or an open breaker) gives undefined. */
+  run<T>(op: string, fn: (r: RedisClient) => Promise<T>): Promise<T | undefined>;
+  /** Connected and the breaker closed. */
+  up(): boolean;
+  /** A second connection for subscriptions (created on first use). */
+  subscriber(): RedisClient;
+  close(): Promise<void>;
+}
+
+/** Bumped when the stored layout changes: old keys are then simply never read. */
+export const SCHEMA_VERSION = 'v1';
+
+/** Reconnect delay: 50 ms doubling, capped at 1 s. */
+export function reconnectDelay(attempt: number): number {
+  return Math.min(50 * 2 ** Math.min(attempt, 10), 1_000);
+}
+
+export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics: Metrics): RedisConnection | undefined {
+  if (cfg.url === null && cfg.cluster === null) return undefined;
+  const log = logger.child({ component: 'redis' });
+  const common: RedisOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: cfg.command_timeout_ms,
+    connectTimeout: cfg.connect_timeout_ms,
+    retryStrategy: (times: number) => reconnectDelay(times),
+    lazyConnect: false,
+  };
+  const make = (): RedisClient => {
+    if (cfg.cluster !== null) {
+      const nodes = cfg.cluster.map((n) => {
+        const i = n.lastIndexOf(':');
+        return { host: n.slice(0, i), port: Number(n.slice(i + 1)) };
+      });
+      const opts: ClusterOptions = {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: (times: number) => reconnectDelay(times),
+        redisOptions: common,
+        slotsRefreshTimeout: cfg.connect_timeout_ms,
+      };
+      return new Cluster(nodes, opts);
+    }
+    return new Redis(cfg.url!, common);
+  };
+  const client = make();
+  let sub: RedisClient | undefined;
+  const breaker = createBreaker(cfg.breaker_failures, cfg.breaker_open_ms);
+  let lastErrorLog = 0;
+  const onError = (err: Error): void => {
+    // Reconnect errors repeat every backoff step: log at most one line every 10 s.
+    const now = Date.now();
+    if (now - lastErrorLog > 10_000) {
+      lastErrorLog = now;
+      log.warn({ err: err.message }, 'redis connection error');
+    }
+  };
+  client.on('error', onError);
+  client.on('ready', () => {
+    metrics.redisUp.set(1);
+    log.info('redis ready');
+  });
+  client.on('end', () => metrics.redisUp.set(0));
+  client.on('close', () => metrics.redisUp.set(0));
+  metrics.redisUp.set(0);
+  const ready = (): boolean => client.status === 'ready';
+
+  return {
+    client,
+    prefix: `${cfg.key_prefix}${SCHEMA_VERSION}:`,
+    cluster: cfg.cluster !== null,
+    async run(op, fn) {
+      const now = Date.now();
+      if (!ready() || !breaker.allow(now)) {
+        metrics.redisOps.inc({ op, result: 'skipped' });
+        return undefined;
+      }
+      const started = process.hrtime.bigint();
+      try {
+        const value = await fn(client);
+        breaker.success();
+        metrics.redisOps.inc({ op, result: 'ok' });
+        metrics.redisLatency.observe({ op }, Number(process.hrtime.bigint() - started) / 1e9);
+        return value;
+      } catch (err) {
+        breaker.failure(Date.now());
+        metrics.redisOps.inc({ op, result: 'error' });
+        onError(err as Error);
+        return undefined;
+      }
+    },
+    up: () => ready() && breaker.state(Date.now()) === 'closed',
+    subscriber() {
+      if (sub === undefined) {
+        const created = make();
+        created.on('error', onError);
+        sub = created;
+        return created;
+      }
+      return sub;
+    },
+    async close() {
+      const quit = async (c: RedisClient): Promise<void> => {
+        try {
+          await c.quit();
+        } catch {
+          c.disconnect();
+        }
+      };
+      if (sub !== undefined) await quit(sub);
+      await quit(client);
+    },
+  };
+}

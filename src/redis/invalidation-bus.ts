@@ -1,0 +1,55 @@
+/**
+ * Keeps the L1 copies of other replicas honest: whenever a replica writes or drops an entry in
+ * L2, it publishes a notice; every other replica drops its older L1 copy, so its next lookup reads
+ * the new one from L2. Path invalidations after unsafe methods travel the same way.
+ * Messages:  "e <replica> <storedAt> <key>"  (entry written)
+ *            "d <replica> 0 <key>"           (entry dropped)
+ *            "p <replica> <at> <scope>"      (path invalidated)
+ * Keys hold no credential: the partition in a key is a keyed hash.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../log/logger.js';
+import type { RedisConnection } from './connection.js';
+
+export interface InvalidationHandlers {
+  entry(key: string, storedAt: number): void;
+  dropped(key: string): void;
+  path(scope: string, at: number): void;
+}
+
+export interface InvalidationBus {
+  readonly replica: string;
+  written(key: string, storedAt: number): void;
+  dropped(key: string): void;
+  path(scope: string, at: number): void;
+  close(): void;
+}
+
+export function createInvalidationBus(conn: RedisConnection, handlers: InvalidationHandlers, logger: Logger): InvalidationBus {
+  const replica = randomBytes(6).toString('base64url');
+  const channel = `${conn.prefix}invalidate`;
+  const sub = conn.subscriber();
+  sub.subscribe(channel).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'redis subscribe failed (will retry on reconnect)'));
+  const onMessage = (ch: string, message: string): void => {
+    if (ch !== channel) return;
+    const m = /^([edp]) (\S+) (\d+) ([\s\S]+)$/.exec(message);
+    if (m === null || m[2] === replica) return;
+    const at = Number(m[3]);
+    if (m[1] === 'e') handlers.entry(m[4]!, at);
+    else if (m[1] === 'd') handlers.dropped(m[4]!);
+    else handlers.path(m[4]!, at);
+  };
+  sub.on('message', onMessage);
+  const publish = (message: string): void => {
+    void conn.run('publish', (c) => c.publish(channel, message));
+  };
+  return {
+    replica,
+    written: (key, storedAt) => publish(`e ${replica} ${Math.floor(storedAt)} ${key}`),
+    dropped: (key) => publish(`d ${replica} 0 ${key}`),
+    path: (scope, at) => publish(`p ${replica} ${Math.floor(at)} ${scope}`),
+    close: () => {
+      sub.off('message', onMessage);
+    },
+  };
+}
