@@ -30,9 +30,9 @@ export interface RedisConnection {
 /** Bumped when the stored layout changes: old keys are then simply never read. */
 export const SCHEMA_VERSION = 'v1';
 
-/** Reconnect delay: 50 ms doubling, capped at 1 s. */
+/** Reconnect delay: 50 ms doubling, capped at 500 ms. */
 export function reconnectDelay(attempt: number): number {
-  return Math.min(50 * 2 ** Math.min(attempt, 10), 1_000);
+  return Math.min(50 * 2 ** Math.min(attempt, 10), 500);
 }
 
 export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics: Metrics): RedisConnection | undefined {
@@ -46,21 +46,23 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
     retryStrategy: (times: number) => reconnectDelay(times),
     lazyConnect: false,
   };
-  const make = (): RedisClient => {
+  /** `queue`: let commands wait for the connection (the subscriber only: its SUBSCRIBE is replayed on reconnect). */
+  const make = (queue = false): RedisClient => {
+    const options: RedisOptions = queue ? { ...common, enableOfflineQueue: true } : common;
     if (cfg.cluster !== null) {
       const nodes = cfg.cluster.map((n) => {
         const i = n.lastIndexOf(':');
         return { host: n.slice(0, i), port: Number(n.slice(i + 1)) };
       });
       const opts: ClusterOptions = {
-        enableOfflineQueue: false,
+        enableOfflineQueue: queue,
         clusterRetryStrategy: (times: number) => reconnectDelay(times),
-        redisOptions: common,
+        redisOptions: options,
         slotsRefreshTimeout: cfg.connect_timeout_ms,
       };
       return new Cluster(nodes, opts);
     }
-    return new Redis(cfg.url!, common);
+    return new Redis(cfg.url!, options);
   };
   const client = make();
   let sub: RedisClient | undefined;
@@ -111,7 +113,7 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
     up: () => ready() && breaker.state(Date.now()) === 'closed',
     subscriber() {
       if (sub === undefined) {
-        const created = make();
+        const created = make(true);
         created.on('error', onError);
         sub = created;
         return created;

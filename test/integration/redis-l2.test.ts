@@ -1,0 +1,208 @@
+/**
+ * The shared (Redis) cache with real Redis processes and the fake GitHub API: replicas share
+ * entries through L2, a garbage value is a miss, invalidations reach other replicas' L1, and a
+ * Redis that dies or freezes mid-load costs no client error and little latency.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { cacheKey, ANONYMOUS } from '../../src/cache/key.js';
+import { keyTag } from '../../src/cache/redis-store.js';
+import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  ms: number;
+}
+
+async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
+  const t = performance.now();
+  const r = await request(url, { headers });
+  const body = await r.body.text();
+  return { status: r.statusCode, headers: r.headers, body, ms: performance.now() - t };
+}
+
+const PREFIX = 'etagere-test:';
+
+function replicaConfig(fake: FakeUpstream, redisUrl: string, extra: Record<string, unknown> = {}) {
+  return {
+    upstreams: [{ name: 'github', prefix: '/', url: fake.url }],
+    redis: { url: redisUrl, key_prefix: PREFIX, ...extra },
+    cache: { partition_secret: 'shared-secret-of-the-replicas' },
+  };
+}
+
+describe('Redis L2 shared by replicas', () => {
+  let redis: TestRedis;
+  let fake: FakeUpstream;
+  let a: TestProxy;
+  let b: TestProxy;
+  let raw: Redis;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ anonymousLimit: 1_000_000 });
+    a = await startTestProxy(replicaConfig(fake, redis.url));
+    b = await startTestProxy(replicaConfig(fake, redis.url));
+    raw = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 50, 500) });
+    await until(() => a.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'replica a connected');
+    await until(() => b.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'replica b connected');
+  });
+  afterAll(async () => {
+    raw?.disconnect();
+    await a?.close();
+    await b?.close();
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  it('an entry stored by replica A is served by replica B from L2, with no upstream call', async () => {
+    const first = await get(`${a.url}/repos/octocat/hello-world`);
+    expect(first.headers['cache-status']).toMatch(/fwd=miss; fwd-status=200; ttl=\d+; stored/);
+    const before = fake.stats().total;
+    await until(async () => (await raw.exists(`${PREFIX}v1:{${keyTag(cacheKey({ upstream: 'github', pathname: '/repos/octocat/hello-world', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS }))}}:e`)) === 1, 2_000, 'L2 write');
+    const fromB = await get(`${b.url}/repos/octocat/hello-world`);
+    expect(fromB.status).toBe(200);
+    expect(fromB.body).toBe(first.body);
+    expect(fromB.headers['cache-status']).toMatch(/^etagere; hit; ttl=\d+/);
+    expect(fake.stats().total).toBe(before);
+    // Promoted into B's L1: the next hit needs no Redis round trip.
+    const l2Before = (await b.metrics.l2Lookups.get()).values.reduce((n, v) => n + v.value, 0);
+    await get(`${b.url}/repos/octocat/hello-world`);
+    expect((await b.metrics.l2Lookups.get()).values.reduce((n, v) => n + v.value, 0)).toBe(l2Before);
+  });
+
+  it('a client credential is shared across replicas only within its own partition', async () => {
+    const alice = { authorization: 'token demo_token_alice_repo' };
+    await get(`${a.url}/user`, alice);
+    const before = fake.stats().total;
+    const fromB = await until(async () => /hit/.test(String((await get(`${b.url}/user`, alice)).headers['cache-status'])), 2_000, 'alice hit on b').then(() => true);
+    expect(fromB).toBe(true);
+    expect(fake.stats().total).toBe(before);
+    const bob = await get(`${b.url}/user`, { authorization: 'token demo_token_bob_public' });
+    expect(JSON.parse(bob.body).login).toBe('bob');
+  });
+
+  it('a garbage value in an L2 key is a miss, logged once, never a crash', async () => {
+    const path = '/users/carol';
+    const key = cacheKey({ upstream: 'github', pathname: path, search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS });
+    const redisKey = `${PREFIX}v1:{${keyTag(key)}}:e`;
+    for (const garbage of [Buffer.from('not an entry'), Buffer.from([1, 0, 0, 0, 9, 123]), Buffer.from([1, 255, 255, 255, 255])]) {
+      await raw.set(redisKey, garbage, 'PX', 60_000);
+      const r = await get(`${b.url}${path}?g=${garbage.length}`);
+      expect(r.status).toBe(200);
+      const direct = await get(`${b.url}${path}`, { 'cache-control': 'no-cache' });
+      expect(JSON.parse(direct.body).login).toBe('carol');
+    }
+    const corrupt = (await b.metrics.l2Lookups.get()).values.find((v) => v.labels.result === 'corrupt');
+    expect(corrupt?.value).toBeGreaterThanOrEqual(1);
+    expect(b.logs().filter((l) => String(l.msg).includes('does not decode')).length).toBe(1);
+  });
+
+  it('a change stored by one replica drops the older L1 copy in the other', async () => {
+    const path = '/repos/octocat/spoon-knife';
+    const v1 = await get(`${a.url}${path}`);
+    await until(async () => /hit/.test(String((await get(`${b.url}${path}`)).headers['cache-status'])), 2_000, 'b holds it');
+    const m = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }) });
+    await m.body.dump();
+    const v2 = await get(`${a.url}${path}`, { 'cache-control': 'no-cache' });
+    expect(v2.body).not.toBe(v1.body);
+    // B's L1 copy was dropped by the notice; B now serves the new body from L2 (no upstream call).
+    const before = fake.stats().total;
+    await until(async () => (await get(`${b.url}${path}`)).body === v2.body, 2_000, 'b to serve the new body');
+    expect(fake.stats().total).toBe(before);
+  });
+});
+
+describe('Redis outages', () => {
+  let redis: TestRedis;
+  let fake: FakeUpstream;
+  let proxy: TestProxy;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ anonymousLimit: 1_000_000 });
+    proxy = await startTestProxy(replicaConfig(fake, redis.url));
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  const up = async (): Promise<boolean> => (await proxy.metrics.redisUp.get()).values[0]?.value === 1;
+  const opsOk = async (op: string): Promise<number> =>
+    (await proxy.metrics.redisOps.get()).values.find((v) => v.labels.op === op && v.labels.result === 'ok')?.value ?? 0;
+
+  /** 8 clients: two thirds new keys (L2 read, upstream, L2 write), one third a hot key (L1 hit). */
+  async function load(during: (answers: Answer[]) => Promise<void>): Promise<Answer[]> {
+    const answers: Answer[] = [];
+    let stop = false;
+    let n = 0;
+    const worker = async (): Promise<void> => {
+      while (!stop) {
+        const i = n++;
+        const path = i % 3 === 0 ? '/repos/octocat/hello-world' : `/repos/etagere-org/repo-0${String(10 + (i % 60))}?outage=${i}`;
+        answers.push(await get(proxy.url + path));
+      }
+    };
+    const workers = Array.from({ length: 8 }, worker);
+    try {
+      await during(answers);
+    } finally {
+      stop = true;
+      await Promise.all(workers);
+    }
+    return answers;
+  }
+
+  const p99 = (xs: number[]): number => {
+    const sorted = [...xs].sort((x, y) => x - y);
+    return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
+  };
+  const settle = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  /** After Redis is back: L2 reads and writes succeed again within 2 s. */
+  async function resumesWithin2s(): Promise<void> {
+    const back = Date.now();
+    const [gets, sets] = [await opsOk('get'), await opsOk('set')];
+    await until(async () => (await opsOk('get')) > gets && (await opsOk('set')) > sets, 2_000, 'L2 reads and writes to resume');
+    expect(Date.now() - back).toBeLessThan(2_000);
+  }
+
+  it.skipIf(process.env.REDIS_URL !== undefined)('Redis killed mid-load, then restarted: no client error, p99 under 50 ms, L2 back within 2 s', async () => {
+    await until(up, 5_000, 'redis up');
+    const answers = await load(async (seen) => {
+      await settle(200); // load time spans here are the observation windows, not synchronisation
+      redis.signal('SIGKILL');
+      const from = seen.length;
+      await settle(800);
+      const during = seen.slice(from).map((x) => x.ms);
+      expect(during.length).toBeGreaterThan(20);
+      expect(p99(during)).toBeLessThan(50);
+      await redis.restart();
+      await resumesWithin2s();
+    });
+    expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
+  }, 30_000);
+
+  it.skipIf(process.env.REDIS_URL !== undefined)('Redis frozen (SIGSTOP) mid-load: no client error, p99 under 50 ms, L2 back within 2 s of SIGCONT', async () => {
+    await until(up, 5_000, 'redis up');
+    const answers = await load(async (seen) => {
+      await settle(200);
+      redis.signal('SIGSTOP');
+      const from = seen.length;
+      await settle(1_500);
+      const during = seen.slice(from).map((x) => x.ms);
+      expect(during.length).toBeGreaterThan(20);
+      expect(p99(during)).toBeLessThan(50);
+      redis.signal('SIGCONT');
+      await resumesWithin2s();
+    });
+    expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
+  }, 30_000);
+});
