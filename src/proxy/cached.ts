@@ -453,8 +453,16 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     const key = keys.flight;
     const lock = await shared.lock.acquire(key);
     if (lock.kind === 'won') {
-      metrics.flightLocks.inc({ result: 'won' });
       try {
+        // Checked again under the lock: a winner that finished between our L2 miss and our lock
+        // has left its entry in L2.
+        const again = await shared.l2.lookup(key);
+        if (again.kind === 'hit') {
+          metrics.flightLocks.inc({ result: 'followed' });
+          promote(key, again.entry);
+          return { kind: 'entry', entry: again.entry, fwdStatus: again.entry.status, stored: false, transient: false, peer: true };
+        }
+        metrics.flightLocks.inc({ result: 'won' });
         return await fetchForCache(x, leader, keys, stale, reqDir);
       } finally {
         void (writes.get(key) ?? Promise.resolve()).finally(() => lock.release());

@@ -1,0 +1,110 @@
+/**
+ * Three etagere processes (real child processes) behind one Redis and one fake upstream behave
+ * as one proxy: a cold key requested 300 times at once across them costs one upstream request.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { runCli, type CliProcess } from '../helpers/cli.js';
+import { until } from '../helpers/proxy.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { deadPort } from '../helpers/upstream.js';
+
+interface Replica {
+  cli: CliProcess;
+  url: string;
+  adminUrl: string;
+}
+
+async function metric(adminUrl: string, name: string): Promise<string> {
+  const r = await request(`${adminUrl}/metrics`);
+  const text = await r.body.text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name))
+    .join('\n');
+}
+
+export async function startReplicas(n: number, env: Record<string, string | undefined>): Promise<Replica[]> {
+  const replicas: Replica[] = [];
+  for (let i = 0; i < n; i++) {
+    const [port, adminPort] = [await deadPort(), await deadPort()];
+    const cli = runCli(['serve'], {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      ETAGERE_CONFIG: undefined,
+      LOG_LEVEL: 'warn',
+      ETAGERE_PARTITION_SECRET: 'replicas-share-this-partition-secret',
+      ...env,
+    });
+    replicas.push({ cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` });
+  }
+  for (const r of replicas) {
+    await until(
+      async () => {
+        try {
+          return (await metric(r.adminUrl, 'etagere_redis_up')).endsWith(' 1');
+        } catch {
+          return false;
+        }
+      },
+      20_000,
+      'a replica to start and reach Redis',
+    );
+  }
+  return replicas;
+}
+
+export async function stopReplicas(replicas: readonly Replica[]): Promise<void> {
+  for (const r of replicas) r.cli.child.kill('SIGTERM');
+  await Promise.all(replicas.map((r) => r.cli.exited));
+}
+
+describe('three replicas, one Redis', () => {
+  let redis: TestRedis;
+  let fake: FakeUpstream;
+  let replicas: Replica[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ anonymousLimit: 1_000_000, latencyMs: 20 });
+    replicas = await startReplicas(3, { UPSTREAM_URL: fake.url, REDIS_URL: redis.url });
+  }, 60_000);
+  afterAll(async () => {
+    await stopReplicas(replicas);
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  it('300 concurrent requests for a cold key, spread across the replicas, give exactly 1 upstream request', async () => {
+    const path = `/repos/octocat/hello-world?cold=${Date.now()}`;
+    const before = fake.stats().total;
+    const answers = await Promise.all(
+      Array.from({ length: 300 }, async (_, i) => {
+        const r = await request(replicas[i % 3]!.url + path);
+        return { status: r.statusCode, body: await r.body.text(), cacheStatus: String(r.headers['cache-status']) };
+      }),
+    );
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(new Set(answers.map((a) => a.body)).size).toBe(1);
+    expect(fake.stats().total - before).toBe(1);
+    // Each replica either won the lock, followed the winner through L2, or coalesced locally.
+    const locks = (await Promise.all(replicas.map((r) => metric(r.adminUrl, 'etagere_flight_locks_total')))).join('\n');
+    expect(locks.match(/result="won"} 1/g)?.length).toBe(1);
+  }, 30_000);
+
+  it('an entry fetched through one replica is a hit on the others', async () => {
+    const path = '/users/octocat';
+    const first = await request(replicas[0]!.url + path);
+    await first.body.dump();
+    const before = fake.stats().total;
+    for (const r of replicas.slice(1)) {
+      const res = await request(r.url + path);
+      expect(res.statusCode).toBe(200);
+      expect(String(res.headers['cache-status'])).toMatch(/^etagere; hit/);
+      await res.body.dump();
+    }
+    expect(fake.stats().total).toBe(before);
+  });
+});
