@@ -75,6 +75,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   const admin = createAdminServer(metrics, {
     ready: () => !draining && server.listening && redisOk(),
     tokens: () => handler.pool?.snapshot(),
+    budget: () => handler.budget(),
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
   await handler.start();

@@ -31,6 +31,8 @@ export interface Handler {
   readonly cache: HttpCache;
   /** The token pool, when tokens are configured. */
   readonly pool: TokenPool | undefined;
+  /** Where the pool's budget lives: shared through Redis, or this process only. */
+  budget(): { shared: boolean; replicas: number } | undefined;
   /** The Redis connection, when Redis is configured. */
   readonly redis: RedisConnection | undefined;
   /** Learns the pool tokens' numbers from the upstream (GET /rate_limit); never throws. */
@@ -41,8 +43,8 @@ export interface Handler {
 export function createHandler(config: Config, logger: Logger, metrics: Metrics): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
-  const poolRt = createPoolRuntime(config, logger, metrics);
   const redis = createRedisConnection(config.redis, logger, metrics);
+  const poolRt = createPoolRuntime(config, logger, metrics, redis);
   let shared: SharedCache | undefined;
   if (redis !== undefined) {
     const l2 = createRedisStore(redis, logger, metrics);
@@ -157,6 +159,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
   return Object.assign(handler, {
     cache,
     pool: poolRt?.pool,
+    budget: () => poolRt?.budget(),
     redis,
     start: async (): Promise<void> => {
       if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {

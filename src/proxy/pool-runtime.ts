@@ -5,13 +5,17 @@
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
+import type { RedisConnection } from '../redis/connection.js';
 import { createTokenPool, rateLimitFromBody, tokenName, type TokenPool } from '../tokens/pool.js';
+import { createSharedTokenPool, type SharedTokenPool } from '../tokens/shared-budget.js';
 import { readRateLimit } from '../tokens/rate-limit.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import { createPoolHeaders } from './pool-headers.js';
 import type { PoolContext } from './pooled-fetch.js';
 
 export interface PoolRuntime extends PoolContext {
+  /** Where the budget lives, for /admin/tokens. */
+  budget(): { shared: boolean; replicas: number };
   /** Asks the upstream for every token's numbers (GET /rate_limit); never throws. */
   probe(client: UpstreamClient, basePath: string): Promise<void>;
   close(): void;
@@ -19,11 +23,11 @@ export interface PoolRuntime extends PoolContext {
 
 const PROBE_BODY_LIMIT = 64 * 1024;
 
-export function createPoolRuntime(config: Config, logger: Logger, metrics: Metrics): PoolRuntime | undefined {
+export function createPoolRuntime(config: Config, logger: Logger, metrics: Metrics, redis?: RedisConnection): PoolRuntime | undefined {
   if (config.pool.tokens.length === 0) return undefined;
   const tokens = config.pool.tokens.map((t) => ({ name: tokenName(t.value, t.name), value: t.value }));
   const log = logger.child({ component: 'token-pool' });
-  const pool: TokenPool = createTokenPool({
+  const local = createTokenPool({
     tokens,
     equivalent: config.pool.equivalent,
     perTokenConcurrency: config.pool.per_token_concurrency,
@@ -51,6 +55,15 @@ export function createPoolRuntime(config: Config, logger: Logger, metrics: Metri
       },
     },
   });
+  const shared: SharedTokenPool | undefined =
+    redis !== undefined && config.redis.shared_tokens
+      ? createSharedTokenPool(local, redis, {
+          perTokenConcurrency: config.pool.per_token_concurrency,
+          maxConcurrency: config.pool.max_concurrency,
+          queueTimeoutMs: config.pool.queue_timeout_ms,
+        }, logger)
+      : undefined;
+  const pool: TokenPool = shared ?? local;
   metrics.watchPool({ tokens: () => pool.snapshot(), queueLength: () => pool.queueLength() });
   log.info({ tokenNames: pool.names, equivalent: pool.equivalent }, 'token pool ready');
 
@@ -85,5 +98,6 @@ export function createPoolRuntime(config: Config, logger: Logger, metrics: Metri
       await Promise.all(pool.names.map((name) => probeOne(client, path, name)));
     },
     close: () => pool.close(),
+    budget: () => ({ shared: shared?.shared() ?? false, replicas: shared?.replicas() ?? 1 }),
   };
 }

@@ -11,6 +11,8 @@ export interface AdminState {
   ready(): boolean;
   /** The pool tokens' state, by name (never values); undefined without a pool. */
   tokens?(): unknown[] | undefined;
+  /** Where the pool's budget lives (shared through Redis, or local). */
+  budget?(): { shared: boolean; replicas: number } | undefined;
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
@@ -46,7 +48,8 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
         return;
       case '/admin/tokens': {
         const tokens = state.tokens?.();
-        json(res, 200, { pool: tokens !== undefined, tokens: tokens ?? [] });
+        const budget = state.budget?.();
+        json(res, 200, { pool: tokens !== undefined, budget: budget === undefined ? null : budget.shared ? 'shared' : 'local', replicas: budget?.replicas ?? 1, tokens: tokens ?? [] });
         return;
       }
       default:

@@ -139,8 +139,32 @@ interface Waiter {
 
 const MAX_HITS = 64;
 
-export function createTokenPool(s: PoolSettings): TokenPool {
+/** A token's numbers as another source (the shared budget in Redis) knows them. */
+export interface SharedView {
+  limit: number;
+  /** Remaining quota minus what other replicas have reserved. */
+  remaining: number;
+  reset: number;
+  pausedUntil: number;
+  dead: boolean;
+  known: boolean;
+}
+
+/** The in-process pool, plus the hooks a shared budget uses to keep it in line with Redis. */
+export interface LocalTokenPool extends TokenPool {
+  /** Overwrites a token's numbers with the shared view (a pause or death is never undone). */
+  sync(name: string, view: SharedView): void;
+  /** This replica's share of the whole-upstream concurrency cap. */
+  setMaxConcurrency(n: number): void;
+  /** Keeps only this share of every token's remaining quota (Redis outage: 1/N per replica). */
+  scaleRemaining(share: number): void;
+  /** Whether the token's numbers come from the upstream yet. */
+  known(name: string): boolean;
+}
+
+export function createTokenPool(s: PoolSettings): LocalTokenPool {
   const now = s.now ?? Date.now;
+  let maxConcurrency = s.maxConcurrency;
   const events = s.events ?? {};
   // A token never seen holds one unit: one request at a time learns its real numbers.
   const tokens: MutableToken[] = s.tokens.map((t) => ({
@@ -278,7 +302,7 @@ export function createTokenPool(s: PoolSettings): TokenPool {
       events.rejected?.(reason);
       return { kind: 'unavailable', reason, retryAfterSeconds: retryAfterSeconds(c.retryAt, at) };
     }
-    if (total >= upstreamConcurrency(s.maxConcurrency, hits, at)) return { kind: 'wait' };
+    if (total >= upstreamConcurrency(maxConcurrency, hits, at)) return { kind: 'wait' };
     return { kind: 'lease', lease: lease(byName.get(c.name)!, c.switched) };
   };
 
@@ -377,6 +401,32 @@ export function createTokenPool(s: PoolSettings): TokenPool {
       pump();
     },
     authorizationOf: (name) => byName.get(name)?.authorization,
+    sync(name, view) {
+      const t = byName.get(name);
+      if (t === undefined) return;
+      if (view.known) {
+        t.limit = view.limit;
+        t.remaining = Math.max(0, view.remaining);
+        t.reset = view.reset;
+        t.known = true;
+      }
+      t.pausedUntil = Math.max(t.pausedUntil, view.pausedUntil);
+      if (view.dead && !t.dead) {
+        t.dead = true;
+        fail(t, now(), '401 from upstream (seen by another replica): token is invalid or revoked');
+      }
+      version++;
+      pump();
+    },
+    setMaxConcurrency(n) {
+      maxConcurrency = Math.max(1, n);
+      pump();
+    },
+    scaleRemaining(share) {
+      for (const t of tokens) if (t.known) t.remaining = Math.floor(t.remaining * share);
+      version++;
+    },
+    known: (name) => byName.get(name)?.known === true,
     close() {
       closed = true;
       if (wake !== undefined) clearTimeout(wake.timer);

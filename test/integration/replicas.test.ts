@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -107,4 +108,63 @@ describe('three replicas, one Redis', () => {
     }
     expect(fake.stats().total).toBe(before);
   });
+});
+
+describe('three replicas share one token budget', () => {
+  const TOKENS = ['rep_pool_token_a1', 'rep_pool_token_b2', 'rep_pool_token_c3'];
+  let redis: TestRedis;
+  let fake: FakeUpstream;
+  let replicas: Replica[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@user${i}:public_repo`).join(',')), tokenLimit: 50, windowSeconds: 600 });
+    replicas = await startReplicas(3, {
+      UPSTREAM_URL: fake.url,
+      REDIS_URL: redis.url,
+      ETAGERE_TOKENS: TOKENS.map((t, i) => `t${i}=${t}`).join(','),
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await stopReplicas(replicas);
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  it('149 uncached requests spread across replicas succeed with no upstream 403/429; request 151 gets 429', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 149; i += 12) {
+      const batch = Array.from({ length: Math.min(12, 149 - i) }, async (_, j) => {
+        const n = i + j;
+        const r = await request(`${replicas[n % 3]!.url}/repos/octocat/hello-world?n=${n}`);
+        await r.body.dump();
+        return r.statusCode;
+      });
+      statuses.push(...(await Promise.all(batch)));
+    }
+    expect(statuses.filter((st) => st !== 200)).toEqual([]);
+    const r150 = await request(`${replicas[0]!.url}/users/octocat?n=150`);
+    await r150.body.dump();
+    expect(r150.statusCode).toBe(200);
+    const stats = fake.stats();
+    expect(stats.byStatus['403']).toBeUndefined();
+    expect(stats.byStatus['429']).toBeUndefined();
+    expect(stats.quotaSpent).toBe(150);
+    for (const rep of replicas) {
+      const r151 = await request(`${rep.url}/users/alice?n=151`);
+      const body = await r151.body.text();
+      expect(r151.statusCode, body).toBe(429);
+      expect(Number(r151.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    expect(fake.stats().byStatus['403']).toBeUndefined();
+    // Every replica sees the three (heartbeats every 2 s) and takes a third of the concurrency cap.
+    await until(
+      async () => {
+        const admin = JSON.parse(await (await request(`${replicas[1]!.adminUrl}/admin/tokens`)).body.text()) as { budget: string; replicas: number };
+        return admin.budget === 'shared' && admin.replicas === 3;
+      },
+      5_000,
+      'the heartbeat to count three replicas',
+    );
+  }, 30_000);
 });
