@@ -10,7 +10,8 @@ import { cacheKey, ANONYMOUS } from '../../src/cache/key.js';
 import { keyTag } from '../../src/cache/redis-store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
-import { redisKind, startRedis, type TestRedis } from '../helpers/redis.js';
+import { redisKind, startRedis, startRedisCluster, type TestRedis, type TestRedisCluster } from '../helpers/redis.js';
+import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 
 /** Signals need a Redis this test started as a process (not REDIS_URL, not a container). */
 const canSignal = (await redisKind()) === 'process';
@@ -208,4 +209,59 @@ describe('Redis outages', () => {
     });
     expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
   }, 30_000);
+});
+
+describe('on a 3-node Redis Cluster', () => {
+  let cluster: TestRedisCluster;
+  let fake: FakeUpstream;
+  let a: TestProxy;
+  let b: TestProxy;
+  const TOKENS = ['cluster_pool_token_1', 'cluster_pool_token_2'];
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 20 });
+    const config = () => ({
+      upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true }],
+      redis: { cluster: cluster.nodes.map((n) => `${n.host}:${n.port}`), key_prefix: PREFIX },
+      cache: { partition_secret: 'shared-secret-of-the-replicas' },
+      pool: { tokens: TOKENS.map((value, i) => ({ name: `c${i}`, value })) },
+    });
+    a = await startTestProxy(config());
+    b = await startTestProxy(config());
+    for (const p of [a, b]) await until(async () => (await p.metrics.redisUp.get()).values[0]?.value === 1, 10_000, 'cluster connection');
+  }, 60_000);
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await fake?.close();
+    await cluster?.stop();
+  });
+
+  it('shares entries across replicas, with one upstream request for concurrent cold misses', async () => {
+    const paths = ['/repos/octocat/hello-world', '/users/octocat', '/users/alice', '/orgs/etagere-org/repos?per_page=5'];
+    for (const path of paths) {
+      const before = fake.stats().total;
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get((i % 2 === 0 ? a : b).url + path)));
+      expect(answers.every((x) => x.status === 200)).toBe(true);
+      expect(fake.stats().total - before).toBe(1);
+    }
+    // An entry written through A (a new key) is then a hit on B with no upstream call.
+    await get(`${a.url}/users/bob`);
+    const before = fake.stats().total;
+    await until(async () => /hit/.test(String((await get(`${b.url}/users/bob`)).headers['cache-status'])), 3_000, 'b to hit');
+    expect(fake.stats().total).toBe(before);
+  });
+
+  it('spends the shared token budget to the last unit with no upstream 403/429', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 60 && !statuses.includes(429); i++) {
+      const r = await get(`${(i % 2 === 0 ? a : b).url}/repos/octocat/hello-world?budget=${i}`);
+      statuses.push(r.status);
+    }
+    expect(statuses.indexOf(429)).toBeGreaterThanOrEqual(40 - 5); // 2 x 20 minus what the first test spent
+    expect(fake.stats().quotaSpent).toBe(40);
+    expect(fake.stats().byStatus['403']).toBeUndefined();
+    expect(fake.stats().byStatus['429']).toBeUndefined();
+  });
 });
