@@ -18,7 +18,14 @@ export type ServerSpec =
    * A fresh etagere process with one upstream ("/" to the fake) using this cache block.
    * logLevel overrides the run's --log-level for this case.
    */
-  | { readonly kind: 'etagere'; readonly cache: CacheYaml; readonly logLevel?: string; readonly pool?: boolean };
+  | {
+      readonly kind: 'etagere';
+      readonly cache: CacheYaml;
+      readonly logLevel?: string;
+      readonly pool?: boolean;
+      /** Give the server its own fresh redis-server; `l1: false` leaves only L2. */
+      readonly redis?: { readonly l1: boolean };
+    };
 
 export type Workload =
   | { readonly kind: 'single'; readonly path: string }
@@ -82,6 +89,20 @@ export const CASES: readonly BenchCase[] = [
     name: 'etagere L1 hot, token pool',
     measures: 'as l1-hot for anonymous consumers of a two-token pool: hits also carry the pool x-ratelimit-* and x-etagere-token',
     server: { kind: 'etagere', cache: { policy: 'max-age' }, pool: true },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l2-hot',
+    name: 'etagere L2 hot (L1 off)',
+    measures: 'as l1-hot with the in-process cache off (cache.l1: false) and a local redis-server: every hit is one Redis GET and a decode',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, redis: { l1: false } },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l1-hot-redis',
+    name: 'etagere L1 hot, Redis on',
+    measures: 'as l1-hot with Redis configured: L1 hits must not touch Redis, so this should match l1-hot',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, redis: { l1: true } },
     workload: { kind: 'single', path: REPO_PATH },
   },
   {

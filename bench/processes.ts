@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const live = new Set<ChildProcess>();
@@ -91,6 +91,8 @@ export interface SpawnOptions {
   readonly discardStdout?: boolean;
   /** URL that answers 2xx once the server is ready. */
   readonly readyUrl: string;
+  /** Readiness check instead of the URL (servers that do not speak HTTP). */
+  readonly ready?: () => Promise<boolean>;
   readonly deadlineMs: number;
 }
 
@@ -155,8 +157,12 @@ export async function spawnServer(o: SpawnOptions): Promise<ServerProcess> {
       throw new Error(`${o.name} failed to start (${why}); last output:\n${tail(o.logFile)}`);
     }
     try {
-      const reply = await httpGet(o.readyUrl, 500);
-      if (reply.status >= 200 && reply.status < 300) break;
+      if (o.ready !== undefined) {
+        if (await o.ready()) break;
+      } else {
+        const reply = await httpGet(o.readyUrl, 500);
+        if (reply.status >= 200 && reply.status < 300) break;
+      }
     } catch {
       // not listening yet
     }
@@ -201,5 +207,20 @@ export function installCleanup(onSignal: (signal: NodeJS.Signals) => void = () =
     for (const c of live) {
       if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     }
+  });
+}
+
+/** Whether a Redis answers PING on host:port (within 500 ms). */
+export function redisAnswers(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, host);
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (d: Buffer) => done(d.toString().startsWith('+PONG')));
   });
 }

@@ -53,3 +53,16 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     clear: () => lru.clear(),
   };
 }
+
+/** An L1 that keeps nothing (cache.l1: false): every lookup goes to L2. */
+export function createDisabledStore(): MemoryStore {
+  return {
+    get: () => undefined,
+    set: () => undefined,
+    delete: () => undefined,
+    size: 0,
+    bytes: 0,
+    keys: () => [][Symbol.iterator](),
+    clear: () => undefined,
+  };
+}

@@ -58,8 +58,7 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
       return { kind: 'corrupt' };
     }
     metrics.l2Lookups.inc({ result: 'hit' });
-    // The body is copied out of the reply buffer, so an L1 copy pins nothing larger.
-    return { kind: 'hit', entry: { ...entry, body: Buffer.from(entry.body) } };
+    return { kind: 'hit', entry };
   };
   return {
     lookup,

@@ -161,6 +161,8 @@ export const configSchema = z
     redis: redisSchema.prefault({}),
     cache: z
       .object({
+        /** The in-process (L1) cache; false leaves only the shared L2 (measurement, or scarce memory). */
+        l1: z.boolean().default(true),
         /** Bound of the in-process (L1) cache, in bytes. */
         max_bytes: z.number().int().min(1024).default(256 * 1024 * 1024),
         /** Larger bodies stream through uncached. */

@@ -11,7 +11,7 @@ import type { Unavailable } from '../tokens/pool.js';
 import { parseCacheControl, requestDirectives, type Directives } from '../cache/cache-control.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { ANONYMOUS, POOL, cacheKey, createPartitioner, pathScope, varyMatches, varySelection, type KeyInput, type Partitioner } from '../cache/key.js';
-import { createMemoryStore, type MemoryStore } from '../cache/memory-store.js';
+import { createDisabledStore, createMemoryStore, type MemoryStore } from '../cache/memory-store.js';
 import {
   currentAge,
   decide,
@@ -150,7 +150,7 @@ function poolTokenOf(fetchedBy: string | undefined): string | undefined {
 export function createHttpCache(config: Config, logger: Logger, metrics: Metrics, poolCtx?: PoolContext, shared?: SharedCache): HttpCache {
   const pool = poolCtx?.pool;
   const poolHeaders = poolCtx?.headers;
-  const l1 = createMemoryStore({
+  const l1 = !config.cache.l1 ? createDisabledStore() : createMemoryStore({
     maxBytes: config.cache.max_bytes,
     maxEntryBytes: config.cache.max_entry_bytes,
     onEvict: () => metrics.cacheEvictions.inc(),
@@ -208,10 +208,14 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     }
   };
 
-  /** An entry read from L2 goes into L1 for what is left of its retention. */
+  /**
+   * An entry read from L2 goes into L1 for what is left of its retention, with its body copied
+   * out of the Redis reply buffer so the L1 copy pins nothing larger than itself.
+   */
   const promote = (key: string, e: CacheEntry): void => {
+    if (!config.cache.l1) return;
     const ttlMs = e.storedAt + retentionSeconds(e) * 1000 - Date.now();
-    if (ttlMs > 0) l1.set(key, e, ttlMs);
+    if (ttlMs > 0) l1.set(key, { ...e, body: Buffer.from(e.body) }, ttlMs);
   };
 
   /**

@@ -54,7 +54,7 @@ export function createFlightLock(conn: RedisConnection, l2: RedisStore, lockMs: 
         if (r === undefined || r === null) return { kind: 'unavailable' };
         const value = r[0]?.[1];
         const entry = Buffer.isBuffer(value) ? decodeEntry(value) : undefined;
-        if (entry !== undefined) return { kind: 'entry', entry: { ...entry, body: Buffer.from(entry.body) } };
+        if (entry !== undefined) return { kind: 'entry', entry };
         if (r[1]?.[1] === 0) return { kind: 'gone' };
         if (Date.now() + pollMs > deadlineMs) return { kind: 'timeout' };
         await new Promise<void>((resolve) => setTimeout(resolve, pollMs).unref());
