@@ -9,7 +9,7 @@
  * (snapshots, events) names tokens by their names.
  */
 import { createHmac } from 'node:crypto';
-import { chooseToken, quotaLeft, type TokenState } from './choose.js';
+import { chooseToken, quotaLeft, windowOver, type TokenState } from './choose.js';
 import {
   classify,
   healthOf,
@@ -126,6 +126,8 @@ interface MutableToken {
   pausedUntil: number;
   known: boolean;
   secondaryRepeats: number;
+  /** Units this replica may still spend on its own (shared budget unreachable), or undefined. */
+  allowance: number | undefined;
   lastError: string | null;
   lastErrorAt: number | null;
 }
@@ -179,6 +181,7 @@ export function createTokenPool(s: PoolSettings): LocalTokenPool {
     pausedUntil: 0,
     known: false,
     secondaryRepeats: 0,
+    allowance: undefined,
     lastError: null,
     lastErrorAt: null,
   }));
@@ -260,6 +263,10 @@ export function createTokenPool(s: PoolSettings): LocalTokenPool {
         if (done) return v;
         done = true;
         apply(t, readRateLimit(header));
+        if (t.allowance !== undefined) {
+          if (status !== 304) t.allowance = Math.max(0, t.allowance - 1); // an authorised 304 is free
+          t.remaining = Math.min(t.remaining, t.allowance);
+        }
         react(t, status, v, at);
         release(t);
         return v;
@@ -404,6 +411,7 @@ export function createTokenPool(s: PoolSettings): LocalTokenPool {
     sync(name, view) {
       const t = byName.get(name);
       if (t === undefined) return;
+      t.allowance = undefined;
       if (view.known) {
         t.limit = view.limit;
         t.remaining = Math.max(0, view.remaining);
@@ -423,7 +431,14 @@ export function createTokenPool(s: PoolSettings): LocalTokenPool {
       pump();
     },
     scaleRemaining(share) {
-      for (const t of tokens) if (t.known) t.remaining = Math.floor(t.remaining * share);
+      const at = now();
+      for (const t of tokens) {
+        if (!t.known) continue;
+        // What is left now, minus what is already in flight here, split: then spent one by one.
+        t.allowance = Math.max(0, Math.floor((quotaLeft(t, at) - t.inFlight) * share) + t.inFlight);
+        t.remaining = Math.min(quotaLeft(t, at), t.allowance);
+        if (windowOver(t, at)) t.reset = Math.ceil(at / 1000) + 60; // unknown new reset: assume soon
+      }
       version++;
     },
     known: (name) => byName.get(name)?.known === true,

@@ -72,8 +72,16 @@ describe('config', () => {
 
   it('has sane cache defaults', () => {
     const c = loadConfig({ env: {} });
-    expect(c.cache).toEqual({ max_bytes: 256 * 1024 * 1024, max_entry_bytes: 4 * 1024 * 1024, partition_secret: null });
+    expect(c.cache).toEqual({ l1: true, max_bytes: 256 * 1024 * 1024, max_entry_bytes: 4 * 1024 * 1024, partition_secret: null });
+    expect(c.redis).toMatchObject({ url: null, cluster: null, key_prefix: 'etagere:', required: false, command_timeout_ms: 100, shared_tokens: true });
     expect(c.upstreams[0]!.cache).toMatchObject({ policy: 'max-age', stale_if_error_seconds: 86_400, stale_while_revalidate_seconds: 0, heuristic_fraction: 0 });
+  });
+
+  it('takes Redis from REDIS_URL or REDIS_CLUSTER_NODES, never both', () => {
+    expect(loadConfig({ env: { REDIS_CLUSTER_NODES: '10.0.0.1:7000, 10.0.0.2:7000' } }).redis.cluster).toEqual(['10.0.0.1:7000', '10.0.0.2:7000']);
+    expect(() => loadConfig({ env: { REDIS_URL: 'redis://x:6379', REDIS_CLUSTER_NODES: 'a:1' } })).toThrow(/redis\.cluster: give either url or cluster/);
+    expect(() => loadConfig({ env: { REDIS_URL: 'http://x' } })).toThrow(/redis\.url: must be a redis:\/\/ or rediss:\/\/ URL/);
+    expect(() => loadConfig({ env: { REDIS_CLUSTER_NODES: 'nohost' } })).toThrow(/redis\.cluster\[0\]: must be host:port/);
   });
 
   const bad: Array<[string, Record<string, unknown>, string]> = [
