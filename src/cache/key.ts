@@ -69,10 +69,13 @@ export interface Partitioner {
   credentialId(authorization: string): string;
   /** Keyed digest of the KEYED_VARY_HEADERS a request carries, or undefined when it has none. */
   selectingDigest(header: (name: string) => string | undefined): string | undefined;
+  /** Replaces the secret (replicas agreeing on one through Redis at start-up). */
+  rekey(secret: string | Buffer): void;
 }
 
-export function createPartitioner(secret: string | Buffer, memoSize = 10_000): Partitioner {
+export function createPartitioner(initialSecret: string | Buffer, memoSize = 10_000): Partitioner {
   const memo = new Map<string, string>();
+  let secret = initialSecret;
   const hmac = (value: string): string => createHmac('sha256', secret).update(value).digest('base64url').slice(0, 22);
   return {
     partitionOf(authorization) {
@@ -97,6 +100,10 @@ export function createPartitioner(secret: string | Buffer, memoSize = 10_000): P
         if (v !== undefined) text = `${text ?? ''}${name}:${v}\n`;
       }
       return text === undefined ? undefined : hmac(`vary:${text}`);
+    },
+    rekey(next) {
+      secret = next;
+      memo.clear();
     },
   };
 }

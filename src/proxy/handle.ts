@@ -3,6 +3,7 @@
  *   target check -> route -> method gate (pass-through or 405) -> cached path (GET/HEAD)
  *   or streaming forward (policy none) -> log and count when the response closes.
  */
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config, UpstreamConfig } from '../config/schema.js';
 import { createAccessLog } from '../log/access.js';
@@ -162,6 +163,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
     budget: () => poolRt?.budget(),
     redis,
     start: async (): Promise<void> => {
+      if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, cache, logger);
       if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {
         await poolRt.probe(probeTarget.client, probeTarget.client.basePath);
       }
@@ -179,4 +181,23 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
 /** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */
 function drain(req: IncomingMessage): void {
   if (!req.complete) req.resume();
+}
+
+/**
+ * Replicas must turn a credential into the same partition to share its entries. Without a
+ * configured cache.partition_secret, the first replica stores a random one in Redis (SET NX) and
+ * every replica uses it. When Redis is unreachable at start-up the process keeps its own random
+ * secret: its client-credential entries are then simply not shared.
+ */
+async function agreeOnPartitionSecret(redis: RedisConnection, cache: HttpCache, logger: Logger): Promise<void> {
+  const key = `${redis.prefix}partition-secret`;
+  const deadline = Date.now() + 1_000; // a start-up with Redis down waits at most this long
+  while (!redis.up() && Date.now() < deadline) await new Promise<void>((r) => setTimeout(r, 20));
+  const candidate = randomBytes(32).toString('base64url');
+  const secret = await redis.run('secret', async (c) => {
+    await c.set(key, candidate, 'NX');
+    return c.get(key);
+  });
+  if (typeof secret === 'string' && secret.length >= 16) cache.partitioner.rekey(secret);
+  else logger.warn('Redis unreachable at start-up: credential partitions use a secret of this process only (set cache.partition_secret to share them)');
 }

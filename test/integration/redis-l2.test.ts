@@ -10,6 +10,7 @@ import { cacheKey, ANONYMOUS } from '../../src/cache/key.js';
 import { keyTag } from '../../src/cache/redis-store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { deadPort } from '../helpers/upstream.js';
 import { redisKind, startRedis, startRedisCluster, type TestRedis, type TestRedisCluster } from '../helpers/redis.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 
@@ -263,5 +264,26 @@ describe('on a 3-node Redis Cluster', () => {
     expect(fake.stats().quotaSpent).toBe(40);
     expect(fake.stats().byStatus['403']).toBeUndefined();
     expect(fake.stats().byStatus['429']).toBeUndefined();
+  });
+});
+
+describe('readiness without Redis', () => {
+  it('stays ready and serves when Redis is unreachable, unless the config says Redis is required', async () => {
+    const fake = await startFakeUpstream({});
+    const nowhere = `redis://127.0.0.1:${await deadPort()}`;
+    const optional = await startTestProxy(replicaConfig(fake, nowhere));
+    const required = await startTestProxy(replicaConfig(fake, nowhere, { required: true }));
+    try {
+      expect((await get(`${optional.adminUrl}/readyz`)).status).toBe(200);
+      expect((await get(`${required.adminUrl}/readyz`)).status).toBe(503);
+      const r = await get(`${optional.url}/users/octocat`);
+      expect(r.status).toBe(200);
+      expect((await get(`${optional.url}/users/octocat`)).headers['cache-status']).toMatch(/^etagere; hit/);
+      expect((await optional.metrics.redisUp.get()).values[0]?.value).toBe(0);
+    } finally {
+      await optional.close();
+      await required.close();
+      await fake.close();
+    }
   });
 });

@@ -36,7 +36,6 @@ export async function startReplicas(n: number, env: Record<string, string | unde
       ADMIN_PORT: String(adminPort),
       ETAGERE_CONFIG: undefined,
       LOG_LEVEL: 'warn',
-      ETAGERE_PARTITION_SECRET: 'replicas-share-this-partition-secret',
       ...env,
     });
     replicas.push({ cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` });
@@ -94,6 +93,21 @@ describe('three replicas, one Redis', () => {
     const locks = (await Promise.all(replicas.map((r) => metric(r.adminUrl, 'etagere_flight_locks_total')))).join('\n');
     expect(locks.match(/result="won"} 1/g)?.length).toBe(1);
   }, 30_000);
+
+  it("a client's own credential is shared across replicas (they agree on a partition secret through Redis)", async () => {
+    const alice = { authorization: 'token demo_token_alice_repo' };
+    const first = await request(`${replicas[1]!.url}/user`, { headers: alice });
+    expect(JSON.parse(await first.body.text()).login).toBe('alice');
+    const before = fake.stats().total;
+    for (const r of [replicas[0]!, replicas[2]!]) {
+      const res = await request(`${r.url}/user`, { headers: alice });
+      expect(String(res.headers['cache-status'])).toMatch(/^etagere; hit/);
+      await res.body.dump();
+    }
+    expect(fake.stats().total).toBe(before);
+    const bob = await request(`${replicas[0]!.url}/user`, { headers: { authorization: 'token demo_token_bob_public' } });
+    expect(JSON.parse(await bob.body.text()).login).toBe('bob');
+  });
 
   it('an entry fetched through one replica is a hit on the others', async () => {
     const path = '/users/octocat';
