@@ -37,27 +37,28 @@ export function keyTag(key: string): string {
 
 export function createRedisStore(conn: RedisConnection, logger: Logger, metrics: Metrics): RedisStore {
   let corruptLogged = false;
+  const results = { hit: metrics.l2Lookups.labels('hit'), miss: metrics.l2Lookups.labels('miss'), corrupt: metrics.l2Lookups.labels('corrupt'), skipped: metrics.l2Lookups.labels('skipped') };
   const entryKey = (key: string): string => `${conn.prefix}{${keyTag(key)}}:e`;
   const lookup = async (key: string): Promise<L2Lookup> => {
     const raw = await conn.run('get', (r) => r.getBuffer(entryKey(key)).then((v) => v ?? false));
     if (raw === undefined) {
-      metrics.l2Lookups.inc({ result: 'skipped' });
+      results.skipped.inc();
       return { kind: 'skipped' };
     }
     if (raw === false) {
-      metrics.l2Lookups.inc({ result: 'miss' });
+      results.miss.inc();
       return { kind: 'miss' };
     }
     const entry = decodeEntry(raw);
     if (entry === undefined) {
-      metrics.l2Lookups.inc({ result: 'corrupt' });
+      results.corrupt.inc();
       if (!corruptLogged) {
         corruptLogged = true;
         logger.warn({ redisKey: entryKey(key) }, 'L2 value does not decode (corrupt, foreign or from another version): treated as a miss; logged once');
       }
       return { kind: 'corrupt' };
     }
-    metrics.l2Lookups.inc({ result: 'hit' });
+    results.hit.inc();
     return { kind: 'hit', entry };
   };
   return {

@@ -542,7 +542,8 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   /** L1 missed: look in L2 (every candidate key), promote what is found, then proceed. */
   const fromL2 = (x: Exchange, keys: Keys, candidates: readonly string[], reqDir: Readonly<Directives>, reader: (name: string) => string | undefined): void => {
     const l2 = shared!.l2;
-    Promise.all(candidates.map((k) => l2.lookup(k))).then(
+    const lookups = candidates.length === 1 ? l2.lookup(candidates[0]!).then((r) => [r]) : Promise.all(candidates.map((k) => l2.lookup(k)));
+    lookups.then(
       (found) => {
         let entry: CacheEntry | undefined;
         found.forEach((r, i) => {
