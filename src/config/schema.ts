@@ -65,6 +65,8 @@ export const upstreamSchema = z
       .strict()
       .prefault({}),
     cache: cachePolicySchema.prefault({}),
+    /** Extra route templates for metric labels (`/things/:id`, a final `*`), tried before the built-in GitHub ones. */
+    routes: z.array(z.string().regex(/^\/[^?#\s]*$/, 'must be a path template such as /things/:id')).default([]),
     /** Attach a pool token to requests that carry no credential of their own (GitHub-like upstreams). */
     token_pool: z.boolean().default(false),
   })

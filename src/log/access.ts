@@ -13,6 +13,8 @@ export interface AccessFields {
   method: string;
   path: string;
   upstream: string;
+  /** Route template (bounded), e.g. /repos/:owner/:repo. */
+  route?: string;
   status: number;
   cache: string | undefined;
   upstreamStatus: number | undefined;
@@ -36,7 +38,7 @@ export function createAccessLog(logger: Logger): AccessLog {
     return (f) => logger.info({ ...f, path: redactQuery(f.path) }, 'request');
   }
   return (f) => {
-    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${JSON.stringify(f.reqId)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(redactQuery(f.path))},"upstream":${JSON.stringify(f.upstream)},"status":${f.status}`;
+    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${JSON.stringify(f.reqId)},"method":${JSON.stringify(f.method)},"path":${JSON.stringify(redactQuery(f.path))},"upstream":${JSON.stringify(f.upstream)}${f.route === undefined ? '' : `,"route":${JSON.stringify(f.route)}`},"status":${f.status}`;
     if (f.cache !== undefined) line += `,"cache":"${f.cache}"`;
     if (f.upstreamStatus !== undefined) line += `,"upstreamStatus":${f.upstreamStatus}`;
     if (f.token !== undefined) line += `,"tokenName":${JSON.stringify(f.token)}`;

@@ -156,6 +156,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     onEvict: () => metrics.cacheEvictions.inc(),
   });
   const flights = createSingleFlight<FlightResult>();
+  metrics.watchCache({ l1Entries: () => l1.size, l1Bytes: () => l1.bytes, waiters: () => flights.waiters });
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const invalidations = new Map<string, number>();
   const links: LinkSettings = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
@@ -294,7 +295,12 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     if (x !== undefined) x.token = token;
     const fetchedBy = token !== undefined ? `pool:${token}` : fetchedByOf(leader.req.headers.authorization);
     const key = keys.store(token);
-    metrics.countUpstream(leader.upstream.cfg.name, f.kind === 'failed' ? 'error' : f.status);
+    metrics.countUpstream(
+      leader.upstream.cfg.name,
+      leader.route,
+      f.kind === 'failed' ? 'error' : f.status,
+      f.kind === 'response' ? (f.responseTime - f.requestTime) / 1000 : undefined,
+    );
     if (f.kind === 'failed') {
       logger.warn({ reqId: leader.id, upstream: leader.upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
       return f;

@@ -14,6 +14,8 @@ export interface Exchange {
   /** Path and query as sent upstream. */
   readonly path: string;
   readonly method: 'GET' | 'HEAD';
+  /** Route template of the path, for metric labels (never the raw path). */
+  readonly route: string;
   /** Whose credential goes upstream (client, pool token, none). */
   readonly cred: Credential;
   /** Filled in along the way, for the log line and metrics. */

@@ -35,6 +35,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, metric
     if (!res.writableFinished) clientGone = true;
   });
   x.outcome ??= 'bypass';
+  const sentAt = Date.now();
   upstream.client
     .request({ method: x.method, path: x.path, headers })
     .then((up) => {
@@ -44,7 +45,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, metric
         return;
       }
       x.upstreamStatus = up.statusCode;
-      metrics.countUpstream(upstream.cfg.name, up.statusCode);
+      metrics.countUpstream(upstream.cfg.name, x.route, up.statusCode, (Date.now() - sentAt) / 1000);
       const out = responseHeadersForClient(up.headers);
       out['x-request-id'] = x.id;
       rewriteLinkHeaders(x, out, links);
@@ -58,7 +59,7 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, metric
     .catch((err: unknown) => {
       if (clientGone) return; // the client went away; nothing to answer
       const f = classifyUpstreamError(err);
-      metrics.countUpstream(upstream.cfg.name, 'error');
+      metrics.countUpstream(upstream.cfg.name, x.route, 'error');
       x.outcome = 'error';
       logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.detail }, 'upstream request failed');
       errors.upstreamFailed(res, upstream.cfg.name, f);
@@ -107,13 +108,13 @@ function forwardPooled(
       const { f } = p;
       x.token = p.token;
       if (f.kind === 'failed') {
-        metrics.countUpstream(upstream.cfg.name, 'error');
+        metrics.countUpstream(upstream.cfg.name, x.route, 'error');
         x.outcome = 'error';
         logger.warn({ reqId: x.id, upstream: upstream.cfg.name, err: f.failure.detail }, 'upstream request failed');
         errors.upstreamFailed(res, upstream.cfg.name, f.failure);
         return;
       }
-      metrics.countUpstream(upstream.cfg.name, f.status);
+      metrics.countUpstream(upstream.cfg.name, x.route, f.status, f.kind === 'response' ? (f.responseTime - f.requestTime) / 1000 : undefined);
       x.upstreamStatus = f.status;
       if (res.destroyed) {
         if (f.kind === 'too-large') f.rest.destroy();

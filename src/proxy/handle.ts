@@ -72,16 +72,18 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
     const bytesBefore = socket.bytesWritten;
     const id = requestId(req.headers['x-request-id']);
     let x: Exchange | undefined;
+    let routeOf = '-';
 
     res.once('close', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const upstreamName = x?.upstream.cfg.name ?? '-';
-      metrics.observeRequest(upstreamName, req.method ?? '-', res.statusCode, x?.outcome, seconds);
+      metrics.observeRequest(upstreamName, x?.route ?? routeOf, req.method ?? '-', res.statusCode, x?.outcome, seconds, x !== undefined && x.cred.kind !== 'anonymous');
       access({
         reqId: id,
         method: req.method ?? '-',
         path: req.url ?? '',
         upstream: upstreamName,
+        route: x?.route ?? routeOf,
         status: res.statusCode,
         cache: x?.outcome,
         upstreamStatus: x?.upstreamStatus,
@@ -107,6 +109,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
       return;
     }
     const upstream = runtimes[route.index]!;
+    routeOf = upstream.routes.match(target.pathname);
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, target.pathname, target.search);
     const method = req.method;
 
@@ -140,6 +143,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics):
       search: target.search,
       path,
       method,
+      route: routeOf,
       cred,
       outcome: undefined,
       upstreamStatus: undefined,

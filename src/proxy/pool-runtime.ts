@@ -49,9 +49,10 @@ export function createPoolRuntime(config: Config, logger: Logger, metrics: Metri
       },
       rejected(reason) {
         metrics.poolRejections.inc({ reason });
+        if (reason === 'exhausted') metrics.poolExhausted.inc();
       },
       queued(seconds) {
-        metrics.poolQueueWait.observe(seconds);
+        metrics.queueWait.observe(seconds);
       },
     },
   });

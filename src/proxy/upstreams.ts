@@ -1,6 +1,7 @@
 /** Per-upstream runtime: its config, client, pass-through and freshness policy, built once. */
 import type { UpstreamConfig } from '../config/schema.js';
 import type { FreshnessPolicy } from '../cache/policy.js';
+import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../metrics/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { createPassThrough, type PassThrough } from './pass-through.js';
 
@@ -9,6 +10,8 @@ export interface UpstreamRuntime {
   readonly client: UpstreamClient;
   readonly passThrough: PassThrough | undefined;
   readonly policy: FreshnessPolicy;
+  /** Route templates for metric labels. */
+  readonly routes: RouteMatcher;
   /** Upstream URL (origin + base path, no trailing slash), as it appears in Link headers. */
   readonly linkBase: string;
 }
@@ -34,6 +37,7 @@ export function createUpstreamRuntime(
     client,
     passThrough: cfg.pass_through ? createPassThrough(cfg, onUnsafeResponse) : undefined,
     policy: policyOf(cfg),
+    routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
     linkBase: client.origin + (client.basePath === '/' ? '' : client.basePath.replace(/\/$/, '')),
   };
 }

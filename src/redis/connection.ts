@@ -130,6 +130,7 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
       } catch (err) {
         breaker.failure(Date.now());
         count(op, 'error');
+        metrics.redisErrors.labels(op).inc();
         onError(err as Error);
         return undefined;
       }

@@ -37,7 +37,7 @@ describe('admin endpoints and graceful shutdown', () => {
       expect(metrics.statusCode).toBe(200);
       const text = await metrics.body.text();
       expect(text).toMatch(/^etagere_process_cpu_seconds_total /m);
-      expect(text).toMatch(/^etagere_requests_total\{upstream="main",method="GET",status="200"\} 1$/m);
+      expect(text).toMatch(/^etagere_requests_total\{upstream="main",route="other",method="GET",status="200"\} 1$/m); // "/x" matches no route template
       // The proxy port does not expose admin paths: they route upstream like any other path.
       const viaProxy = await request(`${proxy.url}/metrics`);
       expect(await viaProxy.body.text()).toBe('done');

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_ROUTES, OTHER, createRouteMatcher } from '../../src/metrics/route-template.js';
+
+describe('route templates for metric labels', () => {
+  const m = createRouteMatcher(DEFAULT_ROUTES);
+  const table: Array<[string, string]> = [
+    ['/repos/octocat/hello-world', '/repos/:owner/:repo'],
+    ['/repos/octocat/hello-world/', '/repos/:owner/:repo'],
+    ['/repos/octocat/hello-world/releases/latest', '/repos/:owner/:repo/releases/latest'],
+    ['/repos/octocat/hello-world/releases/12345', '/repos/:owner/:repo/releases/:id'],
+    ['/repos/o/r/contents/src/deep/file.ts', '/repos/:owner/:repo/contents/*'],
+    ['/users/octocat', '/users/:username'],
+    ['/users/octocat/repos', '/users/:username/repos'],
+    ['/user', '/user'],
+    ['/user/repos', '/user/repos'],
+    ['/orgs/etagere-org/repos', '/orgs/:org/repos'],
+    ['/rate_limit', '/rate_limit'],
+    ['/', '/'],
+    ['/bicyclists/helsinki', '/bicyclists/:city'],
+    ['/no/such/thing/at/all', OTHER],
+    ['/repos/only-owner', OTHER],
+  ];
+  it.each(table)('%s -> %s', (path, template) => {
+    expect(m.match(path)).toBe(template);
+  });
+  it('prefers a literal segment over a parameter', () => {
+    const own = createRouteMatcher(['/a/:x', '/a/b']);
+    expect(own.match('/a/b')).toBe('/a/b');
+    expect(own.match('/a/c')).toBe('/a/:x');
+  });
+  it('keeps the label set bounded whatever paths arrive', () => {
+    const labels = new Set<string>();
+    for (let i = 0; i < 5000; i++) labels.add(m.match(`/repos/u${i}/r${i}/weird/${i}`));
+    expect(labels).toEqual(new Set([OTHER]));
+  });
+});
