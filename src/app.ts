@@ -76,6 +76,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     ready: () => !draining && server.listening && redisOk(),
     tokens: () => handler.pool?.snapshot(),
     budget: () => handler.budget(),
+    redis: () => ({ configured: handler.redis !== undefined, up: handler.redis?.up() ?? false }),
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
   await handler.start();

@@ -7,6 +7,7 @@
  * status codes, outcomes, operations and states are small fixed sets.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createRecentStats, type RecentStats } from './recent.js';
 
 /** What the token gauges read at scrape time (names only, never values). */
 export interface PoolGaugeSource {
@@ -31,6 +32,8 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 
 export interface Metrics {
   readonly registry: Registry;
+  /** The last five minutes, for the status page. */
+  readonly recent: RecentStats;
   readonly requests: Counter<'upstream' | 'route' | 'method' | 'status'>;
   readonly requestDuration: Histogram<'upstream' | 'route'>;
   readonly upstreamRequests: Counter<'upstream' | 'route' | 'status'>;
@@ -230,8 +233,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers,
   });
 
+  const recent = createRecentStats();
   return {
     registry,
+    recent,
     requests,
     requestDuration,
     upstreamRequests,
@@ -308,15 +313,19 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     },
     countUpstream: (upstream, route, status, seconds) => {
       upstreamChild(upstream, route, String(status)).inc();
+      recent.upstream(upstream, status);
       if (seconds !== undefined) upstreamDurationChild(upstream, route).observe(seconds);
     },
     observeRequest: (upstream, route, method, status, outcome, seconds, authorized) => {
       requestChild(upstream, route, method, String(status)).inc();
       durationChild(upstream, route).observe(seconds);
+      let saved = false;
       if (outcome !== undefined) {
         outcomeChild(upstream, route, outcome).inc();
-        if (SAVING.has(outcome) || (outcome === 'revalidated' && authorized)) savedChild(upstream).inc();
+        saved = SAVING.has(outcome) || (outcome === 'revalidated' && authorized);
+        if (saved) savedChild(upstream).inc();
       }
+      recent.request(saved, outcome === 'hit');
     },
   };
 }

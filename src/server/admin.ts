@@ -1,10 +1,12 @@
 /**
- * The admin listener (its own port, loopback by default): /healthz, /readyz, /metrics and
- * /admin/tokens (each pool token's name, numbers, state and last error).
+ * The admin listener (its own port, loopback by default): / (the status page), /healthz,
+ * /readyz, /metrics, /admin/status (what the status page shows) and /admin/tokens (each pool
+ * token's name, numbers, state and last error).
  * Nothing here ever prints a token.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Metrics } from '../metrics/registry.js';
+import { STATUS_PAGE } from './status-page.js';
 
 export interface AdminState {
   /** False while starting and once draining for shutdown. */
@@ -13,6 +15,8 @@ export interface AdminState {
   tokens?(): unknown[] | undefined;
   /** Where the pool's budget lives (shared through Redis, or local). */
   budget?(): { shared: boolean; replicas: number } | undefined;
+  /** Redis: configured, and connected with its breaker closed. */
+  redis?(): { configured: boolean; up: boolean };
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
@@ -46,6 +50,31 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
           (err: unknown) => json(res, 500, { message: `metrics failed: ${(err as Error).message}` }),
         );
         return;
+      case '/': {
+        const body = Buffer.from(STATUS_PAGE);
+        res.writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'content-length': body.length,
+          'cache-control': 'no-store',
+          'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+          'x-content-type-options': 'nosniff',
+        });
+        res.end(req.method === 'HEAD' ? undefined : body);
+        return;
+      }
+      case '/admin/status': {
+        const budget = state.budget?.();
+        json(res, 200, {
+          time: Date.now(),
+          ready: state.ready(),
+          recent: metrics.recent.summary(),
+          redis: state.redis?.() ?? { configured: false, up: false },
+          budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
+          replicas: budget?.replicas ?? 1,
+          tokens: state.tokens?.() ?? [],
+        });
+        return;
+      }
       case '/admin/tokens': {
         const tokens = state.tokens?.();
         const budget = state.budget?.();
@@ -53,7 +82,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
         return;
       }
       default:
-        json(res, 404, { message: 'Not Found', endpoints: ['/healthz', '/readyz', '/metrics', '/admin/tokens'] });
+        json(res, 404, { message: 'Not Found', endpoints: ['/', '/healthz', '/readyz', '/metrics', '/admin/status', '/admin/tokens'] });
     }
   });
 }

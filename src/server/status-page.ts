@@ -1,0 +1,117 @@
+/**
+ * The operator status page served at GET / on the admin port: one self-contained HTML document
+ * (no external assets) that polls /admin/status every 2 s and shows each pool token's remaining
+ * quota against its limit, its state and reset countdown; the hit ratio and quota saved over the
+ * last minutes; and Redis and upstream health. Token names only: the JSON never holds a value,
+ * and every string is put in the page with textContent.
+ */
+export const STATUS_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>etagere status</title>
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1d2330; background: #f6f7f9; }
+  h1 { font-size: 1.3rem; margin: 0 0 1rem; }
+  h2 { font-size: 1rem; margin: 1.5rem 0 .5rem; }
+  .tiles { display: flex; gap: .75rem; flex-wrap: wrap; }
+  .tile { background: #fff; border: 1px solid #d8dce3; border-radius: 6px; padding: .6rem .9rem; min-width: 9rem; }
+  .tile b { display: block; font-size: 1.4rem; }
+  table { border-collapse: collapse; background: #fff; border: 1px solid #d8dce3; min-width: 40rem; }
+  th, td { text-align: left; padding: .35rem .7rem; border-bottom: 1px solid #eceef2; }
+  .bar { width: 14rem; height: .8rem; background: #eceef2; border-radius: 3px; overflow: hidden; }
+  .bar > span { display: block; height: 100%; background: #2f8f4e; }
+  .state-exhausted .bar > span, .state-paused .bar > span { background: #c9831b; }
+  .state-dead .bar > span { background: #b3261e; }
+  .ok { color: #2f8f4e; } .bad { color: #b3261e; } .muted { color: #6b7280; }
+</style>
+</head>
+<body>
+<h1>etagere <span class="muted" id="updated"></span></h1>
+<div class="tiles">
+  <div class="tile">hit ratio <b id="hit-ratio">-</b><span class="muted" id="window"></span></div>
+  <div class="tile">quota saved <b id="quota-saved">-</b><span class="muted">requests that spent none</span></div>
+  <div class="tile">requests <b id="requests">-</b></div>
+  <div class="tile">Redis <b id="redis">-</b></div>
+  <div class="tile">token budget <b id="budget">-</b></div>
+</div>
+<h2>Tokens</h2>
+<table id="tokens">
+  <thead><tr><th>token</th><th>remaining / limit</th><th></th><th>state</th><th>resets in</th><th>in flight</th><th>last error</th></tr></thead>
+  <tbody></tbody>
+</table>
+<p class="muted" id="no-pool" hidden>No token pool is configured.</p>
+<h2>Upstreams</h2>
+<table id="upstreams">
+  <thead><tr><th>upstream</th><th>requests</th><th>errors (5xx, failures)</th><th>last status</th></tr></thead>
+  <tbody></tbody>
+</table>
+<script>
+'use strict';
+let last = null;
+const $ = (id) => document.getElementById(id);
+function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td); return td; }
+function countdown(reset) {
+  if (reset === null) return '-';
+  const s = Math.max(0, Math.round(reset - Date.now() / 1000));
+  return s >= 3600 ? Math.floor(s / 3600) + 'h ' + Math.floor((s % 3600) / 60) + 'm' : s >= 60 ? Math.floor(s / 60) + 'm ' + (s % 60) + 's' : s + 's';
+}
+function render(st) {
+  $('updated').textContent = 'updated ' + new Date(st.time).toLocaleTimeString();
+  const r = st.recent;
+  $('hit-ratio').textContent = r.hitRatio === null ? '-' : (r.hitRatio * 100).toFixed(1) + ' %';
+  $('window').textContent = 'last ' + Math.round(r.windowSeconds / 60) + ' min';
+  $('quota-saved').textContent = String(r.saved);
+  $('requests').textContent = String(r.requests);
+  $('redis').textContent = !st.redis.configured ? 'not used' : st.redis.up ? 'up' : 'down';
+  $('redis').className = !st.redis.configured ? 'muted' : st.redis.up ? 'ok' : 'bad';
+  $('budget').textContent = st.budget === null ? '-' : st.budget + (st.replicas > 1 ? ' (' + st.replicas + ' replicas)' : '');
+  const body = document.querySelector('#tokens tbody');
+  body.textContent = '';
+  $('no-pool').hidden = st.tokens.length > 0;
+  for (const t of st.tokens) {
+    const tr = document.createElement('tr');
+    tr.dataset.token = t.name;
+    tr.className = 'state-' + t.state;
+    cell(tr, t.name);
+    cell(tr, t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
+    const td = cell(tr, '');
+    const bar = document.createElement('div'); bar.className = 'bar';
+    const fill = document.createElement('span');
+    fill.style.width = t.limit ? Math.round((100 * (t.remaining || 0)) / t.limit) + '%' : '0%';
+    bar.appendChild(fill); td.appendChild(bar);
+    cell(tr, t.state, t.state === 'ok' ? 'ok' : t.state === 'unknown' ? 'muted' : 'bad');
+    cell(tr, t.paused_until ? 'paused ' + countdown(Date.parse(t.paused_until) / 1000) : countdown(t.reset));
+    cell(tr, String(t.in_flight));
+    cell(tr, t.last_error || '', 'muted');
+    body.appendChild(tr);
+  }
+  const ub = document.querySelector('#upstreams tbody');
+  ub.textContent = '';
+  for (const u of r.upstreams) {
+    const tr = document.createElement('tr');
+    tr.dataset.upstream = u.name;
+    cell(tr, u.name);
+    cell(tr, String(u.requests));
+    cell(tr, String(u.errors), u.errors > 0 ? 'bad' : 'ok');
+    cell(tr, u.lastStatus === null ? '-' : String(u.lastStatus), u.lastStatus === 'error' || u.lastStatus >= 500 ? 'bad' : '');
+    ub.appendChild(tr);
+  }
+}
+async function refresh() {
+  try {
+    const res = await fetch('/admin/status', { cache: 'no-store' });
+    last = await res.json();
+    render(last);
+  } catch (err) {
+    $('updated').textContent = 'status unavailable: ' + err;
+  }
+}
+refresh();
+setInterval(refresh, 2000);
+setInterval(() => { if (last) render(last); }, 1000);
+</script>
+</body>
+</html>
+`;
