@@ -3,6 +3,7 @@
  * graceful shutdown. `startApp` is what `etagere serve` and the tests call.
  */
 import { createServer, type Server } from 'node:http';
+import type { TokenReport } from './tokens/pool.js';
 import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { createMetrics, type Metrics } from './metrics/registry.js';
@@ -21,6 +22,8 @@ export interface App {
   readonly metrics: Metrics;
   /** Number of requests currently being answered. */
   inFlight(): number;
+  /** The pool tokens' state (names only), empty without a pool. */
+  tokens(): TokenReport[];
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
    * timeout), then close everything. Idempotent.
@@ -116,6 +119,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     logger,
     metrics,
     inFlight: () => inFlight,
+    tokens: () => handler.pool?.snapshot() ?? [],
     close,
   };
 }

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startApp, type App } from './app.js';
 import { ConfigError, loadConfig } from './config/load.js';
+import { startDemoLoad, summaryLine } from './demo/consumer.js';
 import { startFakeUpstream, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
 
 const USAGE = `usage:
@@ -17,7 +18,9 @@ const USAGE = `usage:
   etagere fake-upstream [options]        run the fake upstream API
       --port N (default 9100)  --host H (default 127.0.0.1)  --tokens SPEC (e.g. "tok1:repo,tok2:")
       --anon-limit N  --token-limit N  --window-seconds N  --latency-ms N
-  etagere demo [--port N] [--fake-port N]  fake upstream plus a proxy in front of it
+  etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet]
+                                           fake upstream plus a proxy in front of it, with a
+                                           small consumer load and a summary line per second
 `;
 
 function fail(message: string, code = 2): never {
@@ -107,7 +110,7 @@ async function fakeUpstream(args: string[]): Promise<void> {
 async function demo(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { port: { type: 'string' }, 'fake-port': { type: 'string' } },
+    options: { port: { type: 'string' }, 'fake-port': { type: 'string' }, 'admin-port': { type: 'string' }, quiet: { type: 'boolean', default: false } },
     strict: true,
   });
   const fake = await startFakeUpstream({ port: intFlag('fake-port', values['fake-port']) ?? 9100, host: '127.0.0.1' });
@@ -117,6 +120,8 @@ async function demo(args: string[]): Promise<void> {
     // The pool: two of the fake's demo tokens (public scopes, so equivalent), unless you give others.
     const tokens = process.env.ETAGERE_TOKENS || 'alice-public=demo_token_alice_public,bob-public=demo_token_bob_public';
     const config = loadConfig({ file, env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined, ETAGERE_TOKENS: tokens } });
+    const adminPort = intFlag('admin-port', values['admin-port']);
+    if (adminPort !== undefined) config.admin.port = adminPort;
     const port = intFlag('port', values.port);
     if (port !== undefined) {
       config.listen.port = port;
@@ -144,7 +149,16 @@ Try:
   curl -s ${fake.url}/__fake/stats
 
 `);
+  // A small built-in consumer load and a one-line-per-second summary (unless --quiet).
+  const load = values.quiet ? undefined : startDemoLoad(app.url);
+  const ticker = values.quiet
+    ? undefined
+    : setInterval(() => {
+        process.stdout.write(`${summaryLine(app.metrics.recent.summary(), app.tokens())}\n`);
+      }, 1000);
   onSignals(async () => {
+    if (ticker !== undefined) clearInterval(ticker);
+    await load?.stop();
     await app.close();
     await fake.close();
   });
