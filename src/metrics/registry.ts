@@ -140,10 +140,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers,
   });
 
-  const requestChild = children((l) => requests.labels(...(l as [string, string, string, string])));
-  const durationChild = children((l) => requestDuration.labels(...(l as [string, string])));
-  const outcomeChild = children((l) => cacheOutcomes.labels(...(l as [string, string, string])));
-  const savedChild = children((l) => quotaSaved.labels(l[0]!));
+  // The per-request children (hot path): one key string per request, no label arrays.
+  const perRequest = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
+  const perOutcome = new Map<string, { outcome: { inc(): void }; saved: { inc(): void } }>();
   const upstreamChild = children((l) => upstreamRequests.labels(...(l as [string, string, string])));
   const upstreamDurationChild = children((l) => upstreamDuration.labels(...(l as [string, string])));
 
@@ -317,13 +316,25 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       if (seconds !== undefined) upstreamDurationChild(upstream, route).observe(seconds);
     },
     observeRequest: (upstream, route, method, status, outcome, seconds, authorized) => {
-      requestChild(upstream, route, method, String(status)).inc();
-      durationChild(upstream, route).observe(seconds);
+      const rk = `${upstream}\u0000${route}\u0000${method}\u0000${status}`;
+      let r = perRequest.get(rk);
+      if (r === undefined) {
+        r = { requests: requests.labels(upstream, route, method, String(status)), duration: requestDuration.labels(upstream, route) };
+        perRequest.set(rk, r);
+      }
+      r.requests.inc();
+      r.duration.observe(seconds);
       let saved = false;
       if (outcome !== undefined) {
-        outcomeChild(upstream, route, outcome).inc();
+        const ok = `${upstream}\u0000${route}\u0000${outcome}`;
+        let o = perOutcome.get(ok);
+        if (o === undefined) {
+          o = { outcome: cacheOutcomes.labels(upstream, route, outcome), saved: quotaSaved.labels(upstream) };
+          perOutcome.set(ok, o);
+        }
+        o.outcome.inc();
         saved = SAVING.has(outcome) || (outcome === 'revalidated' && authorized);
-        if (saved) savedChild(upstream).inc();
+        if (saved) o.saved.inc();
       }
       recent.request(saved, outcome === 'hit');
     },
