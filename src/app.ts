@@ -3,7 +3,7 @@
  * graceful shutdown. `startApp` is what `etagere serve` and the tests call.
  */
 import { createServer, type Server } from 'node:http';
-import type { TokenReport } from './tokens/pool.js';
+import type { TokenPool, TokenReport } from './tokens/pool.js';
 import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { createMetrics, type Metrics } from './metrics/registry.js';
@@ -34,12 +34,16 @@ export interface App {
 export interface AppOptions {
   logger?: Logger;
   metrics?: Metrics;
+  /** False in a cluster worker: the primary process serves the admin port. */
+  adminListener?: boolean;
+  /** A token pool to use instead of one built from the config (a worker's IPC pool). */
+  pool?: TokenPool;
 }
 
 export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
   const metrics = opts.metrics ?? createMetrics();
-  const handler = createHandler(config, logger, metrics);
+  const handler = createHandler(config, logger, metrics, opts.pool);
   let draining = false;
   let inFlight = 0;
   let onIdle: (() => void) | undefined;
@@ -84,7 +88,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
   await handler.start();
   const addr = await listen(server, config.listen.port, config.listen.host);
-  const adminAddr = await listen(admin, config.admin.port, config.admin.host);
+  const adminAddr = opts.adminListener === false ? undefined : await listen(admin, config.admin.port, config.admin.host);
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
@@ -113,7 +117,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
 
   return {
     url: urlOf(addr),
-    adminUrl: urlOf(adminAddr),
+    adminUrl: adminAddr === undefined ? '' : urlOf(adminAddr),
     server,
     admin,
     logger,

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startApp, type App } from './app.js';
 import { ConfigError, loadConfig } from './config/load.js';
+import { cluster, runPrimary, runWorker, workerCount } from './cluster/serve.js';
+import type { Config } from './config/schema.js';
 import { startDemoLoad, summaryLine } from './demo/consumer.js';
 import { startFakeUpstream, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
 
@@ -53,13 +55,25 @@ function onSignals(stop: () => Promise<void>): void {
 
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } }, strict: true });
-  let app: App;
+  let config: Config;
   try {
-    app = await startApp(loadConfig({ file: values.config }));
+    config = loadConfig({ file: values.config });
   } catch (err) {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
+  if (cluster.isWorker) {
+    const worker = await runWorker(config);
+    onSignals(() => worker.close());
+    return;
+  }
+  if (workerCount(config.workers) > 1) {
+    const primary = await runPrimary(config);
+    process.stdout.write(`etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl})\n`);
+    onSignals(() => primary.close());
+    return;
+  }
+  const app = await startApp(config);
   app.logger.info({ url: app.url, admin: app.adminUrl }, 'etagere listening');
   app.logger.flush(); // the async destination would otherwise hold the line until 4 KiB accumulate
   onSignals(() => app.close());

@@ -24,6 +24,7 @@ export const ENV_VARS = {
   ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
   UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
   LOG_LEVEL: 'log.level',
+  WORKERS: 'workers: a number, or "auto" for one per CPU',
   ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
 } as const;
 
@@ -56,6 +57,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
   set(env.REDIS_CLUSTER_NODES, (v) => (obj(raw, 'redis').cluster = v.split(',').map((n) => n.trim()).filter((n) => n.length > 0)));
   set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
+  set(env.WORKERS, (v) => (raw.workers = v.trim() === 'auto' ? 'auto' : intFromEnv('WORKERS', v)));
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','))));
   set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));

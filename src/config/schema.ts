@@ -178,6 +178,8 @@ export const configSchema = z
     pool: poolSchema.prefault({}),
     consumers: consumersSchema.prefault({}),
     log: z.object({ level: z.enum(LOG_LEVELS).default('info') }).strict().prefault({}),
+    /** Processes serving requests: 1, a number, or "auto" (one per CPU). See src/cluster/serve.ts. */
+    workers: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default(1),
     shutdown: z.object({ drain_timeout_ms: z.number().int().positive().default(10_000) }).strict().prefault({}),
     upstreams: z
       .array(upstreamSchema)

@@ -277,7 +277,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       help: 'Requests refused with 401 for lack of a known consumer key.',
       registers,
     }),
-    redisUp: new Gauge({ name: 'etagere_redis_up', help: '1 while the Redis connection is ready, else 0.', registers }),
+    // min: summed over cluster workers, "up" would count workers; the machine is up only if all are.
+    redisUp: new Gauge({ name: 'etagere_redis_up', help: '1 while the Redis connection is ready, else 0.', registers, aggregator: 'min' }),
     redisOps: new Counter({
       name: 'etagere_redis_operations_total',
       help: 'Redis operations by name and result: ok, error (failed or timed out), skipped (disconnected or circuit breaker open).',

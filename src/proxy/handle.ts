@@ -41,11 +41,11 @@ export interface Handler {
   close(): Promise<void>;
 }
 
-export function createHandler(config: Config, logger: Logger, metrics: Metrics): Handler {
+export function createHandler(config: Config, logger: Logger, metrics: Metrics, poolOverride?: TokenPool): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
   const redis = createRedisConnection(config.redis, logger, metrics);
-  const poolRt = createPoolRuntime(config, logger, metrics, redis);
+  const poolRt = createPoolRuntime(config, logger, metrics, redis, poolOverride);
   let shared: SharedCache | undefined;
   if (redis !== undefined) {
     const l2 = createRedisStore(redis, logger, metrics);

@@ -23,8 +23,24 @@ export interface PoolRuntime extends PoolContext {
 
 const PROBE_BODY_LIMIT = 64 * 1024;
 
-export function createPoolRuntime(config: Config, logger: Logger, metrics: Metrics, redis?: RedisConnection): PoolRuntime | undefined {
+export function createPoolRuntime(
+  config: Config,
+  logger: Logger,
+  metrics: Metrics,
+  redis?: RedisConnection,
+  override?: TokenPool,
+): PoolRuntime | undefined {
   if (config.pool.tokens.length === 0) return undefined;
+  if (override !== undefined) {
+    // A cluster worker: the pool lives in the primary process, which also probes and reports it.
+    return {
+      pool: override,
+      headers: createPoolHeaders(override),
+      probe: async () => undefined,
+      close: () => override.close(),
+      budget: () => ({ shared: false, replicas: 1 }),
+    };
+  }
   const tokens = config.pool.tokens.map((t) => ({ name: tokenName(t.value, t.name), value: t.value }));
   const log = logger.child({ component: 'token-pool' });
   const local = createTokenPool({

@@ -5,6 +5,7 @@
  * Nothing here ever prints a token.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { RecentSummary } from '../metrics/recent.js';
 import type { Metrics } from '../metrics/registry.js';
 import { STATUS_PAGE } from './status-page.js';
 
@@ -17,6 +18,10 @@ export interface AdminState {
   budget?(): { shared: boolean; replicas: number } | undefined;
   /** Redis: configured, and connected with its breaker closed. */
   redis?(): { configured: boolean; up: boolean };
+  /** The /metrics text when not this process's registry alone (a cluster primary aggregates its workers). */
+  metricsText?(): Promise<string>;
+  /** Recent activity when not this process's alone (a cluster primary sums its workers). */
+  recent?(): RecentSummary;
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
@@ -42,7 +47,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
         else json(res, 503, { status: 'not ready' });
         return;
       case '/metrics':
-        metrics.registry.metrics().then(
+        (state.metricsText?.() ?? metrics.registry.metrics()).then(
           (text) => {
             res.writeHead(200, { 'content-type': metrics.registry.contentType });
             res.end(text);
@@ -67,7 +72,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
         json(res, 200, {
           time: Date.now(),
           ready: state.ready(),
-          recent: metrics.recent.summary(),
+          recent: state.recent?.() ?? metrics.recent.summary(),
           redis: state.redis?.() ?? { configured: false, up: false },
           budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
           replicas: budget?.replicas ?? 1,

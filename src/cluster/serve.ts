@@ -1,0 +1,199 @@
+/**
+ * Multi-core serving (`workers: N` or `auto`) with node:cluster. Each worker is a full proxy
+ * with its own L1 and shares the listening socket (the kernel spreads connections: SCHED_NONE).
+ * The primary process serves the admin port for the whole machine: health, readiness (every
+ * worker listening), /metrics aggregated over the workers, the status page and /admin/tokens.
+ * With Redis, workers share L2, the token budget and single flight through it, like replicas;
+ * without Redis, the primary owns the token budget and workers lease tokens over IPC
+ * (ipc-pool.ts), so one machine never overspends. A worker that dies is replaced.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import { startApp, type App } from '../app.js';
+import type { Config } from '../config/schema.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import type { RecentSummary } from '../metrics/recent.js';
+import { createMetrics } from '../metrics/registry.js';
+import { createPoolRuntime } from '../proxy/pool-runtime.js';
+import { createAdminServer } from '../server/admin.js';
+import { closed, listen, urlOf } from '../server/listen.js';
+import { tokenName } from '../tokens/pool.js';
+import { createUpstreamClient } from '../upstream/client.js';
+import { createIpcTokenPool, servePool } from './ipc-pool.js';
+
+/** How many workers `workers` asks for on this machine. */
+export function workerCount(workers: Config['workers']): number {
+  return workers === 'auto' ? Math.max(1, availableParallelism()) : workers;
+}
+
+/** Whether the token budget goes through the primary (no Redis to share it). */
+function ipcBudget(config: Config): boolean {
+  return config.pool.tokens.length > 0 && (config.redis.url === null && config.redis.cluster === null ? true : !config.redis.shared_tokens);
+}
+
+type Control =
+  | { t: 'etagere:metrics'; id: number }
+  | { t: 'etagere:metrics-reply'; id: number; json: unknown[] }
+  | { t: 'etagere:recent'; summary: RecentSummary };
+
+const isControl = (m: unknown): m is Control => typeof m === 'object' && m !== null && String((m as { t?: unknown }).t).startsWith('etagere:') && (m as { t: string }).t !== 'etagere:pool';
+
+export interface ClusterPrimary {
+  readonly adminUrl: string;
+  close(): Promise<void>;
+}
+
+/** Sums the workers' recent activity (the status page of the whole machine). */
+function sumRecent(list: readonly RecentSummary[]): RecentSummary {
+  const ups = new Map<string, RecentSummary['upstreams'][number]>();
+  let requests = 0;
+  let saved = 0;
+  let hits = 0;
+  for (const r of list) {
+    requests += r.requests;
+    saved += r.saved;
+    hits += r.hits;
+    for (const u of r.upstreams) {
+      const t = ups.get(u.name);
+      if (t === undefined) ups.set(u.name, { ...u });
+      else {
+        t.requests += u.requests;
+        t.errors += u.errors;
+        if ((u.lastAt ?? 0) > (t.lastAt ?? 0)) {
+          t.lastAt = u.lastAt;
+          t.lastStatus = u.lastStatus;
+        }
+      }
+    }
+  }
+  return { windowSeconds: list[0]?.windowSeconds ?? 300, requests, saved, hits, hitRatio: requests === 0 ? null : hits / requests, upstreams: [...ups.values()] };
+}
+
+export async function runPrimary(config: Config, logger: Logger = createLogger({ level: config.log.level })): Promise<ClusterPrimary> {
+  const n = workerCount(config.workers);
+  const metrics = createMetrics();
+  const poolRt = ipcBudget(config) ? createPoolRuntime({ ...config, redis: { ...config.redis, url: null, cluster: null } }, logger, metrics) : undefined;
+  const probeTarget = config.upstreams.find((u) => u.token_pool);
+  if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {
+    const client = createUpstreamClient(probeTarget);
+    await poolRt.probe(client, client.basePath);
+    await client.close();
+  }
+
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  let draining = false;
+  const listening = new Set<number>();
+  const recent = new Map<number, RecentSummary>();
+  const pools = new Map<number, ReturnType<typeof servePool>>();
+  const replies = new Map<number, (json: unknown[]) => void>();
+  let seq = 0;
+
+  const fork = (): Worker => {
+    const w = cluster.fork({ ETAGERE_WORKER: '1' });
+    if (poolRt !== undefined) pools.set(w.id, servePool(poolRt.pool, w));
+    w.on('listening', () => listening.add(w.id));
+    w.on('message', (m: unknown) => {
+      if (!isControl(m)) return;
+      if (m.t === 'etagere:recent') recent.set(w.id, m.summary);
+      else if (m.t === 'etagere:metrics-reply') {
+        replies.get(m.id)?.(m.json);
+        replies.delete(m.id);
+      }
+    });
+    w.on('exit', (code, signal) => {
+      listening.delete(w.id);
+      recent.delete(w.id);
+      pools.get(w.id)?.close();
+      pools.delete(w.id);
+      if (!draining) {
+        logger.error({ worker: w.id, code, signal }, 'worker exited; starting another');
+        fork();
+      }
+    });
+    return w;
+  };
+  for (let i = 0; i < n; i++) fork();
+  // Workers see the pool's numbers as soon as they change, and at least every second.
+  const pushTimer = setInterval(() => {
+    for (const p of pools.values()) p.push();
+  }, 1_000);
+  pushTimer.unref();
+
+  /** Every worker's registry as JSON, plus the primary's (the pool's gauges), summed by prom-client. */
+  const metricsText = async (): Promise<string> => {
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
+    const parts = await Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<unknown[]>((resolve) => {
+            const id = ++seq;
+            const timer = setTimeout(() => {
+              replies.delete(id);
+              resolve([]);
+            }, 2_000);
+            replies.set(id, (json) => {
+              clearTimeout(timer);
+              resolve(json);
+            });
+            w.send({ t: 'etagere:metrics', id } satisfies Control);
+          }),
+      ),
+    );
+    const own = await metrics.registry.getMetricsAsJSON();
+    const registry: Registry = AggregatorRegistry.aggregate([...parts, own] as object[]);
+    return registry.metrics();
+  };
+
+  const admin = createAdminServer(metrics, {
+    ready: () => !draining && listening.size === n,
+    tokens: () => poolRt?.pool.snapshot(),
+    budget: () => (config.pool.tokens.length === 0 ? undefined : { shared: poolRt === undefined, replicas: n }),
+    redis: () => ({ configured: config.redis.url !== null || config.redis.cluster !== null, up: listening.size > 0 }),
+    metricsText,
+    recent: () => sumRecent([...recent.values()]),
+  });
+  const addr = await listen(admin, config.admin.port, config.admin.host);
+  logger.info({ workers: n, admin: urlOf(addr), budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none' }, 'etagere primary started');
+
+  return {
+    adminUrl: urlOf(addr),
+    async close() {
+      draining = true;
+      clearInterval(pushTimer);
+      const exits = Object.values(cluster.workers ?? {})
+        .filter((w): w is Worker => w !== undefined)
+        .map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : (w.once('exit', () => resolve()), w.process.kill('SIGTERM')))));
+      await Promise.all(exits);
+      poolRt?.close();
+      admin.closeAllConnections();
+      await closed(admin);
+      logger.flush?.();
+    },
+  };
+}
+
+/** A worker: a full proxy without its own admin listener, answering the primary's questions. */
+export async function runWorker(config: Config): Promise<App> {
+  const pool = ipcBudget(config)
+    ? createIpcTokenPool(
+        process as unknown as Parameters<typeof createIpcTokenPool>[0],
+        config.pool.tokens.map((t) => tokenName(t.value, t.name)),
+        config.pool.equivalent,
+        new Map(config.pool.tokens.map((t) => [tokenName(t.value, t.name), `token ${t.value}`])),
+      )
+    : undefined;
+  const app = await startApp(config, { adminListener: false, ...(pool === undefined ? {} : { pool }) });
+  process.on('message', (m: unknown) => {
+    if (!isControl(m) || m.t !== 'etagere:metrics') return;
+    app.metrics.registry.getMetricsAsJSON().then(
+      (json) => process.send?.({ t: 'etagere:metrics-reply', id: m.id, json } satisfies Control),
+      () => process.send?.({ t: 'etagere:metrics-reply', id: m.id, json: [] } satisfies Control),
+    );
+  });
+  const timer = setInterval(() => process.send?.({ t: 'etagere:recent', summary: app.metrics.recent.summary() } satisfies Control), 1_000);
+  timer.unref();
+  return app;
+}
+
+export { cluster };

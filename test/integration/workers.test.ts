@@ -1,0 +1,89 @@
+/**
+ * `workers: 2` (node:cluster) without Redis: two worker processes serve one port, the primary
+ * owns the token budget (workers lease over IPC, so the machine never overspends), serves the
+ * admin port with metrics summed over the workers, and replaces a worker that dies.
+ */
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { runCli, type CliProcess } from '../helpers/cli.js';
+import { until } from '../helpers/proxy.js';
+import { deadPort } from '../helpers/upstream.js';
+
+const TOKENS = ['workers_tok_a1', 'workers_tok_b2'];
+
+async function get(url: string): Promise<{ status: number; body: string }> {
+  const r = await request(url);
+  return { status: r.statusCode, body: await r.body.text() };
+}
+
+describe('workers: 2 without Redis', () => {
+  let fake: FakeUpstream;
+  let cli: CliProcess;
+  let url: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 50, windowSeconds: 600 });
+    const [port, adminPort] = [await deadPort(), await deadPort()];
+    url = `http://127.0.0.1:${port}`;
+    admin = `http://127.0.0.1:${adminPort}`;
+    cli = runCli(['serve'], {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      UPSTREAM_URL: fake.url,
+      ETAGERE_CONFIG: undefined,
+      ETAGERE_TOKENS: TOKENS.map((t, i) => `w${i}=${t}`).join(','),
+      WORKERS: '2',
+      LOG_LEVEL: 'warn',
+    });
+    await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers to listen');
+  }, 40_000);
+  afterAll(async () => {
+    cli?.child.kill('SIGKILL');
+    await fake?.close();
+  });
+
+  it('spends the pool exactly once across the workers: 100 of 100 units, no upstream 403/429, then 429', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 100; i += 10) {
+      statuses.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => get(`${url}/users/octocat?n=${i + j}`).then((r) => r.status)))));
+    }
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect((await get(`${url}/users/octocat?n=101`)).status).toBe(429);
+    const stats = fake.stats();
+    expect(stats.quotaSpent).toBe(100);
+    expect(stats.byStatus['403']).toBeUndefined();
+    expect(stats.byStatus['429']).toBeUndefined();
+    const tokens = JSON.parse((await get(`${admin}/admin/tokens`)).body) as { tokens: Array<{ remaining: number }> };
+    expect(tokens.tokens.map((t) => t.remaining)).toEqual([0, 0]);
+  });
+
+  it('serves /metrics summed over the workers', async () => {
+    const metrics = (await get(`${admin}/metrics`)).body;
+    const total = [...metrics.matchAll(/^etagere_requests_total\{[^}]*route="\/users\/:username"[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    expect(total).toBe(101);
+    expect(metrics).toMatch(/^etagere_token_remaining\{token="w0"\} 0$/m);
+    if (spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0) {
+      const check = spawnSync('promtool', ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
+      expect(check.stdout + check.stderr).toBe('');
+    }
+  });
+
+  it('replaces a worker that dies, and stops cleanly on SIGTERM', async () => {
+    const children = () => spawnSync('pgrep', ['-P', String(cli.child.pid), '-f', 'cli.ts'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean);
+    await until(() => children().length === 2, 5_000, 'two workers');
+    const [victim] = children();
+    process.kill(Number(victim), 'SIGKILL');
+    await until(() => children().length === 2 && !children().includes(victim!), 15_000, 'a new worker');
+    await until(async () => (await get(`${admin}/readyz`)).status === 200, 15_000, 'ready again');
+    // Served: from the surviving worker's L1 (200), or by the new one whose L1 is empty while the
+    // pool is spent (429). Never a connection error or a 5xx.
+    expect([200, 429]).toContain((await get(`${url}/users/octocat?n=1`)).status);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toEqual({ code: 0, signal: null });
+  }, 40_000);
+});
