@@ -10,8 +10,10 @@ export interface CacheYaml {
 }
 
 export type ServerSpec =
-  /** bench/servers/ceiling.ts replaying the recorded repo response. */
-  | { readonly kind: 'ceiling' }
+  /** bench/servers/ceiling.ts replaying the recorded repo response (in N processes with `workers`). */
+  | { readonly kind: 'ceiling'; readonly workers?: number }
+  /** nginx proxy_cache (with proxy_cache_revalidate, 2 worker processes) in front of the fake. */
+  | { readonly kind: 'nginx' }
   /** The shared fake GitHub API itself (no proxy in between). */
   | { readonly kind: 'fake-upstream' }
   /**
@@ -25,6 +27,8 @@ export type ServerSpec =
       readonly pool?: boolean;
       /** Give the server its own fresh redis-server; `l1: false` leaves only L2. */
       readonly redis?: { readonly l1: boolean };
+      /** `workers` in the config (node:cluster). */
+      readonly workers?: number;
     };
 
 export type Workload =
@@ -64,6 +68,20 @@ export const CASES: readonly BenchCase[] = [
     workload: { kind: 'single', path: REPO_PATH },
   },
   {
+    id: 'ceiling-2w',
+    name: 'ceiling, 2 workers',
+    measures: 'the ceiling server in 2 processes (node:cluster) sharing the port: the multi-core ceiling',
+    server: { kind: 'ceiling', workers: 2 },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'nginx',
+    name: 'nginx proxy_cache (2 workers)',
+    measures: 'nginx proxy_cache with proxy_cache_revalidate in front of the fake, 2 worker processes: what etagere is compared with (installed with apt when missing; skipped otherwise)',
+    server: { kind: 'nginx' },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
     id: 'fake-upstream',
     name: 'fake-upstream',
     measures: 'the fake GitHub API answered directly (what every cache miss costs upstream)',
@@ -82,6 +100,13 @@ export const CASES: readonly BenchCase[] = [
     name: 'etagere L1 hot',
     measures: 'etagere with the default policy (max-age), one hot URL: the in-process (L1) cache hit path',
     server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: { kind: 'single', path: REPO_PATH },
+  },
+  {
+    id: 'l1-hot-2w',
+    name: 'etagere L1 hot, 2 workers',
+    measures: 'as l1-hot with workers: 2 (node:cluster, each worker its own L1)',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, workers: 2 },
     workload: { kind: 'single', path: REPO_PATH },
   },
   {
@@ -125,6 +150,20 @@ export const CASES: readonly BenchCase[] = [
       samples: 200_000,
       seed: 0x5eed,
     },
+  },
+  {
+    id: 'l1-zipf10k-2w',
+    name: 'etagere L1 zipf10k, 2 workers',
+    measures: 'as l1-zipf10k with workers: 2',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, workers: 2 },
+    workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed },
+  },
+  {
+    id: 'miss',
+    name: 'etagere miss',
+    measures: 'default policy, 1,000,000 distinct URLs drawn uniformly: nearly every request a miss (upstream fetch, store, serve)',
+    server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: { kind: 'zipf', prefix: `${REPO_PATH}?m=`, keys: 1_000_000, exponent: 0, samples: 200_000, seed: 0x5eed },
   },
   {
     id: 'revalidate',

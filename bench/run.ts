@@ -16,7 +16,7 @@ import { measureAll, type Started } from './measure.js';
 import { formatResults, poolGoalFailures, runPoolSimulation, type SimResult } from './pool-sim.js';
 import { installCleanup, stopAll } from './processes.js';
 import { header, machineFacts, table, type CaseResult, type RunSettings } from './report.js';
-import { recordResponse, startCaseServer, startFake, type RunningServer, type ServerContext } from './servers.js';
+import { ensureNginx, recordResponse, startCaseServer, startFake, type RunningServer, type ServerContext } from './servers.js';
 
 const USAGE = `usage: npm run bench -- [options]
   --duration S       measured seconds per case (default 10)
@@ -134,6 +134,10 @@ async function main(): Promise<number> {
     fail((err as Error).message);
   }
   const log = (line: string): void => void process.stderr.write(`bench: ${line}\n`);
+  if (cases.some((c) => c.server.kind === 'nginx') && ensureNginx(log) === undefined) {
+    log('nginx is not installed and could not be installed: the nginx proxy_cache case is skipped');
+    cases = cases.filter((c) => c.server.kind !== 'nginx');
+  }
   let tmpDir: string | undefined;
   installCleanup((signal) => {
     log(`${signal}: stopping child processes`);

@@ -7,6 +7,7 @@
  *
  * FILE is JSON: {"status": 200, "headers": [["name", "value"], ...], "body": "<base64>"}.
  */
+import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -28,12 +29,29 @@ function parseRecorded(text: string): RecordedResponse {
 
 function main(): void {
   const { values } = parseArgs({
-    options: { port: { type: 'string' }, host: { type: 'string' }, response: { type: 'string' } },
+    options: { port: { type: 'string' }, host: { type: 'string' }, response: { type: 'string' }, workers: { type: 'string' } },
     strict: true,
   });
   if (values.port === undefined || values.response === undefined) {
     process.stderr.write('usage: ceiling.ts --port N [--host H] --response FILE\n');
     process.exit(2);
+  }
+  const workers = Number(values.workers ?? '1');
+  if (workers > 1 && cluster.isPrimary) {
+    // The cluster ceiling: the same server in N processes sharing the port (kernel-balanced).
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
+    for (let i = 0; i < workers; i++) cluster.fork();
+    let up = 0;
+    cluster.on('listening', () => {
+      if (++up === workers) process.stdout.write(`ceiling listening on http://${values.host ?? '127.0.0.1'}:${values.port} (${workers} workers)\n`);
+    });
+    const stopAll = (): void => {
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+      process.exit(0);
+    };
+    process.once('SIGTERM', stopAll);
+    process.once('SIGINT', stopAll);
+    return;
   }
   const recorded = parseRecorded(readFileSync(values.response, 'utf8'));
   const body = Buffer.from(recorded.body, 'base64');

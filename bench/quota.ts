@@ -1,0 +1,448 @@
+/**
+ * Quota-efficiency simulation: how many billable upstream calls etagere makes for a population of
+ * consumers that must always see current data, against the same consumers going straight to the
+ * API, and against the floor (one full fetch per resource version that somebody asked for).
+ * Goal: etagere (policy `revalidate`) at most 1.05 x the floor, and never stale.
+ *
+ *   npm run bench:quota [-- --minutes N] [--smoke] [--minute-ms MS] [--rate N] [--seed N] [--json FILE]
+ *
+ * Workload (the same schedule for every scenario, generated from the seed):
+ * - 50 consumers poll 2,000 repositories `/repos/etagere-org/repo-NNN` picked by Zipf (s = 1.0),
+ *   20 requests per consumer per simulated minute (one every 3 simulated seconds), spread evenly.
+ * - After each simulated minute, 20 distinct repositories (1 %) change through the fake's
+ *   `POST /__fake/mutate`, picked by the same Zipf distribution (another stream of the seeded PRNG),
+ *   so popular repositories change too. Minutes are barriers: no request is in flight during a
+ *   mutation, so which version each request must see is known exactly.
+ * - Time is compressed: a simulated minute lasts `--minute-ms` (default 1,000 ms) of wall time.
+ *
+ * Each scenario gets its own fake upstream (fresh state, one accepted token, huge limit) and, for
+ * the etagere scenarios, its own proxy with that token as its only pool token. The scenarios run
+ * side by side in this process, each on its own clock, so a default run takes about one wall
+ * minute.
+ */
+import { writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { request } from 'undici';
+import { startApp, type App } from '../src/app.js';
+import { parseConfig } from '../src/config/load.js';
+import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
+import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
+import { createLogger } from '../src/log/logger.js';
+import { mulberry32, zipfSampler } from './zipf.js';
+
+export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'direct-no-cache' | 'direct-etag';
+
+export const SCENARIO_IDS: readonly ScenarioId[] = ['etagere-revalidate', 'etagere-max-age', 'direct-no-cache', 'direct-etag'];
+
+const SCENARIO_TEXT: Record<ScenarioId, string> = {
+  'etagere-revalidate': 'etagere, policy revalidate (always current)',
+  'etagere-max-age': 'etagere, policy max-age, cap = 1 simulated minute',
+  'direct-no-cache': 'baseline: direct, no cache',
+  'direct-etag': 'direct, each consumer its own ETag cache',
+};
+
+export interface QuotaOptions {
+  /** Simulated minutes. Default 60. */
+  minutes?: number;
+  /** Default 50. */
+  consumers?: number;
+  /** Repositories `etagere-org/repo-001` ... Default 2,000. */
+  resources?: number;
+  /** Distinct repositories changed after each simulated minute. Default 20 (1 % of 2,000). */
+  changesPerMinute?: number;
+  /** Requests per consumer per simulated minute. Default 20. */
+  rate?: number;
+  /** Wall milliseconds per simulated minute. Default 1,000 (60x compression). */
+  minuteMs?: number;
+  /** Zipf exponent. Default 1.0. */
+  exponent?: number;
+  seed?: number;
+  scenarios?: readonly ScenarioId[];
+}
+
+type Settings = Required<QuotaOptions>;
+
+/** The token the fake accepts and the proxy holds as its only pool token. */
+const TOKEN = 'quota_sim_token_1';
+const TOKEN_SPEC = `${TOKEN}@alice:public_repo`;
+const TOKEN_LIMIT = 1_000_000_000;
+
+export interface Schedule {
+  /** requests[minute][consumer]: ranks (1-based repository numbers) in sending order. */
+  requests: Uint16Array[][];
+  /** mutations[minute]: distinct ranks changed after that minute's requests. */
+  mutations: number[][];
+}
+
+export interface Floor {
+  /** Distinct repositories requested at least once: the first full fetch of each is unavoidable. */
+  initial: number;
+  /** Changes that some later request had to see: for each repository, the versions after the first that were requested. */
+  changesSeen: number;
+  /** initial + changesSeen. */
+  total: number;
+  /** Mutations applied in all (some are never requested before the next change or the end). */
+  mutations: number;
+}
+
+export interface ScenarioResult {
+  id: ScenarioId;
+  name: string;
+  requests: number;
+  /** Client responses other than 200. */
+  errors: number;
+  upstreamRequests: number;
+  upstream304: number;
+  /** The fake's quotaSpent delta during the run. */
+  billable: number;
+  per1000: number;
+  /** billable / floor.total. */
+  vsFloor: number;
+  /** Responses whose body was older than the resource's current version. */
+  stale: number;
+  /** etagere only: responses served from the cache without contacting the upstream. */
+  hits: number | null;
+  /** etagere only: requests that joined an identical in-flight upstream request. */
+  collapsed: number | null;
+  /** Upstream requests the fake counted as anonymous (the pool token was not attached). */
+  anonymousUpstream: number;
+  wallSeconds: number;
+  meanMinuteMs: number;
+  maxMinuteMs: number;
+}
+
+export interface QuotaResults {
+  settings: Settings;
+  compression: number;
+  windowSeconds: number;
+  maxAgeCapSeconds: number;
+  totalRequests: number;
+  floor: Floor;
+  floorPer1000: number;
+  scenarios: ScenarioResult[];
+  wallSeconds: number;
+}
+
+const DEFAULTS: Settings = {
+  minutes: 60,
+  consumers: 50,
+  resources: 2000,
+  changesPerMinute: 20,
+  rate: 20,
+  minuteMs: 1000,
+  exponent: 1.0,
+  seed: 20240601,
+  scenarios: SCENARIO_IDS,
+};
+
+/** The fake names its repositories with three-digit padding: repo-001 ... repo-999, repo-1000 ... */
+export const repoPath = (rank: number): string => `/repos/etagere-org/repo-${String(rank).padStart(3, '0')}`;
+
+export function makeSchedule(s: Settings): Schedule {
+  const nextRequest = zipfSampler(s.resources, s.exponent, mulberry32(s.seed));
+  const nextChange = zipfSampler(s.resources, s.exponent, mulberry32(s.seed ^ 0x5eed));
+  const requests: Uint16Array[][] = [];
+  const mutations: number[][] = [];
+  for (let m = 0; m < s.minutes; m++) {
+    const perConsumer: Uint16Array[] = [];
+    for (let c = 0; c < s.consumers; c++) {
+      const ranks = new Uint16Array(s.rate);
+      for (let j = 0; j < s.rate; j++) ranks[j] = nextRequest();
+      perConsumer.push(ranks);
+    }
+    requests.push(perConsumer);
+    const changed = new Set<number>();
+    while (changed.size < Math.min(s.changesPerMinute, s.resources)) changed.add(nextChange());
+    mutations.push([...changed]);
+  }
+  return { requests, mutations };
+}
+
+/** The floor, from the schedule alone: one full fetch per (repository, version) that a request asked for. */
+export function computeFloor(schedule: Schedule, resources: number): Floor {
+  const version = new Int32Array(resources + 1);
+  const lastSeen = new Int32Array(resources + 1).fill(-1);
+  let initial = 0;
+  let changesSeen = 0;
+  let mutations = 0;
+  schedule.requests.forEach((perConsumer, m) => {
+    for (const ranks of perConsumer) {
+      for (const r of ranks) {
+        const v = version[r] ?? 0;
+        if (lastSeen[r] === v) continue;
+        if (lastSeen[r] === -1) initial++;
+        else changesSeen++;
+        lastSeen[r] = v;
+      }
+    }
+    for (const r of schedule.mutations[m] ?? []) {
+      version[r] = (version[r] ?? 0) + 1;
+      mutations++;
+    }
+  });
+  return { initial, changesSeen, total: initial + changesSeen, mutations };
+}
+
+const STARS = '"stargazers_count":';
+
+function starsOf(body: string): number {
+  const i = body.indexOf(STARS);
+  if (i === -1) return Number.NaN;
+  return Number.parseInt(body.slice(i + STARS.length, i + STARS.length + 12), 10);
+}
+
+interface Target {
+  url: string;
+  fake: FakeUpstream;
+  app: App | undefined;
+}
+
+async function startTarget(id: ScenarioId, s: Settings, windowSeconds: number, capSeconds: number): Promise<Target> {
+  const fake = await startFakeUpstream({
+    orgRepoCount: s.resources,
+    tokens: parseTokenSpec(TOKEN_SPEC),
+    tokenLimit: TOKEN_LIMIT,
+    windowSeconds,
+    latencyMs: 0,
+  });
+  if (id === 'direct-no-cache' || id === 'direct-etag') return { url: fake.url, fake, app: undefined };
+  const cache = id === 'etagere-revalidate' ? { policy: 'revalidate' } : { policy: 'max-age', max_age_cap_seconds: capSeconds };
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: 0 },
+    log: { level: 'silent' },
+    upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, cache }],
+    pool: { tokens: [{ name: 'sim', value: TOKEN }] },
+  });
+  const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });
+  return { url: app.url, fake, app };
+}
+
+async function runScenario(id: ScenarioId, s: Settings, schedule: Schedule, floor: Floor, windowSeconds: number, capSeconds: number): Promise<ScenarioResult> {
+  const target = await startTarget(id, s, windowSeconds, capSeconds);
+  const direct = target.app === undefined;
+  const headers: Record<string, string> = direct ? { authorization: `token ${TOKEN}` } : {};
+  /** Current version and star count of each repository on this scenario's fake (after mutations). */
+  const version = new Int32Array(s.resources + 1);
+  const expectedStars = new Int32Array(s.resources + 1);
+  /** direct-etag: each consumer's own cache, rank -> [etag, stars]. */
+  const own = Array.from({ length: s.consumers }, () => new Map<number, [string, number]>());
+  let requests = 0;
+  let errors = 0;
+  let stale = 0;
+  let hits = 0;
+  let collapsed = 0;
+  const minuteMs: number[] = [];
+
+  const before = target.fake.stats();
+  const started = performance.now();
+  try {
+    for (let m = 0; m < s.minutes; m++) {
+      // Minutes start on a fixed grid, so the compression holds on average; a request already due
+      // (the previous minute overran) is sent at once.
+      const minuteStart = started + m * s.minuteMs;
+      const perConsumer = schedule.requests[m] ?? [];
+      await Promise.all(
+        perConsumer.map(async (ranks, c) => {
+          const mine = own[c]!;
+          for (let j = 0; j < ranks.length; j++) {
+            const r = ranks[j]!;
+            const due = minuteStart + ((j + c / s.consumers) / ranks.length) * s.minuteMs;
+            const wait = due - performance.now();
+            if (wait > 1) await sleep(wait);
+            const cached = id === 'direct-etag' ? mine.get(r) : undefined;
+            const res = await request(`${target.url}${repoPath(r)}`, {
+              headers: cached === undefined ? headers : { ...headers, 'if-none-match': cached[0] },
+            });
+            const text = await res.body.text();
+            requests++;
+            let stars: number;
+            if (res.statusCode === 304 && cached !== undefined) {
+              stars = cached[1];
+            } else if (res.statusCode === 200) {
+              stars = starsOf(text);
+              const etag = res.headers.etag;
+              if (id === 'direct-etag' && typeof etag === 'string') mine.set(r, [etag, stars]);
+            } else {
+              errors++;
+              continue;
+            }
+            if ((version[r] ?? 0) > 0 && stars !== expectedStars[r]) stale++;
+            const status = res.headers['cache-status'];
+            if (typeof status === 'string') {
+              if (status.includes('; hit')) hits++;
+              if (status.includes('collapsed')) collapsed++;
+            }
+          }
+        }),
+      );
+      const left = minuteStart + s.minuteMs - performance.now();
+      if (left > 1) await sleep(left);
+      await Promise.all(
+        (schedule.mutations[m] ?? []).map(async (r) => {
+          const res = await request(`${target.fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path: repoPath(r) }) });
+          const out = (await res.body.json()) as { changed?: { stargazers_count?: { to?: number } } };
+          if (res.statusCode !== 200) throw new Error(`mutate ${repoPath(r)}: ${res.statusCode}`);
+          version[r] = (version[r] ?? 0) + 1;
+          expectedStars[r] = out.changed?.stargazers_count?.to ?? Number.NaN;
+        }),
+      );
+      minuteMs.push(performance.now() - minuteStart);
+    }
+  } finally {
+    await target.app?.close();
+  }
+  const wallSeconds = (performance.now() - started) / 1000;
+  const after = target.fake.stats();
+  await target.fake.close();
+  const billable = after.quotaSpent - before.quotaSpent;
+  return {
+    id,
+    name: SCENARIO_TEXT[id],
+    requests,
+    errors,
+    upstreamRequests: after.total - before.total,
+    upstream304: after.notModified - before.notModified,
+    billable,
+    per1000: requests === 0 ? 0 : (billable / requests) * 1000,
+    vsFloor: floor.total === 0 ? 0 : billable / floor.total,
+    stale,
+    hits: direct ? null : hits,
+    collapsed: direct ? null : collapsed,
+    anonymousUpstream: (after.byCredential.anonymous ?? 0) - (before.byCredential.anonymous ?? 0),
+    wallSeconds,
+    meanMinuteMs: minuteMs.reduce((a, b) => a + b, 0) / Math.max(1, minuteMs.length),
+    maxMinuteMs: Math.max(0, ...minuteMs),
+  };
+}
+
+export async function runQuotaSimulation(opts: QuotaOptions = {}): Promise<QuotaResults> {
+  const s: Settings = { ...DEFAULTS, ...opts };
+  if (!Number.isInteger(s.minutes) || s.minutes < 1) throw new RangeError(`minutes must be a positive integer, got ${s.minutes}`);
+  if (s.resources > 65535) throw new RangeError('at most 65,535 resources');
+  if (!(s.minuteMs >= 1)) throw new RangeError(`minuteMs must be at least 1, got ${s.minuteMs}`);
+  const compression = 60_000 / s.minuteMs;
+  const windowSeconds = Math.max(1, Math.round(3600 / compression));
+  const capSeconds = Math.max(1, Math.round(s.minuteMs / 1000));
+  const schedule = makeSchedule(s);
+  const floor = computeFloor(schedule, s.resources);
+  const totalRequests = s.minutes * s.consumers * s.rate;
+  const started = performance.now();
+  const scenarios = await Promise.all(s.scenarios.map((id) => runScenario(id, s, schedule, floor, windowSeconds, capSeconds)));
+  return {
+    settings: s,
+    compression,
+    windowSeconds,
+    maxAgeCapSeconds: capSeconds,
+    totalRequests,
+    floor,
+    floorPer1000: (floor.total / totalRequests) * 1000,
+    scenarios,
+    wallSeconds: (performance.now() - started) / 1000,
+  };
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
+  return rows.map((row) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`).join('\n');
+}
+
+const n = (v: number): string => v.toLocaleString('en-US');
+
+export function formatQuota(r: QuotaResults): string {
+  const s = r.settings;
+  const simSecondsFresh = (r.maxAgeCapSeconds * 1000 * 60) / s.minuteMs;
+  const lines = [
+    `quota simulation: ${s.consumers} consumers, ${n(s.resources)} repositories (Zipf s=${s.exponent}, seed ${s.seed}), ` +
+      `${s.rate} requests per consumer per simulated minute, ${s.changesPerMinute} repositories changed after each minute, ${s.minutes} simulated minutes`,
+    `time: 1 simulated minute = ${s.minuteMs} ms wall (compression ${r.compression.toFixed(0)}x); the fake's quota window is scaled the same way ` +
+      `(3600 s -> ${r.windowSeconds} s) with ${n(TOKEN_LIMIT)} requests per window, so it never binds; one token, so a 304 to it is free`,
+    `requests: ${n(r.totalRequests)} per scenario; mutations: ${n(r.floor.mutations)}`,
+    `floor: ${n(r.floor.total)} billable calls = ${n(r.floor.initial)} first fetches (distinct repositories requested) + ` +
+      `${n(r.floor.changesSeen)} changes seen (a repository version, after its first, that at least one request asked for; ` +
+      `several changes between two requests count once) = ${r.floorPer1000.toFixed(2)} per 1,000 requests. ` +
+      `No cache that always serves current data can spend less.`,
+    '',
+    table([
+      ['scenario', 'requests', 'upstream (304)', 'billable', 'per 1,000 req', 'x floor', 'stale', 'hits', 'collapsed', 'errors', 'minute ms mean/max'],
+      ['floor', n(r.totalRequests), '', n(r.floor.total), r.floorPer1000.toFixed(2), '1.000', '', '', '', '', ''],
+      ...r.scenarios.map((x) => [
+        x.name,
+        n(x.requests),
+        `${n(x.upstreamRequests)} (${n(x.upstream304)})`,
+        n(x.billable),
+        x.per1000.toFixed(2),
+        x.vsFloor.toFixed(3),
+        n(x.stale),
+        x.hits === null ? '-' : n(x.hits),
+        x.collapsed === null ? '-' : n(x.collapsed),
+        n(x.errors),
+        `${x.meanMinuteMs.toFixed(0)}/${x.maxMinuteMs.toFixed(0)}`,
+      ]),
+    ]),
+    '',
+    'billable = the fake\'s quotaSpent delta (200s; a 304 to the token is free). stale = responses older than the repository\'s current version.',
+    `etagere revalidate checks every request upstream (If-None-Match, a free 304 when unchanged): always current. It is held to the goal.`,
+    `etagere max-age: the fake says max-age=60, which time compression does not scale, so it runs with cache.max_age_cap_seconds: ${r.maxAgeCapSeconds} ` +
+      `(= ${simSecondsFresh.toFixed(0)} simulated seconds). The Date header's one-second resolution counts as age, so an entry is in practice fresh for ` +
+      `0-${r.maxAgeCapSeconds} s of wall time, about half of it on average (real GitHub: 59-60 s of 60). It serves data up to that old (see stale) ` +
+      'and could go below the floor: not comparable, no goal.',
+    'direct, own ETag cache: every consumer revalidates its own copies with the token (free 304s) but fetches each change once per consumer.',
+    `wall time: ${r.wallSeconds.toFixed(1)} s (scenarios side by side in one process, each on its own clock; a minute longer than ${s.minuteMs} ms means the machine fell behind)`,
+  ];
+  return lines.join('\n');
+}
+
+/** Goals: etagere revalidate <= 1.05 x the floor, never stale; no errors anywhere; the pool token always attached. */
+export function quotaGoalFailures(r: QuotaResults): string[] {
+  const out: string[] = [];
+  for (const x of r.scenarios) {
+    if (x.errors > 0) out.push(`${x.name}: ${x.errors} responses other than 200`);
+    if (x.id === 'etagere-revalidate') {
+      if (x.vsFloor > 1.05) out.push(`${x.name}: ${x.billable} billable calls = ${x.vsFloor.toFixed(3)} x the floor (${r.floor.total}); goal <= 1.05`);
+      if (x.stale > 0) out.push(`${x.name}: ${x.stale} stale responses; goal 0`);
+    }
+    if ((x.id === 'direct-no-cache' || x.id === 'direct-etag') && x.stale > 0) out.push(`${x.name}: ${x.stale} stale responses (harness error)`);
+    if (x.id.startsWith('etagere') && x.anonymousUpstream > 0) out.push(`${x.name}: ${x.anonymousUpstream} upstream requests without the pool token`);
+  }
+  return out;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: {
+      minutes: { type: 'string' },
+      smoke: { type: 'boolean', default: false },
+      'minute-ms': { type: 'string' },
+      rate: { type: 'string' },
+      seed: { type: 'string' },
+      json: { type: 'string' },
+    },
+    strict: true,
+  });
+  const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+  const opts: QuotaOptions = {};
+  const minutes = num(values.minutes) ?? (values.smoke ? 3 : undefined);
+  if (minutes !== undefined) opts.minutes = minutes;
+  const minuteMs = num(values['minute-ms']);
+  if (minuteMs !== undefined) opts.minuteMs = minuteMs;
+  const rate = num(values.rate);
+  if (rate !== undefined) opts.rate = rate;
+  const seed = num(values.seed);
+  if (seed !== undefined) opts.seed = seed;
+  runQuotaSimulation(opts).then(
+    (results) => {
+      process.stdout.write(`${formatQuota(results)}\n`);
+      if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+      const failures = quotaGoalFailures(results);
+      if (failures.length > 0) process.stderr.write(`quota: goals not met:\n  ${failures.join('\n  ')}\n`);
+      else process.stdout.write('quota: goals met\n');
+      process.exit(values.smoke && failures.length > 0 ? 1 : 0);
+    },
+    (err: unknown) => {
+      process.stderr.write(`quota: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
