@@ -433,12 +433,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (seed !== undefined) opts.seed = seed;
   runQuotaSimulation(opts).then(
     (results) => {
-      process.stdout.write(`${formatQuota(results)}\n`);
       if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
       const failures = quotaGoalFailures(results);
-      if (failures.length > 0) process.stderr.write(`quota: goals not met:\n  ${failures.join('\n  ')}\n`);
-      else process.stdout.write('quota: goals met\n');
-      process.exit(values.smoke && failures.length > 0 ? 1 : 0);
+      const verdict = failures.length > 0 ? `quota: goals not met:\n  ${failures.join('\n  ')}\n` : 'quota: goals met\n';
+      process.stdout.write(`${formatQuota(results)}\n${verdict}`, () => process.exit(values.smoke && failures.length > 0 ? 1 : 0));
     },
     (err: unknown) => {
       process.stderr.write(`quota: ${(err as Error).stack ?? String(err)}\n`);

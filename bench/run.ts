@@ -14,6 +14,10 @@ import { CASES, REPO_PATH, selectCases, type BenchCase } from './cases.js';
 import { detectLoadTool, type ToolName } from './load.js';
 import { measureAll, type Started } from './measure.js';
 import { formatResults, poolGoalFailures, runPoolSimulation, type SimResult } from './pool-sim.js';
+import { formatQuota, quotaGoalFailures, runQuotaSimulation, type QuotaResults } from './quota.js';
+import { formatMemory, memoryGoalFailures, type MemoryResults } from './memory.js';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { installCleanup, stopAll } from './processes.js';
 import { header, machineFacts, table, type CaseResult, type RunSettings } from './report.js';
 import { ensureNginx, recordResponse, startCaseServer, startFake, type RunningServer, type ServerContext } from './servers.js';
@@ -122,11 +126,16 @@ async function main(): Promise<number> {
   if (opts.list) {
     for (const c of CASES) process.stdout.write(`${c.id.padEnd(14)} ${c.name}\n${' '.repeat(15)}${c.measures}\n`);
     process.stdout.write(`${'pool-sim'.padEnd(14)} token-pool simulation\n${' '.repeat(15)}share of the pool's quota spent before the first client 429, and upstream 403/429 (goals >= 99 %, 0)\n`);
+    process.stdout.write(`${'quota'.padEnd(14)} quota-efficiency simulation (bench/quota.ts)\n${' '.repeat(15)}billable upstream calls per 1,000 client requests against the floor of real changes (goal <= 1.05x)\n`);
+    process.stdout.write(`${'memory'.padEnd(14)} L1 memory (bench/memory.ts, own process)\n${' '.repeat(15)}RSS after filling L1 with up to 1M small entries against cache.max_bytes (goal <= 1.25x + 100 MB)\n`);
     return 0;
   }
   const only = opts.only?.split(',').map((s) => s.trim());
   const withPoolSim = only === undefined || only.includes('pool-sim');
-  const throughputOnly = only?.filter((s) => s !== 'pool-sim');
+  const withQuota = only === undefined || only.includes('quota');
+  const withMemory = only === undefined || only.includes('memory');
+  const SIMULATIONS = ['pool-sim', 'quota', 'memory'];
+  const throughputOnly = only?.filter((s) => !SIMULATIONS.includes(s));
   let cases: BenchCase[] = [];
   try {
     if (throughputOnly === undefined || throughputOnly.length > 0) cases = selectCases(throughputOnly?.join(','));
@@ -202,8 +211,25 @@ async function main(): Promise<number> {
     pool = await runPoolSimulation();
     process.stdout.write(`\ntoken pool simulation (goals: share >= 99 %, upstream 403/429 = 0)\n${formatResults(pool)}\n`);
   }
+  let quota: QuotaResults | undefined;
+  if (withQuota) {
+    log('quota-efficiency simulation ...');
+    quota = await runQuotaSimulation(opts.smoke ? { minutes: 3 } : {});
+    process.stdout.write(`\n${formatQuota(quota)}\n`);
+  }
+  let memory: MemoryResults | undefined;
+  if (withMemory) {
+    // Its own process (with --expose-gc), so the harness's heap is not in the RSS it reports.
+    log('L1 memory bench ...');
+    const out = join(runDir, 'memory.json');
+    const args = ['--expose-gc', '--import', 'tsx', join(root, 'bench', 'memory.ts'), '--json', out, ...(opts.smoke ? ['--smoke'] : [])];
+    const child = spawnSync(process.execPath, args, { cwd: root, encoding: 'utf8' });
+    if (child.status !== 0 && child.status !== 1) throw new Error(`bench/memory.ts failed:\n${child.stderr}`);
+    memory = JSON.parse(readFileSync(out, 'utf8')) as MemoryResults;
+    process.stdout.write(`\n${formatMemory(memory)}\n`);
+  }
   if (opts.json !== undefined) {
-    writeFileSync(opts.json, `${JSON.stringify({ machine: facts, settings, results, pool }, null, 2)}\n`);
+    writeFileSync(opts.json, `${JSON.stringify({ machine: facts, settings, results, pool, quota, memory }, null, 2)}\n`);
     log(`results written to ${opts.json}`);
   }
   if (keepTmp) log(`server logs kept in ${runDir}`);
@@ -211,7 +237,10 @@ async function main(): Promise<number> {
 
   const failed = results.filter((r) => !r.ok).length;
   if (opts.smoke) {
-    const problems = [...smokeFailures(results), ...poolGoalFailures(pool)];
+    // Smoke asserts that everything completes, plus the simulations' goals; the memory goal is
+    // reported only (at the smoke's 32 MiB the process's own baseline dominates the bound).
+    const problems = [...smokeFailures(results), ...poolGoalFailures(pool), ...(quota === undefined ? [] : quotaGoalFailures(quota))];
+    if (memory !== undefined) for (const m of memoryGoalFailures(memory)) log(`memory (reported, not failed in smoke): ${m}`);
     if (problems.length > 0) {
       log(`smoke FAILED:\n  ${problems.join('\n  ')}`);
       return 1;

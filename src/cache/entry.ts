@@ -113,9 +113,14 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
   };
 }
 
-/** Approximate bytes an entry holds in memory (for the L1 size bound). */
+/**
+ * Approximate bytes an entry holds in memory (for the L1 size bound), calibrated with
+ * `npm run bench:memory`: per entry about 600 bytes of fixed cost (the entry object, its strings,
+ * the Buffer object, the LRU's bookkeeping), and per header its two strings plus about 140 bytes
+ * (the pair array, two string headers, the slot in the list).
+ */
 export function entrySize(key: string, e: CacheEntry): number {
-  let n = e.body.length + key.length + 256;
-  for (const [k, v] of e.headers) n += k.length + v.length + 32;
+  let n = e.body.length + key.length + 600 + (e.etag?.length ?? 0) + (e.lastModified?.length ?? 0) + e.fetchedBy.length;
+  for (const [k, v] of e.headers) n += k.length + v.length + 140;
   return n;
 }
