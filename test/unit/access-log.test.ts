@@ -56,4 +56,25 @@ describe('access log', () => {
     c.access(base);
     expect(c.text()).toBe('');
   });
+
+  it('escapes every string that needs it, and only those', () => {
+    for (const path of ['/a/"quoted"', '/back\\slash', '/new\nline', '/tab\there', '/emoji/😀', '/lone/\ud800', '/plain/path']) {
+      const c = capture();
+      c.access({ ...base, path, reqId: `id-${path.length}` });
+      const line = JSON.parse(c.text().trim()) as Record<string, unknown>;
+      expect(line.path).toBe(path);
+    }
+  });
+
+  it("batches lines into one write per event-loop turn on pino's own destination", async () => {
+    const writes: string[] = [];
+    const dest = { write: (s: string) => void writes.push(s), flushSync: () => undefined };
+    const logger = createLogger({ level: 'info', destination: dest as unknown as DestinationStream });
+    const access = createAccessLog(logger);
+    for (let i = 0; i < 5; i++) access({ ...base, reqId: `r${i}` });
+    expect(writes).toHaveLength(0);
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.trim().split('\n').map((l) => (JSON.parse(l) as { reqId: string }).reqId)).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
+  });
 });
