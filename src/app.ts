@@ -24,6 +24,8 @@ export interface App {
   inFlight(): number;
   /** The pool tokens' state (names only), empty without a pool. */
   tokens(): TokenReport[];
+  /** Redis connected (null when Redis is not configured). */
+  redisUp(): boolean | null;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
    * timeout), then close everything. Idempotent.
@@ -124,6 +126,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     metrics,
     inFlight: () => inFlight,
     tokens: () => handler.pool?.snapshot() ?? [],
+    redisUp: () => (handler.redis === undefined ? null : handler.redis.up()),
     close,
   };
 }

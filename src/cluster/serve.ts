@@ -18,7 +18,7 @@ import { createMetrics } from '../metrics/registry.js';
 import { createPoolRuntime } from '../proxy/pool-runtime.js';
 import { createAdminServer } from '../server/admin.js';
 import { closed, listen, urlOf } from '../server/listen.js';
-import { tokenName } from '../tokens/pool.js';
+import { tokenName, type TokenReport } from '../tokens/pool.js';
 import { createUpstreamClient } from '../upstream/client.js';
 import { createIpcTokenPool, servePool } from './ipc-pool.js';
 
@@ -35,7 +35,8 @@ function ipcBudget(config: Config): boolean {
 type Control =
   | { t: 'etagere:metrics'; id: number }
   | { t: 'etagere:metrics-reply'; id: number; json: unknown[] }
-  | { t: 'etagere:recent'; summary: RecentSummary };
+  /** Pushed by every worker each second: its recent activity, its Redis state and (with Redis) its view of the pool. */
+  | { t: 'etagere:recent'; summary: RecentSummary; redisUp: boolean | null; tokens: TokenReport[] };
 
 const isControl = (m: unknown): m is Control => typeof m === 'object' && m !== null && String((m as { t?: unknown }).t).startsWith('etagere:') && (m as { t: string }).t !== 'etagere:pool';
 
@@ -84,7 +85,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   let draining = false;
   const listening = new Set<number>();
-  const recent = new Map<number, RecentSummary>();
+  const recent = new Map<number, Extract<Control, { t: 'etagere:recent' }>>();
   const pools = new Map<number, ReturnType<typeof servePool>>();
   const replies = new Map<number, (json: unknown[]) => void>();
   let seq = 0;
@@ -95,7 +96,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
     w.on('listening', () => listening.add(w.id));
     w.on('message', (m: unknown) => {
       if (!isControl(m)) return;
-      if (m.t === 'etagere:recent') recent.set(w.id, m.summary);
+      if (m.t === 'etagere:recent') recent.set(w.id, m);
       else if (m.t === 'etagere:metrics-reply') {
         replies.get(m.id)?.(m.json);
         replies.delete(m.id);
@@ -147,11 +148,15 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
 
   const admin = createAdminServer(metrics, {
     ready: () => !draining && listening.size === n,
-    tokens: () => poolRt?.pool.snapshot(),
+    // Without Redis the primary holds the pool; with it, every worker sees the shared numbers.
+    tokens: () => poolRt?.pool.snapshot() ?? (config.pool.tokens.length === 0 ? undefined : ([...recent.values()][0]?.tokens ?? [])),
     budget: () => (config.pool.tokens.length === 0 ? undefined : { shared: poolRt === undefined, replicas: n }),
-    redis: () => ({ configured: config.redis.url !== null || config.redis.cluster !== null, up: listening.size > 0 }),
+    redis: () => ({
+      configured: config.redis.url !== null || config.redis.cluster !== null,
+      up: recent.size > 0 && [...recent.values()].every((r) => r.redisUp === true),
+    }),
     metricsText,
-    recent: () => sumRecent([...recent.values()]),
+    recent: () => sumRecent([...recent.values()].map((r) => r.summary)),
   });
   const addr = await listen(admin, config.admin.port, config.admin.host);
   logger.info({ workers: n, admin: urlOf(addr), budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none' }, 'etagere primary started');
@@ -191,7 +196,15 @@ export async function runWorker(config: Config): Promise<App> {
       () => process.send?.({ t: 'etagere:metrics-reply', id: m.id, json: [] } satisfies Control),
     );
   });
-  const timer = setInterval(() => process.send?.({ t: 'etagere:recent', summary: app.metrics.recent.summary() } satisfies Control), 1_000);
+  const push = (): void =>
+    void process.send?.({
+      t: 'etagere:recent',
+      summary: app.metrics.recent.summary(),
+      redisUp: app.redisUp(),
+      tokens: pool === undefined ? app.tokens() : [],
+    } satisfies Control);
+  push();
+  const timer = setInterval(push, 1_000);
   timer.unref();
   return app;
 }

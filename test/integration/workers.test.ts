@@ -10,6 +10,7 @@ import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/in
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { deadPort } from '../helpers/upstream.js';
 
 const TOKENS = ['workers_tok_a1', 'workers_tok_b2'];
@@ -86,4 +87,53 @@ describe('workers: 2 without Redis', () => {
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toEqual({ code: 0, signal: null });
   }, 40_000);
+});
+
+describe('workers: 2 with Redis', () => {
+  let fake: FakeUpstream;
+  let redis: TestRedis;
+  let cli: CliProcess;
+  let url: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 1000, latencyMs: 20 });
+    const [port, adminPort] = [await deadPort(), await deadPort()];
+    url = `http://127.0.0.1:${port}`;
+    admin = `http://127.0.0.1:${adminPort}`;
+    cli = runCli(['serve'], {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      UPSTREAM_URL: fake.url,
+      REDIS_URL: redis.url,
+      ETAGERE_CONFIG: undefined,
+      ETAGERE_TOKENS: TOKENS.map((t, i) => `w${i}=${t}`).join(','),
+      WORKERS: '2',
+      LOG_LEVEL: 'warn',
+    });
+    await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers to listen');
+  }, 40_000);
+  afterAll(async () => {
+    cli?.child.kill('SIGTERM');
+    await cli?.exited;
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  it('shares single flight and the budget through Redis; the primary reports them', async () => {
+    const before = fake.stats().total;
+    const answers = await Promise.all(Array.from({ length: 100 }, () => get(`${url}/repos/octocat/hello-world?cold=1`)));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(fake.stats().total - before).toBe(1);
+    await until(
+      async () => {
+        const status = JSON.parse((await get(`${admin}/admin/status`)).body) as { redis: { up: boolean }; budget: string; tokens: unknown[] };
+        return status.redis.up && status.budget === 'shared' && status.tokens.length === 2;
+      },
+      5_000,
+      'the status to show Redis up and the shared pool',
+    );
+  });
 });
