@@ -75,6 +75,13 @@ export const CASES: readonly BenchCase[] = [
     workload: { kind: 'single', path: REPO_PATH },
   },
   {
+    id: 'ceiling-zipf10k',
+    name: 'ceiling, zipf10k paths',
+    measures: 'the ceiling server driven by the Zipf 10k workload (wrk runs a Lua script per request): the fair baseline for l1-zipf10k',
+    server: { kind: 'ceiling' },
+    workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed },
+  },
+  {
     id: 'nginx',
     name: 'nginx proxy_cache (2 workers)',
     measures: 'nginx proxy_cache with proxy_cache_revalidate in front of the fake, 2 worker processes: what etagere is compared with (installed with apt when missing; skipped otherwise)',
