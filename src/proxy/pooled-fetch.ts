@@ -41,6 +41,7 @@ export async function fetchPooled(
 ): Promise<PooledFetched> {
   if (pool === undefined) return { kind: 'fetched', f: await fetchBuffered(client, req, maxBytes), token: undefined, switched: false };
   const tried = new Set<string>();
+  let attempts = 0;
   for (;;) {
     const a = await pool.acquire({ prefer, exclude: tried });
     if (a.kind === 'unavailable') return a;
@@ -53,8 +54,11 @@ export async function fetchPooled(
     }
     const limited = f.kind === 'response' && (f.status === 403 || f.status === 429);
     const verdict = lease.settle(f.status, (n) => one(f.headers[n]), limited ? f.body.toString('utf8') : undefined);
-    if (f.kind === 'response' && retryable(verdict) && tried.size + 1 < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
-      tried.add(lease.name);
+    attempts++;
+    if (f.kind === 'response' && retryable(verdict) && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
+      // A dead or spent token is not tried again for this request. One paused by a secondary limit
+      // is not chosen while paused, but may serve it once a short pause has been waited out.
+      if (verdict.kind !== 'secondary') tried.add(lease.name);
       continue;
     }
     return { kind: 'fetched', f, token: lease.name, switched };
