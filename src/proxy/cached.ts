@@ -4,7 +4,6 @@
  *   -> classify (200 store, 304 merge, error) -> respond.
  * The rules themselves are pure and live in src/cache (key.ts, policy.ts, cache-control.ts).
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import type { Unavailable } from '../tokens/pool.js';
@@ -25,6 +24,7 @@ import {
 } from '../cache/policy.js';
 import { createSingleFlight, type SingleFlight } from '../cache/single-flight.js';
 import { cacheStatus, type CacheStatusInput } from '../headers/cache-status.js';
+import { headerReader, headerValue } from '../headers/value.js';
 import { requestHeadersForUpstream, responseHeadersForClient } from '../headers/hop-by-hop.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
@@ -97,16 +97,9 @@ const CACHE_OWNED = new Set(['if-none-match', 'if-modified-since', 'if-match', '
 
 const MAX_INVALIDATIONS = 10_000;
 
-function one(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v.join(', ') : v;
-}
-
-function headerReader(h: IncomingHttpHeaders): (name: string) => string | undefined {
-  return (name) => one(h[name]);
-}
 
 function parseDate(v: string | string[] | undefined): number | undefined {
-  const s = one(v);
+  const s = headerValue(v);
   if (s === undefined) return undefined;
   const t = Date.parse(s);
   return Number.isNaN(t) ? undefined : t;
@@ -139,7 +132,7 @@ function headerOf(list: ReadonlyArray<[string, string]>, name: string): string |
 function isTransient(status: number, h: UpstreamHeaders): boolean {
   if (status >= 500) return true;
   if (status === 429) return true;
-  return status === 403 && (one(h['x-ratelimit-remaining']) === '0' || h['retry-after'] !== undefined);
+  return status === 403 && (headerValue(h['x-ratelimit-remaining']) === '0' || h['retry-after'] !== undefined);
 }
 
 /** The pool token that stored an entry, from its `fetchedBy` ("pool:<name>"). */
@@ -224,7 +217,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
    * the same derivation for a new entry and for one a 304 refreshed.
    */
   const freshness = (x: Exchange, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, f: Extract<Fetched, { kind: 'response' }>) => {
-    const ageHeader = Number(one(f.headers.age));
+    const ageHeader = Number(headerValue(f.headers.age));
     return {
       storedAt: f.responseTime,
       initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, parseDate(f.headers.date), f.requestTime, f.responseTime),
@@ -327,7 +320,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       return { kind: 'entry', entry: merged, fwdStatus: 304, stored: true, transient: false };
     }
     const reader = headerReader(leader.req.headers);
-    const vary = varySelection(one(f.headers.vary), reader);
+    const vary = varySelection(headerValue(f.headers.vary), reader);
     const res = parseCacheControl(f.headers['cache-control']);
     const candidate = entryFrom(leader, f, res, fetchedBy, vary ?? null);
     const reason = f.status === 304 ? 'unsolicited-304' : notStorableReason(leader.upstream.policy, {
@@ -578,8 +571,8 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       upstream: x.upstream.cfg.name,
       pathname: x.pathname,
       search: x.search,
-      accept: one(h.accept),
-      apiVersion: one(h['x-github-api-version']),
+      accept: headerValue(h.accept),
+      apiVersion: headerValue(h['x-github-api-version']),
       partition: partitionFor(x),
       selecting: partitioner.selectingDigest(reader),
     });

@@ -5,6 +5,7 @@
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
+import { headerReader } from '../headers/value.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { createTokenPool, rateLimitFromBody, tokenName, type TokenPool } from '../tokens/pool.js';
 import { createSharedTokenPool, type SharedTokenPool } from '../tokens/shared-budget.js';
@@ -94,10 +95,7 @@ export function createPoolRuntime(
         body += (chunk as Buffer).toString('utf8');
         if (body.length > PROBE_BODY_LIMIT) break;
       }
-      const header = (n: string): string | undefined => {
-        const v = res.headers[n];
-        return Array.isArray(v) ? v.join(', ') : v;
-      };
+      const header = headerReader(res.headers);
       const observation = res.statusCode === 200 ? (rateLimitFromBody(body) ?? readRateLimit(header)) : readRateLimit(header);
       pool.learn(name, res.statusCode, observation);
       if (res.statusCode !== 200 && res.statusCode !== 401) log.warn({ tokenName: name, status: res.statusCode }, 'rate_limit probe answered unexpectedly');

@@ -5,6 +5,7 @@
  */
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
+import { headerReader } from '../headers/value.js';
 import { retryable } from '../tokens/rate-limit.js';
 import type { TokenPool, Unavailable } from '../tokens/pool.js';
 import type { PoolHeaders } from './pool-headers.js';
@@ -28,10 +29,6 @@ interface Req {
   headers: Record<string, string | string[]>;
 }
 
-function one(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v.join(', ') : v;
-}
-
 export async function fetchPooled(
   client: UpstreamClient,
   req: Req,
@@ -53,7 +50,7 @@ export async function fetchPooled(
       return { kind: 'fetched', f, token: lease.name, switched };
     }
     const limited = f.kind === 'response' && (f.status === 403 || f.status === 429);
-    const verdict = lease.settle(f.status, (n) => one(f.headers[n]), limited ? f.body.toString('utf8') : undefined);
+    const verdict = lease.settle(f.status, headerReader(f.headers), limited ? f.body.toString('utf8') : undefined);
     attempts++;
     if (f.kind === 'response' && retryable(verdict) && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
       // A dead or spent token is not tried again for this request. One paused by a secondary limit
