@@ -29,7 +29,8 @@ export function workerCount(workers: Config['workers']): number {
 
 /** Whether the token budget goes through the primary (no Redis to share it). */
 function ipcBudget(config: Config): boolean {
-  return config.pool.tokens.length > 0 && (config.redis.url === null && config.redis.cluster === null ? true : !config.redis.shared_tokens);
+  const redis = config.redis.url !== null || config.redis.cluster !== null;
+  return config.pool.tokens.length > 0 && (!redis || !config.redis.shared_tokens);
 }
 
 type Control =

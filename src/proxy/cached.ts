@@ -454,17 +454,19 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   const fetchOnce = async (x: Exchange | undefined, leader: Exchange, keys: Keys, stale: CacheEntry | undefined, reqDir: Readonly<Directives>): Promise<FlightResult> => {
     if (shared === undefined || stale !== undefined || keys.store(undefined) !== keys.flight) return fetchForCache(x, leader, keys, stale, reqDir);
     const key = keys.flight;
+    /** Another replica's entry, found in L2: served as that replica's fetch. */
+    const followed = (entry: CacheEntry): FlightResult => {
+      metrics.flightLocks.inc({ result: 'followed' });
+      promote(key, entry);
+      return { kind: 'entry', entry, fwdStatus: entry.status, stored: false, transient: false, peer: true };
+    };
     const lock = await shared.lock.acquire(key);
     if (lock.kind === 'won') {
       try {
         // Checked again under the lock: a winner that finished between our L2 miss and our lock
         // has left its entry in L2.
         const again = await shared.l2.lookup(key);
-        if (again.kind === 'hit') {
-          metrics.flightLocks.inc({ result: 'followed' });
-          promote(key, again.entry);
-          return { kind: 'entry', entry: again.entry, fwdStatus: again.entry.status, stored: false, transient: false, peer: true };
-        }
+        if (again.kind === 'hit') return followed(again.entry);
         metrics.flightLocks.inc({ result: 'won' });
         return await fetchForCache(x, leader, keys, stale, reqDir);
       } finally {
@@ -473,11 +475,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     }
     if (lock.kind === 'lost') {
       const w = await shared.lock.waitFor(key, Date.now() + shared.waitMs);
-      if (w.kind === 'entry') {
-        metrics.flightLocks.inc({ result: 'followed' });
-        promote(key, w.entry);
-        return { kind: 'entry', entry: w.entry, fwdStatus: w.entry.status, stored: false, transient: false, peer: true };
-      }
+      if (w.kind === 'entry') return followed(w.entry);
       metrics.flightLocks.inc({ result: w.kind === 'timeout' ? 'timeout' : w.kind === 'gone' ? 'gone' : 'unavailable' });
     } else {
       metrics.flightLocks.inc({ result: 'unavailable' });

@@ -160,8 +160,8 @@ export interface LocalTokenPool extends TokenPool {
   setMaxConcurrency(n: number): void;
   /** Keeps only this share of every token's remaining quota (Redis outage: 1/N per replica). */
   scaleRemaining(share: number): void;
-  /** Whether the token's numbers come from the upstream yet. */
-  known(name: string): boolean;
+  /** Requests in flight on the token from this process. */
+  inFlight(name: string): number;
 }
 
 export function createTokenPool(s: PoolSettings): LocalTokenPool {
@@ -441,7 +441,7 @@ export function createTokenPool(s: PoolSettings): LocalTokenPool {
       }
       version++;
     },
-    known: (name) => byName.get(name)?.known === true,
+    inFlight: (name) => byName.get(name)?.inFlight ?? 0,
     close() {
       closed = true;
       if (wake !== undefined) clearTimeout(wake.timer);

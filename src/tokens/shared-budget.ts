@@ -178,7 +178,7 @@ export function createSharedTokenPool(local: LocalTokenPool, conn: RedisConnecti
     if (flat === undefined) return;
     local.names.forEach((name, i) => {
       const r = flat.slice(i * 8, i * 8 + 8) as Reply;
-      if (r.length === 8) apply(name, r, snapshotInFlight(name));
+      if (r.length === 8) apply(name, r, local.inFlight(name));
     });
   };
 
@@ -228,11 +228,10 @@ export function createSharedTokenPool(local: LocalTokenPool, conn: RedisConnecti
         ),
       )
       .then((r) => {
-        if (r !== undefined) apply(name, r, snapshotInFlight(name));
+        if (r !== undefined) apply(name, r, local.inFlight(name));
       });
   };
 
-  const snapshotInFlight = (name: string): number => local.snapshot().find((t) => t.name === name)?.in_flight ?? 0;
 
   const wrap = (lease: Lease, id: string): Lease => ({
     name: lease.name,
@@ -275,7 +274,7 @@ export function createSharedTokenPool(local: LocalTokenPool, conn: RedisConnecti
       }
       recovered();
       // The local lease is counted in `in_flight` already; the shared reply counts it too if granted.
-      apply(name, r, snapshotInFlight(name) - (r[0] === 1 ? 0 : 1));
+      apply(name, r, local.inFlight(name) - (r[0] === 1 ? 0 : 1));
       if (r[0] === 1) return { kind: 'lease', lease: wrap(a.lease, id) };
       a.lease.cancel();
       const [, limit, remaining, reset, paused, dead, known, reserved] = r;
