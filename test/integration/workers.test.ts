@@ -20,6 +20,25 @@ async function get(url: string): Promise<{ status: number; body: string }> {
   return { status: r.statusCode, body: await r.body.text() };
 }
 
+/** `etagere serve` with WORKERS=2 and the pool's tokens, against `fake`; resolves once the primary is ready. */
+async function startCluster(fake: FakeUpstream, env: Record<string, string> = {}): Promise<{ cli: CliProcess; url: string; admin: string }> {
+  const [port, adminPort] = [await deadPort(), await deadPort()];
+  const admin = `http://127.0.0.1:${adminPort}`;
+  const cli = runCli(['serve'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: String(adminPort),
+    UPSTREAM_URL: fake.url,
+    ETAGERE_CONFIG: undefined,
+    ETAGERE_TOKENS: TOKENS.map((t, i) => `w${i}=${t}`).join(','),
+    WORKERS: '2',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers to listen');
+  return { cli, url: `http://127.0.0.1:${port}`, admin };
+}
+
 describe('workers: 2 without Redis', () => {
   let fake: FakeUpstream;
   let cli: CliProcess;
@@ -28,20 +47,7 @@ describe('workers: 2 without Redis', () => {
 
   beforeAll(async () => {
     fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 50, windowSeconds: 600 });
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    url = `http://127.0.0.1:${port}`;
-    admin = `http://127.0.0.1:${adminPort}`;
-    cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      UPSTREAM_URL: fake.url,
-      ETAGERE_CONFIG: undefined,
-      ETAGERE_TOKENS: TOKENS.map((t, i) => `w${i}=${t}`).join(','),
-      WORKERS: '2',
-      LOG_LEVEL: 'warn',
-    });
-    await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers to listen');
+    ({ cli, url, admin } = await startCluster(fake));
   }, 40_000);
   afterAll(async () => {
     cli?.child.kill('SIGKILL');
@@ -99,21 +105,7 @@ describe('workers: 2 with Redis', () => {
   beforeAll(async () => {
     redis = await startRedis();
     fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 1000, latencyMs: 20 });
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    url = `http://127.0.0.1:${port}`;
-    admin = `http://127.0.0.1:${adminPort}`;
-    cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      UPSTREAM_URL: fake.url,
-      REDIS_URL: redis.url,
-      ETAGERE_CONFIG: undefined,
-      ETAGERE_TOKENS: TOKENS.map((t, i) => `w${i}=${t}`).join(','),
-      WORKERS: '2',
-      LOG_LEVEL: 'warn',
-    });
-    await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers to listen');
+    ({ cli, url, admin } = await startCluster(fake, { REDIS_URL: redis.url }));
   }, 40_000);
   afterAll(async () => {
     cli?.child.kill('SIGTERM');
