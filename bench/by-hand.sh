@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A single etagere process (built dist/) in front of the fake, measured with wrk outside the
+# harness: the "by hand" runs of BENCHMARKS.md.
+#   npm run build && bench/by-hand.sh [--workers N] [--l1 false --redis URL] [--cpu-prof DIR] [--log-level L]
+# Prints req/s of three 5 s runs (after a 2 s warm-up) of GET /repos/octocat/hello-world, 64 connections.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORKERS=1 L1=true REDIS= PROF= LEVEL=info
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --workers) WORKERS=$2; shift 2 ;;
+    --l1) L1=$2; shift 2 ;;
+    --redis) REDIS=$2; shift 2 ;;
+    --cpu-prof) PROF=$2; shift 2 ;;
+    --log-level) LEVEL=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 2; }
+[ -f dist/cli.js ] || { echo "run npm run build first" >&2; exit 2; }
+free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+FAKE=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
+DIR=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$DIR"' EXIT
+REDIS_LINE=
+[ -n "$REDIS" ] && REDIS_LINE="redis: {url: \"$REDIS\", required: true}"
+cat > "$DIR/config.yaml" <<YAML
+listen: {host: 127.0.0.1, port: $PORT}
+admin: {host: 127.0.0.1, port: $ADMIN}
+log: {level: $LEVEL}
+workers: $WORKERS
+cache: {l1: $L1}
+$REDIS_LINE
+upstreams:
+  - {name: github, prefix: /, url: "http://127.0.0.1:$FAKE"}
+YAML
+node dist/cli.js fake-upstream --port "$FAKE" --anon-limit 1000000000 > /dev/null 2>&1 &
+node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} dist/cli.js serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
+SERVER=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null || { echo "etagere did not start:" >&2; cat "$DIR/stderr" >&2; exit 1; }
+URL="http://127.0.0.1:$PORT/repos/octocat/hello-world"
+curl -s -o /dev/null "$URL"
+wrk -t1 -c64 -d2s "$URL" > /dev/null
+for _ in 1 2 3; do wrk -t1 -c64 -d5s "$URL" | awk '/Requests\/sec/ {printf "%s ", $2}'; done
+echo "req/s (workers $WORKERS, l1 $L1, log $LEVEL)"
+kill -INT "$SERVER"; wait "$SERVER" 2>/dev/null || true
