@@ -7,6 +7,7 @@
  * status codes, outcomes, operations and states are small fixed sets.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { CellCounter, CellHistogram, type CountCell, type HistogramCell } from './cells.js';
 import { createRecentStats, type RecentStats } from './recent.js';
 
 /** What the token gauges read at scrape time (names only, never values). */
@@ -34,12 +35,12 @@ export interface Metrics {
   readonly registry: Registry;
   /** The last five minutes, for the status page. */
   readonly recent: RecentStats;
-  readonly requests: Counter<'upstream' | 'route' | 'method' | 'status'>;
-  readonly requestDuration: Histogram<'upstream' | 'route'>;
+  readonly requests: CellCounter<'upstream' | 'route' | 'method' | 'status'>;
+  readonly requestDuration: CellHistogram<'upstream' | 'route'>;
   readonly upstreamRequests: Counter<'upstream' | 'route' | 'status'>;
   readonly upstreamDuration: Histogram<'upstream' | 'route'>;
-  readonly cacheOutcomes: Counter<'upstream' | 'route' | 'outcome'>;
-  readonly quotaSaved: Counter<'upstream'>;
+  readonly cacheOutcomes: CellCounter<'upstream' | 'route' | 'outcome'>;
+  readonly quotaSaved: CellCounter<'upstream'>;
   readonly cacheEvictions: Counter;
   /** Token pool events by token name: dead, exhausted, secondary. */
   readonly tokenEvents: Counter<'token' | 'event'>;
@@ -101,26 +102,26 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   }
   const registers = [registry];
 
-  const requests = new Counter({
+  const requests = new CellCounter({
     name: 'etagere_requests_total',
     help: 'Client requests answered, by upstream, route template, method and status code.',
     labelNames: ['upstream', 'route', 'method', 'status'] as const,
     registers,
   });
-  const requestDuration = new Histogram({
+  const requestDuration = new CellHistogram({
     name: 'etagere_request_duration_seconds',
     help: 'Time from request arrival to the end of the response, by upstream and route template.',
     labelNames: ['upstream', 'route'] as const,
     buckets: LATENCY_BUCKETS,
     registers,
   });
-  const cacheOutcomes = new Counter({
+  const cacheOutcomes = new CellCounter({
     name: 'etagere_cache_outcomes_total',
     help: 'Requests by cache outcome: hit, revalidated, miss, stale, coalesced, bypass, error.',
     labelNames: ['upstream', 'route', 'outcome'] as const,
     registers,
   });
-  const quotaSaved = new Counter({
+  const quotaSaved = new CellCounter({
     name: 'etagere_quota_saved_total',
     help: 'Client requests answered without spending upstream quota (hits, stale and coalesced answers, authorised 304 revalidations).',
     labelNames: ['upstream'] as const,
@@ -140,9 +141,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers,
   });
 
-  // The per-request children (hot path): one key string per request, no label arrays.
-  const perRequest = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
-  const perOutcome = new Map<string, { outcome: { inc(): void }; saved: { inc(): void } }>();
+  // The per-request cells (hot path): one key string per request, then plain additions.
+  const perRequest = new Map<string, { requests: CountCell; duration: HistogramCell }>();
+  const perOutcome = new Map<string, { outcome: CountCell; saved: CountCell }>();
   const upstreamChild = children((l) => upstreamRequests.labels(...(l as [string, string, string])));
   const upstreamDurationChild = children((l) => upstreamDuration.labels(...(l as [string, string])));
 
@@ -320,22 +321,22 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       const rk = `${upstream}\u0000${route}\u0000${method}\u0000${status}`;
       let r = perRequest.get(rk);
       if (r === undefined) {
-        r = { requests: requests.labels(upstream, route, method, String(status)), duration: requestDuration.labels(upstream, route) };
+        r = { requests: requests.cell(upstream, route, method, String(status)), duration: requestDuration.cell(upstream, route) };
         perRequest.set(rk, r);
       }
-      r.requests.inc();
+      r.requests.value++;
       r.duration.observe(seconds);
       let saved = false;
       if (outcome !== undefined) {
         const ok = `${upstream}\u0000${route}\u0000${outcome}`;
         let o = perOutcome.get(ok);
         if (o === undefined) {
-          o = { outcome: cacheOutcomes.labels(upstream, route, outcome), saved: quotaSaved.labels(upstream) };
+          o = { outcome: cacheOutcomes.cell(upstream, route, outcome), saved: quotaSaved.cell(upstream) };
           perOutcome.set(ok, o);
         }
-        o.outcome.inc();
+        o.outcome.value++;
         saved = SAVING.has(outcome) || (outcome === 'revalidated' && authorized);
-        if (saved) o.saved.inc();
+        if (saved) o.saved.value++;
       }
       recent.request(saved, outcome === 'hit');
     },

@@ -67,7 +67,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics, 
   const rules = runtimes.map((rt) => rulesFor(rt.cfg));
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const socket = req.socket;
     const bytesBefore = socket.bytesWritten;
     const id = requestId(req.headers['x-request-id']);
@@ -75,7 +75,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics, 
     let routeOf = '-';
 
     res.once('close', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const seconds = (performance.now() - started) / 1e3;
       const upstreamName = x?.upstream.cfg.name ?? '-';
       metrics.observeRequest(upstreamName, x?.route ?? routeOf, req.method ?? '-', res.statusCode, x?.outcome, seconds, x !== undefined && x.cred.kind !== 'anonymous');
       access({
