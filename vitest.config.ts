@@ -7,5 +7,9 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     reporters: ['default'],
+    // The secrets scan: captures of every proxy's logs, metrics, admin and error answers during
+    // the run, scanned for token values once every test has run (a hit fails the run).
+    globalSetup: ['test/helpers/secrets-scan.ts'],
+    setupFiles: ['test/helpers/capture-setup.ts'],
   },
 });

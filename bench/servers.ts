@@ -46,7 +46,7 @@ export interface RunningServer {
   readonly process: ServerProcess;
 }
 
-function cliArgs(ctx: ServerContext, args: readonly string[]): string[] {
+export function cliArgs(ctx: ServerContext, args: readonly string[]): string[] {
   if (ctx.useDist) {
     const cli = join(ctx.root, 'dist', 'cli.js');
     if (!existsSync(cli)) throw new Error('--dist given but dist/cli.js is missing: run `npm run build` first');
@@ -55,7 +55,7 @@ function cliArgs(ctx: ServerContext, args: readonly string[]): string[] {
   return ['--import', 'tsx', join(ctx.root, 'src', 'cli.ts'), ...args];
 }
 
-function cleanEnv(): NodeJS.ProcessEnv {
+export function cleanEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const k of ETAGERE_ENV) delete env[k];
   return env;
@@ -218,7 +218,7 @@ http {
 }
 
 /** A fresh redis-server for one case (no persistence, loopback only). */
-async function startRedisServer(ctx: ServerContext, n: number): Promise<{ url: string; process: ServerProcess }> {
+export async function startRedisServer(ctx: ServerContext, n: number): Promise<{ url: string; process: ServerProcess }> {
   const port = await freePort(HOST);
   const proc = await spawnServer({
     name: 'redis-server',

@@ -8,8 +8,9 @@ import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { createMetrics, type Metrics } from './metrics/registry.js';
 import { createHandler } from './proxy/handle.js';
-import { errorBody, errors } from './proxy/errors.js';
+import { errors } from './proxy/errors.js';
 import { createAdminServer } from './server/admin.js';
+import { hardenListener } from './server/connections.js';
 import { closed, listen, urlOf } from './server/listen.js';
 
 export interface App {
@@ -50,7 +51,8 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   let inFlight = 0;
   let onIdle: (() => void) | undefined;
 
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000 }, (req, res) => {
+  // requireHostHeader: false: the handler answers a missing (or repeated) Host itself, in JSON.
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false }, (req, res) => {
     if (draining) {
       errors.shuttingDown(res);
       return;
@@ -61,18 +63,8 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     });
     handler(req, res);
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable || err.code === 'ECONNRESET') {
-      socket.destroy();
-      return;
-    }
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const body = errorBody(tooLarge ? 'Request header fields too large' : 'Bad request: malformed HTTP request');
-    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    socket.end(
-      `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.toString()}`,
-    );
-  });
+  // Parse errors, CONNECT, Expect, half-closed clients and pipelining: src/server/connections.ts.
+  hardenListener(server);
   // While draining, answered keep-alive connections are closed instead of reused.
   server.on('request', (_req, res) => {
     if (draining) res.shouldKeepAlive = false;

@@ -3,7 +3,7 @@
  * etagere command line: argument parsing only.
  *   etagere serve [--config FILE]
  *   etagere fake-upstream [--port N] [--host H] [--tokens SPEC] [--anon-limit N] [--token-limit N]
- *                         [--window-seconds N] [--latency-ms N]
+ *                         [--window-seconds N] [--latency-ms N] [--faults KIND:RATE,...]
  *   etagere demo [--port N] [--fake-port N]
  */
 import { fileURLToPath } from 'node:url';
@@ -13,13 +13,15 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { cluster, runPrimary, runWorker, workerCount } from './cluster/serve.js';
 import type { Config } from './config/schema.js';
 import { startDemoLoad, summaryLine } from './demo/consumer.js';
-import { startFakeUpstream, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
+import { startFakeUpstream, parseFaultSpec, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
 
 const USAGE = `usage:
   etagere serve [--config FILE]          run the proxy (config: --config, else ETAGERE_CONFIG, else built-in defaults)
   etagere fake-upstream [options]        run the fake upstream API
       --port N (default 9100)  --host H (default 127.0.0.1)  --tokens SPEC (e.g. "tok1:repo,tok2:")
       --anon-limit N  --token-limit N  --window-seconds N  --latency-ms N
+      --faults SPEC (e.g. "reset-body:0.05,status:0.02,slow-headers:0.01"; kinds: refuse, reset-headers,
+        reset-body, truncate, slow-headers, slow-body, status, bad-json, huge; more via POST /__fake/faults)
   etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet]
                                            fake upstream plus a proxy in front of it, with a
                                            small consumer load and a summary line per second
@@ -101,6 +103,14 @@ function fakeOptions(values: Record<string, string | boolean | undefined>): Fake
   n('token-limit', 'tokenLimit');
   n('window-seconds', 'windowSeconds');
   n('latency-ms', 'latencyMs');
+  const faults = str('faults');
+  if (faults !== undefined) {
+    try {
+      opts.faults = parseFaultSpec(faults);
+    } catch (err) {
+      fail(`--faults: ${(err as Error).message}`);
+    }
+  }
   return opts;
 }
 
@@ -112,12 +122,17 @@ const FAKE_FLAGS = {
   'token-limit': { type: 'string' },
   'window-seconds': { type: 'string' },
   'latency-ms': { type: 'string' },
+  faults: { type: 'string' },
 } as const;
 
 async function fakeUpstream(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: FAKE_FLAGS, strict: true });
-  const fake = await startFakeUpstream(fakeOptions(values));
+  const opts = fakeOptions(values);
+  const fake = await startFakeUpstream(opts);
   process.stdout.write(`fake upstream listening on ${fake.url} (stats: ${fake.url}/__fake/stats)\n`);
+  if (opts.faults !== undefined && opts.faults.length > 0) {
+    process.stdout.write(`fault injection on: ${opts.faults.map((f) => `${f.kind}:${f.rate ?? 1}`).join(', ')} (rules: ${fake.url}/__fake/faults)\n`);
+  }
   onSignals(() => fake.close());
 }
 

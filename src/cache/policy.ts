@@ -62,6 +62,27 @@ export function notStorableReason(p: FreshnessPolicy, i: StoreInput): string | n
   return null;
 }
 
+/** application/json and every `+json` type (application/vnd.github+json, application/problem+json). */
+const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.-]+\+)?json$/i;
+
+/**
+ * Whether a successful answer's body contradicts its own Content-Type: a body labelled JSON that
+ * does not parse (garbled or cut by the upstream or something in between, with a consistent
+ * Content-Length). Such an answer is an upstream failure: never stored, never served as the
+ * resource (a stored entry is served instead, stale-if-error). Other types are not inspected.
+ */
+export function corruptBody(status: number, contentType: string | undefined, body: Buffer): boolean {
+  if (status < 200 || status >= 300 || body.length === 0 || contentType === undefined) return false;
+  const semi = contentType.indexOf(';');
+  if (!JSON_MEDIA_TYPE.test((semi < 0 ? contentType : contentType.slice(0, semi)).trim())) return false;
+  try {
+    JSON.parse(body.toString('utf8'));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 export interface LifetimeInput {
   res: Readonly<Directives>;
   /** Parsed Date header, ms since epoch, or undefined. */

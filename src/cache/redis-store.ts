@@ -17,7 +17,7 @@ export type L2Lookup =
   | { kind: 'hit'; entry: CacheEntry }
   | { kind: 'miss' }
   | { kind: 'corrupt' }
-  /** Redis unavailable (disconnected, breaker open, error or timeout). */
+  /** Redis unavailable (disconnected, breaker open, error, or no answer within lookup_timeout_ms). */
   | { kind: 'skipped' };
 
 export interface RedisStore extends CacheStore {
@@ -40,7 +40,7 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
   const results = { hit: metrics.l2Lookups.labels('hit'), miss: metrics.l2Lookups.labels('miss'), corrupt: metrics.l2Lookups.labels('corrupt'), skipped: metrics.l2Lookups.labels('skipped') };
   const entryKey = (key: string): string => `${conn.prefix}{${keyTag(key)}}:e`;
   const lookup = async (key: string): Promise<L2Lookup> => {
-    const raw = await conn.run('get', (r) => r.getBuffer(entryKey(key)).then((v) => v ?? false));
+    const raw = await conn.read('get', (r) => r.getBuffer(entryKey(key)).then((v) => v ?? false));
     if (raw === undefined) {
       results.skipped.inc();
       return { kind: 'skipped' };

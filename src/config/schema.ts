@@ -137,6 +137,13 @@ export const redisSchema = z
     required: z.boolean().default(false),
     /** Per-command timeout: a slow Redis counts as a miss (or a skipped write) after this. */
     command_timeout_ms: z.number().int().min(5).max(10_000).default(100),
+    /**
+     * How long a client request waits for its L2 lookup before going on without Redis (as on a
+     * miss); the command itself may run on up to command_timeout_ms, and its outcome still counts.
+     * While Redis has been slow (4x its recent latency is more) the request waits that long, up to
+     * command_timeout_ms (src/redis/connection.ts).
+     */
+    lookup_timeout_ms: z.number().int().min(1).max(10_000).default(20),
     connect_timeout_ms: z.number().int().min(10).max(60_000).default(1_000),
     /** After this many failures in a row Redis is skipped for `breaker_open_ms`. */
     breaker_failures: z.number().int().min(1).max(1_000).default(3),

@@ -6,10 +6,12 @@
  *   POST /__fake/mutate  {"path": ...} change a repo, user, org or city
  *   GET|POST /__fake/secondary         scripted secondary-limit failures
  *   GET|POST /__fake/config            runtime configuration
+ *   GET|POST|DELETE /__fake/faults     fault injection rules (faults.ts)
  * Bad input answers 400 JSON; the process never crashes on it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
+import { FaultSpecError, parseFaultRules } from './faults.js';
 import { JSON_TYPE } from './headers.js';
 import type { FakeState, RuntimeConfig } from './state.js';
 
@@ -136,6 +138,21 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         methodGuard(req, ['GET', 'POST']);
         if (req.method === 'POST') configure(state, await readJsonObject(req, false));
         return sendJson(res, 200, { config: state.config });
+      }
+      case '/__fake/faults': {
+        methodGuard(req, ['GET', 'POST', 'DELETE']);
+        if (req.method === 'POST') {
+          const body = await readJsonObject(req, false);
+          try {
+            state.faults.set(parseFaultRules(body));
+          } catch (err) {
+            if (err instanceof FaultSpecError) throw new HttpError(400, err.message);
+            throw err;
+          }
+        } else if (req.method === 'DELETE') {
+          state.faults.clear();
+        }
+        return sendJson(res, 200, { faults: state.faults.describe() });
       }
       default:
         throw new HttpError(404, `Unknown control endpoint ${path}`);

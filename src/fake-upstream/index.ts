@@ -5,13 +5,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FaultSpecError, parseFaultRule, parseFaultSpec, type FaultRuleInput } from './faults.js';
 import { createPipeline } from './server.js';
 import { FakeState, type RuntimeConfig } from './state.js';
 import type { FakeStats } from './stats.js';
 import { DEMO_TOKENS, parseTokenSpec, type FakeToken } from './tokens.js';
 
-export { DEMO_TOKENS, parseTokenSpec };
-export type { FakeToken, FakeStats };
+export { DEMO_TOKENS, parseTokenSpec, parseFaultSpec, FaultSpecError };
+export type { FakeToken, FakeStats, FaultRuleInput };
+export { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 export { CITIES, SEED_ORG } from './data.js';
 
 export interface FakeUpstreamOptions {
@@ -33,6 +35,8 @@ export interface FakeUpstreamOptions {
   orgRepoCount?: number;
   /** Answer secondary-limit errors when more requests than this are in flight. Default 0 (off). */
   enforceConcurrency?: number;
+  /** Fault injection rules active from the start (as POST /__fake/faults; see parseFaultSpec). Default none. */
+  faults?: FaultRuleInput[];
 }
 
 export interface FakeUpstream {
@@ -56,6 +60,7 @@ export const fakeUpstreamFlags = [
   { flag: '--token-limit', option: 'tokenLimit', description: 'requests per window per token (default 5000)' },
   { flag: '--window-seconds', option: 'windowSeconds', description: 'quota window length (default 3600)' },
   { flag: '--latency-ms', option: 'latencyMs', description: 'delay before each response (default 0)' },
+  { flag: '--faults', option: 'faults', description: 'fault rules at start-up, "kind:rate,...", e.g. "reset-body:0.05,status:0.02" (parseFaultSpec)' },
 ] as const;
 
 function checkInt(name: string, value: number, min: number): number {
@@ -73,6 +78,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   };
   const orgRepoCount = checkInt('orgRepoCount', opts.orgRepoCount ?? 75, 0);
   const state = new FakeState(config, opts.tokens ?? DEMO_TOKENS, orgRepoCount);
+  if (opts.faults !== undefined) {
+    if (!Array.isArray(opts.faults)) throw new FaultSpecError('faults must be an array of rules');
+    state.faults.set(opts.faults.map((r, i) => parseFaultRule(r, `faults[${i}]`)));
+  }
   const host = opts.host ?? '127.0.0.1';
   let url = '';
   const pipeline = createPipeline(

@@ -3,14 +3,16 @@
  *   OPTIONS preflight → credentials (invalid: 401) → /rate_limit (free)
  *   → secondary limits (scripted, concurrency) → primary quota exhausted (403) → API version (400)
  *   → method (non-GET/HEAD: 404, like GitHub) → route → conditional (304) → spend → headers.
- * Cyclist requests and control endpoints (/__fake/*) branch off first. Any exception answers
- * 500 JSON; the process never crashes on a request.
+ * Control endpoints (/__fake/*) branch off first; then fault rules (faults.ts) may break the
+ * request or corrupt its answer; then cyclist requests branch off. Any exception answers 500 JSON;
+ * the process never crashes on a request.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Viewer } from './auth.js';
 import { handleControl, CONTROL_PREFIX } from './control.js';
 import { cyclist, CYCLIST_PREFIX } from './cyclist.js';
 import { computeEtag, httpDate, isNotModified } from './etag.js';
+import { injectEarly, isBodyFault, writeFaulted, type FaultRule } from './faults.js';
 import {
   apiHeaders,
   BAD_CREDENTIALS_BODY,
@@ -43,7 +45,10 @@ const UNSUPPORTED_VERSION = (v: string): Buffer =>
         .join(', ')}.`,
   );
 
-/** One response under way: writes once (after the configured latency) and keeps the in-flight count. */
+/**
+ * One response under way: writes once (after the configured latency) and keeps the in-flight
+ * count. With a body fault (faults.ts), the answer is corrupted on the wire.
+ */
 class Reply {
   done = false;
 
@@ -52,6 +57,7 @@ class Reply {
     private readonly res: ServerResponse,
     private readonly timers: Set<NodeJS.Timeout>,
     private readonly head: boolean,
+    private readonly fault: FaultRule | null = null,
   ) {
     state.stats.begin();
   }
@@ -62,6 +68,11 @@ class Reply {
     const write = (): void => {
       this.state.stats.end();
       try {
+        if (this.fault !== null) {
+          const noBody = this.head || status === 304 || status === 204;
+          writeFaulted(this.fault, this.res, status, headers, noBody ? EMPTY : body ?? EMPTY, { timers: this.timers });
+          return;
+        }
         this.res.writeHead(status, headers);
         this.res.end(this.head || status === 304 || status === 204 ? undefined : body ?? undefined);
       } catch {
@@ -114,7 +125,26 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
       handleControl(state, req, res, path).catch(() => internalError(res));
       return;
     }
-    const reply = new Reply(state, res, timers, req.method === 'HEAD');
+    const fault = state.faults.pick(path);
+    if (fault === null) {
+      answer(state, req, res, path, query, null);
+      return;
+    }
+    if (isBodyFault(fault)) {
+      // Answered as if unconditional, so that there is a body to cut.
+      delete req.headers['if-none-match'];
+      delete req.headers['if-modified-since'];
+    }
+    try {
+      injectEarly(fault, req, res, { timers }, () => answer(state, req, res, path, query, isBodyFault(fault) ? fault : null));
+    } catch {
+      internalError(res);
+    }
+  };
+
+  /** The API or cyclist answer (corrupted on the wire when `fault` is a body fault). */
+  const answer = (state: FakeState, req: IncomingMessage, res: ServerResponse, path: string, query: string, fault: FaultRule | null): void => {
+    const reply = new Reply(state, res, timers, req.method === 'HEAD', fault);
     try {
       if (path === CYCLIST_PREFIX || path.startsWith(`${CYCLIST_PREFIX}/`)) {
         const result = cyclist(state.world, req.method ?? 'GET', path);

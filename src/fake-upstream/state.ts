@@ -5,6 +5,7 @@
  */
 import { World } from './data.js';
 import { Credentials } from './auth.js';
+import { Faults } from './faults.js';
 import { Quotas } from './quota.js';
 import { Secondary } from './secondary.js';
 import { Stats } from './stats.js';
@@ -35,6 +36,8 @@ export class FakeState {
   readonly credentials: Credentials;
   readonly quotas: Quotas;
   readonly secondary = new Secondary();
+  /** Fault injection rules (POST /__fake/faults, --faults). */
+  readonly faults = new Faults();
   readonly stats = new Stats();
   /** Rendered list pages, keyed by path+query, viewer, base, version and world generation. */
   private listCache = new Map<string, Rendered>();
@@ -50,13 +53,14 @@ export class FakeState {
     this.quotas = new Quotas(this.config);
   }
 
-  /** Stats, quotas, secondary mode and mutations back to the seed; optionally the configuration too. */
+  /** Stats, quotas, secondary mode, fault rules and mutations back to the seed; optionally the configuration too. */
   reset(restoreConfig = false): void {
     if (restoreConfig) this.config = { ...this.initialConfig };
     this.world = new World({ orgRepoCount: this.orgRepoCount, tokens: this.tokens });
     this.listCache = new Map();
     this.quotas.configure(this.config);
     this.secondary.reset();
+    this.faults.clear();
     this.stats.reset();
   }
 

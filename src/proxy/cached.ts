@@ -12,6 +12,7 @@ import type { CacheEntry } from '../cache/entry.js';
 import { ANONYMOUS, POOL, cacheKey, createPartitioner, pathScope, varyMatches, varySelection, type KeyInput, type Partitioner } from '../cache/key.js';
 import { createDisabledStore, createMemoryStore, type MemoryStore } from '../cache/memory-store.js';
 import {
+  corruptBody,
   currentAge,
   decide,
   freshnessLifetime,
@@ -319,6 +320,10 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       store(key, merged);
       return { kind: 'entry', entry: merged, fwdStatus: 304, stored: true, transient: false };
     }
+    if (corruptBody(f.status, headerValue(f.headers['content-type']), f.body)) {
+      logger.warn({ reqId: leader.id, upstream: leader.upstream.cfg.name, status: f.status }, 'upstream body is not valid JSON');
+      return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' } };
+    }
     const reader = headerReader(leader.req.headers);
     const vary = varySelection(headerValue(f.headers.vary), reader);
     const res = parseCacheControl(f.headers['cache-control']);
@@ -451,8 +456,10 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
    * winner fetches; the others serve what it stored in L2, or fetch themselves when it is gone
    * without storing anything or their wait runs out.
    */
-  const fetchOnce = async (x: Exchange | undefined, leader: Exchange, keys: Keys, stale: CacheEntry | undefined, reqDir: Readonly<Directives>): Promise<FlightResult> => {
-    if (shared === undefined || stale !== undefined || keys.store(undefined) !== keys.flight) return fetchForCache(x, leader, keys, stale, reqDir);
+  const fetchOnce = async (x: Exchange | undefined, leader: Exchange, keys: Keys, stale: CacheEntry | undefined, reqDir: Readonly<Directives>, redisAnswered: boolean): Promise<FlightResult> => {
+    // Redis did not answer this request's L2 lookup (down, breaker open, or slower than
+    // lookup_timeout_ms): the lock would wait on it too, so the request goes on without it.
+    if (shared === undefined || !redisAnswered || stale !== undefined || keys.store(undefined) !== keys.flight) return fetchForCache(x, leader, keys, stale, reqDir);
     const key = keys.flight;
     /** Another replica's entry, found in L2: served as that replica's fetch. */
     const followed = (entry: CacheEntry): FlightResult => {
@@ -484,7 +491,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
   };
 
   /** Serves from an entry found in L1 or L2, or goes upstream (the rest of `serve`). */
-  const proceed = (x: Exchange, keys: Keys, found: CacheEntry | undefined, reqDir: Readonly<Directives>, reader: (name: string) => string | undefined): void => {
+  const proceed = (x: Exchange, keys: Keys, found: CacheEntry | undefined, reqDir: Readonly<Directives>, reader: (name: string) => string | undefined, redisAnswered = true): void => {
     const now = Date.now();
     let entry = found;
     if (entry !== undefined && (!varyMatches(entry.vary, reader) || isInvalidated(x.upstream.cfg.name, x.pathname, entry))) {
@@ -525,7 +532,7 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
       return;
     }
     const stale = entry;
-    const { promise, shared: joined } = flights.run(keys.flight, () => fetchOnce(x, x, keys, stale, reqDir));
+    const { promise, shared: joined } = flights.run(keys.flight, () => fetchOnce(x, x, keys, stale, reqDir, redisAnswered));
     promise.then(
       (r) => deliver(x, r, joined, stale, forced),
       (err: unknown) => {
@@ -548,11 +555,11 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
           promote(candidates[i]!, r.entry);
           if (entry === undefined || r.entry.storedAt > entry.storedAt) entry = r.entry;
         });
-        proceed(x, keys, entry, reqDir, reader);
+        proceed(x, keys, entry, reqDir, reader, found.every((r) => r.kind !== 'skipped'));
       },
       (err: unknown) => {
         logger.error({ reqId: x.id, err: (err as Error).message }, 'L2 lookup failed');
-        proceed(x, keys, undefined, reqDir, reader);
+        proceed(x, keys, undefined, reqDir, reader, false);
       },
     );
   };

@@ -41,18 +41,27 @@ export function resolveCredential(h: IncomingHttpHeaders, rules: CredentialRules
   if (key !== undefined) {
     const id = consumers.match(key.trim());
     if (id.kind === 'consumer') consumer = id.name;
-  } else {
-    const user = basicUser(h.authorization);
-    if (user !== undefined) {
-      const id = consumers.match(user);
-      if (id.kind === 'consumer') {
-        consumer = id.name;
-        delete h.authorization; // the consumer's key, not an upstream credential
-      }
-    }
   }
+  // Basic credentials whose user is a consumer key are dropped even next to an X-Etagere-Key:
+  // they are the consumer's key, never an upstream credential.
+  const basic = dropConsumerBasic(h, consumers);
+  consumer ??= basic;
   if (h.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
   if (consumer !== undefined) return { kind: 'pool', consumer };
   return rules.unknown === 'anonymous' ? ANONYMOUS_CREDENTIAL : undefined;
+}
+
+/**
+ * Removes Authorization when it is Basic credentials whose user is a known consumer key, and
+ * returns that consumer's name. Also used for passed-through methods, which never use the pool
+ * but must not carry the key upstream either.
+ */
+export function dropConsumerBasic(h: IncomingHttpHeaders, consumers: Consumers): string | undefined {
+  const user = basicUser(h.authorization);
+  if (user === undefined) return undefined;
+  const id = consumers.match(user);
+  if (id.kind !== 'consumer') return undefined;
+  delete h.authorization;
+  return id.name;
 }

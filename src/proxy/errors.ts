@@ -64,6 +64,9 @@ export const errors = {
     sendError(res, 401, 'Requires a consumer key: send X-Etagere-Key, or the key as the user of Basic credentials', {
       'www-authenticate': 'Basic realm="etagere"',
     }),
+  /** An Expect other than 100-continue (RFC 9110 section 10.1.1). */
+  expectationFailed: (res: ServerResponse) =>
+    sendError(res, 417, 'Expectation Failed: the only expectation supported is "100-continue"'),
   shuttingDown: (res: ServerResponse) =>
     sendError(res, 503, 'Service Unavailable: the proxy is shutting down', { connection: 'close', 'retry-after': '1' }),
 } as const;

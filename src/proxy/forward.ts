@@ -69,7 +69,10 @@ export function forward(x: Exchange, links: LinkSettings, logger: Logger, metric
 /**
  * Pipes an upstream body to the client. Plain `pipe` rather than stream.pipeline, whose per-call
  * AbortController and DOMException showed in profiles. An upstream error cuts the client
- * connection (never a silent short body); a client that leaves destroys the upstream body.
+ * connection (never a silent short body); a client that leaves destroys the upstream body, and
+ * so does one that left before the body was handed over (its 'close' has been and gone: an
+ * unread body would hold its upstream connection for good, since undici's body timeout does
+ * not run while the body is paused).
  */
 export function streamTo(body: Readable, res: ServerResponse, onUpstreamError: (err: unknown) => void): void {
   body.on('error', (err) => {
@@ -77,6 +80,10 @@ export function streamTo(body: Readable, res: ServerResponse, onUpstreamError: (
     onUpstreamError(err);
     res.destroy();
   });
+  if (res.destroyed) {
+    body.destroy();
+    return;
+  }
   res.once('close', () => {
     if (!res.writableFinished) body.destroy();
   });

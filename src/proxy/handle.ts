@@ -16,13 +16,13 @@ import { createRedisConnection, type RedisConnection } from '../redis/connection
 import { createFlightLock } from '../redis/flight-lock.js';
 import { createInvalidationBus } from '../redis/invalidation-bus.js';
 import { createHttpCache, type HttpCache, type SharedCache } from './cached.js';
-import { resolveCredential, type CredentialRules } from './credential.js';
+import { dropConsumerBasic, resolveCredential, type CredentialRules } from './credential.js';
 import { errors } from './errors.js';
 import type { Exchange } from './exchange.js';
 import { forward } from './forward.js';
 import { requestId } from './request-id.js';
 import { createRouter, upstreamPath } from './route.js';
-import { parseTarget } from './target.js';
+import { checkFraming, checkHost, parseTarget } from './target.js';
 import { isRateLimitPath, sendPoolRateLimit } from './pool-headers.js';
 import { createPoolRuntime } from './pool-runtime.js';
 import { createUpstreamRuntime } from './upstreams.js';
@@ -94,8 +94,12 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics, 
       });
     });
 
-    const target = parseTarget(req.url);
+    const target =
+      checkHost(req.rawHeaders, req.httpVersionMajor === 1 && req.httpVersionMinor === 1) ??
+      checkFraming(req.headers['transfer-encoding']) ??
+      parseTarget(req.url);
     if (target.ok === false) {
+      if (target.close === true) res.shouldKeepAlive = false;
       drain(req);
       res.setHeader('x-request-id', id);
       errors.badRequest(res, target.reason);
@@ -116,6 +120,7 @@ export function createHandler(config: Config, logger: Logger, metrics: Metrics, 
     if (method !== 'GET' && method !== 'HEAD') {
       res.setHeader('x-request-id', id);
       delete req.headers['x-etagere-key']; // never forwarded; unsafe methods never use the pool
+      if (consumers !== undefined) dropConsumerBasic(req.headers, consumers); // nor a key sent as Basic user
       if (upstream.passThrough === undefined) {
         drain(req);
         errors.methodNotAllowed(res, method ?? '?');

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../config/schema.js';
+import { responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { classifyUpstreamError } from '../upstream/client.js';
 import { errors } from './errors.js';
 
@@ -37,12 +38,15 @@ export function createPassThrough(
     errors.upstreamFailed(res, cfg.name, classifyUpstreamError(err));
   };
   proxy.on('error', onError);
-  if (onResponse !== undefined) {
-    proxy.on('proxyRes', (proxyRes, req) => {
-      const pathname = (req as IncomingMessage & { etagerePathname?: string }).etagerePathname;
-      if (pathname !== undefined) onResponse(cfg, pathname, proxyRes.statusCode ?? 0);
-    });
-  }
+  proxy.on('proxyRes', (proxyRes, req) => {
+    // Hop-by-hop fields belong to the upstream leg. Its "connection: close" (http-proxy asks for
+    // it on agent-less requests) used to close the client's connection after every answer.
+    const kept = responseHeadersForClient(proxyRes.headers);
+    for (const name of Object.keys(proxyRes.headers)) if (!(name in kept)) delete proxyRes.headers[name];
+    if (onResponse === undefined) return;
+    const pathname = (req as IncomingMessage & { etagerePathname?: string }).etagerePathname;
+    if (pathname !== undefined) onResponse(cfg, pathname, proxyRes.statusCode ?? 0);
+  });
   return {
     forward(req, res, pathname, path, requestId) {
       (req as IncomingMessage & { etagerePathname?: string }).etagerePathname = pathname;

@@ -1,12 +1,14 @@
 /**
  * Pure request-target checks. The proxy only accepts origin-form targets ("/path?query") whose
- * path cannot climb out of the upstream's prefix: no dot segments (also percent-encoded), no
- * encoded slashes or backslashes, no NUL. Anything else is a 400 before routing.
+ * path cannot climb out of the upstream's prefix: no dot segments (also percent-encoded, or with
+ * a ";" parameter), no encoded slashes or backslashes, no NUL. Anything else is a 400 before
+ * routing, as is a missing or repeated Host.
  */
 
 export type Target =
   | { ok: true; pathname: string; search: string }
-  | { ok: false; reason: string };
+  /** `close`: the connection cannot be trusted past this request (its framing is unknown). */
+  | { ok: false; reason: string; close?: true };
 
 const MAX_TARGET = 8192;
 
@@ -32,7 +34,35 @@ export function parseTarget(url: string | undefined): Target {
     return { ok: false, reason: 'malformed percent-encoding in path' };
   }
   for (const seg of decoded.split('/')) {
-    if (seg === '.' || seg === '..') return { ok: false, reason: 'dot segments are not allowed in path' };
+    // "..;x" is ".." to upstreams that honour path parameters (Tomcat, Spring and the like).
+    const semi = seg.indexOf(';');
+    const name = semi === -1 ? seg : seg.slice(0, semi);
+    if (name === '.' || name === '..') return { ok: false, reason: 'dot segments are not allowed in path' };
   }
   return { ok: true, pathname, search };
+}
+
+/**
+ * RFC 9112 section 3.2: a request with more than one Host, or an HTTP/1.1 request without one, is
+ * a 400. Node keeps only the first Host of several, so the raw header list is counted.
+ */
+export function checkHost(rawHeaders: readonly string[], http11: boolean): Target | undefined {
+  let hosts = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+  }
+  if (hosts > 1) return { ok: false, reason: 'more than one Host header' };
+  if (hosts === 0 && http11) return { ok: false, reason: 'an HTTP/1.1 request needs a Host header' };
+  return undefined;
+}
+
+/**
+ * RFC 9112 section 6.3: a request whose Transfer-Encoding does not end in chunked has no
+ * knowable length: a 400, and the connection is closed. (Node hands such a request over before
+ * it fails on the body, and would read whatever follows as its body.)
+ */
+export function checkFraming(transferEncoding: string | undefined): Target | undefined {
+  if (transferEncoding === undefined || /(?:^|,)[ \t]*chunked[ \t]*$/i.test(transferEncoding)) return undefined;
+  return { ok: false, reason: 'Transfer-Encoding must end with chunked', close: true };
 }

@@ -20,6 +20,12 @@ export interface RedisConnection {
   readonly cluster: boolean;
   /** Runs one Redis operation; any failure (or an open breaker) gives undefined. */
   run<T>(op: string, fn: (r: RedisClient) => Promise<T>): Promise<T | undefined>;
+  /**
+   * `run` for a read a client request waits on (the L2 lookup): undefined as well when Redis has
+   * not answered within `lookup_timeout_ms` (longer while Redis has been slow, see `patience`). The command goes on (up to `command_timeout_ms`)
+   * and its outcome is counted and fed to the breaker as usual; only the caller stops waiting.
+   */
+  read<T>(op: string, fn: (r: RedisClient) => Promise<T>): Promise<T | undefined>;
   /** Connected and the breaker closed. */
   up(): boolean;
   /** A second connection for subscriptions (created on first use). */
@@ -29,6 +35,8 @@ export interface RedisConnection {
 
 /** Bumped when the stored layout changes: old keys are then simply never read. */
 export const SCHEMA_VERSION = 'v1';
+/** Successful commands seen before a lookup may give up sooner than the command timeout. */
+const WARM_SAMPLES = 20;
 
 /** Reconnect delay: 50 ms doubling, capped at 500 ms. */
 export function reconnectDelay(attempt: number): number {
@@ -110,7 +118,23 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
     t.observe(seconds);
   };
 
-  return {
+  // Recent latency of successful commands (moving average), for how long a lookup may wait.
+  let recentMs = 0;
+  let samples = 0;
+  const learn = (ms: number): void => {
+    recentMs = samples === 0 ? ms : recentMs + 0.1 * (ms - recentMs);
+    samples++;
+  };
+  /**
+   * How long a request waits for its lookup: lookup_timeout_ms while Redis has been answering
+   * quickly, more when it has been slow (4x its recent latency: a busy machine is not a stalled
+   * Redis, and giving up there would cost the single flight), and the whole command timeout
+   * until enough answers have been seen to tell.
+   */
+  const patience = (): number =>
+    samples < WARM_SAMPLES ? cfg.command_timeout_ms : Math.min(cfg.command_timeout_ms, Math.max(cfg.lookup_timeout_ms, 4 * recentMs));
+
+  const connection: RedisConnection = {
     client,
     prefix: `${cfg.key_prefix}${SCHEMA_VERSION}:`,
     cluster: cfg.cluster !== null,
@@ -125,7 +149,9 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
         const value = await fn(client);
         breaker.success();
         count(op, 'ok');
-        observe(op, Number(process.hrtime.bigint() - started) / 1e9);
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        observe(op, seconds);
+        learn(seconds * 1e3);
         return value;
       } catch (err) {
         breaker.failure(Date.now());
@@ -134,6 +160,20 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
         onError(err as Error);
         return undefined;
       }
+    },
+    read(op, fn) {
+      const command = connection.run(op, fn);
+      const waitMs = patience();
+      if (waitMs >= cfg.command_timeout_ms) return command;
+      return new Promise((resolve) => {
+        // Given up only after the following poll phase: a reply that has arrived but is not read
+        // yet (the event loop was busy) still counts.
+        const timer = setTimeout(() => setImmediate(() => resolve(undefined)), waitMs);
+        void command.then((value) => {
+          clearTimeout(timer);
+          resolve(value);
+        });
+      });
     },
     up: () => ready() && breaker.state(Date.now()) === 'closed',
     subscriber() {
@@ -157,4 +197,5 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
       await quit(client);
     },
   };
+  return connection;
 }

@@ -53,6 +53,7 @@ describe('parseTokenSpec', () => {
       '--token-limit',
       '--window-seconds',
       '--latency-ms',
+      '--faults',
     ]);
   });
 });

@@ -1,6 +1,14 @@
-/** Runs the etagere CLI from source (through tsx) as a child process. */
+/**
+ * Runs the etagere CLI from source (through tsx) as a child process. For the secrets scan after
+ * the suite (test/helpers/secrets-scan.ts) it records the secrets in the child's environment and
+ * arguments, watches its listeners' answers, and captures its output once it has exited.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { capture, capturing, inTestFile, registerOrigin } from './capture.js';
+import { recordSecret } from './secrets.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -24,5 +32,67 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  if (capturing()) {
+    watchForScan(args, env);
+    // 'close': the output streams have ended too.
+    child.once('close', () =>
+      capture(`etagere ${args[0] ?? ''} (pid ${child.pid ?? '?'})${inTestFile()}: stdout and stderr`, withoutDocumentedHint(`${out}\n${err}`)),
+    );
+  }
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/**
+ * `etagere demo` prints, on purpose, a curl command with one of the fake's documented demo tokens
+ * (the same line is in the README): that one exact hint is not a leak. Any other occurrence of
+ * the token in the output still is.
+ */
+const DOCUMENTED_HINT = /^(\s*curl -i -H 'Authorization: token )demo_token_alice_repo(' http:\/\/[^\s]+\/user)$/m;
+
+function withoutDocumentedHint(output: string): string {
+  return output.replace(DOCUMENTED_HINT, '$1<documented demo token>$2');
+}
+
+/** Environment variables that hold secrets (besides the token lists handled below). */
+const SECRET_ENV = /TOKEN|SECRET|PASSWORD|^ETAGERE_KEY_|_KEY$/;
+
+function watchForScan(args: readonly string[], env: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (name === 'ETAGERE_TOKENS') {
+      for (const item of value.split(',')) {
+        const eq = item.indexOf('=');
+        recordSecret(`ETAGERE_TOKENS entry ${eq > 0 ? item.slice(0, eq).trim() : '(unnamed)'} of a CLI process${inTestFile()}`, eq > 0 ? item.slice(eq + 1) : item);
+      }
+    } else if (name === 'ETAGERE_TOKENS_FILE') {
+      try {
+        readFileSync(value, 'utf8')
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => l !== '' && !l.startsWith('#'))
+          .forEach((l, i) => recordSecret(`ETAGERE_TOKENS_FILE line ${i + 1} of a CLI process${inTestFile()}`, l.includes('=') ? l.slice(l.indexOf('=') + 1) : l));
+      } catch {
+        // no such file: the process reports it
+      }
+    } else if (SECRET_ENV.test(name)) {
+      recordSecret(`environment variable ${name} of a CLI process${inTestFile()}`, value);
+    }
+  }
+  const flag = (name: string): string | undefined => {
+    const i = args.indexOf(name);
+    return i < 0 ? undefined : args[i + 1];
+  };
+  const tokens = flag('--tokens');
+  if (tokens !== undefined) {
+    try {
+      parseTokenSpec(tokens).forEach((t) => recordSecret(`--tokens entry ${t.login} of a CLI process${inTestFile()}`, t.token));
+    } catch {
+      // an invalid spec: the process reports it
+    }
+  }
+  const host = env.HOST ?? '127.0.0.1';
+  const port = env.PORT ?? flag('--port');
+  const adminPort = env.ADMIN_PORT ?? flag('--admin-port');
+  if (port !== undefined) registerOrigin(`http://${host}:${port}`, 'proxy');
+  if (adminPort !== undefined) registerOrigin(`http://127.0.0.1:${adminPort}`, 'admin');
 }

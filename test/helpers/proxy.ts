@@ -1,10 +1,18 @@
-/** Starts a proxy for tests: ephemeral ports, a log capture, and a config built from overrides. */
-import { Writable } from 'node:stream';
+/**
+ * Starts a proxy for tests: ephemeral ports, a log capture, and a config built from overrides.
+ * For the secrets scan after the suite (test/helpers/secrets-scan.ts) it records the proxy's
+ * secrets (pool tokens, consumer keys, partition secret), watches its listeners' answers, and at
+ * close captures its log text, /metrics and the admin answers.
+ */
+import { IncomingMessage, ServerResponse, type Server } from 'node:http';
+import { Duplex, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { startApp, type App } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
+import { atFileEnd, capture, capturing, inTestFile, registerOrigin } from './capture.js';
+import { recordSecret } from './secrets.js';
 
 export interface TestProxy extends App {
   /** Every log line written so far, parsed. */
@@ -28,7 +36,11 @@ export async function startTestProxy(raw: Record<string, unknown>): Promise<Test
     },
   });
   const logger = createLogger({ level: 'info', destination: dest as unknown as pino.DestinationStream });
+  for (const t of config.pool.tokens) recordSecret(`pool token ${t.name ?? '(unnamed)'} of a test proxy${inTestFile()}`, t.value);
+  for (const k of config.consumers.keys) recordSecret(`consumer key ${k.name} of a test proxy${inTestFile()}`, k.value);
+  if (config.cache.partition_secret !== null) recordSecret(`cache.partition_secret of a test proxy${inTestFile()}`, config.cache.partition_secret);
   const app = await startApp(config, { logger });
+  if (capturing()) watchForScan(app, () => text);
   return Object.assign(app, {
     logs: () =>
       text
@@ -37,6 +49,57 @@ export async function startTestProxy(raw: Record<string, unknown>): Promise<Test
         .map((l) => JSON.parse(l) as Record<string, unknown>),
     logText: () => text,
   });
+}
+
+/** Admin paths captured at close (rendered by the admin listener's own handler, even once closed). */
+const ADMIN_PATHS = ['/metrics', '/admin/tokens', '/admin/status', '/readyz', '/healthz'];
+
+/** Registers the app's listeners and captures its logs and admin answers when it closes (or at the end of the file). */
+function watchForScan(app: App, logText: () => string): void {
+  registerOrigin(app.url, 'proxy');
+  registerOrigin(app.adminUrl, 'admin');
+  const where = `test proxy ${app.url}${inTestFile()}`;
+  const captureAll = async (): Promise<void> => {
+    capture(`${where}: log`, logText());
+    for (const path of ADMIN_PATHS) capture(`${where}: admin ${path}`, await renderAdmin(app.admin, path));
+  };
+  const pending = atFileEnd(() => capture(`${where}: log (never closed)`, logText()));
+  const close = app.close;
+  let captured: Promise<void> | undefined;
+  (app as { close: App['close'] }).close = () => {
+    captured ??= close().then(async () => {
+      pending.done();
+      await captureAll().catch(() => undefined);
+    });
+    return captured;
+  };
+}
+
+/** The raw HTTP answer of a server's request handler to GET `path`, without the network. */
+async function renderAdmin(server: Server, path: string): Promise<string> {
+  const listener = server.listeners('request')[0] as ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  if (listener === undefined) return '';
+  const chunks: Buffer[] = [];
+  const socket = new Duplex({
+    read() {},
+    write(chunk: Buffer, _encoding, cb) {
+      chunks.push(Buffer.from(chunk));
+      cb();
+    },
+  });
+  const req = new IncomingMessage(socket as unknown as ConstructorParameters<typeof IncomingMessage>[0]);
+  req.method = 'GET';
+  req.url = path;
+  req.headers = { host: 'admin' };
+  req.push(null);
+  const res = new ServerResponse(req);
+  res.assignSocket(socket as unknown as Parameters<ServerResponse['assignSocket']>[0]);
+  let timer: NodeJS.Timeout | undefined;
+  const finished = new Promise<void>((resolve) => res.once('finish', () => resolve()));
+  listener(req, res);
+  await Promise.race([finished, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2_000)))]);
+  clearTimeout(timer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Polls `check` until it returns true or the deadline passes (no fixed sleeps). */

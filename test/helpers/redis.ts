@@ -44,11 +44,21 @@ const BASE_ARGS = ['--bind', HOST, '--save', '', '--appendonly', 'no'];
 const MISSING =
   'redis-server was not found on PATH: install it (apt-get install redis-server) or set REDIS_URL to an existing Redis';
 
-export async function startRedis(): Promise<TestRedis> {
+export interface StartRedisOptions {
+  /**
+   * Allow the DEBUG command (e.g. `DEBUG SLEEP 0.5` to make Redis slow): Redis 7 refuses it
+   * unless started with `--enable-debug-command yes`. Applies to spawned servers and containers;
+   * a REDIS_URL server is used as it is configured.
+   */
+  debugCommand?: boolean;
+}
+
+export async function startRedis(opts: StartRedisOptions = {}): Promise<TestRedis> {
   const kind = await redisKind();
+  const extra = opts.debugCommand === true ? ['--enable-debug-command', 'yes'] : [];
   if (kind === 'env') return fromEnv(process.env.REDIS_URL ?? '');
-  if (kind === 'container') return fromContainer();
-  return fromProcess();
+  if (kind === 'container') return fromContainer(extra);
+  return fromProcess(extra);
 }
 
 /**
@@ -111,9 +121,10 @@ function fromEnv(url: string): TestRedis {
   };
 }
 
-async function fromContainer(): Promise<TestRedis> {
+async function fromContainer(extraArgs: string[]): Promise<TestRedis> {
   const { GenericContainer, Wait } = await import('testcontainers');
-  const container = await new GenericContainer('redis:7')
+  const image = new GenericContainer('redis:7');
+  const container = await (extraArgs.length > 0 ? image.withCommand(['redis-server', ...extraArgs]) : image)
     .withExposedPorts(6379)
     .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
     .start();
@@ -128,8 +139,8 @@ async function fromContainer(): Promise<TestRedis> {
   };
 }
 
-async function fromProcess(): Promise<TestRedis> {
-  let server = await launch(() => [], freePort);
+async function fromProcess(extraArgs: string[]): Promise<TestRedis> {
+  let server = await launch(() => extraArgs, freePort);
   const port = server.port;
   let stopped = false;
   return {
@@ -142,7 +153,7 @@ async function fromProcess(): Promise<TestRedis> {
     async restart() {
       if (stopped) throw new Error('restart(): this Redis was stopped');
       await server.kill(); // no-op when it already died; makes sure the port is released
-      server = await spawnServer(port, []);
+      server = await spawnServer(port, extraArgs);
     },
     stop: once(async () => {
       stopped = true;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCacheControl, requestDirectives } from '../../src/cache/cache-control.js';
 import {
+  corruptBody,
   currentAge,
   decide,
   freshnessLifetime,
@@ -217,5 +218,26 @@ describe('304 header merge (RFC 9111 4.3.4)', () => {
       date: 'new',
       'set-x': '1',
     });
+  });
+});
+
+describe('corruptBody', () => {
+  const json = Buffer.from('{"id":1,"name":"hello"}');
+  const cut = Buffer.from('{"id":1,"na');
+  it('flags a 2xx labelled JSON (any +json type, any parameters) whose body does not parse', () => {
+    for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/vnd.github+json', 'application/problem+json ; x=y']) {
+      expect(corruptBody(200, type, cut), type).toBe(true);
+      expect(corruptBody(200, type, json), type).toBe(false);
+    }
+    expect(corruptBody(203, 'application/json', Buffer.from('{"a":1}<html>'))).toBe(true);
+  });
+  it('leaves other types, empty bodies and non-2xx answers alone', () => {
+    expect(corruptBody(200, 'text/plain', cut)).toBe(false);
+    expect(corruptBody(200, 'application/jsonx', cut)).toBe(false);
+    expect(corruptBody(200, undefined, cut)).toBe(false);
+    expect(corruptBody(204, 'application/json', Buffer.alloc(0))).toBe(false);
+    expect(corruptBody(200, 'application/json', Buffer.alloc(0))).toBe(false);
+    expect(corruptBody(500, 'application/json', cut)).toBe(false);
+    expect(corruptBody(404, 'application/json', cut)).toBe(false);
   });
 });

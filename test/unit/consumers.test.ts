@@ -42,6 +42,10 @@ describe('whose credential goes upstream', () => {
     const r = run({ authorization: basic('key-web-0123456789') }, guarded);
     expect(r.cred).toEqual({ kind: 'pool', consumer: 'web' });
     expect(r.headers.authorization).toBeUndefined();
+    // Not even next to an X-Etagere-Key (found by test/hardening/fuzz.test.ts).
+    const both = run({ 'x-etagere-key': 'junk', authorization: basic('key-web-0123456789') }, guarded);
+    expect(both.cred).toEqual({ kind: 'pool', consumer: 'web' });
+    expect(both.headers.authorization).toBeUndefined();
   });
   it('with access control: a known key uses the pool, others are refused or anonymous', () => {
     expect(run({ 'x-etagere-key': 'key-batch-abcdef' }, guarded).cred).toEqual({ kind: 'pool', consumer: 'batch' });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { createRouter, upstreamPath } from '../../src/proxy/route.js';
-import { parseTarget } from '../../src/proxy/target.js';
+import { checkFraming, checkHost, parseTarget } from '../../src/proxy/target.js';
 
 const config = parseConfig({
   upstreams: [
@@ -47,6 +47,7 @@ describe('request target', () => {
     ['/users/some.name', '/users/some.name', ''],
     ['/repos/a/b.js', '/repos/a/b.js', ''],
     ['/search?q=%2e%2e', '/search', '?q=%2e%2e'],
+    ['/repos/a..;b/x;y', '/repos/a..;b/x;y', ''],
   ])('accepts %s', (url, pathname, search) => {
     expect(parseTarget(url)).toEqual({ ok: true, pathname, search });
   });
@@ -69,7 +70,24 @@ describe('request target', () => {
     ['/' + 'a'.repeat(9000)],
     ['/..'],
     ['/.'],
+    ['/repos/..;/admin'],
+    ['/repos/..;x=1/admin'],
+    ['/repos/.;/admin'],
+    ['/repos/%2e%2e%3b/admin'],
   ])('rejects %s', (url) => {
     expect(parseTarget(url).ok).toBe(false);
+  });
+
+  it('needs exactly one Host on HTTP/1.1, at most one on HTTP/1.0', () => {
+    expect(checkHost(['Host', 'a', 'Accept', '*/*'], true)).toBeUndefined();
+    expect(checkHost(['Accept', '*/*'], false)).toBeUndefined();
+    expect(checkHost(['Accept', '*/*'], true)?.ok).toBe(false);
+    expect(checkHost(['Host', 'a', 'HOST', 'evil.example'], true)?.ok).toBe(false);
+    expect(checkHost(['host', 'a', 'host', 'a'], false)?.ok).toBe(false);
+  });
+
+  it('refuses a Transfer-Encoding that does not end in chunked, and closes', () => {
+    for (const te of [undefined, 'chunked', 'Chunked', 'gzip, chunked', 'chunked, chunked']) expect(checkFraming(te)).toBeUndefined();
+    for (const te of ['xchunked', 'gzip', 'chunked, gzip', 'identity', '']) expect(checkFraming(te)).toMatchObject({ ok: false, close: true });
   });
 });

@@ -1,0 +1,450 @@
+/**
+ * The proxy in front of a misbehaving upstream (the fake's fault mode, docs/fake-upstream.md):
+ * for every fault kind, with and without a stored entry, the client gets the stored entry
+ * (stale-if-error, said so in Cache-Status) or a GitHub-shaped error; never a hang, never a
+ * crash, never a broken body stored or served. Then 10,000 faulted requests, and a check that
+ * sockets, timers and heap come back to where they were.
+ */
+import { Writable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Agent, Pool, request } from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type App } from '../../src/app.js';
+import { parseConfig } from '../../src/config/load.js';
+import { startFakeUpstream, type FakeUpstream, type FaultRuleInput } from '../../src/fake-upstream/index.js';
+import { createLogger } from '../../src/log/logger.js';
+import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
+
+/** Upstream timeouts of the proxies here: small, so that slow faults cost well under a second. */
+const TIMEOUTS = { connect_ms: 1_000, headers_ms: 400, body_ms: 400 };
+const MAX_ENTRY = 64 * 1024;
+/** No request may take longer than this: past it, the test fails as a hang. */
+const DEADLINE_MS = 8_000;
+
+const STALE = /^etagere; fwd=stale; fwd-status=(\d{3}); ttl=-?\d+; detail=stale-if-error$/;
+/** Fetched and stored, fresh for the upstream's 60 s (less the second-granular Date's share). */
+const STORED = /^etagere; fwd=miss; fwd-status=200; ttl=(59|60); stored$/;
+
+interface Got {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  text: string;
+}
+
+describe('proxy under upstream faults', () => {
+  let fake: FakeUpstream;
+  let gone: FakeUpstream;
+  let held: ScriptedUpstream;
+  /** Answers the scripted upstream holds back until a test releases them. */
+  const heldAnswers: Array<() => void> = [];
+  let proxy: TestProxy;
+  const client = new Agent({ keepAliveTimeout: 1_000 });
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream({ anonymousLimit: 1e9, tokenLimit: 1e9 });
+    gone = await startFakeUpstream({ anonymousLimit: 1e9 });
+    const dead = await deadPort();
+    held = await startScriptedUpstream((req, res) => {
+      const big = req.url === '/big';
+      const body = big ? Buffer.alloc(1024 * 1024, 'x') : Buffer.from('{"small":true}');
+      const answer = (): void => {
+        res.writeHead(200, { 'content-type': big ? 'text/plain' : 'application/json', 'content-length': body.length, 'cache-control': 'max-age=60' });
+        res.end(body);
+      };
+      if (big) heldAnswers.push(answer);
+      else answer();
+    });
+    proxy = await startTestProxy({
+      cache: { max_entry_bytes: MAX_ENTRY },
+      upstreams: [
+        // Default policy: entries are fresh for 60 s, so a broken body that got stored would be
+        // served as a hit. Cold paths go here.
+        { name: 'gh', prefix: '/', url: fake.url, timeouts: TIMEOUTS },
+        // Entries always need revalidation: every request goes upstream, a stored entry is there
+        // to fall back on. Warm paths go here.
+        { name: 'stale', prefix: '/stale', strip_prefix: true, url: fake.url, timeouts: TIMEOUTS, cache: { max_age_cap_seconds: 0 } },
+        { name: 'gone', prefix: '/gone', strip_prefix: true, url: gone.url, timeouts: TIMEOUTS, cache: { max_age_cap_seconds: 0 } },
+        { name: 'dead', prefix: '/dead', strip_prefix: true, url: `http://127.0.0.1:${dead}`, timeouts: TIMEOUTS },
+        // One connection only: a connection the proxy fails to give back shows as a hang.
+        { name: 'held', prefix: '/held', strip_prefix: true, url: held.url, connections: 1, timeouts: { ...TIMEOUTS, headers_ms: 5_000 } },
+      ],
+    });
+  });
+
+  afterEach(async () => {
+    await clearFaults(); // a failed test leaves no rule behind for the next one
+  });
+
+  afterAll(async () => {
+    await proxy?.close();
+    await client.close();
+    await fake?.close();
+    await gone?.close().catch(() => undefined); // closed by a test already
+    for (const answer of heldAnswers.splice(0)) answer();
+    await held?.close();
+  });
+
+  const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Got> => {
+    const r = await request(`${proxy.url}${path}`, { method, headers, dispatcher: client, signal: AbortSignal.timeout(DEADLINE_MS) });
+    const body = Buffer.from(await r.body.arrayBuffer());
+    return { status: r.statusCode, headers: r.headers, body, text: body.toString('utf8') };
+  };
+  const direct = async (path: string): Promise<string> => (await fetch(`${fake.url}${path}`)).text();
+  const setFaults = async (faults: FaultRuleInput[]): Promise<void> => {
+    const r = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
+    expect(r.status, await r.clone().text()).toBe(200);
+  };
+  const clearFaults = async (): Promise<void> => {
+    expect((await fetch(`${fake.url}/__fake/faults`, { method: 'DELETE' })).status).toBe(200);
+  };
+  const upstreamHits = (path: string): number => fake.stats().byPath[path] ?? 0;
+  const expectGitHubError = (r: Got, status: number): void => {
+    expect(r.status, r.text).toBe(status);
+    expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
+    const body = JSON.parse(r.text) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['documentation_url', 'message']);
+    expect(typeof body.message).toBe('string');
+  };
+
+  /**
+   * Each kind: the rule, what a client gets without a stored entry, and the upstream status
+   * Cache-Status reports when a stored entry is served instead.
+   */
+  const KINDS: Array<{ rule: FaultRuleInput; cold: number; fwd: number }> = [
+    { rule: { kind: 'refuse' }, cold: 502, fwd: 502 },
+    { rule: { kind: 'reset-headers' }, cold: 502, fwd: 502 },
+    { rule: { kind: 'reset-body' }, cold: 502, fwd: 502 },
+    { rule: { kind: 'truncate' }, cold: 502, fwd: 502 },
+    { rule: { kind: 'slow-headers' }, cold: 504, fwd: 504 },
+    // undici's body timer ticks at about half a second: pieces 3 s apart are sure to trip it.
+    { rule: { kind: 'slow-body', ms: 30_000 }, cold: 504, fwd: 504 },
+    { rule: { kind: 'bad-json' }, cold: 502, fwd: 502 },
+    // The upstream's own 5xx reaches the client as it is (a GitHub-shaped JSON error).
+    { rule: { kind: 'status', status: 500 }, cold: 500, fwd: 500 },
+    { rule: { kind: 'status', status: 503 }, cold: 503, fwd: 503 },
+  ];
+
+  describe.each(KINDS.map((k, i) => ({ ...k, i, name: `${k.rule.kind}${k.rule.status ?? ''}` })))('$name', ({ rule, cold, fwd, i }) => {
+    // Distinct resources per kind, so that one kind's entries never help another's.
+    const coldPath = `/repos/etagere-org/repo-${String(i + 1).padStart(3, '0')}`;
+    const warmPath = `/repos/etagere-org/repo-${String(i + 31).padStart(3, '0')}`;
+
+    it('without a stored entry: a GitHub-shaped error, and nothing is stored', async () => {
+      await setFaults([rule]);
+      const before = upstreamHits(coldPath);
+      const r = await get(coldPath);
+      expectGitHubError(r, cold);
+      expect(upstreamHits(coldPath) - before).toBeLessThanOrEqual(1);
+      await clearFaults();
+      // The next request goes upstream and gets the whole body.
+      const hitsBefore = fake.stats().total;
+      const next = await get(coldPath);
+      expect(next.status).toBe(200);
+      expect(next.headers['cache-status']).toMatch(STORED);
+      expect(fake.stats().total).toBe(hitsBefore + 1);
+      expect(JSON.parse(next.text)).toEqual(JSON.parse(await direct(coldPath)));
+    });
+
+    it('with a stored entry: the entry, marked stale-if-error; it survives the fault', async () => {
+      const stored = await get(`/stale${warmPath}`);
+      expect(stored.status).toBe(200);
+      expect(stored.headers['cache-status']).toMatch(/^etagere; fwd=miss; fwd-status=200; ttl=-?\d+; stored$/);
+      await setFaults([rule]);
+      const r = await get(`/stale${warmPath}`);
+      expect(r.status).toBe(200);
+      expect(r.headers['cache-status']).toMatch(STALE);
+      expect(STALE.exec(String(r.headers['cache-status']))![1]).toBe(String(fwd));
+      expect(r.text).toBe(stored.text);
+      expect(r.headers.etag).toBe(stored.headers.etag);
+      // HEAD is answered from the same entry.
+      const h = await get(`/stale${warmPath}`, {}, 'HEAD');
+      expect(h.status).toBe(200);
+      expect(h.headers['cache-status']).toMatch(STALE);
+      await clearFaults();
+      const next = await get(`/stale${warmPath}`);
+      expect(next.status).toBe(200);
+      expect(next.headers['cache-status']).toMatch(/^etagere; fwd=stale; fwd-status=304;/);
+      expect(next.text).toBe(stored.text);
+    });
+  });
+
+  it('slow-body within the timeouts: the whole body arrives late and is stored', async () => {
+    const path = '/repos/etagere-org/repo-020';
+    await setFaults([{ kind: 'slow-body', ms: 600 }]); // 10 pieces, 60 ms apart: under body_ms
+    const started = Date.now();
+    const r = await get(path);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    await clearFaults();
+    expect(r.status).toBe(200);
+    expect(r.headers['cache-status']).toMatch(STORED);
+    expect(JSON.parse(r.text)).toEqual(JSON.parse(await direct(path)));
+    expect((await get(path)).headers['cache-status']).toMatch(/^etagere; hit; ttl=\d+$/);
+  });
+
+  it('huge: streamed to the client whole, never stored (with and without a stored entry)', async () => {
+    const bytes = 1024 * 1024;
+    const coldPath = '/repos/etagere-org/repo-021';
+    const warmPath = '/stale/repos/etagere-org/repo-051';
+    const stored = await get(warmPath);
+    await setFaults([{ kind: 'huge', bytes }]);
+    for (const path of [coldPath, warmPath]) {
+      const r = await get(path);
+      expect(r.status).toBe(200);
+      expect(r.body.length).toBe(bytes);
+      expect(r.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
+      expect(JSON.parse(r.text)).toHaveProperty('huge');
+    }
+    await clearFaults();
+    const cold = await get(coldPath);
+    expect(cold.headers['cache-status']).toMatch(STORED);
+    expect(cold.body.length).toBeLessThan(MAX_ENTRY);
+    const warm = await get(warmPath);
+    expect(warm.headers['cache-status']).toMatch(/^etagere; fwd=stale; fwd-status=304;/);
+    expect(warm.text).toBe(stored.text);
+  });
+
+  it('coalesced waiters share a fault: all get the error or the entry, none hangs', async () => {
+    await setFaults([{ kind: 'reset-body' }]);
+    const cold = await Promise.all(Array.from({ length: 20 }, () => get('/repos/etagere-org/repo-022')));
+    for (const r of cold) expectGitHubError(r, 502);
+    await setFaults([{ kind: 'slow-headers' }]);
+    const stored = await get('/stale/repos/etagere-org/repo-052').catch(() => undefined);
+    expect(stored?.status).toBe(504); // nothing stored yet
+    await clearFaults();
+    await get('/stale/repos/etagere-org/repo-052');
+    await setFaults([{ kind: 'slow-headers' }]);
+    const warm = await Promise.all(Array.from({ length: 20 }, () => get('/stale/repos/etagere-org/repo-052')));
+    await clearFaults();
+    for (const r of warm) {
+      expect(r.status).toBe(200);
+      expect(r.headers['cache-status']).toMatch(/fwd=stale; fwd-status=504; .*detail=stale-if-error/);
+    }
+  });
+
+  it('a client that leaves before a too-large answer arrives does not pin the upstream connection', async () => {
+    // The answer, over the entry cap, comes after its client has gone: the proxy must drop the
+    // body, not leave it unread (undici's body timeout does not run on a paused body, so the
+    // connection would be held for good and every later request would queue behind it).
+    const leave = new AbortController();
+    const left = request(`${proxy.url}/held/big`, { dispatcher: client, signal: leave.signal }).catch((err: Error) => err.name);
+    await until(() => heldAnswers.length === 1, DEADLINE_MS, 'the upstream to receive the request');
+    leave.abort();
+    expect(await left).toBe('AbortError');
+    await until(() => proxy.inFlight() === 0, DEADLINE_MS, 'the proxy to see its client leave');
+    heldAnswers.shift()!(); // 1 MiB, over the entry cap, for nobody
+    const small = await get('/held/small');
+    expect(small.status).toBe(200);
+    expect(JSON.parse(small.text)).toEqual({ small: true });
+  });
+
+  it('connection refused (a closed port): 502 without an entry, the entry with one', async () => {
+    const never = await get('/dead/users/octocat');
+    expectGitHubError(never, 502);
+    expect(JSON.parse(never.text).message).toContain('ECONNREFUSED');
+
+    const stored = await get('/gone/repos/octocat/hello-world');
+    expect(stored.status).toBe(200);
+    await gone.close(); // nothing listens on its port any more
+    const r = await get('/gone/repos/octocat/hello-world');
+    expect(r.status).toBe(200);
+    expect(r.headers['cache-status']).toMatch(/^etagere; fwd=stale; fwd-status=502; ttl=-?\d+; detail=stale-if-error$/);
+    expect(r.text).toBe(stored.text);
+    const cold = await get('/gone/users/bob');
+    expectGitHubError(cold, 502);
+    expect(JSON.parse(cold.text).message).toContain('ECONNREFUSED');
+  });
+});
+
+describe('proxy under 10,000 faulted requests', () => {
+  const TOTAL = 10_000;
+  const CONCURRENCY = 32;
+  const CONNECTIONS = 16;
+  /** Mostly fast kinds; a few slow and huge ones; about a fifth of requests are not faulted. */
+  const MIX: FaultRuleInput[] = [
+    { kind: 'refuse', rate: 0.12 },
+    { kind: 'reset-headers', rate: 0.12 },
+    { kind: 'reset-body', rate: 0.12 },
+    { kind: 'truncate', rate: 0.12 },
+    { kind: 'status', status: 503, rate: 0.1 },
+    { kind: 'status', status: 500, rate: 0.02 },
+    { kind: 'bad-json', rate: 0.1 },
+    { kind: 'huge', bytes: 256 * 1024, rate: 0.01 },
+    { kind: 'slow-headers', rate: 0.003 },
+    { kind: 'slow-body', ms: 2_000, rate: 0.003 },
+  ];
+
+  let fake: FakeUpstream;
+  let app: App;
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream({ anonymousLimit: 1e9 });
+    // Logs go nowhere (a capture would grow the heap being measured) but are still produced.
+    const sink = new Writable({ write: (_c, _e, cb) => cb() });
+    const logger = createLogger({ level: 'info', destination: sink as unknown as Parameters<typeof createLogger>[0]['destination'] });
+    const config = parseConfig({
+      listen: { host: '127.0.0.1', port: 0 },
+      admin: { host: '127.0.0.1', port: 0 },
+      cache: { max_entry_bytes: MAX_ENTRY },
+      upstreams: [
+        { name: 'gh', prefix: '/', url: fake.url, connections: CONNECTIONS, timeouts: TIMEOUTS, cache: { max_age_cap_seconds: 0 } },
+      ],
+    });
+    app = await startApp(config, { logger });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await fake?.close();
+  });
+
+  /** Stored once, then revalidated on every request: a fault is answered from the entry. */
+  const WARM = [
+    ...Array.from({ length: 40 }, (_, i) => `/repos/etagere-org/repo-${String(i + 1).padStart(3, '0')}`),
+    '/users/octocat',
+    '/users/alice',
+    '/users/bob',
+    '/orgs/etagere-org/repos?per_page=5',
+    '/bicyclists/helsinki',
+  ];
+  /** Never stored (the fake answers 404): a fault reaches the client as an error. */
+  const COLD = Array.from({ length: 50 }, (_, i) => `/repos/etagere-org/missing-${i}`);
+  const pathOf = (i: number): string => (i % 4 === 3 ? COLD[i % COLD.length]! : WARM[i % WARM.length]!);
+
+  type Outcome = { status: number } | { error: string };
+
+  /** `n` requests at CONCURRENCY through a fresh client pool, closed at the end. */
+  const run = async (n: number): Promise<Outcome[]> => {
+    const pool = new Pool(app.url, { connections: CONCURRENCY });
+    const outcomes: Outcome[] = [];
+    let next = 0;
+    const one = async (i: number): Promise<Outcome> => {
+      const method = i % 10 === 9 ? 'HEAD' : 'GET';
+      // Every 50th client gives up after 20 ms: the proxy must clean up after it too.
+      const patience = i % 50 === 49 ? 20 : DEADLINE_MS;
+      try {
+        const r = await pool.request({ path: pathOf(i), method, signal: AbortSignal.timeout(patience) });
+        const body = Buffer.from(await r.body.arrayBuffer());
+        if (method === 'GET') {
+          // Whatever the status, a client never receives a broken JSON body.
+          const json = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+          if (r.statusCode >= 400 && (typeof json.message !== 'string' || typeof json.documentation_url !== 'string')) {
+            return { error: `not GitHub-shaped: ${r.statusCode}` };
+          }
+        }
+        return { status: r.statusCode };
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        if (patience < DEADLINE_MS && (e.name === 'TimeoutError' || e.name === 'AbortError')) return { error: 'client-gave-up' };
+        return { error: `${e.name}: ${e.code ?? e.message}` };
+      }
+    };
+    const workers = Array.from({ length: CONCURRENCY }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= n) return;
+        outcomes.push(await one(i));
+      }
+    });
+    await Promise.all(workers);
+    await pool.close();
+    return outcomes;
+  };
+
+  const connections = (server: { getConnections(cb: (err: Error | null, n: number) => void): void }): Promise<number> =>
+    new Promise((resolve) => server.getConnections((_e, n) => resolve(n)));
+
+  /** Waits until nothing is in flight and every client connection is gone, then measures. */
+  const settle = async (gc: (() => void) | undefined) => {
+    await until(() => app.inFlight() === 0, 10_000, 'no request in flight');
+    await until(async () => (await connections(app.server)) === 0, 10_000, 'client connections closed');
+    // The proxy keeps at most CONNECTIONS keep-alive sockets to the upstream.
+    await until(async () => (await connections(fake.server)) <= CONNECTIONS, 10_000, 'upstream sockets within the pool size');
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((r) => setImmediate(r));
+      gc?.();
+    }
+    const resources: Record<string, number> = {};
+    for (const r of process.getActiveResourcesInfo()) resources[r] = (resources[r] ?? 0) + 1;
+    const m = process.memoryUsage();
+    return {
+      resources,
+      handles: process.getActiveResourcesInfo().length,
+      heapMiB: m.heapUsed / 2 ** 20,
+      externalMiB: (m.external + m.arrayBuffers) / 2 ** 20,
+      proxySockets: await connections(app.server),
+      upstreamSockets: await connections(fake.server),
+    };
+  };
+
+  it(
+    'no crash, every answer well-formed, and no unbounded growth of sockets, timers or heap',
+    async () => {
+      // A real gc when V8 lets us have one (this process only); otherwise a generous bound below.
+      let gc: (() => void) | undefined;
+      try {
+        setFlagsFromString('--expose-gc');
+        gc = runInNewContext('gc') as () => void;
+      } catch {
+        gc = undefined;
+      }
+      const setFaults = async (faults: FaultRuleInput[]) => {
+        const r = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
+        expect(r.status).toBe(200);
+      };
+      // Warm-up with the same mix: entries stored, lazy structures and JIT in place.
+      await setFaults(MIX);
+      await run(1_000);
+      await setFaults([]);
+      await run(WARM.length * 4); // every warm path stored at least once
+      const before = await settle(gc);
+
+      await setFaults(MIX);
+      const started = Date.now();
+      const outcomes = await run(TOTAL);
+      const seconds = (Date.now() - started) / 1000;
+      const injected = ((await (await fetch(`${fake.url}/__fake/faults`)).json()) as { faults: Array<{ kind: string; status?: number; injected: number }> }).faults;
+      await setFaults([]);
+      const after = await settle(gc);
+
+      // The proxy still answers normally.
+      const ok = await request(`${app.url}/repos/octocat/hello-world`, { signal: AbortSignal.timeout(DEADLINE_MS) });
+      expect(ok.statusCode).toBe(200);
+      JSON.parse(await ok.body.text());
+
+      const byStatus: Record<string, number> = {};
+      for (const o of outcomes) {
+        const k = 'status' in o ? String(o.status) : o.error;
+        byStatus[k] = (byStatus[k] ?? 0) + 1;
+      }
+      const kinds = injected.map((f) => `${f.kind}${f.status ?? ''}=${f.injected}`).join(' ');
+      const res = (r: Record<string, number>) => `TCP ${r.TCPSocketWrap ?? 0}, timers ${r.Timeout ?? 0}`;
+      console.log(
+        `upstream-faults soak: ${TOTAL} requests in ${seconds.toFixed(1)} s (concurrency ${CONCURRENCY}), ` +
+          `0 crashes; outcomes ${JSON.stringify(byStatus)}; injected ${kinds}; ` +
+          `handles before/after ${before.handles}/${after.handles} (${res(before.resources)} / ${res(after.resources)}); ` +
+          `heap before/after ${before.heapMiB.toFixed(1)}/${after.heapMiB.toFixed(1)} MiB, ` +
+          `external ${before.externalMiB.toFixed(1)}/${after.externalMiB.toFixed(1)} MiB${gc === undefined ? ' (no gc)' : ' (after gc)'}; ` +
+          `upstream sockets ${before.upstreamSockets}/${after.upstreamSockets}`,
+      );
+
+      expect(outcomes).toHaveLength(TOTAL);
+      const unexpected = Object.keys(byStatus).filter((k) => !['200', '404', '500', '502', '503', '504', 'client-gave-up'].includes(k));
+      expect(unexpected, JSON.stringify(byStatus)).toEqual([]);
+      expect(injected.reduce((n, f) => n + f.injected, 0)).toBeGreaterThan(TOTAL * 0.6);
+      // Sockets: client connections all gone, upstream ones within the pool; a leak of one
+      // socket or timer per faulted request would show thousands.
+      expect(after.proxySockets).toBe(0);
+      expect(after.upstreamSockets).toBeLessThanOrEqual(CONNECTIONS);
+      expect(after.resources.TCPSocketWrap ?? 0).toBeLessThanOrEqual((before.resources.TCPSocketWrap ?? 0) + 2 * CONNECTIONS);
+      expect(after.resources.Timeout ?? 0).toBeLessThanOrEqual((before.resources.Timeout ?? 0) + 10);
+      expect(after.handles).toBeLessThanOrEqual(before.handles + 2 * CONNECTIONS + 10);
+      // Heap: 10,000 requests leaking even 1 KiB each would add 10 MiB.
+      expect(after.heapMiB - before.heapMiB).toBeLessThan(gc === undefined ? 32 : 8);
+      expect(after.externalMiB - before.externalMiB).toBeLessThan(gc === undefined ? 32 : 8);
+    },
+    120_000,
+  );
+});
