@@ -299,7 +299,7 @@ async function main(): Promise<void> {
         if (res.statusCode === 200 && typeof etag === 'string') etags.set(shot.etagKey, etag);
         const declared = Number(res.headers['content-length']);
         if (shot.method === 'GET' && Number.isFinite(declared) && declared !== body.byteLength) outcome = 'body length differs from content-length';
-        else if (res.statusCode >= 500 && !isGitHubError(body)) outcome = `status ${res.statusCode} without a JSON error body`;
+        else if (res.statusCode >= 500 && shot.method === 'GET' && !isGitHubError(body)) outcome = `status ${res.statusCode} without a JSON error body`;
         else outcome = res.statusCode;
       } catch (err) {
         outcome = (err as { code?: string }).code ?? (err as Error).message;

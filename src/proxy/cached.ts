@@ -308,8 +308,18 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
         if (pooled !== undefined) poolHeaders?.apply(out, token);
         rewriteLinkHeaders(x, out, links);
         x.res.writeHead(f.status, out);
-        for (const chunk of f.head) x.res.write(chunk);
-        streamTo(f.rest, x.res, (err) => logger.warn({ reqId: x.id, err: (err as Error).message }, 'upstream body failed'));
+        if (x.method === 'HEAD') {
+          // The fetch was a GET (entries serve both), but a HEAD answer is complete with its
+          // headers: it goes out now, and the body, which it would never carry, is dropped.
+          // Streamed into the HEAD response, that body held the answer back until its last byte
+          // (Node sends a HEAD's headers at end()), and an upstream failing in the middle of it
+          // cut a connection whose answer needed none of it.
+          x.res.end();
+          f.rest.destroy(); // fetchBuffered left an error listener on it
+        } else {
+          for (const chunk of f.head) x.res.write(chunk);
+          streamTo(f.rest, x.res, (err) => logger.warn({ reqId: x.id, err: (err as Error).message }, 'upstream body failed'));
+        }
       } else {
         f.rest.destroy(); // fetchBuffered left an error listener on it
       }
@@ -375,8 +385,9 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
 
   const deliver = (x: Exchange, r: FlightResult, joined: boolean, stale: CacheEntry | undefined, forced: boolean): void => {
     if (r.kind === 'too-large') {
-      if (joined) forward(x, links, logger, metrics, poolCtx);
-      else x.outcome = 'bypass';
+      // Only the caller that started the flight gets here (it has streamed the body); a joiner
+      // fetches for itself (see `proceed`).
+      x.outcome = 'bypass';
       return;
     }
     if (r.kind === 'unavailable') {
@@ -533,14 +544,25 @@ export function createHttpCache(config: Config, logger: Logger, metrics: Metrics
     }
     const stale = entry;
     const { promise, shared: joined } = flights.run(keys.flight, () => fetchOnce(x, x, keys, stale, reqDir, redisAnswered));
-    promise.then(
-      (r) => deliver(x, r, joined, stale, forced),
-      (err: unknown) => {
-        logger.error({ reqId: x.id, err: (err as Error).message }, 'cache fetch failed');
-        x.outcome = 'error';
-        errors.badGateway(x.res, x.upstream.cfg.name, 'internal error');
-      },
-    );
+    const failed = (err: unknown): void => {
+      logger.error({ reqId: x.id, err: (err as Error).message }, 'cache fetch failed');
+      x.outcome = 'error';
+      errors.badGateway(x.res, x.upstream.cfg.name, 'internal error');
+    };
+    promise.then((r) => {
+      if (r.kind === 'too-large' && joined) {
+        // The flight's body was over the entry cap: it went to the caller that started the flight
+        // and nothing was stored. A joiner fetches for itself, through this same path rather than
+        // a plain streamed forward: its answer is read up to the cap before anything goes out, so
+        // a fault on this second exchange is a 502/504 (or the stale entry), never a body cut
+        // after its headers or an invalid JSON body passed on; only a body that is again over the
+        // cap is streamed (and cut if the upstream fails in the middle of it).
+        if (x.res.destroyed) return; // the client has gone: nothing to fetch for
+        fetchForCache(x, x, keys, stale, reqDir).then((own) => deliver(x, own, false, stale, forced), failed);
+        return;
+      }
+      deliver(x, r, joined, stale, forced);
+    }, failed);
   };
 
   /** L1 missed: look in L2 (every candidate key), promote what is found, then proceed. */

@@ -1,7 +1,7 @@
 /**
  * Streaming forward of a GET or HEAD that the cache does not handle (policy none, Range
- * requests, bodies over the entry cap): status, end-to-end headers and body bytes go to the
- * client as the upstream sends them.
+ * requests): status, end-to-end headers and body bytes go to the client as the upstream sends
+ * them. `streamTo` also carries the cached path's bodies over the entry cap (src/proxy/cached.ts).
  */
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';

@@ -224,6 +224,89 @@ describe('proxy under upstream faults', () => {
     }
   });
 
+  /** GET or HEAD on another proxy: the answer, or the client-side error that took its place. */
+  const ask = async (base: string, path: string, method: 'GET' | 'HEAD'): Promise<Got | string> => {
+    try {
+      const r = await request(`${base}${path}`, { method, dispatcher: client, signal: AbortSignal.timeout(DEADLINE_MS) });
+      const body = Buffer.from(await r.body.arrayBuffer());
+      return { status: r.statusCode, headers: r.headers, body, text: body.toString('utf8') };
+    } catch (err) {
+      return `${(err as Error).name}: ${(err as { code?: string }).code ?? (err as Error).message}`;
+    }
+  };
+  const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'max-age=60' };
+
+  it('waiters coalesced on a too-large answer fetch for themselves: a fault on that fetch is a 502, never a cut connection', async () => {
+    // The flight's answer, held until the waiters have joined, is over the entry cap: it streams
+    // to its own client only and nothing is stored. Every later fetch fails in the middle of its
+    // body. A waiter used to be forwarded as a plain stream: it got the headers, then a cut
+    // connection (or, for a bad-json fault, a 200 with a broken body), where its own answer was
+    // due: the 10,000-request soak below saw one such client socket error now and then.
+    const big = Buffer.from(JSON.stringify({ big: 'x'.repeat(2 * MAX_ENTRY) }));
+    const small = Buffer.from(JSON.stringify({ small: true, pad: 'y'.repeat(200) }));
+    let release: (() => void) | undefined;
+    const up = await startScriptedUpstream((_req, res) => {
+      if (release === undefined) {
+        release = () => {
+          res.writeHead(200, { ...JSON_HEADERS, 'content-length': big.length });
+          res.end(big);
+        };
+        return;
+      }
+      res.writeHead(200, { ...JSON_HEADERS, 'content-length': small.length });
+      res.write(small.subarray(0, 10), () => setImmediate(() => res.socket?.resetAndDestroy()));
+    });
+    const p = await startTestProxy({ cache: { max_entry_bytes: MAX_ENTRY }, upstreams: [{ name: 'join', prefix: '/', url: up.url, timeouts: TIMEOUTS }] });
+    try {
+      const first = ask(p.url, '/join', 'GET');
+      await until(() => release !== undefined, DEADLINE_MS, 'the upstream to receive the first request');
+      const waiters = Promise.all([ask(p.url, '/join', 'GET'), ask(p.url, '/join', 'GET'), ask(p.url, '/join', 'HEAD')]);
+      await until(() => p.inFlight() === 4, DEADLINE_MS, 'the waiters to join the flight');
+      release!();
+      const leader = await first;
+      if (typeof leader === 'string') throw new Error(`the first client got ${leader}`);
+      expect(leader.status).toBe(200);
+      expect(leader.body.length).toBe(big.length);
+      expect(leader.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
+      const [get1, get2, head] = await waiters;
+      for (const w of [get1, get2]) {
+        if (typeof w === 'string') throw new Error(`a waiter got ${w}`);
+        expectGitHubError(w, 502);
+      }
+      if (typeof head === 'string') throw new Error(`the HEAD waiter got ${head}`);
+      expect(head.status).toBe(502);
+      expect(up.seen).toHaveLength(4); // the flight, then one fetch per waiter
+    } finally {
+      await p.close();
+      await up.close();
+    }
+  });
+
+  it('a HEAD over the entry cap is answered with its headers; the body, which it never carries, is not waited for', async () => {
+    // The answer's body comes in halves, then the upstream connection is reset. A HEAD answer is
+    // complete without it, so the client gets a 200 (it used to wait for the last byte, then get a
+    // cut connection), and a GET still gets the cut: its body cannot be completed.
+    const big = Buffer.from(JSON.stringify({ big: 'x'.repeat(2 * MAX_ENTRY) }));
+    const up = await startScriptedUpstream((_req, res) => {
+      res.writeHead(200, { ...JSON_HEADERS, 'content-length': big.length });
+      res.write(big.subarray(0, big.length / 2), () => setTimeout(() => res.socket?.resetAndDestroy(), 100));
+    });
+    const p = await startTestProxy({ cache: { max_entry_bytes: MAX_ENTRY }, upstreams: [{ name: 'head', prefix: '/', url: up.url, timeouts: TIMEOUTS }] });
+    try {
+      const head = await ask(p.url, '/head', 'HEAD');
+      if (typeof head === 'string') throw new Error(`the HEAD got ${head}`);
+      expect(head.status).toBe(200);
+      expect(head.headers['content-length']).toBe(String(big.length));
+      expect(head.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
+      // Documented: a streamed body that fails is cut, never ended short.
+      expect(typeof (await ask(p.url, '/head', 'GET')), 'a GET of that body is cut').toBe('string');
+      await until(() => p.inFlight() === 0, DEADLINE_MS, 'nothing left in flight');
+    } finally {
+      await p.close();
+      await up.close();
+    }
+  });
+
   it('a client that leaves before a too-large answer arrives does not pin the upstream connection', async () => {
     // The answer, over the entry cap, comes after its client has gone: the proxy must drop the
     // body, not leave it unread (undici's body timeout does not run on a paused body, so the
