@@ -43,17 +43,29 @@ export function parseTarget(url: string | undefined): Target {
 }
 
 /**
- * RFC 9112 section 3.2: a request with more than one Host, or an HTTP/1.1 request without one, is
- * a 400. Node keeps only the first Host of several, so the raw header list is counted.
+ * Host = uri-host [ ":" port ] (RFC 9110 section 7.2): an IP-literal in brackets, or a reg-name /
+ * IPv4 (unreserved, sub-delims, percent-encoded); empty is allowed (a target without authority).
+ */
+const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)(?::[0-9]{0,5})?$/;
+
+/**
+ * RFC 9112 section 3.2: a request with more than one Host, with an invalid Host value, or an
+ * HTTP/1.1 request without one, is a 400. Node keeps only the first Host of several, so the raw
+ * header list is counted.
  */
 export function checkHost(rawHeaders: readonly string[], http11: boolean): Target | undefined {
   let hosts = 0;
+  let value = '';
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
-    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+    if (name.length === 4 && name.toLowerCase() === 'host') {
+      hosts++;
+      value = rawHeaders[i + 1] ?? '';
+    }
   }
   if (hosts > 1) return { ok: false, reason: 'more than one Host header' };
   if (hosts === 0 && http11) return { ok: false, reason: 'an HTTP/1.1 request needs a Host header' };
+  if (hosts === 1 && !HOST_VALUE.test(value)) return { ok: false, reason: 'invalid Host header' };
   return undefined;
 }
 

@@ -95,13 +95,15 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     return;
   }
   if ((socket as Tracked)[AFTER_OWED] !== undefined) return; // already failed; the parser repeats itself
-  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  failAfterOwed(
-    socket,
-    tooLarge
-      ? rawError('431 Request Header Fields Too Large', 'Request header fields too large')
-      : rawError('400 Bad Request', 'Bad request: malformed HTTP request'),
-  );
+  failAfterOwed(socket, clientErrorAnswer(err.code));
+}
+
+/** The raw answer to a request Node's parser gave up on: 408 (too slow), 431 (headers) or 400. */
+function clientErrorAnswer(code: string | undefined): string {
+  // headersTimeout / requestTimeout ran out before the request was complete (RFC 9110 15.5.9).
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return rawError('408 Request Timeout', 'Request timeout: the request was not received in time');
+  if (code === 'HPE_HEADER_OVERFLOW') return rawError('431 Request Header Fields Too Large', 'Request header fields too large');
+  return rawError('400 Bad Request', 'Bad request: malformed HTTP request');
 }
 
 function onConnect(_req: IncomingMessage, socket: Duplex): void {

@@ -86,6 +86,15 @@ describe('request target', () => {
     expect(checkHost(['host', 'a', 'host', 'a'], false)?.ok).toBe(false);
   });
 
+  it('refuses a Host whose value is not host[:port]', () => {
+    for (const good of ['api.github.com', '127.0.0.1:8080', '[::1]:8080', 'xn--bcher-kva.example', '', 'a:']) {
+      expect(checkHost(['Host', good], true), good).toBeUndefined();
+    }
+    for (const bad of ['evil.example/path', 'a b', 'a:80:80', 'a:123456', 'user@host', 'a\\b', '[::1', 'host#frag']) {
+      expect(checkHost(['Host', bad], true)?.ok, bad).toBe(false);
+    }
+  });
+
   it('refuses a Transfer-Encoding that does not end in chunked, and closes', () => {
     for (const te of [undefined, 'chunked', 'Chunked', 'gzip, chunked', 'chunked, chunked']) expect(checkFraming(te)).toBeUndefined();
     for (const te of ['xchunked', 'gzip', 'chunked, gzip', 'identity', '']) expect(checkFraming(te)).toMatchObject({ ok: false, close: true });
