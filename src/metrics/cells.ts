@@ -33,34 +33,48 @@ interface Exported {
   values: Array<{ labels: Labels; value: number; metricName?: string }>;
 }
 
-function labelsOf(names: readonly string[], values: readonly string[]): Labels {
-  const labels: Labels = {};
-  names.forEach((n, i) => (labels[n] = values[i] ?? ''));
-  return labels;
+/** The cells of one metric by label set, each made on first use and then kept. */
+class LabelSets<C> {
+  private readonly sets = new Map<string, { labels: Labels; cell: C }>();
+
+  constructor(
+    private readonly names: readonly string[],
+    private readonly make: () => C,
+  ) {}
+
+  /** The cell of one label set (label values in `labelNames` order). */
+  cell(values: readonly string[]): C {
+    const key = values.join('\u0000');
+    let set = this.sets.get(key);
+    if (set === undefined) {
+      const labels: Labels = {};
+      this.names.forEach((n, i) => (labels[n] = values[i] ?? ''));
+      set = { labels, cell: this.make() };
+      this.sets.set(key, set);
+    }
+    return set.cell;
+  }
+
+  all(): IterableIterator<{ labels: Labels; cell: C }> {
+    return this.sets.values();
+  }
 }
 
 export class CellCounter<T extends string> extends Counter<T> {
-  private readonly cells = new Map<string, { labels: Labels; cell: CountCell }>();
-  private readonly names: readonly T[];
+  private readonly cells: LabelSets<CountCell>;
   private readonly metricName: string;
   private readonly metricHelp: string;
 
   constructor(config: CounterConfiguration<T>) {
     super(config);
-    this.names = config.labelNames ?? [];
+    this.cells = new LabelSets(config.labelNames ?? [], () => ({ value: 0 }));
     this.metricName = config.name;
     this.metricHelp = config.help;
   }
 
   /** The cell of one label set (label values in `labelNames` order). Resolve once, keep it. */
   cell(...values: string[]): CountCell {
-    const key = values.join('\u0000');
-    let c = this.cells.get(key);
-    if (c === undefined) {
-      c = { labels: labelsOf(this.names, values), cell: { value: 0 } };
-      this.cells.set(key, c);
-    }
-    return c.cell;
+    return this.cells.cell(values);
   }
 
   override async get(): ReturnType<Counter<T>['get']> {
@@ -74,40 +88,34 @@ export class CellCounter<T extends string> extends Counter<T> {
 
   override reset(): void {
     // prom-client's constructor calls reset() before this class's fields exist.
-    for (const { cell } of this.cells?.values() ?? []) cell.value = 0;
+    for (const { cell } of this.cells?.all() ?? []) cell.value = 0;
   }
 
   private export(): Exported {
     const values: Exported['values'] = [];
-    for (const { labels, cell } of this.cells.values()) values.push({ labels, value: cell.value });
+    for (const { labels, cell } of this.cells.all()) values.push({ labels, value: cell.value });
     return { name: this.metricName, help: this.metricHelp, type: 'counter', aggregator: 'sum', values };
   }
 }
 
 export class CellHistogram<T extends string> extends Histogram<T> {
-  private readonly cells = new Map<string, { labels: Labels; cell: HistogramCell }>();
-  private readonly names: readonly T[];
+  private readonly cells: LabelSets<HistogramCell>;
   private readonly bounds: number[];
   private readonly metricName: string;
   private readonly metricHelp: string;
 
   constructor(config: HistogramConfiguration<T> & { buckets: number[] }) {
     super(config);
-    this.names = config.labelNames ?? [];
+    const bounds = [...config.buckets].sort((a, b) => a - b);
+    this.bounds = bounds;
+    this.cells = new LabelSets(config.labelNames ?? [], () => newCell(bounds));
     this.metricName = config.name;
     this.metricHelp = config.help;
-    this.bounds = [...config.buckets].sort((a, b) => a - b);
   }
 
   /** The cell of one label set (label values in `labelNames` order). Resolve once, keep it. */
   cell(...values: string[]): HistogramCell {
-    const key = values.join('\u0000');
-    let c = this.cells.get(key);
-    if (c === undefined) {
-      c = { labels: labelsOf(this.names, values), cell: newCell(this.bounds) };
-      this.cells.set(key, c);
-    }
-    return c.cell;
+    return this.cells.cell(values);
   }
 
   override async get(): ReturnType<Histogram<T>['get']> {
@@ -119,7 +127,7 @@ export class CellHistogram<T extends string> extends Histogram<T> {
   }
 
   override reset(): void {
-    for (const { cell } of this.cells?.values() ?? []) {
+    for (const { cell } of this.cells?.all() ?? []) {
       cell.counts.fill(0);
       cell.sum = 0;
       cell.count = 0;
@@ -129,7 +137,7 @@ export class CellHistogram<T extends string> extends Histogram<T> {
   private export(): Exported {
     const values: Exported['values'] = [];
     const bucket = `${this.metricName}_bucket`;
-    for (const { labels, cell } of this.cells.values()) {
+    for (const { labels, cell } of this.cells.all()) {
       let acc = 0;
       this.bounds.forEach((le, i) => {
         acc += cell.counts[i]!;
