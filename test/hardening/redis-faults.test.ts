@@ -15,10 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { redisKind, startRedis, type TestRedis } from '../helpers/redis.js';
-import { deadPort } from '../helpers/upstream.js';
+import { startReplicas, stopReplicas, type Replica } from '../helpers/replicas.js';
 
 const kind = await redisKind();
 /** SIGKILL / SIGSTOP need a Redis this test spawned; DEBUG SLEEP needs one it configured. */
@@ -31,12 +30,6 @@ const GOAL_P99_MS = 50;
 const HOT = ['/repos/octocat/hello-world', '/users/octocat', '/users/alice', '/users/bob', '/repos/octocat/spoon-knife'];
 /** Keys stored in L2 through one replica before each fault, for L2 hits on the other. */
 const L2_KEYS_PER_REPLICA = 250;
-
-interface Replica {
-  cli: CliProcess;
-  url: string;
-  adminUrl: string;
-}
 
 type Kind = 'l1' | 'l2' | 'miss';
 
@@ -72,7 +65,7 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
   let redis: TestRedis;
   let fake: FakeUpstream;
   let raw: Redis;
-  const replicas: Replica[] = [];
+  let replicas: Replica[] = [];
   const agent = new Agent({ connections: 64, keepAliveTimeout: 30_000 });
   /** L2 keys not yet asked of each replica (stored through the other one). */
   const l2Keys: string[][] = [[], []];
@@ -85,22 +78,7 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
     fake = await startFakeUpstream({ anonymousLimit: 1_000_000_000 });
     raw = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 50, 500) });
     raw.on('error', () => undefined); // it sees the kill too
-    for (let i = 0; i < 2; i++) {
-      const [port, adminPort] = [await deadPort(), await deadPort()];
-      const cli = runCli(['serve'], {
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ADMIN_PORT: String(adminPort),
-        ETAGERE_CONFIG: undefined,
-        LOG_LEVEL: 'error',
-        UPSTREAM_URL: fake.url,
-        REDIS_URL: redis.url,
-      });
-      replicas.push({ cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` });
-    }
-    for (const r of replicas) {
-      await until(async () => /^etagere_redis_up 1$/m.test(await fetch(`${r.adminUrl}/metrics`).then((x) => x.text(), () => '')), 20_000, 'a replica to start and reach Redis');
-    }
+    replicas = await startReplicas(2, { LOG_LEVEL: 'error', UPSTREAM_URL: fake.url, REDIS_URL: redis.url });
     // The hot paths in both L1s.
     for (const r of replicas) for (const p of HOT) await (await request(r.url + p, { dispatcher: agent })).body.dump();
   }, 90_000);
@@ -133,8 +111,7 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
   }
 
   afterAll(async () => {
-    for (const r of replicas) r.cli.child.kill('SIGTERM');
-    await Promise.all(replicas.map((r) => r.cli.exited));
+    await stopReplicas(replicas);
     raw?.disconnect();
     await agent.close();
     await fake?.close();

@@ -6,60 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { deadPort } from '../helpers/upstream.js';
-
-interface Replica {
-  cli: CliProcess;
-  url: string;
-  adminUrl: string;
-}
-
-async function metric(adminUrl: string, name: string): Promise<string> {
-  const r = await request(`${adminUrl}/metrics`);
-  const text = await r.body.text();
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(name))
-    .join('\n');
-}
-
-export async function startReplicas(n: number, env: Record<string, string | undefined>): Promise<Replica[]> {
-  const replicas: Replica[] = [];
-  for (let i = 0; i < n; i++) {
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    const cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      ETAGERE_CONFIG: undefined,
-      LOG_LEVEL: 'warn',
-      ...env,
-    });
-    replicas.push({ cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` });
-  }
-  for (const r of replicas) {
-    await until(
-      async () => {
-        try {
-          return (await metric(r.adminUrl, 'etagere_redis_up')).endsWith(' 1');
-        } catch {
-          return false;
-        }
-      },
-      20_000,
-      'a replica to start and reach Redis',
-    );
-  }
-  return replicas;
-}
-
-export async function stopReplicas(replicas: readonly Replica[]): Promise<void> {
-  for (const r of replicas) r.cli.child.kill('SIGTERM');
-  await Promise.all(replicas.map((r) => r.cli.exited));
-}
+import { metric, startReplicas, stopReplicas, type Replica } from '../helpers/replicas.js';
 
 describe('three replicas, one Redis', () => {
   let redis: TestRedis;
