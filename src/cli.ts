@@ -87,14 +87,18 @@ function fakeOptions(values: Record<string, string | boolean | undefined>): Fake
     port: intFlag('port', str('port')) ?? 9100,
     host: str('host') ?? '127.0.0.1',
   };
-  const tokens = str('tokens');
-  if (tokens !== undefined) {
+  /** A flag's value through its parser; a parse error exits naming the flag. */
+  const parsed = <T>(flag: string, parse: (value: string) => T): T | undefined => {
+    const v = str(flag);
+    if (v === undefined) return undefined;
     try {
-      opts.tokens = parseTokenSpec(tokens);
+      return parse(v);
     } catch (err) {
-      fail(`--tokens: ${(err as Error).message}`);
+      fail(`--${flag}: ${(err as Error).message}`);
     }
-  }
+  };
+  const tokens = parsed('tokens', parseTokenSpec);
+  if (tokens !== undefined) opts.tokens = tokens;
   const n = (flag: string, key: 'anonymousLimit' | 'tokenLimit' | 'windowSeconds' | 'latencyMs'): void => {
     const v = intFlag(flag, str(flag));
     if (v !== undefined) opts[key] = v;
@@ -103,14 +107,8 @@ function fakeOptions(values: Record<string, string | boolean | undefined>): Fake
   n('token-limit', 'tokenLimit');
   n('window-seconds', 'windowSeconds');
   n('latency-ms', 'latencyMs');
-  const faults = str('faults');
-  if (faults !== undefined) {
-    try {
-      opts.faults = parseFaultSpec(faults);
-    } catch (err) {
-      fail(`--faults: ${(err as Error).message}`);
-    }
-  }
+  const faults = parsed('faults', parseFaultSpec);
+  if (faults !== undefined) opts.faults = faults;
   return opts;
 }
 
