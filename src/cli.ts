@@ -14,6 +14,7 @@ import { cluster, runPrimary, runWorker, workerCount } from './cluster/serve.js'
 import type { Config } from './config/schema.js';
 import { startDemoLoad, summaryLine } from './demo/consumer.js';
 import { startFakeUpstream, parseFaultSpec, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
+import { basePrefixOf } from './upstream/client.js';
 
 const USAGE = `usage:
   etagere serve [--config FILE]          run the proxy (config: --config, else ETAGERE_CONFIG, else built-in defaults)
@@ -155,7 +156,7 @@ async function demo(args: string[]): Promise<void> {
       if (config.public_url !== null) config.public_url = `http://127.0.0.1:${port}`;
     }
     // Every upstream of the demo config points at the fake, wherever it actually listens.
-    for (const u of config.upstreams) u.url = fake.url + new URL(u.url).pathname.replace(/\/$/, '');
+    for (const u of config.upstreams) u.url = fake.url + basePrefixOf(new URL(u.url).pathname);
     app = await startApp(config);
   } catch (err) {
     await fake.close();

@@ -4,6 +4,7 @@
  * ("/bicyclists" matches "/bicyclists" and "/bicyclists/x", never "/bicyclistsx").
  */
 import type { UpstreamConfig } from '../config/schema.js';
+import { basePrefixOf } from '../upstream/client.js';
 
 export interface Route {
   readonly upstream: UpstreamConfig;
@@ -43,6 +44,5 @@ export function upstreamPath(upstream: UpstreamConfig, basePath: string, pathnam
     rest = pathname.slice(upstream.prefix.length);
     if (rest === '') rest = '/';
   }
-  const base = basePath === '/' ? '' : basePath.replace(/\/$/, '');
-  return base + rest + search;
+  return basePrefixOf(basePath) + rest + search;
 }

@@ -38,6 +38,6 @@ export function createUpstreamRuntime(
     passThrough: cfg.pass_through ? createPassThrough(cfg, onUnsafeResponse) : undefined,
     policy: policyOf(cfg),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
-    linkBase: client.origin + (client.basePath === '/' ? '' : client.basePath.replace(/\/$/, '')),
+    linkBase: client.origin + client.basePrefix,
   };
 }

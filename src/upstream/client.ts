@@ -10,6 +10,8 @@ export interface UpstreamClient {
   readonly origin: string;
   /** Path component of the upstream URL ("/" or e.g. "/api/v3"). */
   readonly basePath: string;
+  /** The base path as a prefix for upstream paths: "" for "/", else without a trailing slash ("/api/v3"). */
+  readonly basePrefix: string;
   request(opts: {
     method: 'GET' | 'HEAD';
     path: string;
@@ -33,6 +35,7 @@ export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
     name: cfg.name,
     origin: url.origin,
     basePath: url.pathname || '/',
+    basePrefix: basePrefixOf(url.pathname || '/'),
     request: (opts) =>
       pool.request({
         method: opts.method,
@@ -42,6 +45,11 @@ export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
       }),
     close: () => pool.close(),
   };
+}
+
+/** "" for "/", else the path without its trailing slash: what upstream paths are appended to. */
+export function basePrefixOf(basePath: string): string {
+  return basePath === '/' ? '' : basePath.replace(/\/$/, '');
 }
 
 export interface UpstreamFailure {
