@@ -3,12 +3,14 @@
  * graceful shutdown. `startApp` is what `etagere serve` and the tests call.
  */
 import { createServer, type Server } from 'node:http';
-import type { TokenPool, TokenReport } from './tokens/pool.js';
+import type { TokenPool, TokenReport } from './tokens/types.js';
 import type { Config } from './config/schema.js';
 import { createLogger, type Logger } from './log/logger.js';
 import { createMetrics, type Metrics } from './metrics/registry.js';
-import { createHandler } from './proxy/handle.js';
+import { writeError } from './proxy/answer.js';
 import { errors } from './proxy/errors.js';
+import { createHandler } from './proxy/handle.js';
+import { buildServices } from './services.js';
 import { createAdminServer } from './server/admin.js';
 import { hardenListener } from './server/connections.js';
 import { closed, listen, urlOf } from './server/listen.js';
@@ -46,7 +48,8 @@ export interface AppOptions {
 export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
   const metrics = opts.metrics ?? createMetrics();
-  const handler = createHandler(config, logger, metrics, opts.pool);
+  const services = buildServices(config, { logger, metrics }, opts.pool);
+  const handler = createHandler(config, services, { logger, metrics });
   let draining = false;
   let inFlight = 0;
   let onIdle: (() => void) | undefined;
@@ -54,7 +57,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   // requireHostHeader: false: the handler answers a missing (or repeated) Host itself, in JSON.
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false }, (req, res) => {
     if (draining) {
-      errors.shuttingDown(res);
+      writeError(res, errors.shuttingDown());
       return;
     }
     inFlight++;
@@ -72,15 +75,15 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
 
   // Redis is optional unless the config says it is required: a Redis outage never makes the
   // proxy unready by default (it serves from L1 and the upstream).
-  const redisOk = (): boolean => !config.redis.required || handler.redis === undefined || handler.redis.up();
+  const redisOk = (): boolean => !config.redis.required || services.redis === undefined || services.redis.up();
   const admin = createAdminServer(metrics, {
     ready: () => !draining && server.listening && redisOk(),
-    tokens: () => handler.pool?.snapshot(),
-    budget: () => handler.budget(),
-    redis: () => ({ configured: handler.redis !== undefined, up: handler.redis?.up() ?? false }),
+    tokens: () => services.pool?.pool.snapshot(),
+    budget: () => services.pool?.budget(),
+    redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
-  await handler.start();
+  await services.start();
   const addr = await listen(server, config.listen.port, config.listen.host);
   const adminAddr = opts.adminListener === false ? undefined : await listen(admin, config.admin.port, config.admin.host);
 
@@ -101,7 +104,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
       }
       server.closeAllConnections();
       await done;
-      await handler.close();
+      await services.close();
       admin.closeAllConnections();
       await closed(admin);
       logger.flush?.();
@@ -117,8 +120,8 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     logger,
     metrics,
     inFlight: () => inFlight,
-    tokens: () => handler.pool?.snapshot() ?? [],
-    redisUp: () => (handler.redis === undefined ? null : handler.redis.up()),
+    tokens: () => services.pool?.pool.snapshot() ?? [],
+    redisUp: () => (services.redis === undefined ? null : services.redis.up()),
     close,
   };
 }

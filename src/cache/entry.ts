@@ -30,10 +30,27 @@ export interface CacheEntry {
   staleWhileRevalidate: number;
   /** Stale serving is forbidden (must-revalidate, proxy-revalidate, s-maxage under rfc9111). */
   mustRevalidate: boolean;
-  /** Who fetched it: "anon", a credential id, or a pool token name. Never a token. */
+  /** Who fetched it, encoded as `encodeFetchedBy` says (see `FetchedBy`). Never a token. */
   fetchedBy: string;
   /** Request-header values selected by Vary beyond what the key holds; null when none. */
   vary: Record<string, string> | null;
+}
+
+/**
+ * Who fetched an entry: nobody's credential, a client credential (a short keyed id, never the
+ * credential), or a pool token (by name). A revalidation of a pool entry goes to the same token:
+ * GitHub's ETag depends on the credential that fetched it.
+ */
+export type FetchedBy = { kind: 'anonymous' } | { kind: 'credential'; id: string } | { kind: 'pool'; token: string };
+
+/** The stored form: "anon", "cred:<id>" or "pool:<token name>". */
+export function encodeFetchedBy(by: FetchedBy): string {
+  return by.kind === 'anonymous' ? 'anon' : by.kind === 'credential' ? `cred:${by.id}` : `pool:${by.token}`;
+}
+
+/** The pool token that fetched an entry, from its stored `fetchedBy`; undefined for any other fetcher. */
+export function poolTokenOf(fetchedBy: string | undefined): string | undefined {
+  return fetchedBy !== undefined && fetchedBy.startsWith('pool:') ? fetchedBy.slice(5) : undefined;
 }
 
 type Meta = Omit<CacheEntry, 'body'>;

@@ -1,7 +1,6 @@
 /** L1: an in-process LRU bounded by total bytes, with a per-entry size cap. */
 import { LRUCache } from 'lru-cache';
 import { entrySize, type CacheEntry } from './entry.js';
-import type { CacheStore } from './store.js';
 
 export interface MemoryStoreOptions {
   maxBytes: number;
@@ -9,7 +8,8 @@ export interface MemoryStoreOptions {
   onEvict?: () => void;
 }
 
-export interface MemoryStore extends CacheStore {
+/** The small interface the request path needs of L1 (undici's cache stores are the model). */
+export interface MemoryStore {
   get(key: string): CacheEntry | undefined;
   set(key: string, entry: CacheEntry, ttlMs: number): void;
   delete(key: string): void;

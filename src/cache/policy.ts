@@ -172,13 +172,16 @@ export function retentionSeconds(e: Pick<CacheEntry, 'lifetime' | 'staleIfError'
   return Math.max(1, Math.ceil(e.lifetime - e.initialAge + Math.max(e.staleIfError, e.staleWhileRevalidate)));
 }
 
-/** Headers a 304 must not overwrite in the stored response (RFC 9111 section 3.2). */
-const NOT_UPDATED = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'content-range', 'content-type']);
+/**
+ * Representation-framing headers: a 304 does not overwrite them in the stored response (RFC 9111
+ * section 3.2), and the proxy leaves them out of the 304s it sends (RFC 9110 section 15.4.5).
+ */
+export const REPRESENTATION_FRAMING = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'content-range', 'content-type']);
 
 /** RFC 9111 section 4.3.4: merge a 304's headers into the stored ones. */
 export function mergeHeaders(stored: ReadonlyArray<[string, string]>, fresh: ReadonlyArray<[string, string]>): Array<[string, string]> {
   const replaced = new Set<string>();
-  for (const [name] of fresh) if (!NOT_UPDATED.has(name)) replaced.add(name);
+  for (const [name] of fresh) if (!REPRESENTATION_FRAMING.has(name)) replaced.add(name);
   const out: Array<[string, string]> = [];
   for (const h of stored) if (!replaced.has(h[0])) out.push(h);
   for (const h of fresh) if (replaced.has(h[0])) out.push(h);

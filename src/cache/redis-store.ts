@@ -11,7 +11,6 @@ import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { decodeEntry, encodeEntry, type CacheEntry } from './entry.js';
-import type { CacheStore } from './store.js';
 
 export type L2Lookup =
   | { kind: 'hit'; entry: CacheEntry }
@@ -20,9 +19,8 @@ export type L2Lookup =
   /** Redis unavailable (disconnected, breaker open, error, or no answer within lookup_timeout_ms). */
   | { kind: 'skipped' };
 
-export interface RedisStore extends CacheStore {
+export interface RedisStore {
   lookup(key: string): Promise<L2Lookup>;
-  get(key: string): Promise<CacheEntry | undefined>;
   set(key: string, entry: CacheEntry, ttlMs: number): Promise<void>;
   delete(key: string): Promise<void>;
   /** The Redis key of an entry, and the tag its companions share. */
@@ -63,10 +61,6 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
   };
   return {
     lookup,
-    get: async (key) => {
-      const r = await lookup(key);
-      return r.kind === 'hit' ? r.entry : undefined;
-    },
     set: async (key, entry, ttlMs) => {
       const value = encodeEntry(entry);
       await conn.run('set', (r) => r.set(entryKey(key), value, 'PX', Math.max(1, Math.ceil(ttlMs))));

@@ -15,12 +15,13 @@ import type { Config } from '../config/schema.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { RecentSummary } from '../metrics/recent.js';
 import { createMetrics } from '../metrics/registry.js';
-import { createPoolRuntime } from '../proxy/pool-runtime.js';
 import { createAdminServer } from '../server/admin.js';
 import { closed, listen, urlOf } from '../server/listen.js';
-import { tokenName, type TokenReport } from '../tokens/pool.js';
+import { buildPool } from '../services.js';
+import { tokenName } from '../tokens/name.js';
+import type { TokenReport } from '../tokens/types.js';
 import { createUpstreamClient } from '../upstream/client.js';
-import { createIpcTokenPool, servePool } from './ipc-pool.js';
+import { createIpcTokenPool, servePool } from '../tokens/ipc-pool.js';
 
 /** How many workers `workers` asks for on this machine. */
 export function workerCount(workers: Config['workers']): number {
@@ -75,11 +76,12 @@ function sumRecent(list: readonly RecentSummary[]): RecentSummary {
 export async function runPrimary(config: Config, logger: Logger = createLogger({ level: config.log.level })): Promise<ClusterPrimary> {
   const n = workerCount(config.workers);
   const metrics = createMetrics();
-  const poolRt = ipcBudget(config) ? createPoolRuntime({ ...config, redis: { ...config.redis, url: null, cluster: null } }, logger, metrics) : undefined;
+  // Without Redis to share it, the primary owns the token budget: a pool of its own (no Redis).
+  const poolRt = ipcBudget(config) ? buildPool(config, { logger, metrics }) : undefined;
   const probeTarget = config.upstreams.find((u) => u.token_pool);
   if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {
     const client = createUpstreamClient(probeTarget);
-    await poolRt.probe(client, client.basePath);
+    await poolRt.probe(client);
     await client.close();
   }
 

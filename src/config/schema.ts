@@ -4,7 +4,7 @@
  * overrides before validating, so an invalid value from either source is reported by key.
  */
 import { z } from 'zod';
-import { tokenName } from '../tokens/pool.js';
+import { tokenName } from '../tokens/name.js';
 
 const port = z.number().int().min(0).max(65535);
 const host = z.string().min(1);

@@ -28,7 +28,7 @@ import {
   SERVER_ERROR_BODY,
   type RateView,
 } from './headers.js';
-import { anonymousKey, remaining, spend, tokenKey } from './quota.js';
+import { anonymousKey, remaining, spend, tokenKey, type QuotaWindow } from './quota.js';
 import { API_VERSIONS, DEFAULT_API_VERSION, type ApiVersion } from './render.js';
 import { route } from './routes.js';
 import { CONCURRENCY_FAILURE, type SecondaryFailure } from './secondary.js';
@@ -190,34 +190,41 @@ function clientAddress(req: IncomingMessage): string {
   return a.startsWith('::ffff:') ? a.slice(7) : a;
 }
 
-function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string, query: string, base: string): void {
-  const method = req.method ?? 'GET';
+/** Extra header values of one answer of the API (the rest follow from the call). */
+interface AnswerExtra {
+  contentType?: string | null;
+  retryAfter?: number | null;
+  acceptedScopes?: string;
+  cacheControl?: string | null;
+  etag?: string | null;
+  lastModified?: string | null;
+  link?: string | null;
+  viewer?: Viewer | null;
+}
+
+/** One call of the API as the fake sees it: who calls, in which API version, and how to answer. */
+interface ApiCall {
+  readonly method: string;
+  readonly requestId: string;
+  readonly cred: ReturnType<FakeState['credentials']['resolve']>;
+  readonly viewer: Viewer | null;
+  readonly address: string;
+  readonly versionHeader: string | undefined;
+  readonly versionOk: boolean;
+  readonly version: ApiVersion;
+  /** Error and plain answers share this shape. */
+  answer(status: number, body: Buffer, rate: RateView | null, spent: boolean, extra?: AnswerExtra): void;
+}
+
+function apiCall(state: FakeState, req: IncomingMessage, reply: Reply, path: string): ApiCall {
   const requestId = nextRequestId();
   const cred = state.credentials.resolve(req.headers.authorization);
   const viewer: Viewer | null = cred.kind === 'token' ? cred.viewer : null;
   const label = viewer !== null ? viewer.token.login : cred.kind;
-  const address = clientAddress(req);
   const versionHeader = header(req, 'x-github-api-version');
   const versionOk = versionHeader === undefined || versionHeader === '' || VERSIONS.has(versionHeader);
   const version: ApiVersion = versionOk && versionHeader ? (versionHeader as ApiVersion) : DEFAULT_API_VERSION;
-
-  // Error and plain answers share this shape.
-  const answer = (
-    status: number,
-    body: Buffer,
-    rate: RateView | null,
-    spent: boolean,
-    extra: {
-      contentType?: string | null;
-      retryAfter?: number | null;
-      acceptedScopes?: string;
-      cacheControl?: string | null;
-      etag?: string | null;
-      lastModified?: string | null;
-      link?: string | null;
-      viewer?: Viewer | null;
-    } = {},
-  ): void => {
+  const answer = (status: number, body: Buffer, rate: RateView | null, spent: boolean, extra: AnswerExtra = {}): void => {
     state.stats.record(path, status, label, spent);
     const headers = apiHeaders({
       status,
@@ -236,9 +243,15 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     });
     reply.send(status, headers, body);
   };
+  return { method: req.method ?? 'GET', requestId, cred, viewer, address: clientAddress(req), versionHeader, versionOk, version, answer };
+}
+
+function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string, query: string, base: string): void {
+  const call = apiCall(state, req, reply, path);
+  const { method, requestId, cred, viewer, address, versionHeader, versionOk, version, answer } = call;
 
   if (method === 'OPTIONS') {
-    state.stats.record(path, 204, label, false);
+    state.stats.record(path, 204, viewer !== null ? viewer.token.login : cred.kind, false);
     reply.send(204, preflightHeaders(requestId), null);
     return;
   }
@@ -306,8 +319,14 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     answer(404, NOT_FOUND_BODY, w, spent);
     return;
   }
+  resource(state, req, call, w, { path, query, base });
+}
 
-  const result = route({ state, world: state.world, viewer, base, version, path, query });
+/** A GET or HEAD of a resource, once the call has passed every limit: 200, or a free 304 when the client holds it. */
+function resource(state: FakeState, req: IncomingMessage, call: ApiCall, w: QuotaWindow, at: { path: string; query: string; base: string }): void {
+  const { cred, viewer, version, answer } = call;
+  const anonymous = viewer === null;
+  const result = route({ state, world: state.world, viewer, base: at.base, version, path: at.path, query: at.query });
   const rendered = result.rendered;
   if (rendered === null) {
     const spent = spend(w);
@@ -315,18 +334,8 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     return;
   }
 
-  const etag = computeEtag(
-    rendered.hash,
-    header(req, 'accept') ?? '',
-    cred.kind === 'token' ? cred.authorization : '',
-    version,
-  );
-  const notModified = isNotModified(
-    header(req, 'if-none-match'),
-    header(req, 'if-modified-since'),
-    etag,
-    rendered.lastModified,
-  );
+  const etag = computeEtag(rendered.hash, header(req, 'accept') ?? '', cred.kind === 'token' ? cred.authorization : '', version);
+  const notModified = isNotModified(header(req, 'if-none-match'), header(req, 'if-modified-since'), etag, rendered.lastModified);
   // A 304 to a request with valid credentials is free; an anonymous one costs like any request.
   const spent = notModified && !anonymous ? false : spend(w);
   const validators = {

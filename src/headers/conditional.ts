@@ -32,6 +32,3 @@ export function clientHasCurrent(
   const modified = Date.parse(lastModified);
   return !Number.isNaN(since) && !Number.isNaN(modified) && modified <= since;
 }
-
-/** Headers repeated on a 304 (RFC 9110 section 15.4.5). */
-export const NOT_MODIFIED_HEADERS = new Set(['cache-control', 'content-location', 'date', 'etag', 'expires', 'vary', 'last-modified']);

@@ -56,6 +56,3 @@ export function responseHeadersForClient(src: HeaderMap): Record<string, string 
   return copyEndToEnd(src, undefined);
 }
 
-export function isHopByHop(name: string): boolean {
-  return HOP_BY_HOP.has(name.toLowerCase());
-}

@@ -10,6 +10,7 @@
  * difference. Only `cell()` feeds them: the inherited inc()/observe()/labels() are not used.
  */
 import { Counter, Histogram, type CounterConfiguration, type HistogramConfiguration } from 'prom-client';
+import { LabelSets } from './label-sets.js';
 
 export interface CountCell {
   value: number;
@@ -20,7 +21,7 @@ export interface HistogramCell {
   readonly counts: number[];
   sum: number;
   count: number;
-  observe(v: number): void;
+  observe(seconds: number): void;
 }
 
 type Labels = Record<string, string | number>;
@@ -33,48 +34,36 @@ interface Exported {
   values: Array<{ labels: Labels; value: number; metricName?: string }>;
 }
 
-/** The cells of one metric by label set, each made on first use and then kept. */
-class LabelSets<C> {
-  private readonly sets = new Map<string, { labels: Labels; cell: C }>();
+/** A cell and the label set it counts for (as the registry exports it). */
+interface Labelled<C> {
+  readonly labels: Labels;
+  readonly cell: C;
+}
 
-  constructor(
-    private readonly names: readonly string[],
-    private readonly make: () => C,
-  ) {}
-
-  /** The cell of one label set (label values in `labelNames` order). */
-  cell(values: readonly string[]): C {
-    const key = values.join('\u0000');
-    let set = this.sets.get(key);
-    if (set === undefined) {
-      const labels: Labels = {};
-      this.names.forEach((n, i) => (labels[n] = values[i] ?? ''));
-      set = { labels, cell: this.make() };
-      this.sets.set(key, set);
-    }
-    return set.cell;
-  }
-
-  all(): IterableIterator<{ labels: Labels; cell: C }> {
-    return this.sets.values();
-  }
+/** The cells of one metric, one per label set, in the shared label-set cache. */
+function cellsByLabels<C>(names: readonly string[], make: () => C): LabelSets<Labelled<C>> {
+  return new LabelSets((...values) => {
+    const labels: Labels = {};
+    names.forEach((n, i) => (labels[n] = values[i] ?? ''));
+    return { labels, cell: make() };
+  });
 }
 
 export class CellCounter<T extends string> extends Counter<T> {
-  private readonly cells: LabelSets<CountCell>;
+  private readonly cells: LabelSets<Labelled<CountCell>>;
   private readonly metricName: string;
   private readonly metricHelp: string;
 
   constructor(config: CounterConfiguration<T>) {
     super(config);
-    this.cells = new LabelSets(config.labelNames ?? [], () => ({ value: 0 }));
+    this.cells = cellsByLabels(config.labelNames ?? [], () => ({ value: 0 }));
     this.metricName = config.name;
     this.metricHelp = config.help;
   }
 
   /** The cell of one label set (label values in `labelNames` order). Resolve once, keep it. */
   cell(...values: string[]): CountCell {
-    return this.cells.cell(values);
+    return this.cells.of(...values).cell;
   }
 
   override async get(): ReturnType<Counter<T>['get']> {
@@ -88,18 +77,18 @@ export class CellCounter<T extends string> extends Counter<T> {
 
   override reset(): void {
     // prom-client's constructor calls reset() before this class's fields exist.
-    for (const { cell } of this.cells?.all() ?? []) cell.value = 0;
+    for (const { cell } of this.cells?.values() ?? []) cell.value = 0;
   }
 
   private export(): Exported {
     const values: Exported['values'] = [];
-    for (const { labels, cell } of this.cells.all()) values.push({ labels, value: cell.value });
+    for (const { labels, cell } of this.cells.values()) values.push({ labels, value: cell.value });
     return { name: this.metricName, help: this.metricHelp, type: 'counter', aggregator: 'sum', values };
   }
 }
 
 export class CellHistogram<T extends string> extends Histogram<T> {
-  private readonly cells: LabelSets<HistogramCell>;
+  private readonly cells: LabelSets<Labelled<HistogramCell>>;
   private readonly bounds: number[];
   private readonly metricName: string;
   private readonly metricHelp: string;
@@ -108,14 +97,14 @@ export class CellHistogram<T extends string> extends Histogram<T> {
     super(config);
     const bounds = [...config.buckets].sort((a, b) => a - b);
     this.bounds = bounds;
-    this.cells = new LabelSets(config.labelNames ?? [], () => newCell(bounds));
+    this.cells = cellsByLabels(config.labelNames ?? [], () => newCell(bounds));
     this.metricName = config.name;
     this.metricHelp = config.help;
   }
 
   /** The cell of one label set (label values in `labelNames` order). Resolve once, keep it. */
   cell(...values: string[]): HistogramCell {
-    return this.cells.cell(values);
+    return this.cells.of(...values).cell;
   }
 
   override async get(): ReturnType<Histogram<T>['get']> {
@@ -127,7 +116,7 @@ export class CellHistogram<T extends string> extends Histogram<T> {
   }
 
   override reset(): void {
-    for (const { cell } of this.cells?.all() ?? []) {
+    for (const { cell } of this.cells?.values() ?? []) {
       cell.counts.fill(0);
       cell.sum = 0;
       cell.count = 0;
@@ -137,10 +126,10 @@ export class CellHistogram<T extends string> extends Histogram<T> {
   private export(): Exported {
     const values: Exported['values'] = [];
     const bucket = `${this.metricName}_bucket`;
-    for (const { labels, cell } of this.cells.all()) {
+    for (const { labels, cell } of this.cells.values()) {
       let acc = 0;
-      this.bounds.forEach((le, i) => {
-        acc += cell.counts[i]!;
+      this.bounds.forEach((le, index) => {
+        acc += cell.counts[index]!;
         values.push({ labels: { le, ...labels }, value: acc, metricName: bucket });
       });
       values.push({ labels: { le: '+Inf', ...labels }, value: cell.count, metricName: bucket });
@@ -157,11 +146,11 @@ function newCell(bounds: readonly number[]): HistogramCell {
     counts,
     sum: 0,
     count: 0,
-    observe(v: number): void {
-      let i = 0;
-      while (i < bounds.length && v > bounds[i]!) i++;
-      counts[i]!++;
-      this.sum += v;
+    observe(value: number): void {
+      let slot = 0;
+      while (slot < bounds.length && value > bounds[slot]!) slot++;
+      counts[slot]!++;
+      this.sum += value;
       this.count++;
     },
   };

@@ -42,30 +42,30 @@ export function createRecentStats(): RecentStats {
   const last = new Map<string, { status: number | 'error'; at: number }>();
   const bucket = (now: number): Bucket => {
     const at = Math.floor(now / BUCKET_MS) * BUCKET_MS;
-    const i = Math.floor(at / BUCKET_MS) % BUCKETS;
-    let b = ring[i];
-    if (b === undefined || b.at !== at) {
-      b = { at, requests: 0, saved: 0, hits: 0, upstream: new Map() };
-      ring[i] = b;
+    const slot = Math.floor(at / BUCKET_MS) % BUCKETS;
+    let current = ring[slot];
+    if (current === undefined || current.at !== at) {
+      current = { at, requests: 0, saved: 0, hits: 0, upstream: new Map() };
+      ring[slot] = current;
     }
-    return b;
+    return current;
   };
   return {
     request(saved, hit, now = Date.now()) {
-      const b = bucket(now);
-      b.requests++;
-      if (saved) b.saved++;
-      if (hit) b.hits++;
+      const current = bucket(now);
+      current.requests++;
+      if (saved) current.saved++;
+      if (hit) current.hits++;
     },
     upstream(name, status, now = Date.now()) {
-      const b = bucket(now);
-      let u = b.upstream.get(name);
-      if (u === undefined) {
-        u = { requests: 0, errors: 0 };
-        b.upstream.set(name, u);
+      const current = bucket(now);
+      let counts = current.upstream.get(name);
+      if (counts === undefined) {
+        counts = { requests: 0, errors: 0 };
+        current.upstream.set(name, counts);
       }
-      u.requests++;
-      if (status === 'error' || status >= 500) u.errors++;
+      counts.requests++;
+      if (status === 'error' || status >= 500) counts.errors++;
       last.set(name, { status, at: now });
     },
     summary(now = Date.now()) {
@@ -74,16 +74,16 @@ export function createRecentStats(): RecentStats {
       let saved = 0;
       let hits = 0;
       const ups = new Map<string, { requests: number; errors: number }>();
-      for (const b of ring) {
-        if (b === undefined || b.at < from) continue;
-        requests += b.requests;
-        saved += b.saved;
-        hits += b.hits;
-        for (const [name, u] of b.upstream) {
-          const t = ups.get(name) ?? { requests: 0, errors: 0 };
-          t.requests += u.requests;
-          t.errors += u.errors;
-          ups.set(name, t);
+      for (const slot of ring) {
+        if (slot === undefined || slot.at < from) continue;
+        requests += slot.requests;
+        saved += slot.saved;
+        hits += slot.hits;
+        for (const [name, counts] of slot.upstream) {
+          const total = ups.get(name) ?? { requests: 0, errors: 0 };
+          total.requests += counts.requests;
+          total.errors += counts.errors;
+          ups.set(name, total);
         }
       }
       const names = new Set([...ups.keys(), ...last.keys()]);

@@ -5,7 +5,10 @@
  * rest. Paths that match no template are labelled `other`. Pure.
  */
 
-/** GitHub REST read endpoints (the ones a caching proxy sees most), plus the cyclist service. */
+/**
+ * GitHub REST read endpoints (the ones a caching proxy sees most). Other upstreams declare their
+ * own templates in the config (`upstreams[].routes`), tried before these.
+ */
 export const DEFAULT_ROUTES: readonly string[] = [
   '/',
   '/rate_limit',
@@ -47,7 +50,6 @@ export const DEFAULT_ROUTES: readonly string[] = [
   '/repos/:owner/:repo/tags',
   '/repos/:owner/:repo/topics',
   '/search/:kind',
-  '/bicyclists/:city',
 ];
 
 export const OTHER = 'other';
@@ -70,40 +72,40 @@ export interface RouteMatcher {
 
 export function createRouteMatcher(templates: readonly string[]): RouteMatcher {
   const root = node();
-  for (const t of templates) {
-    const segments = t.split('/').filter((s) => s.length > 0);
-    let n = root;
-    for (let i = 0; i < segments.length; i++) {
-      const seg = segments[i]!;
-      if (seg === '*' && i === segments.length - 1) {
-        n.rest ??= t;
+  for (const template of templates) {
+    const segments = template.split('/').filter((s) => s.length > 0);
+    let at = root;
+    for (let index = 0; index < segments.length; index++) {
+      const seg = segments[index]!;
+      const last = index === segments.length - 1;
+      if (seg === '*' && last) {
+        at.rest ??= template;
         break;
       }
-      const next = seg.startsWith(':') ? (n.param ??= node()) : n.literal.get(seg) ?? n.literal.set(seg, node()).get(seg)!;
-      n = next;
-      if (i === segments.length - 1) n.end ??= t;
+      at = seg.startsWith(':') ? (at.param ??= node()) : (at.literal.get(seg) ?? at.literal.set(seg, node()).get(seg)!);
+      if (last) at.end ??= template;
     }
-    if (segments.length === 0) root.end ??= t;
+    if (segments.length === 0) root.end ??= template;
   }
-  const walk = (n: Node, segs: readonly string[], i: number): string | undefined => {
-    if (i === segs.length) return n.end ?? n.rest;
-    const seg = segs[i]!;
-    const lit = n.literal.get(seg);
-    const viaLiteral = lit === undefined ? undefined : walk(lit, segs, i + 1);
+  const walk = (at: Node, segs: readonly string[], index: number): string | undefined => {
+    if (index === segs.length) return at.end ?? at.rest;
+    const seg = segs[index]!;
+    const lit = at.literal.get(seg);
+    const viaLiteral = lit === undefined ? undefined : walk(lit, segs, index + 1);
     if (viaLiteral !== undefined) return viaLiteral;
-    const viaParam = n.param === undefined ? undefined : walk(n.param, segs, i + 1);
-    return viaParam ?? n.rest;
+    const viaParam = at.param === undefined ? undefined : walk(at.param, segs, index + 1);
+    return viaParam ?? at.rest;
   };
   const memo = new Map<string, string>();
   return {
     match(pathname) {
-      let r = memo.get(pathname);
-      if (r !== undefined) return r;
+      let template = memo.get(pathname);
+      if (template !== undefined) return template;
       const segs = pathname.split('/').filter((s) => s.length > 0);
-      r = walk(root, segs, 0) ?? OTHER;
+      template = walk(root, segs, 0) ?? OTHER;
       if (memo.size >= 10_000) memo.clear();
-      memo.set(pathname, r);
-      return r;
+      memo.set(pathname, template);
+      return template;
     },
   };
 }

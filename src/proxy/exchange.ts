@@ -1,26 +1,54 @@
-/** The per-request state the handler threads through the request path. */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CacheOutcome } from '../headers/cache-status.js';
-import type { Credential } from './credential.js';
-import type { UpstreamRuntime } from './upstreams.js';
+/**
+ * One upstream exchange for the cache: the client's end-to-end headers minus those the cache owns,
+ * the stored entry's validators, a pool token when the request uses the pool (the token that
+ * stored the entry first: its ETag only matches that credential), then counted and logged.
+ */
+import type { Got } from '../cache/classify.js';
+import { encodeFetchedBy, poolTokenOf, type CacheEntry, type FetchedBy } from '../cache/entry.js';
+import type { Partitioner } from '../cache/key.js';
+import { requestHeadersForUpstream } from '../headers/hop-by-hop.js';
+import type { Logger } from '../log/logger.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { RequestContext } from './context.js';
+import { fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
 
-export interface Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly id: string;
-  readonly upstream: UpstreamRuntime;
-  readonly pathname: string;
-  readonly search: string;
-  /** Path and query as sent upstream. */
-  readonly path: string;
-  readonly method: 'GET' | 'HEAD';
-  /** Route template of the path, for metric labels (never the raw path). */
-  readonly route: string;
-  /** Whose credential goes upstream (client, pool token, none). */
-  readonly cred: Credential;
-  /** Filled in along the way, for the log line and metrics. */
-  outcome: CacheOutcome | undefined;
-  upstreamStatus: number | undefined;
-  /** Name of the pool token used, if any (never its value). */
-  token: string | undefined;
+/** Request headers never forwarded on cached fetches: the cache sets its own validators. */
+const CACHE_OWNED = ['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range', 'range', 'cache-control', 'pragma', 'accept-encoding'];
+
+export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined) => Promise<Got>;
+
+export interface ExchangeDeps {
+  readonly pool: PoolContext | undefined;
+  readonly partitioner: Partitioner;
+  readonly maxEntryBytes: number;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metrics, logger }: ExchangeDeps): UpstreamExchange {
+  const fetcher = (token: string | undefined, authorization: string | undefined): FetchedBy => {
+    if (token !== undefined) return { kind: 'pool', token };
+    return authorization === undefined ? { kind: 'anonymous' } : { kind: 'credential', id: partitioner.credentialId(authorization) };
+  };
+
+  return async (ctx, stale) => {
+    const headers = requestHeadersForUpstream(ctx.req.headers);
+    for (const name of CACHE_OWNED) delete headers[name];
+    headers['x-request-id'] = ctx.id;
+    if (stale?.etag !== undefined) headers['if-none-match'] = stale.etag;
+    else if (stale?.lastModified !== undefined) headers['if-modified-since'] = stale.lastModified;
+
+    const tokens = ctx.cred.kind === 'pool' ? pool?.pool : undefined;
+    const request = { method: 'GET' as const, path: ctx.path, headers };
+    const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, poolTokenOf(stale?.fetchedBy));
+    if (pooled.kind === 'unavailable') return pooled;
+    const { f: fetched, token } = pooled;
+    if (pooled.switched) metrics.tokenSwitchRevalidations.inc();
+    const seconds = fetched.kind === 'response' ? (fetched.responseTime - fetched.requestTime) / 1000 : undefined;
+    metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, fetched.kind === 'failed' ? 'error' : fetched.status, seconds);
+    if (fetched.kind === 'failed') {
+      logger.warn({ reqId: ctx.id, upstream: ctx.upstream.cfg.name, err: fetched.failure.detail }, 'upstream request failed');
+    }
+    return { kind: 'fetched', fetched, token, fetchedBy: encodeFetchedBy(fetcher(token, ctx.req.headers.authorization)) };
+  };
 }

@@ -7,6 +7,7 @@ import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../config/schema.js';
 import { responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { classifyUpstreamError } from '../upstream/client.js';
+import { writeError } from './answer.js';
 import { errors } from './errors.js';
 
 export interface PassThrough {
@@ -35,7 +36,7 @@ export function createPassThrough(
       res.destroy();
       return;
     }
-    errors.upstreamFailed(res, cfg.name, classifyUpstreamError(err));
+    writeError(res, errors.upstreamFailed(cfg.name, classifyUpstreamError(err)));
   };
   proxy.on('error', onError);
   proxy.on('proxyRes', (proxyRes, req) => {

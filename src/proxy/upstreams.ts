@@ -3,6 +3,7 @@ import type { UpstreamConfig } from '../config/schema.js';
 import type { FreshnessPolicy } from '../cache/policy.js';
 import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../metrics/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
+import type { LinkSettings } from './answer.js';
 import { createPassThrough, type PassThrough } from './pass-through.js';
 
 export interface UpstreamRuntime {
@@ -14,6 +15,8 @@ export interface UpstreamRuntime {
   readonly routes: RouteMatcher;
   /** Upstream URL (origin + base path, no trailing slash), as it appears in Link headers. */
   readonly linkBase: string;
+  /** Where rewritten Link headers point (the proxy's public base). */
+  readonly links: LinkSettings;
 }
 
 export function policyOf(cfg: UpstreamConfig): FreshnessPolicy {
@@ -29,6 +32,7 @@ export function policyOf(cfg: UpstreamConfig): FreshnessPolicy {
 
 export function createUpstreamRuntime(
   cfg: UpstreamConfig,
+  links: LinkSettings,
   onUnsafeResponse: (cfg: UpstreamConfig, pathname: string, status: number) => void,
 ): UpstreamRuntime {
   const client = createUpstreamClient(cfg);
@@ -39,5 +43,6 @@ export function createUpstreamRuntime(
     policy: policyOf(cfg),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
     linkBase: client.origin + client.basePrefix,
+    links,
   };
 }

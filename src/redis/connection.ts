@@ -8,6 +8,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
+import { LabelSets } from '../metrics/label-sets.js';
 import type { Metrics } from '../metrics/registry.js';
 import { createBreaker } from './breaker.js';
 
@@ -43,11 +44,10 @@ export function reconnectDelay(attempt: number): number {
   return Math.min(50 * 2 ** Math.min(attempt, 10), 500);
 }
 
-export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics: Metrics): RedisConnection | undefined {
-  if (cfg.url === null && cfg.cluster === null) return undefined;
-  const log = logger.child({ component: 'redis' });
-  const common: RedisOptions = {
-    enableOfflineQueue: false,
+/** A client with the settings above. `queue`: let commands wait for the connection (the subscriber only: its SUBSCRIBE is replayed on reconnect). */
+function makeClient(cfg: RedisConfig, queue: boolean): RedisClient {
+  const options: RedisOptions = {
+    enableOfflineQueue: queue,
     maxRetriesPerRequest: 1,
     commandTimeout: cfg.command_timeout_ms,
     connectTimeout: cfg.connect_timeout_ms,
@@ -57,25 +57,44 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
     // fraction of the syscalls and parser passes.
     enableAutoPipelining: true,
   };
-  /** `queue`: let commands wait for the connection (the subscriber only: its SUBSCRIBE is replayed on reconnect). */
-  const make = (queue = false): RedisClient => {
-    const options: RedisOptions = queue ? { ...common, enableOfflineQueue: true } : common;
-    if (cfg.cluster !== null) {
-      const nodes = cfg.cluster.map((n) => {
-        const i = n.lastIndexOf(':');
-        return { host: n.slice(0, i), port: Number(n.slice(i + 1)) };
-      });
-      const opts: ClusterOptions = {
-        enableOfflineQueue: queue,
-        enableAutoPipelining: true,
-        clusterRetryStrategy: (times: number) => reconnectDelay(times),
-        redisOptions: options,
-        slotsRefreshTimeout: cfg.connect_timeout_ms,
-      };
-      return new Cluster(nodes, opts);
-    }
-    return new Redis(cfg.url!, options);
+  if (cfg.cluster === null) return new Redis(cfg.url!, options);
+  const nodes = cfg.cluster.map((node) => {
+    const colon = node.lastIndexOf(':');
+    return { host: node.slice(0, colon), port: Number(node.slice(colon + 1)) };
+  });
+  const clusterOptions: ClusterOptions = {
+    enableOfflineQueue: queue,
+    enableAutoPipelining: true,
+    clusterRetryStrategy: (times: number) => reconnectDelay(times),
+    redisOptions: options,
+    slotsRefreshTimeout: cfg.connect_timeout_ms,
   };
+  return new Cluster(nodes, clusterOptions);
+}
+
+/**
+ * How long a request waits for its lookup: lookup_timeout_ms while Redis has been answering
+ * quickly, more when it has been slow (4x its recent latency: a busy machine is not a stalled
+ * Redis, and giving up there would cost the single flight), and the whole command timeout until
+ * enough answers have been seen to tell. `learn` takes the latency of each successful command.
+ */
+function lookupPatience(cfg: RedisConfig): { learn(ms: number): void; patience(): number } {
+  let recentMs = 0; // moving average
+  let samples = 0;
+  return {
+    learn(ms) {
+      recentMs = samples === 0 ? ms : recentMs + 0.1 * (ms - recentMs);
+      samples++;
+    },
+    patience: () =>
+      samples < WARM_SAMPLES ? cfg.command_timeout_ms : Math.min(cfg.command_timeout_ms, Math.max(cfg.lookup_timeout_ms, 4 * recentMs)),
+  };
+}
+
+export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics: Metrics): RedisConnection | undefined {
+  if (cfg.url === null && cfg.cluster === null) return undefined;
+  const log = logger.child({ component: 'redis' });
+  const make = (queue = false): RedisClient => makeClient(cfg, queue);
   const client = make();
   let sub: RedisClient | undefined;
   const breaker = createBreaker(cfg.breaker_failures, cfg.breaker_open_ms);
@@ -98,41 +117,12 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
   metrics.redisUp.set(0);
   const ready = (): boolean => client.status === 'ready';
   // Label children looked up once per (op, result): label resolution is measurable on the L2 hit path.
-  const counters = new Map<string, { inc(): void }>();
-  const count = (op: string, result: string): void => {
-    const k = `${op} ${result}`;
-    let c = counters.get(k);
-    if (c === undefined) {
-      c = metrics.redisOps.labels(op, result);
-      counters.set(k, c);
-    }
-    c.inc();
-  };
-  const timers = new Map<string, { observe(v: number): void }>();
-  const observe = (op: string, seconds: number): void => {
-    let t = timers.get(op);
-    if (t === undefined) {
-      t = metrics.redisLatency.labels(op);
-      timers.set(op, t);
-    }
-    t.observe(seconds);
-  };
+  const counters = new LabelSets((op, result) => metrics.redisOps.labels(op, result));
+  const count = (op: string, result: string): void => counters.of(op, result).inc();
+  const timers = new LabelSets((op) => metrics.redisLatency.labels(op));
+  const observe = (op: string, seconds: number): void => timers.of(op).observe(seconds);
 
-  // Recent latency of successful commands (moving average), for how long a lookup may wait.
-  let recentMs = 0;
-  let samples = 0;
-  const learn = (ms: number): void => {
-    recentMs = samples === 0 ? ms : recentMs + 0.1 * (ms - recentMs);
-    samples++;
-  };
-  /**
-   * How long a request waits for its lookup: lookup_timeout_ms while Redis has been answering
-   * quickly, more when it has been slow (4x its recent latency: a busy machine is not a stalled
-   * Redis, and giving up there would cost the single flight), and the whole command timeout
-   * until enough answers have been seen to tell.
-   */
-  const patience = (): number =>
-    samples < WARM_SAMPLES ? cfg.command_timeout_ms : Math.min(cfg.command_timeout_ms, Math.max(cfg.lookup_timeout_ms, 4 * recentMs));
+  const { learn, patience } = lookupPatience(cfg);
 
   const connection: RedisConnection = {
     client,

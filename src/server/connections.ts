@@ -18,6 +18,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { writeError } from '../proxy/answer.js';
 import { errorBody, errors } from '../proxy/errors.js';
 
 /** How long a socket that sent CONNECT may stay open after its answer. */
@@ -131,7 +132,7 @@ export function hardenListener(server: Server): void {
   server.on('checkExpectation', (req, res) => {
     trackResponse(req, res);
     req.resume();
-    errors.expectationFailed(res);
+    writeError(res, errors.expectationFailed());
   });
   server.on('clientError', onClientError);
   server.on('connect', onConnect);

@@ -26,9 +26,9 @@ const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 /** The user part of `Authorization: Basic base64(user:password)`, or undefined. */
 export function basicUser(authorization: string | undefined): string | undefined {
   if (authorization === undefined) return undefined;
-  const m = /^\s*basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(authorization);
-  if (m === null) return undefined;
-  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const match = /^\s*basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(authorization);
+  if (match === null) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   const user = colon === -1 ? decoded : decoded.slice(0, colon);
   return user.length > 0 ? user : undefined;
@@ -45,11 +45,11 @@ export function createConsumers(keys: readonly ConsumerKey[]): Consumers {
   return {
     size: table.length,
     match(presented) {
-      const d = digest(presented);
+      const presentedDigest = digest(presented);
       let found: string | undefined;
-      for (const k of table) {
+      for (const key of table) {
         // No early exit: every key is compared whatever matched before.
-        if (timingSafeEqual(d, k.digest) && found === undefined) found = k.name;
+        if (timingSafeEqual(presentedDigest, key.digest) && found === undefined) found = key.name;
       }
       return found === undefined ? { kind: 'unknown' } : { kind: 'consumer', name: found };
     },

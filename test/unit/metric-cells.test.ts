@@ -16,14 +16,31 @@ function both(): { reference: Registry; cells: Registry } {
   const reference = new Registry();
   const cells = new Registry();
   const refCount = new Counter({ name: 't_requests_total', help: 'h', labelNames: ['upstream', 'route'] as const, registers: [reference] });
-  const refHist = new Histogram({ name: 't_duration_seconds', help: 'h', labelNames: ['upstream', 'route'] as const, buckets: BUCKETS, registers: [reference] });
-  const cellCount = new CellCounter({ name: 't_requests_total', help: 'h', labelNames: ['upstream', 'route'] as const, registers: [cells] });
-  const cellHist = new CellHistogram({ name: 't_duration_seconds', help: 'h', labelNames: ['upstream', 'route'] as const, buckets: BUCKETS, registers: [cells] });
-  for (const [upstream, route, v] of OBSERVATIONS) {
+  const refHist = new Histogram({
+    name: 't_duration_seconds',
+    help: 'h',
+    labelNames: ['upstream', 'route'] as const,
+    buckets: BUCKETS,
+    registers: [reference],
+  });
+  const cellCount = new CellCounter({
+    name: 't_requests_total',
+    help: 'h',
+    labelNames: ['upstream', 'route'] as const,
+    registers: [cells],
+  });
+  const cellHist = new CellHistogram({
+    name: 't_duration_seconds',
+    help: 'h',
+    labelNames: ['upstream', 'route'] as const,
+    buckets: BUCKETS,
+    registers: [cells],
+  });
+  for (const [upstream, route, seconds] of OBSERVATIONS) {
     refCount.labels(upstream, route).inc();
-    refHist.labels(upstream, route).observe(v);
+    refHist.labels(upstream, route).observe(seconds);
     cellCount.cell(upstream, route).value++;
-    cellHist.cell(upstream, route).observe(v);
+    cellHist.cell(upstream, route).observe(seconds);
   }
   return { reference, cells };
 }
@@ -38,18 +55,18 @@ describe('metric cells', () => {
   });
 
   it('aggregate over cluster workers like prom-client metrics', async () => {
-    const a = both();
-    const b = both();
-    const ref = AggregatorRegistry.aggregate([await a.reference.getMetricsAsJSON(), await b.reference.getMetricsAsJSON()]);
-    const cells = AggregatorRegistry.aggregate([await a.cells.getMetricsAsJSON(), await b.cells.getMetricsAsJSON()]);
+    const first = both();
+    const second = both();
+    const ref = AggregatorRegistry.aggregate([await first.reference.getMetricsAsJSON(), await second.reference.getMetricsAsJSON()]);
+    const cells = AggregatorRegistry.aggregate([await first.cells.getMetricsAsJSON(), await second.cells.getMetricsAsJSON()]);
     expect(await cells.metrics()).toBe(await ref.metrics());
     expect(await cells.metrics()).toContain('t_requests_total{upstream="github",route="/repos/:owner/:repo"} 6');
   });
 
   it('reset to zero but keep their label sets (as a resolved cell stays in use)', async () => {
     const registry = new Registry();
-    const c = new CellCounter({ name: 'r_total', help: 'h', labelNames: ['x'] as const, registers: [registry] });
-    const cell = c.cell('a');
+    const counter = new CellCounter({ name: 'r_total', help: 'h', labelNames: ['x'] as const, registers: [registry] });
+    const cell = counter.cell('a');
     cell.value += 3;
     registry.resetMetrics();
     cell.value++;

@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { TokenState } from '../../src/tokens/choose.js';
-import {
-  classify,
-  healthOf,
-  mergeObservation,
-  poolRateLimit,
-  readRateLimit,
-  retryAfterMs,
-  secondaryPauseMs,
-  upstreamConcurrency,
-} from '../../src/tokens/rate-limit.js';
+import { classify, readRateLimit, retryAfterMs } from '../../src/tokens/rate-limit.js';
+import { healthOf, poolRateLimit } from '../../src/tokens/report.js';
+import { mergeObservation, secondaryPauseMs, upstreamConcurrency } from '../../src/tokens/state.js';
+import type { TokenState } from '../../src/tokens/types.js';
 
 const NOW = 1_800_000_000_000;
 const s = NOW / 1000;
@@ -17,13 +10,19 @@ const h = (o: Record<string, string>) => (n: string) => o[n];
 
 describe('rate-limit headers', () => {
   it('reads the x-ratelimit-* set, defaulting the resource to core', () => {
-    expect(readRateLimit(h({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(s + 60) }))).toEqual({
-      limit: 5000,
-      remaining: 4999,
-      reset: s + 60,
-      resource: 'core',
-    });
-    expect(readRateLimit(h({ 'x-ratelimit-limit': '30', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': '9', 'x-ratelimit-resource': 'Search' }))?.resource).toBe('search');
+    expect(readRateLimit(h({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(s + 60) }))).toEqual(
+      {
+        limit: 5000,
+        remaining: 4999,
+        reset: s + 60,
+        resource: 'core',
+      },
+    );
+    expect(
+      readRateLimit(
+        h({ 'x-ratelimit-limit': '30', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': '9', 'x-ratelimit-resource': 'Search' }),
+      )?.resource,
+    ).toBe('search');
     expect(readRateLimit(h({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': 'lots', 'x-ratelimit-reset': '1' }))).toBeUndefined();
     expect(readRateLimit(h({}))).toBeUndefined();
   });
@@ -32,13 +31,43 @@ describe('rate-limit headers', () => {
     ['200 is fine', 200, {}, undefined, { kind: 'ok' }],
     ['304 is fine', 304, {}, undefined, { kind: 'ok' }],
     ['401 kills the token', 401, {}, '{"message":"Bad credentials"}', { kind: 'dead' }],
-    ['403 remaining 0 is exhaustion', 403, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(s + 90) }, '{"message":"API rate limit exceeded"}', { kind: 'exhausted', reset: s + 90 }],
+    [
+      '403 remaining 0 is exhaustion',
+      403,
+      { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(s + 90) },
+      '{"message":"API rate limit exceeded"}',
+      { kind: 'exhausted', reset: s + 90 },
+    ],
     ['429 remaining 0 is exhaustion', 429, { 'x-ratelimit-remaining': '0' }, undefined, { kind: 'exhausted', reset: undefined }],
-    ['403 with retry-after is secondary', 403, { 'x-ratelimit-remaining': '4000', 'retry-after': '30' }, undefined, { kind: 'secondary', retryAfterMs: 30_000 }],
-    ['a secondary message wins over remaining 0', 403, { 'x-ratelimit-remaining': '0', 'retry-after': '5' }, '{"message":"You have exceeded a secondary rate limit."}', { kind: 'secondary', retryAfterMs: 5000 }],
-    ['secondary message without retry-after', 403, { 'x-ratelimit-remaining': '10' }, '{"message":"You have exceeded a secondary rate limit"}', { kind: 'secondary', retryAfterMs: undefined }],
+    [
+      '403 with retry-after is secondary',
+      403,
+      { 'x-ratelimit-remaining': '4000', 'retry-after': '30' },
+      undefined,
+      { kind: 'secondary', retryAfterMs: 30_000 },
+    ],
+    [
+      'a secondary message wins over remaining 0',
+      403,
+      { 'x-ratelimit-remaining': '0', 'retry-after': '5' },
+      '{"message":"You have exceeded a secondary rate limit."}',
+      { kind: 'secondary', retryAfterMs: 5000 },
+    ],
+    [
+      'secondary message without retry-after',
+      403,
+      { 'x-ratelimit-remaining': '10' },
+      '{"message":"You have exceeded a secondary rate limit"}',
+      { kind: 'secondary', retryAfterMs: undefined },
+    ],
     ['429 without clues backs off', 429, {}, undefined, { kind: 'secondary', retryAfterMs: undefined }],
-    ['a plain 403 (forbidden) says nothing about the token', 403, { 'x-ratelimit-remaining': '4000' }, '{"message":"Resource not accessible"}', { kind: 'ok' }],
+    [
+      'a plain 403 (forbidden) says nothing about the token',
+      403,
+      { 'x-ratelimit-remaining': '4000' },
+      '{"message":"Resource not accessible"}',
+      { kind: 'ok' },
+    ],
     ['404 is fine', 404, {}, undefined, { kind: 'ok' }],
   ];
   it.each(table)('classify: %s', (_w, status, headers, body, expected) => {
@@ -56,15 +85,29 @@ describe('rate-limit headers', () => {
 describe('token state updates', () => {
   const t = { limit: 5000, remaining: 100, reset: s + 60 };
   it('keeps the lowest remaining within a window (answers arrive out of order)', () => {
-    expect(mergeObservation(t, { limit: 5000, remaining: 120, reset: s + 60, resource: 'core' }, true)).toEqual({ limit: 5000, remaining: 100, reset: s + 60 });
-    expect(mergeObservation(t, { limit: 5000, remaining: 90, reset: s + 60, resource: 'core' }, true)).toEqual({ limit: 5000, remaining: 90, reset: s + 60 });
+    expect(mergeObservation(t, { limit: 5000, remaining: 120, reset: s + 60, resource: 'core' }, true)).toEqual({
+      limit: 5000,
+      remaining: 100,
+      reset: s + 60,
+    });
+    expect(mergeObservation(t, { limit: 5000, remaining: 90, reset: s + 60, resource: 'core' }, true)).toEqual({
+      limit: 5000,
+      remaining: 90,
+      reset: s + 60,
+    });
   });
   it('a later reset starts a new window; an earlier one is a late answer', () => {
-    expect(mergeObservation(t, { limit: 5000, remaining: 4999, reset: s + 3660, resource: 'core' }, true)).toEqual({ limit: 5000, remaining: 4999, reset: s + 3660 });
+    expect(mergeObservation(t, { limit: 5000, remaining: 4999, reset: s + 3660, resource: 'core' }, true)).toEqual({
+      limit: 5000,
+      remaining: 4999,
+      reset: s + 3660,
+    });
     expect(mergeObservation(t, { limit: 5000, remaining: 3, reset: s - 10, resource: 'core' }, true)).toEqual(t);
   });
   it('takes the first observation of an unknown token as it is, and ignores other resources', () => {
-    expect(mergeObservation({ limit: 1, remaining: 1, reset: 0 }, { limit: 50, remaining: 50, reset: s + 9, resource: 'core' }, false)).toEqual({ limit: 50, remaining: 50, reset: s + 9 });
+    expect(
+      mergeObservation({ limit: 1, remaining: 1, reset: 0 }, { limit: 50, remaining: 50, reset: s + 9, resource: 'core' }, false),
+    ).toEqual({ limit: 50, remaining: 50, reset: s + 9 });
     expect(mergeObservation(t, { limit: 30, remaining: 0, reset: s + 9, resource: 'search' }, true)).toEqual(t);
   });
   it('pauses after a secondary limit: Retry-After, else 60 s doubling, capped at an hour', () => {
@@ -75,17 +118,65 @@ describe('token state updates', () => {
   });
   it('slows the whole upstream when several tokens hit secondary limits within a minute', () => {
     expect(upstreamConcurrency(90, [], NOW)).toBe(90);
-    expect(upstreamConcurrency(90, [{ at: NOW - 1000, token: 'a' }, { at: NOW - 500, token: 'a' }], NOW)).toBe(90);
-    expect(upstreamConcurrency(90, [{ at: NOW - 1000, token: 'a' }, { at: NOW - 500, token: 'b' }], NOW)).toBe(22);
-    expect(upstreamConcurrency(90, [{ at: NOW - 61_000, token: 'a' }, { at: NOW - 500, token: 'b' }], NOW)).toBe(90);
-    expect(upstreamConcurrency(2, [{ at: NOW, token: 'a' }, { at: NOW, token: 'b' }], NOW)).toBe(1);
+    expect(
+      upstreamConcurrency(
+        90,
+        [
+          { at: NOW - 1000, token: 'a' },
+          { at: NOW - 500, token: 'a' },
+        ],
+        NOW,
+      ),
+    ).toBe(90);
+    expect(
+      upstreamConcurrency(
+        90,
+        [
+          { at: NOW - 1000, token: 'a' },
+          { at: NOW - 500, token: 'b' },
+        ],
+        NOW,
+      ),
+    ).toBe(22);
+    expect(
+      upstreamConcurrency(
+        90,
+        [
+          { at: NOW - 61_000, token: 'a' },
+          { at: NOW - 500, token: 'b' },
+        ],
+        NOW,
+      ),
+    ).toBe(90);
+    expect(
+      upstreamConcurrency(
+        2,
+        [
+          { at: NOW, token: 'a' },
+          { at: NOW, token: 'b' },
+        ],
+        NOW,
+      ),
+    ).toBe(1);
   });
 });
 
 describe('the pool as one quota', () => {
-  const tok = (name: string, o: Partial<TokenState>): TokenState => ({ name, limit: 50, remaining: 50, reset: s + 60, inFlight: 0, dead: false, pausedUntil: 0, ...o });
+  const tok = (name: string, o: Partial<TokenState>): TokenState => ({
+    name,
+    limit: 50,
+    remaining: 50,
+    reset: s + 60,
+    inFlight: 0,
+    dead: false,
+    pausedUntil: 0,
+    ...o,
+  });
   it('sums limits and remaining of live tokens, with the earliest reset', () => {
-    const rl = poolRateLimit([tok('a', { remaining: 10, reset: s + 30 }), tok('b', { remaining: 40 }), tok('d', { dead: true, remaining: 50, reset: s + 1 })], NOW);
+    const rl = poolRateLimit(
+      [tok('a', { remaining: 10, reset: s + 30 }), tok('b', { remaining: 40 }), tok('d', { dead: true, remaining: 50, reset: s + 1 })],
+      NOW,
+    );
     expect(rl).toEqual({ limit: 100, remaining: 50, used: 50, reset: s + 30 });
     expect(rl.limit).toBe(rl.remaining + rl.used);
   });

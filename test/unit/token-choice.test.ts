@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { RESET_GRACE_MS, available, chooseToken, earliestRetry, score, type Choice, type TokenState } from '../../src/tokens/choose.js';
+import { chooseToken, earliestRetry, score, type Choice } from '../../src/tokens/choose.js';
+import { RESET_GRACE_MS, available } from '../../src/tokens/state.js';
+import type { TokenState } from '../../src/tokens/types.js';
 
 const NOW = 1_800_000_000_000; // epoch ms
 const s = NOW / 1000;
@@ -19,14 +21,44 @@ const choose = (tokens: TokenState[], prefer?: string, maxInFlight = 10, exclude
 describe('token choice', () => {
   // A table of pool states and the expected pick.
   const table: Array<[string, TokenState[], string | undefined, Choice]> = [
-    ['most quota left wins', [tok('a', { remaining: 100 }), tok('b', { remaining: 900 }), tok('c', { remaining: 500 })], undefined, { kind: 'token', name: 'b', switched: false }],
-    ['reservations count against quota', [tok('a', { remaining: 100 }), tok('b', { remaining: 105, inFlight: 9 })], undefined, { kind: 'token', name: 'a', switched: false }],
+    [
+      'most quota left wins',
+      [tok('a', { remaining: 100 }), tok('b', { remaining: 900 }), tok('c', { remaining: 500 })],
+      undefined,
+      { kind: 'token', name: 'b', switched: false },
+    ],
+    [
+      'reservations count against quota',
+      [tok('a', { remaining: 100 }), tok('b', { remaining: 105, inFlight: 9 })],
+      undefined,
+      { kind: 'token', name: 'a', switched: false },
+    ],
     // 200 left resetting in 2 min (1.67/s) beats 4000 left resetting in 59 min (1.13/s).
-    ['a token about to reset may spend faster', [tok('slow', { remaining: 4000, reset: s + 59 * 60 }), tok('soon', { remaining: 200, reset: s + 120 })], undefined, { kind: 'token', name: 'soon', switched: false }],
-    ['same rate: the later reset is no better', [tok('x', { remaining: 600, reset: s + 600 }), tok('y', { remaining: 60, reset: s + 60 })], undefined, { kind: 'token', name: 'x', switched: false }],
+    [
+      'a token about to reset may spend faster',
+      [tok('slow', { remaining: 4000, reset: s + 59 * 60 }), tok('soon', { remaining: 200, reset: s + 120 })],
+      undefined,
+      { kind: 'token', name: 'soon', switched: false },
+    ],
+    [
+      'same rate: the later reset is no better',
+      [tok('x', { remaining: 600, reset: s + 600 }), tok('y', { remaining: 60, reset: s + 60 })],
+      undefined,
+      { kind: 'token', name: 'x', switched: false },
+    ],
     ['ties go to the lower name', [tok('b'), tok('a'), tok('c')], undefined, { kind: 'token', name: 'a', switched: false }],
-    ['a renewed window counts as full', [tok('a', { remaining: 4000 }), tok('r', { remaining: 0, reset: s - 5 })], undefined, { kind: 'token', name: 'r', switched: false }],
-    ['reset within the grace is not renewed yet', [tok('r', { remaining: 0, reset: s }), tok('a', { remaining: 1 })], undefined, { kind: 'token', name: 'a', switched: false }],
+    [
+      'a renewed window counts as full',
+      [tok('a', { remaining: 4000 }), tok('r', { remaining: 0, reset: s - 5 })],
+      undefined,
+      { kind: 'token', name: 'r', switched: false },
+    ],
+    [
+      'reset within the grace is not renewed yet',
+      [tok('r', { remaining: 0, reset: s }), tok('a', { remaining: 1 })],
+      undefined,
+      { kind: 'token', name: 'a', switched: false },
+    ],
     [
       'dead, paused, spent and saturated tokens are skipped',
       [
@@ -40,15 +72,30 @@ describe('token choice', () => {
       { kind: 'token', name: 'ok', switched: false },
     ],
     ['a pause that ended is over', [tok('p', { pausedUntil: NOW })], undefined, { kind: 'token', name: 'p', switched: false }],
-    ['a revalidation keeps the storing token while usable', [tok('a', { remaining: 5 }), tok('b', { remaining: 5000 })], 'a', { kind: 'token', name: 'a', switched: false }],
+    [
+      'a revalidation keeps the storing token while usable',
+      [tok('a', { remaining: 5 }), tok('b', { remaining: 5000 })],
+      'a',
+      { kind: 'token', name: 'a', switched: false },
+    ],
     ['storing token dead: switch', [tok('a', { dead: true }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
     ['storing token paused: switch', [tok('a', { pausedUntil: NOW + 5 }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
     ['storing token spent: switch', [tok('a', { remaining: 0 }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
     ['storing token at its cap: switch', [tok('a', { inFlight: 10 }), tok('b')], 'a', { kind: 'token', name: 'b', switched: true }],
     ['storing token gone from the pool: no switch to count', [tok('b')], 'gone', { kind: 'token', name: 'b', switched: false }],
     ['all at their cap: wait', [tok('a', { inFlight: 10 }), tok('b', { inFlight: 10 })], undefined, { kind: 'wait' }],
-    ['last units reserved: wait for them to come back', [tok('a', { remaining: 2, inFlight: 2 }), tok('b', { remaining: 0 })], undefined, { kind: 'wait' }],
-    ['spent, paused, dead: none, with the earliest return', [tok('a', { remaining: 0, reset: s + 300 }), tok('b', { pausedUntil: NOW + 60_000 }), tok('d', { dead: true })], undefined, { kind: 'none', retryAt: NOW + 60_000 }],
+    [
+      'last units reserved: wait for them to come back',
+      [tok('a', { remaining: 2, inFlight: 2 }), tok('b', { remaining: 0 })],
+      undefined,
+      { kind: 'wait' },
+    ],
+    [
+      'spent, paused, dead: none, with the earliest return',
+      [tok('a', { remaining: 0, reset: s + 300 }), tok('b', { pausedUntil: NOW + 60_000 }), tok('d', { dead: true })],
+      undefined,
+      { kind: 'none', retryAt: NOW + 60_000 },
+    ],
     ['all dead: none, never', [tok('d', { dead: true })], undefined, { kind: 'none', retryAt: undefined }],
     ['empty pool: none', [], undefined, { kind: 'none', retryAt: undefined }],
   ];
@@ -57,7 +104,11 @@ describe('token choice', () => {
   });
 
   it('a retry never goes back to a token it tried', () => {
-    expect(choose([tok('a', { remaining: 5000 }), tok('b', { remaining: 10 })], undefined, 10, ['a'])).toEqual({ kind: 'token', name: 'b', switched: false });
+    expect(choose([tok('a', { remaining: 5000 }), tok('b', { remaining: 10 })], undefined, 10, ['a'])).toEqual({
+      kind: 'token',
+      name: 'b',
+      switched: false,
+    });
     expect(choose([tok('a', { remaining: 5000 })], 'a', 10, ['a'])).toEqual({ kind: 'none', retryAt: NOW });
     // Tried and spent, the other dead: the answer still says when the tried one comes back.
     expect(choose([tok('a', { remaining: 0, reset: s + 30 }), tok('d', { dead: true })], undefined, 10, ['a'])).toEqual({

@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { createTokenPool, rateLimitFromBody, tokenName, type Acquired, type PoolSettings } from '../../src/tokens/pool.js';
+import { createTokenPool } from '../../src/tokens/local-pool.js';
+import { tokenName } from '../../src/tokens/name.js';
+import { rateLimitFromBody } from '../../src/tokens/rate-limit.js';
+import type { Acquired, PoolSettings } from '../../src/tokens/types.js';
 
 const NOW = 1_800_000_000_000;
 const s = NOW / 1000;
-const rl = (remaining: number, limit = 50, reset = s + 60) => (n: string) =>
-  ({ 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': String(reset) })[n];
+const rl =
+  (remaining: number, limit = 50, reset = s + 60) =>
+  (n: string) =>
+    ({ 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': String(reset) })[n];
 
 function pool(o: Partial<PoolSettings> = {}, clock = { now: NOW }) {
   const p = createTokenPool({
@@ -79,7 +84,12 @@ describe('in-process token pool', () => {
     expect(second.settle(403, rl(0, 50, s + 120), '{"message":"API rate limit exceeded"}')).toEqual({ kind: 'exhausted', reset: s + 120 });
     const none = await p.acquire();
     expect(none).toEqual({ kind: 'unavailable', reason: 'exhausted', retryAfterSeconds: 121 });
-    expect(p.snapshot().map((t) => t.state).sort()).toEqual(['dead', 'exhausted']);
+    expect(
+      p
+        .snapshot()
+        .map((t) => t.state)
+        .sort(),
+    ).toEqual(['dead', 'exhausted']);
     // Every token dead: 503, not 429.
     const allDead = pool({ tokens: [{ name: 'x', value: 'vx' }] }, clock);
     leaseOf(await allDead.acquire()).settle(401, () => undefined, undefined);

@@ -5,9 +5,9 @@
  * and then fetch themselves. A lock is released only by its owner (compare-and-delete script).
  */
 import { randomBytes } from 'node:crypto';
-import { decodeEntry, type CacheEntry } from '../cache/entry.js';
-import type { RedisStore } from '../cache/redis-store.js';
-import type { RedisConnection } from './connection.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { decodeEntry, type CacheEntry } from './entry.js';
+import type { RedisStore } from './redis-store.js';
 
 export type LockResult = { kind: 'won'; release(): Promise<void> } | { kind: 'lost' } | { kind: 'unavailable' };
 

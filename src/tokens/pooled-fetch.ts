@@ -6,9 +6,9 @@
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
 import { headerReader } from '../headers/value.js';
-import { retryable } from '../tokens/rate-limit.js';
-import type { TokenPool, Unavailable } from '../tokens/pool.js';
 import type { PoolHeaders } from './pool-headers.js';
+import { retryable } from './rate-limit.js';
+import type { TokenPool, Unavailable } from './types.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
 export interface PoolContext {
@@ -40,24 +40,24 @@ export async function fetchPooled(
   const tried = new Set<string>();
   let attempts = 0;
   for (;;) {
-    const a = await pool.acquire({ prefer, exclude: tried });
-    if (a.kind === 'unavailable') return a;
-    const { lease } = a;
-    const f = await fetchBuffered(client, { ...req, headers: { ...req.headers, authorization: lease.authorization } }, maxBytes);
+    const acquired = await pool.acquire({ prefer, exclude: tried });
+    if (acquired.kind === 'unavailable') return acquired;
+    const { lease } = acquired;
+    const fetched = await fetchBuffered(client, { ...req, headers: { ...req.headers, authorization: lease.authorization } }, maxBytes);
     const switched = prefer !== undefined && lease.name !== prefer;
-    if (f.kind === 'failed') {
+    if (fetched.kind === 'failed') {
       lease.cancel();
-      return { kind: 'fetched', f, token: lease.name, switched };
+      return { kind: 'fetched', f: fetched, token: lease.name, switched };
     }
-    const limited = f.kind === 'response' && (f.status === 403 || f.status === 429);
-    const verdict = lease.settle(f.status, headerReader(f.headers), limited ? f.body.toString('utf8') : undefined);
+    const limited = fetched.kind === 'response' && (fetched.status === 403 || fetched.status === 429);
+    const verdict = lease.settle(fetched.status, headerReader(fetched.headers), limited ? fetched.body.toString('utf8') : undefined);
     attempts++;
-    if (f.kind === 'response' && retryable(verdict) && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
+    if (fetched.kind === 'response' && retryable(verdict) && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
       // A dead or spent token is not tried again for this request. One paused by a secondary limit
       // is not chosen while paused, but may serve it once a short pause has been waited out.
       if (verdict.kind !== 'secondary') tried.add(lease.name);
       continue;
     }
-    return { kind: 'fetched', f, token: lease.name, switched };
+    return { kind: 'fetched', f: fetched, token: lease.name, switched };
   }
 }

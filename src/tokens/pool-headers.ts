@@ -3,9 +3,8 @@
  * remaining, earliest reset), plus x-etagere-token with the name of the token that fetched the
  * response. Built once per change of the pool's numbers, not per request.
  */
-import type { ServerResponse } from 'node:http';
-import type { PoolRateLimit } from '../tokens/rate-limit.js';
-import type { TokenPool } from '../tokens/pool.js';
+import { basePrefixOf } from '../upstream/client.js';
+import type { PoolRateLimit, TokenPool } from './types.js';
 
 export const TOKEN_HEADER = 'x-etagere-token';
 
@@ -23,6 +22,7 @@ export interface PoolHeaders {
 }
 
 function pairs(rl: PoolRateLimit): string[] {
+  // prettier-ignore
   return [
     'x-ratelimit-limit', String(rl.limit),
     'x-ratelimit-remaining', String(rl.remaining),
@@ -47,19 +47,19 @@ export function createPoolHeaders(pool: TokenPool): PoolHeaders {
   };
   return {
     flat(token) {
-      const b = current();
-      if (token === undefined) return b;
-      let f = byToken.get(token);
-      if (f === undefined) {
-        f = b.concat(TOKEN_HEADER, token);
-        byToken.set(token, f);
+      const headerPairs = current();
+      if (token === undefined) return headerPairs;
+      let withToken = byToken.get(token);
+      if (withToken === undefined) {
+        withToken = headerPairs.concat(TOKEN_HEADER, token);
+        byToken.set(token, withToken);
       }
-      return f;
+      return withToken;
     },
     record() {
-      const b = current();
+      const headerPairs = current();
       const out: Record<string, string> = {};
-      for (let i = 0; i < b.length; i += 2) out[b[i]!] = b[i + 1]!;
+      for (let i = 0; i < headerPairs.length; i += 2) out[headerPairs[i]!] = headerPairs[i + 1]!;
       return out;
     },
     apply(out, token) {
@@ -72,24 +72,17 @@ export function createPoolHeaders(pool: TokenPool): PoolHeaders {
 
 /** Whether an upstream path (with its query) is GitHub's GET /rate_limit under `basePath`. */
 export function isRateLimitPath(path: string, basePath: string): boolean {
-  const q = path.indexOf('?');
-  const p = q === -1 ? path : path.slice(0, q);
-  return p === (basePath === '/' ? '' : basePath.replace(/\/$/, '')) + '/rate_limit';
+  const query = path.indexOf('?');
+  const pathOnly = query === -1 ? path : path.slice(0, query);
+  return pathOnly === `${basePrefixOf(basePath)}/rate_limit`;
 }
 
 /**
- * Answers GET /rate_limit for a pool consumer with the pool as one quota, in GitHub's shape, so
+ * The answer to GET /rate_limit for a pool consumer: the pool as one quota, in GitHub's shape, so
  * clients that pace themselves by it (Octokit's throttling, scripts) see what they may spend.
  */
-export function sendPoolRateLimit(res: ServerResponse, headers: PoolHeaders, rl: PoolRateLimit, requestId: string, head: boolean): void {
+export function poolRateLimitBody(headers: PoolHeaders, rl: PoolRateLimit): { headers: Record<string, string>; body: Buffer } {
   const core = { limit: rl.limit, used: rl.used, remaining: rl.remaining, reset: rl.reset, resource: 'core' };
   const body = Buffer.from(JSON.stringify({ resources: { core }, rate: core }));
-  res.writeHead(200, {
-    ...headers.record(),
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': body.length,
-    'cache-control': 'no-cache',
-    'x-request-id': requestId,
-  });
-  res.end(head ? undefined : body);
+  return { headers: { ...headers.record(), 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' }, body };
 }

@@ -10,25 +10,34 @@
  * primary -> worker  { t: 'etagere:pool', op: 'acquired', id, result }
  *                    { t: 'etagere:pool', op: 'state', tokens, rateLimit, queue }   (after changes)
  */
-import type { Acquired, AcquireOptions, Lease, TokenPool, TokenReport } from '../tokens/pool.js';
-import { classify, type PoolRateLimit } from '../tokens/rate-limit.js';
+import { classify } from './rate-limit.js';
+import { unknownReport } from './report.js';
+import type { Acquired, AcquireOptions, Lease, PoolRateLimit, TokenPool, TokenReport } from './types.js';
 
-const T = 'etagere:pool';
+/** The `t` of every pool message, which tells them apart from other IPC traffic. */
+const MESSAGE_TAG = 'etagere:pool';
 
 /** Response headers a settle carries: all the pool's rules read. */
-const SETTLE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-used', 'x-ratelimit-reset', 'x-ratelimit-resource', 'retry-after'];
+const SETTLE_HEADERS = [
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-used',
+  'x-ratelimit-reset',
+  'x-ratelimit-resource',
+  'retry-after',
+];
 
 type Result = { kind: 'lease'; lease: number; name: string; switched: boolean } | Extract<Acquired, { kind: 'unavailable' }>;
 
 export type PoolMessage =
-  | { t: typeof T; op: 'acquire'; id: number; prefer?: string; exclude?: string[] }
-  | { t: typeof T; op: 'settle'; lease: number; status: number; headers: Record<string, string>; body?: string }
-  | { t: typeof T; op: 'cancel'; lease: number }
-  | { t: typeof T; op: 'acquired'; id: number; result: Result }
-  | { t: typeof T; op: 'state'; tokens: TokenReport[]; rateLimit: PoolRateLimit; queue: number };
+  | { t: typeof MESSAGE_TAG; op: 'acquire'; id: number; prefer?: string; exclude?: string[] }
+  | { t: typeof MESSAGE_TAG; op: 'settle'; lease: number; status: number; headers: Record<string, string>; body?: string }
+  | { t: typeof MESSAGE_TAG; op: 'cancel'; lease: number }
+  | { t: typeof MESSAGE_TAG; op: 'acquired'; id: number; result: Result }
+  | { t: typeof MESSAGE_TAG; op: 'state'; tokens: TokenReport[]; rateLimit: PoolRateLimit; queue: number };
 
-export function isPoolMessage(m: unknown): m is PoolMessage {
-  return typeof m === 'object' && m !== null && (m as { t?: unknown }).t === T;
+export function isPoolMessage(message: unknown): message is PoolMessage {
+  return typeof message === 'object' && message !== null && (message as { t?: unknown }).t === MESSAGE_TAG;
 }
 
 /** A channel to one side: the worker's `process`, or a cluster `Worker`. */
@@ -45,41 +54,48 @@ export function servePool(pool: TokenPool, worker: Channel): { push(): void; clo
   const leases = new Map<number, Lease>();
   let next = 0;
   let timer: NodeJS.Timeout | undefined;
-  const send = (m: PoolMessage): void => {
+  const send = (message: PoolMessage): void => {
     try {
-      worker.send(m);
+      worker.send(message);
     } catch {
       // the worker is gone; its exit handler cleans up
     }
   };
   const pushNow = (): void => {
     timer = undefined;
-    send({ t: T, op: 'state', tokens: pool.snapshot(), rateLimit: pool.rateLimit(), queue: pool.queueLength() });
+    send({ t: MESSAGE_TAG, op: 'state', tokens: pool.snapshot(), rateLimit: pool.rateLimit(), queue: pool.queueLength() });
   };
   const push = (): void => {
     timer ??= setTimeout(pushNow, 50);
   };
-  worker.on('message', (m: unknown) => {
-    if (!isPoolMessage(m)) return;
-    if (m.op === 'acquire') {
-      pool.acquire({ prefer: m.prefer, exclude: m.exclude === undefined ? undefined : new Set(m.exclude) }).then((a) => {
-        if (a.kind === 'lease') {
-          const id = ++next;
-          leases.set(id, a.lease);
-          send({ t: T, op: 'acquired', id: m.id, result: { kind: 'lease', lease: id, name: a.lease.name, switched: a.lease.switched } });
-        } else {
-          send({ t: T, op: 'acquired', id: m.id, result: a });
-        }
-        push();
-      });
-    } else if (m.op === 'settle') {
-      const lease = leases.get(m.lease);
-      leases.delete(m.lease);
-      lease?.settle(m.status, (n) => m.headers[n], m.body);
+  worker.on('message', (message: unknown) => {
+    if (!isPoolMessage(message)) return;
+    if (message.op === 'acquire') {
+      pool
+        .acquire({ prefer: message.prefer, exclude: message.exclude === undefined ? undefined : new Set(message.exclude) })
+        .then((acquired) => {
+          if (acquired.kind === 'lease') {
+            const id = ++next;
+            leases.set(id, acquired.lease);
+            send({
+              t: MESSAGE_TAG,
+              op: 'acquired',
+              id: message.id,
+              result: { kind: 'lease', lease: id, name: acquired.lease.name, switched: acquired.lease.switched },
+            });
+          } else {
+            send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: acquired });
+          }
+          push();
+        });
+    } else if (message.op === 'settle') {
+      const lease = leases.get(message.lease);
+      leases.delete(message.lease);
+      lease?.settle(message.status, (n) => message.headers[n], message.body);
       push();
-    } else if (m.op === 'cancel') {
-      leases.get(m.lease)?.cancel();
-      leases.delete(m.lease);
+    } else if (message.op === 'cancel') {
+      leases.get(message.lease)?.cancel();
+      leases.delete(message.lease);
       push();
     }
   });
@@ -105,19 +121,8 @@ export function createIpcTokenPool(
   authorization: ReadonlyMap<string, string>,
 ): TokenPool {
   let seq = 0;
-  const pending = new Map<number, (a: Acquired) => void>();
-  let tokens: TokenReport[] = names.map((name) => ({
-    name,
-    state: 'unknown',
-    limit: null,
-    remaining: null,
-    used: null,
-    reset: null,
-    in_flight: 0,
-    paused_until: null,
-    last_error: null,
-    last_error_at: null,
-  }));
+  const pending = new Map<number, (acquired: Acquired) => void>();
+  let tokens: TokenReport[] = names.map(unknownReport);
   let rateLimit: PoolRateLimit = { limit: 0, remaining: 0, used: 0, reset: Math.ceil(Date.now() / 1000) };
   let queue = 0;
   let closed = false;
@@ -129,37 +134,44 @@ export function createIpcTokenPool(
       authorization: authorization.get(name) ?? '',
       switched,
       settle(status, header, body) {
-        const v = classify(status, header, body, Date.now());
-        if (done) return v;
+        const verdict = classify(status, header, body, Date.now());
+        if (done) return verdict;
         done = true;
         const headers: Record<string, string> = {};
-        for (const h of SETTLE_HEADERS) {
-          const value = header(h);
-          if (value !== undefined) headers[h] = value;
+        for (const headerName of SETTLE_HEADERS) {
+          const value = header(headerName);
+          if (value !== undefined) headers[headerName] = value;
         }
-        channel.send({ t: T, op: 'settle', lease: id, status, headers, ...(body === undefined ? {} : { body: body.slice(0, 4096) }) });
-        return v;
+        channel.send({
+          t: MESSAGE_TAG,
+          op: 'settle',
+          lease: id,
+          status,
+          headers,
+          ...(body === undefined ? {} : { body: body.slice(0, 4096) }),
+        });
+        return verdict;
       },
       cancel() {
         if (done) return;
         done = true;
-        channel.send({ t: T, op: 'cancel', lease: id });
+        channel.send({ t: MESSAGE_TAG, op: 'cancel', lease: id });
       },
     };
   };
 
-  channel.on('message', (m: unknown) => {
-    if (!isPoolMessage(m)) return;
-    if (m.op === 'acquired') {
-      const resolve = pending.get(m.id);
-      pending.delete(m.id);
+  channel.on('message', (message: unknown) => {
+    if (!isPoolMessage(message)) return;
+    if (message.op === 'acquired') {
+      const resolve = pending.get(message.id);
+      pending.delete(message.id);
       if (resolve === undefined) return;
-      const r = m.result;
-      resolve(r.kind === 'lease' ? { kind: 'lease', lease: lease(r.lease, r.name, r.switched) } : r);
-    } else if (m.op === 'state') {
-      tokens = m.tokens;
-      rateLimit = m.rateLimit;
-      queue = m.queue;
+      const result = message.result;
+      resolve(result.kind === 'lease' ? { kind: 'lease', lease: lease(result.lease, result.name, result.switched) } : result);
+    } else if (message.op === 'state') {
+      tokens = message.tokens;
+      rateLimit = message.rateLimit;
+      queue = message.queue;
     }
   });
 
@@ -172,7 +184,7 @@ export function createIpcTokenPool(
       return new Promise<Acquired>((resolve) => {
         pending.set(id, resolve);
         channel.send({
-          t: T,
+          t: MESSAGE_TAG,
           op: 'acquire',
           id,
           ...(opts.prefer === undefined ? {} : { prefer: opts.prefer }),

@@ -1,0 +1,28 @@
+/**
+ * ESLint configuration (flat config, loaded through jiti): `npm run lint` runs it with Prettier's check.
+ *
+ * ESLint's and typescript-eslint's recommended rules, without type-aware rules so that a lint of the
+ * whole tree stays fast, plus the local rule `local/no-short-names` (eslint/rules/no-short-names.ts).
+ * Formatting is Prettier's job (.prettierrc.json); no rule here is about layout.
+ */
+import js from '@eslint/js';
+import { defineConfig, globalIgnores } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+import noShortNames from './eslint/rules/no-short-names.ts';
+
+export default defineConfig(globalIgnores(['dist/', 'coverage/', 'bench/results/']), {
+  files: ['**/*.ts'],
+  extends: [js.configs.recommended, tseslint.configs.recommended],
+  plugins: { local: { rules: { 'no-short-names': noShortNames } } },
+  linterOptions: { reportUnusedDisableDirectives: 'error' },
+  rules: {
+    'local/no-short-names': 'error',
+    // Control bytes in a character class are how this code rejects them (request targets, log escaping).
+    'no-control-regex': 'off',
+    // `_`-prefixed names are deliberately unused (a parameter kept for its position, a rest sibling).
+    '@typescript-eslint/no-unused-vars': [
+      'error',
+      { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+    ],
+  },
+});

@@ -1,0 +1,171 @@
+/**
+ * Pure: what one upstream exchange means for the cache. A 200 becomes a new entry (stored when
+ * the policy allows), a 304 refreshes the stored entry (RFC 9111 section 4.3.4), a transient
+ * failure keeps the stored entry as the fallback, a changed or vanished resource replaces or drops
+ * it, and a body that contradicts its JSON Content-Type is a failure. The caller applies the
+ * result to the tiers (`Tiers.apply`) and turns it into a reply.
+ */
+import type { Readable } from 'node:stream';
+import { headerValue } from '../headers/value.js';
+import { responseHeadersForClient } from '../headers/hop-by-hop.js';
+import { isRateLimitHeader } from '../tokens/pool-headers.js';
+import type { Unavailable } from '../tokens/types.js';
+import type { UpstreamFailure } from '../upstream/client.js';
+import type { Fetched, UpstreamHeaders } from '../upstream/fetch.js';
+import { parseCacheControl, type Directives } from './cache-control.js';
+import type { CacheEntry } from './entry.js';
+import { varySelection } from './key.js';
+import { corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
+import type { CacheRequest } from './request.js';
+
+/** What the upstream exchange produced: a fetch on a token (or without one), or no token to use. */
+export type Got =
+  | { kind: 'fetched'; fetched: Fetched; token: string | undefined; fetchedBy: string }
+  | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
+
+type Response = Extract<Fetched, { kind: 'response' }>;
+
+/** What one exchange produced for the cache; shared by every request coalesced onto it. */
+export type CacheResult =
+  | {
+      kind: 'entry';
+      entry: CacheEntry;
+      /** Upstream status of this exchange (304 when a stored entry was confirmed). */
+      fwdStatus: number;
+      /** Where the entry is to be stored; undefined when it may not be. */
+      storeKey: string | undefined;
+      /** A stored entry this answer replaces without being stored itself. */
+      dropKey: string | undefined;
+      /** The upstream answered with a transient failure (5xx, 429, rate-limited 403). */
+      transient: boolean;
+      token: string | undefined;
+    }
+  /** Another replica fetched it (distributed single flight): what it stored in L2. */
+  | { kind: 'followed'; entry: CacheEntry }
+  | { kind: 'failed'; failure: UpstreamFailure; token: string | undefined; corrupt: boolean }
+  /** Over the entry cap: the head read so far and the rest, for the request that started the flight. */
+  | { kind: 'too-large'; status: number; headers: UpstreamHeaders; head: Buffer[]; rest: Readable; token: string | undefined }
+  /** No pool token could take the request (every one spent, paused or dead; or no slot in time). */
+  | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
+
+export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequest): CacheResult {
+  if (got.kind === 'unavailable') return got;
+  const { fetched: f, token, fetchedBy } = got;
+  if (f.kind === 'failed') return { kind: 'failed', failure: f.failure, token, corrupt: false };
+  if (f.kind === 'too-large') return { kind: 'too-large', status: f.status, headers: f.headers, head: f.head, rest: f.rest, token };
+  const key = req.keys.store(token);
+  if (f.status === 304 && stale !== undefined) {
+    const entry = refreshed(req, stale, f, fetchedBy);
+    return { kind: 'entry', entry, fwdStatus: 304, storeKey: key, dropKey: undefined, transient: false, token };
+  }
+  if (corruptBody(f.status, headerValue(f.headers['content-type']), f.body)) {
+    return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' }, token, corrupt: true };
+  }
+  const vary = varySelection(headerValue(f.headers.vary), req.header);
+  const res = parseCacheControl(f.headers['cache-control']);
+  const entry = entryFrom(req, f, res, fetchedBy, vary ?? null);
+  const reason =
+    f.status === 304
+      ? 'unsolicited-304'
+      : notStorableReason(req.policy, {
+          status: f.status,
+          method: req.method,
+          req: req.directives,
+          res,
+          authorized: req.credential !== 'anonymous',
+          hasValidator: entry.etag !== undefined || entry.lastModified !== undefined,
+          hasExpires: f.headers.expires !== undefined,
+          hasSetCookie: f.headers['set-cookie'] !== undefined,
+          varyStar: vary === undefined,
+        });
+  const transient = isTransient(f.status, f.headers);
+  if (reason === null) return { kind: 'entry', entry, fwdStatus: f.status, storeKey: key, dropKey: undefined, transient: false, token };
+  // A changed or vanished resource replaces the old entry even when the new answer is not
+  // storable; a transient failure (or a credential error) never evicts it.
+  const replaces = stale !== undefined && !transient && (f.status < 400 || f.status === 404 || f.status === 410);
+  return { kind: 'entry', entry, fwdStatus: f.status, storeKey: undefined, dropKey: replaces ? key : undefined, transient, token };
+}
+
+/** Upstream statuses after which a stored entry is still the best answer (stale-if-error). */
+function isTransient(status: number, headers: UpstreamHeaders): boolean {
+  if (status >= 500) return true;
+  if (status === 429) return true;
+  return status === 403 && (headerValue(headers['x-ratelimit-remaining']) === '0' || headers['retry-after'] !== undefined);
+}
+
+/**
+ * Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. A response
+ * fetched with a pool token keeps no x-ratelimit-*: consumers see the pool's, added at serve time.
+ */
+function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[string, string]> {
+  const headers = responseHeadersForClient(upstream);
+  const out: Array<[string, string]> = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || name === 'content-length' || name === 'age') continue;
+    if (pooled && isRateLimitHeader(name)) continue;
+    if (Array.isArray(value)) for (const item of value) out.push([name, item]);
+    else out.push([name, value]);
+  }
+  return out;
+}
+
+function headerOf(list: ReadonlyArray<[string, string]>, name: string): string | undefined {
+  let found: string | undefined;
+  for (const [key, value] of list) if (key === name) found = found === undefined ? value : `${found}, ${value}`;
+  return found;
+}
+
+function parseDate(value: string | string[] | undefined): number | undefined {
+  const text = headerValue(value);
+  if (text === undefined) return undefined;
+  const time = Date.parse(text);
+  return Number.isNaN(time) ? undefined : time;
+}
+
+/**
+ * Freshness of a response whose stored headers are `headers`, received as `f` (RFC 9111 4.2):
+ * the same derivation for a new entry and for one a 304 refreshed.
+ */
+function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, f: Response) {
+  const ageHeader = Number(headerValue(f.headers.age));
+  return {
+    storedAt: f.responseTime,
+    initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, parseDate(f.headers.date), f.requestTime, f.responseTime),
+    lifetime: freshnessLifetime(req.policy, {
+      res,
+      date: parseDate(headerOf(headers, 'date')),
+      expires: parseDate(headerOf(headers, 'expires')),
+      lastModified: parseDate(headerOf(headers, 'last-modified')),
+    }),
+    ...staleWindows(req.policy, res),
+  };
+}
+
+/** Builds an entry from a fresh upstream response (status, headers, body, freshness). */
+function entryFrom(req: CacheRequest, f: Response, res: Readonly<Directives>, fetchedBy: string, vary: Record<string, string> | null): CacheEntry {
+  const headers = storedHeaders(f.headers, req.credential === 'pool');
+  return {
+    status: f.status,
+    headers,
+    body: f.body,
+    etag: headerOf(headers, 'etag'),
+    lastModified: headerOf(headers, 'last-modified'),
+    ...freshness(req, headers, res, f),
+    fetchedBy,
+    vary,
+  };
+}
+
+/** A 304 confirmed `stored`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
+function refreshed(req: CacheRequest, stored: CacheEntry, f: Response, fetchedBy: string): CacheEntry {
+  const headers = mergeHeaders(stored.headers, storedHeaders(f.headers, req.credential === 'pool'));
+  return {
+    ...stored,
+    fetchedBy,
+    headers,
+    etag: headerOf(headers, 'etag') ?? stored.etag,
+    lastModified: headerOf(headers, 'last-modified') ?? stored.lastModified,
+    ...freshness(req, headers, parseCacheControl(headerOf(headers, 'cache-control')), f),
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Pure: the reply for a request on the cached path, from the plan made before going upstream and
+ * what the upstream exchange (its own, or the one it was coalesced onto) produced. Stale entries
+ * stand in for failures while stale-if-error allows; Cache-Status (RFC 9211) says what happened.
+ */
+import type { CacheResult } from '../cache/classify.js';
+import { poolTokenOf, type CacheEntry } from '../cache/entry.js';
+import type { Plan } from '../cache/plan.js';
+import { currentAge, usableOnError } from '../cache/policy.js';
+import { cacheStatus, type CacheStatusInput } from '../headers/cache-status.js';
+import type { Logger } from '../log/logger.js';
+import type { RequestContext } from './context.js';
+import { errors } from './errors.js';
+import type { PoolHeaders } from '../tokens/pool-headers.js';
+import { streamReply, type Reply, type Served } from './reply.js';
+
+/** The pool's headers for pool consumers, undefined for everyone else. */
+export function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
+  return ctx.cred.kind === 'pool' ? pool : undefined;
+}
+
+/** A stored entry as the reply: `status` is its Cache-Status. */
+export function entryReply(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  entry: CacheEntry,
+  status: CacheStatusInput,
+  age: number,
+  served: Served,
+): Reply {
+  const extra = poolHeadersFor(ctx, pool)?.flat(poolTokenOf(entry.fetchedBy));
+  return { kind: 'entry', entry, cacheStatus: cacheStatus(status), age, extra, ...served };
+}
+
+/** The reply for a plan that needs no upstream exchange (fresh, stale, or only-if-cached). */
+export function planReply(ctx: RequestContext, pool: PoolHeaders | undefined, plan: Exclude<Plan, { kind: 'fetch' }>): Reply {
+  if (plan.kind === 'only-if-cached') return errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }));
+  if (plan.kind === 'fresh') return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl }, plan.age, HIT);
+  const detail = plan.background ? 'stale-while-revalidate' : 'max-stale';
+  return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl, detail }, plan.age, STALE);
+}
+
+const HIT: Served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
+const STALE: Served = { outcome: 'stale', upstreamStatus: undefined, token: undefined };
+
+export interface Fetch {
+  readonly plan: Extract<Plan, { kind: 'fetch' }>;
+  /** This request waited on another's exchange. */
+  readonly joined: boolean;
+  readonly now: number;
+}
+
+/** The reply after an upstream exchange. */
+export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, logger: Logger, result: CacheResult, fetch: Fetch): Reply {
+  const { stale, forced } = fetch.plan;
+  const token = fetch.joined ? undefined : 'token' in result ? result.token : undefined;
+  const staleOnError = (fwdStatus: number, upstreamStatus: number | undefined): Reply | undefined => {
+    if (stale === undefined || !usableOnError(stale, fetch.now)) return undefined;
+    const age = currentAge(stale, fetch.now);
+    return entryReply(ctx, pool, stale, { fwd: 'stale', fwdStatus, ttl: stale.lifetime - age, detail: 'stale-if-error' }, age, {
+      outcome: 'stale',
+      upstreamStatus,
+      token,
+    });
+  };
+  switch (result.kind) {
+    case 'too-large':
+      return streamReply({
+        status: result.status,
+        upstreamHeaders: result.headers,
+        cacheStatus: cacheStatus({ fwd: 'miss', fwdStatus: result.status, detail: 'too-large' }),
+        pool: poolHeadersFor(ctx, pool),
+        token,
+        head: result.head,
+        rest: result.rest,
+        headersOnly: ctx.method === 'HEAD',
+        onBodyError: (err) => logger.warn({ reqId: ctx.id, err: (err as Error).message }, 'upstream body failed'),
+      });
+    case 'unavailable': {
+      const detail = `pool-${result.reason}`;
+      if (stale !== undefined && usableOnError(stale, fetch.now)) {
+        const age = currentAge(stale, fetch.now);
+        return entryReply(ctx, pool, stale, { hit: true, ttl: stale.lifetime - age, detail }, age, STALE);
+      }
+      return errors.poolUnavailable(result.reason, result.retryAfterSeconds, {
+        ...pool?.record(),
+        'cache-status': cacheStatus({ fwd: 'miss', detail }),
+      });
+    }
+    case 'failed':
+      return staleOnError(result.failure.status, undefined) ?? errors.upstreamFailed(ctx.upstream.cfg.name, result.failure, { outcome: 'error', upstreamStatus: undefined, token });
+    case 'followed': {
+      const age = currentAge(result.entry, fetch.now);
+      const status = { hit: true, ttl: result.entry.lifetime - age, detail: 'l2-collapsed' };
+      return entryReply(ctx, pool, result.entry, status, age, { outcome: 'coalesced', upstreamStatus: undefined, token: undefined });
+    }
+    case 'entry': {
+      const upstreamStatus = result.fwdStatus;
+      if (result.transient) {
+        const fallback = staleOnError(upstreamStatus, upstreamStatus);
+        if (fallback !== undefined) return fallback;
+      }
+      const stored = result.storeKey !== undefined;
+      const age = currentAge(result.entry, fetch.now);
+      const status: CacheStatusInput = {
+        fwd: forced ? 'request' : stale !== undefined ? 'stale' : 'miss',
+        fwdStatus: upstreamStatus,
+        stored,
+        collapsed: fetch.joined,
+        ttl: stored ? result.entry.lifetime - age : undefined,
+      };
+      const outcome = fetch.joined ? 'coalesced' : upstreamStatus === 304 ? 'revalidated' : result.transient ? 'error' : 'miss';
+      return entryReply(ctx, pool, result.entry, status, age, { outcome, upstreamStatus, token });
+    }
+  }
+}

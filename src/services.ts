@@ -1,0 +1,110 @@
+/**
+ * Everything a proxy process serves with, built once from the config: the Redis connection, the
+ * cache tiers and coalescing, the token pool, the upstreams and the consumers. The request handler
+ * receives these and builds nothing; `close()` releases them in order.
+ */
+import { randomBytes } from 'node:crypto';
+import { createCoalescer, type Coalescer } from './cache/coalesce.js';
+import { createPartitioner, type Partitioner } from './cache/key.js';
+import { createTiers, type Tiers } from './cache/tiers.js';
+import type { Config } from './config/schema.js';
+import type { Logger } from './log/logger.js';
+import type { Metrics } from './metrics/registry.js';
+import { createUpstreamRuntime, type UpstreamRuntime } from './proxy/upstreams.js';
+import { createRedisConnection, type RedisConnection } from './redis/connection.js';
+import { createConsumers, type Consumers } from './tokens/consumers.js';
+import { createPoolRuntime, type PoolRuntime } from './tokens/runtime.js';
+import type { TokenPool } from './tokens/types.js';
+
+export interface ServiceDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+}
+
+export interface Services {
+  readonly redis: RedisConnection | undefined;
+  readonly tiers: Tiers;
+  readonly coalescer: Coalescer;
+  readonly partitioner: Partitioner;
+  /** The token pool, when tokens are configured. */
+  readonly pool: PoolRuntime | undefined;
+  /** One runtime per configured upstream, in config order (the router's indexes). */
+  readonly upstreams: readonly UpstreamRuntime[];
+  /** Consumer access control, when enabled. */
+  readonly consumers: Consumers | undefined;
+  /** Agrees on the partition secret through Redis and learns the pool tokens' numbers; never throws. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The token pool of a process: shared through Redis when there is a connection and
+ * redis.shared_tokens, else this process's own. `workerPool`: a cluster worker's IPC pool (the
+ * primary owns the budget). The cluster primary calls this with no Redis to own the budget itself.
+ */
+export function buildPool(config: Config, deps: ServiceDeps, redis?: RedisConnection, workerPool?: TokenPool): PoolRuntime | undefined {
+  return createPoolRuntime(config, deps.logger, deps.metrics, redis, workerPool);
+}
+
+export function buildServices(config: Config, deps: ServiceDeps, workerPool?: TokenPool): Services {
+  const { logger, metrics } = deps;
+  const redis = createRedisConnection(config.redis, logger, metrics);
+  const pool = buildPool(config, deps, redis, workerPool);
+  const tiers = createTiers(
+    { l1: config.cache.l1, maxBytes: config.cache.max_bytes, maxEntryBytes: config.cache.max_entry_bytes, lockMs: config.redis.lock_ms },
+    metrics,
+    logger,
+    redis,
+  );
+  const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms);
+  metrics.watchCache({ l1Entries: () => tiers.l1.size, l1Bytes: () => tiers.l1.bytes, waiters: () => coalescer.waiters });
+  const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
+  const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
+  const upstreams = config.upstreams.map((cfg) =>
+    createUpstreamRuntime(cfg, links, (upstream, pathname, status) => {
+      // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
+      if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
+    }),
+  );
+  const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);
+
+  return {
+    redis,
+    tiers,
+    coalescer,
+    partitioner,
+    pool,
+    upstreams,
+    consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
+    async start() {
+      if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
+      if (pool !== undefined && probeTarget !== undefined && config.pool.probe_at_start) await pool.probe(probeTarget.client);
+    },
+    async close() {
+      pool?.close();
+      tiers.close();
+      await redis?.close();
+      for (const rt of upstreams) rt.passThrough?.close();
+      await Promise.all(upstreams.map((rt) => rt.client.close()));
+    },
+  };
+}
+
+/**
+ * Replicas must turn a credential into the same partition to share its entries. Without a
+ * configured cache.partition_secret, the first replica stores a random one in Redis (SET NX) and
+ * every replica uses it. When Redis is unreachable at start-up the process keeps its own random
+ * secret: its client-credential entries are then simply not shared.
+ */
+async function agreeOnPartitionSecret(redis: RedisConnection, partitioner: Partitioner, logger: Logger): Promise<void> {
+  const key = `${redis.prefix}partition-secret`;
+  const deadline = Date.now() + 1_000; // a start-up with Redis down waits at most this long
+  while (!redis.up() && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 20));
+  const candidate = randomBytes(32).toString('base64url');
+  const secret = await redis.run('secret', async (client) => {
+    await client.set(key, candidate, 'NX');
+    return client.get(key);
+  });
+  if (typeof secret === 'string' && secret.length >= 16) partitioner.rekey(secret);
+  else logger.warn('Redis unreachable at start-up: credential partitions use a secret of this process only (set cache.partition_secret to share them)');
+}

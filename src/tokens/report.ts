@@ -1,0 +1,74 @@
+/**
+ * What the pool tells the outside, built from its tokens' numbers: each token's report (the
+ * /admin/tokens rows and the pool gauges) and the pool as one quota (the x-ratelimit-* headers
+ * and GET /rate_limit answer pool consumers see). Pure.
+ */
+import { quotaLeft, RESET_GRACE_MS, windowOver } from './state.js';
+import type { PoolRateLimit, TokenHealth, TokenNumbers, TokenReport, TokenState } from './types.js';
+
+export function healthOf(token: TokenState, nowMs: number): TokenHealth {
+  if (token.dead) return 'dead';
+  if (token.pausedUntil > nowMs) return 'paused';
+  return quotaLeft(token, nowMs) <= 0 ? 'exhausted' : 'ok';
+}
+
+/**
+ * The pool as one quota, as consumers see it in x-ratelimit-*: the sums of limits and remaining
+ * over live tokens (limit = remaining + used), and the earliest reset. Paused tokens count with
+ * their quota (it comes back); dead ones not at all.
+ */
+export function poolRateLimit(tokens: readonly TokenState[], nowMs: number): PoolRateLimit {
+  let limit = 0;
+  let remaining = 0;
+  let reset = Number.POSITIVE_INFINITY;
+  for (const token of tokens) {
+    if (token.dead) continue;
+    limit += token.limit;
+    remaining += Math.max(0, quotaLeft(token, nowMs));
+    const tokenReset = windowOver(token, nowMs) ? Math.ceil((nowMs + RESET_GRACE_MS) / 1000) : token.reset;
+    if (tokenReset < reset) reset = tokenReset;
+  }
+  if (!Number.isFinite(reset)) reset = Math.ceil(nowMs / 1000);
+  remaining = Math.min(remaining, limit);
+  return { limit, remaining, used: limit - remaining, reset };
+}
+
+/** A token as the pool keeps it: its numbers, its reservations and the last error it met. */
+export interface ReportedToken extends TokenState, TokenNumbers {
+  readonly lastError: string | null;
+  /** Epoch ms. */
+  readonly lastErrorAt: number | null;
+}
+
+/** One token's row: numbers only once learnt, the state 'unknown' until something is known. */
+export function reportOf(token: ReportedToken, nowMs: number): TokenReport {
+  const left = token.known ? Math.max(0, quotaLeft(token, nowMs)) : null;
+  return {
+    name: token.name,
+    state: token.known || token.dead || token.pausedUntil > nowMs ? healthOf(token, nowMs) : 'unknown',
+    limit: token.known ? token.limit : null,
+    remaining: left,
+    used: left === null ? null : token.limit - left,
+    reset: token.known ? token.reset : null,
+    in_flight: token.inFlight,
+    paused_until: token.pausedUntil > nowMs ? new Date(token.pausedUntil).toISOString() : null,
+    last_error: token.lastError,
+    last_error_at: token.lastErrorAt === null ? null : new Date(token.lastErrorAt).toISOString(),
+  };
+}
+
+/** The row of a token nothing is known about yet (a worker before the primary's first state). */
+export function unknownReport(name: string): TokenReport {
+  return {
+    name,
+    state: 'unknown',
+    limit: null,
+    remaining: null,
+    used: null,
+    reset: null,
+    in_flight: 0,
+    paused_until: null,
+    last_error: null,
+    last_error_at: null,
+  };
+}

@@ -1,0 +1,270 @@
+/**
+ * The token budget shared by replicas through Redis. Each replica keeps its in-process pool
+ * (choice, queue, caps, reactions: local-pool.ts); this layer makes the pool's spending atomic
+ * across replicas with the scripts of shared-scripts.ts:
+ *
+ * - reserve: before a lease is handed out, one script checks the token's shared numbers and every
+ *   replica's live reservations, and adds a reservation or refuses. Two replicas can never hand
+ *   out the same last unit.
+ * - settle: one script drops the reservation and applies what the upstream said (state.ts's rules).
+ * - Reservations carry an expiry, so a replica that dies mid-request frees its units.
+ * - A heartbeat counts live replicas (N): each takes 1/N of the whole-upstream concurrency cap.
+ * - Redis unavailable: this replica keeps serving from its own pool, conservatively assuming it
+ *   owns 1/N of what was left; when Redis answers again the shared numbers take over.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../log/logger.js';
+import type { RedisClient, RedisConnection } from '../redis/connection.js';
+import {
+  budgetKeys,
+  type BudgetKeys,
+  decodeReply,
+  HEARTBEAT,
+  READ,
+  REPLY_LENGTH,
+  RESERVE,
+  reserveArgs,
+  SETTLE,
+  settleArgs,
+  type Reply,
+} from './shared-scripts.js';
+import { heldByOthers, react } from './state.js';
+import { readRateLimit } from './rate-limit.js';
+import type { AcquireOptions, Acquired, Lease, LocalTokenPool, RateObservation, TokenPool, Verdict } from './types.js';
+
+interface BudgetCommands {
+  etagereReserve(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
+  etagereSettle(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
+  etagereHeartbeat(replicasKey: string, ...args: Array<string | number>): Promise<number>;
+  etagereRead(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
+}
+
+function define(client: RedisClient): RedisClient & BudgetCommands {
+  const withCommands = client as RedisClient & Partial<BudgetCommands>;
+  if (withCommands.etagereReserve === undefined) {
+    client.defineCommand('etagereReserve', { numberOfKeys: 2, lua: RESERVE });
+    client.defineCommand('etagereSettle', { numberOfKeys: 2, lua: SETTLE });
+    client.defineCommand('etagereHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
+    client.defineCommand('etagereRead', { lua: READ });
+  }
+  return client as RedisClient & BudgetCommands;
+}
+
+export interface SharedBudgetSettings {
+  perTokenConcurrency: number;
+  maxConcurrency: number;
+  /** How long a reservation lives if its replica never settles it (crash). */
+  reservationMs?: number;
+  heartbeatMs?: number;
+  /** How long a request may wait for other replicas' reservations to come back. */
+  queueTimeoutMs: number;
+}
+
+/** Pause before asking Redis again when a token's units are all reserved by other replicas. */
+const BUSY_RETRY_MS = 5;
+
+export interface SharedTokenPool extends TokenPool {
+  /** True while the budget is shared through Redis; false in the local fallback. */
+  shared(): boolean;
+  /** Live replicas seen by the heartbeat. */
+  replicas(): number;
+}
+
+/** One replica's view of the shared budget: the functions below take it. */
+interface Budget {
+  readonly local: LocalTokenPool;
+  readonly conn: RedisConnection;
+  readonly settings: SharedBudgetSettings;
+  readonly log: Logger;
+  /** This replica's id (heartbeats, reservation ids). */
+  readonly replica: string;
+  readonly keys: BudgetKeys;
+  readonly reservationMs: number;
+  /** Secondary limits in a row per token, as this replica saw them (they double its pauses). */
+  readonly repeats: Map<string, number>;
+  seq: number;
+  replicaCount: number;
+  sharedMode: boolean;
+}
+
+/** The reply as this replica's view: remaining minus other replicas' reservations. */
+function syncFrom(budget: Budget, name: string, reply: readonly number[], mine: number): void {
+  const { numbers, reserved } = decodeReply(reply);
+  budget.local.sync(name, { ...numbers, remaining: numbers.remaining - Math.max(0, reserved - mine) });
+}
+
+function fallback(budget: Budget, why: string): void {
+  if (!budget.sharedMode) return;
+  budget.sharedMode = false;
+  budget.local.scaleRemaining(1 / budget.replicaCount);
+  budget.log.warn(
+    { replicas: budget.replicaCount, why },
+    'token budget: Redis unavailable, this replica now spends at most 1/N of what was left',
+  );
+}
+
+function recovered(budget: Budget): void {
+  if (budget.sharedMode) return;
+  budget.sharedMode = true;
+  budget.log.info('token budget: shared through Redis again');
+}
+
+/** Reads every token's shared numbers into the local view (others' spending since we last asked). */
+async function refresh(budget: Budget): Promise<void> {
+  const { local, keys } = budget;
+  const all = local.names.flatMap((name) => [keys.token(name), keys.reservations(name)]);
+  const flat = await budget.conn.run('read', (client) => define(client).etagereRead(all.length, ...all, Date.now()));
+  if (flat === undefined) return;
+  local.names.forEach((name, index) => {
+    const reply = flat.slice(index * REPLY_LENGTH, (index + 1) * REPLY_LENGTH);
+    if (reply.length === REPLY_LENGTH) syncFrom(budget, name, reply, local.inFlight(name));
+  });
+}
+
+/** Counts live replicas (this one included), takes this replica's share of the cap, then refreshes. */
+async function heartbeat(budget: Budget, heartbeatMs: number): Promise<void> {
+  const now = Date.now();
+  const replicas = budget.keys.replicas;
+  const live = await budget.conn.run('heartbeat', (client) =>
+    define(client).etagereHeartbeat(replicas, now, budget.replica, now + heartbeatMs * 3),
+  );
+  if (live === undefined) {
+    fallback(budget, 'heartbeat failed');
+    return;
+  }
+  budget.replicaCount = Math.max(1, Number(live));
+  budget.local.setMaxConcurrency(Math.max(1, Math.floor(budget.settings.maxConcurrency / budget.replicaCount)));
+  await refresh(budget);
+}
+
+/** Applies an answer to the token's shared numbers (`id` '' when nothing was reserved). */
+function settleShared(
+  budget: Budget,
+  name: string,
+  id: string,
+  status: number,
+  observation: RateObservation | undefined,
+  verdict: Verdict,
+): void {
+  const now = Date.now();
+  const reaction = react(status, verdict, observation, budget.repeats.get(name) ?? 0, now);
+  if (reaction.repeats === 0) budget.repeats.delete(name);
+  else budget.repeats.set(name, reaction.repeats);
+  const args = settleArgs(id, reaction.settlement, now);
+  void budget.conn
+    .run('settle', (client) => define(client).etagereSettle(budget.keys.token(name), budget.keys.reservations(name), ...args))
+    .then((reply) => {
+      if (reply !== undefined) syncFrom(budget, name, reply, budget.local.inFlight(name));
+    });
+}
+
+/** A local lease whose settle and cancel also reach the shared budget. */
+function sharedLease(budget: Budget, lease: Lease, id: string): Lease {
+  return {
+    name: lease.name,
+    authorization: lease.authorization,
+    switched: lease.switched,
+    settle(status, header, body) {
+      const verdict = lease.settle(status, header, body);
+      settleShared(budget, lease.name, id, status, readRateLimit(header), verdict);
+      return verdict;
+    },
+    cancel() {
+      lease.cancel();
+      void budget.conn.run('release', (client) => client.zrem(budget.keys.reservations(lease.name), id));
+    },
+  };
+}
+
+/** A lease from the local pool that Redis also granted (or the local one, in the fallback). */
+async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> {
+  const { local, keys, settings } = budget;
+  const refused = new Set(opts.exclude ?? []);
+  let refreshed = false;
+  const deadline = Date.now() + settings.queueTimeoutMs;
+  for (;;) {
+    const acquired = await local.acquire({ prefer: opts.prefer, exclude: refused });
+    if (acquired.kind === 'unavailable' && acquired.reason === 'exhausted' && !refreshed && budget.sharedMode) {
+      // The local view may be behind: other replicas' reservations may have come back.
+      refreshed = true;
+      await refresh(budget);
+      continue;
+    }
+    if (acquired.kind !== 'lease') return acquired;
+    const id = `${budget.replica}:${++budget.seq}`;
+    const now = Date.now();
+    const name = acquired.lease.name;
+    const args = reserveArgs(now, id, now + budget.reservationMs, settings.perTokenConcurrency);
+    const reply = await budget.conn.run('reserve', (client) =>
+      define(client).etagereReserve(keys.token(name), keys.reservations(name), ...args),
+    );
+    if (reply === undefined) {
+      fallback(budget, 'reserve failed');
+      return acquired; // local only: the 1/N share keeps this replica inside its part
+    }
+    recovered(budget);
+    const state = decodeReply(reply);
+    // The local lease is counted in `in_flight` already; the shared reply counts it too if granted.
+    syncFrom(budget, name, reply, local.inFlight(name) - (state.granted ? 0 : 1));
+    if (state.granted) return { kind: 'lease', lease: sharedLease(budget, acquired.lease, id) };
+    acquired.lease.cancel();
+    if (!heldByOthers(state.numbers, state.reserved, now)) {
+      refused.add(name); // spent, paused or dead for every replica: try another token
+      continue;
+    }
+    // Quota is there but held by other replicas' requests (or the token is at its cap):
+    // those come back soon, so wait a little and ask again.
+    if (Date.now() + BUSY_RETRY_MS > deadline) return { kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 };
+    await new Promise<void>((resolve) => setTimeout(resolve, BUSY_RETRY_MS).unref());
+  }
+}
+
+export function createSharedTokenPool(
+  local: LocalTokenPool,
+  conn: RedisConnection,
+  settings: SharedBudgetSettings,
+  logger: Logger,
+): SharedTokenPool {
+  const budget: Budget = {
+    local,
+    conn,
+    settings,
+    log: logger.child({ component: 'token-budget' }),
+    replica: randomBytes(6).toString('base64url'),
+    keys: budgetKeys(conn.prefix),
+    reservationMs: settings.reservationMs ?? 120_000,
+    repeats: new Map(),
+    seq: 0,
+    replicaCount: 1,
+    sharedMode: true,
+  };
+  const heartbeatMs = settings.heartbeatMs ?? 2_000;
+  const beat = (): void => void heartbeat(budget, heartbeatMs);
+  // First beat as soon as the connection is ready (a beat before that would count as an outage).
+  if (conn.client.status === 'ready') beat();
+  conn.client.on('ready', beat);
+  const timer = setInterval(beat, heartbeatMs);
+  timer.unref();
+
+  return {
+    names: local.names,
+    equivalent: local.equivalent,
+    acquire: (opts = {}) => acquire(budget, opts),
+    rateLimit: () => local.rateLimit(),
+    snapshot: () => local.snapshot(),
+    queueLength: () => local.queueLength(),
+    authorizationOf: (name) => local.authorizationOf(name),
+    learn(name, status, observation, error) {
+      local.learn(name, status, observation, error);
+      if (error !== undefined) return;
+      settleShared(budget, name, '', status, observation, status === 401 ? { kind: 'dead' } : { kind: 'ok' });
+    },
+    close() {
+      clearInterval(timer);
+      void conn.run('unheartbeat', (client) => client.zrem(budget.keys.replicas, budget.replica));
+      local.close();
+    },
+    shared: () => budget.sharedMode,
+    replicas: () => budget.replicaCount,
+  };
+}

@@ -1,0 +1,248 @@
+/**
+ * The cached path's orchestration without sockets: real in-memory tiers and coalescing, a
+ * scripted upstream exchange, and a recording response. Covers what a user notices of the
+ * pipeline: hits answered synchronously, stale-if-error, 304 merges, coalesced waiters, bodies
+ * over the entry cap, and a pool with no token to give.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable, Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Got } from '../../src/cache/classify.js';
+import { createCoalescer } from '../../src/cache/coalesce.js';
+import type { CacheEntry } from '../../src/cache/entry.js';
+import { createPartitioner } from '../../src/cache/key.js';
+import { createTiers, type Tiers } from '../../src/cache/tiers.js';
+import { parseConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log/logger.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { createCachedPath, type CachedPath } from '../../src/proxy/cached.js';
+import type { RequestContext } from '../../src/proxy/context.js';
+import type { Credential } from '../../src/proxy/credential.js';
+import type { Served } from '../../src/proxy/reply.js';
+import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/proxy/upstreams.js';
+
+/** A response that records what the path wrote: status, headers, body. */
+class RecordedResponse extends Writable {
+  status = 0;
+  headers: Record<string, string> = {};
+  headersSent = false;
+  private chunks: Buffer[] = [];
+
+  writeHead(status: number, headers: readonly string[] | Record<string, string | string[] | number>): this {
+    this.status = status;
+    this.headersSent = true;
+    if (Array.isArray(headers)) for (let i = 0; i < headers.length; i += 2) this.headers[headers[i]!] = headers[i + 1]!;
+    else for (const [name, value] of Object.entries(headers)) this.headers[name] = String(value);
+    return this;
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.chunks.push(Buffer.from(chunk));
+    done();
+  }
+
+  get body(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+
+  /** Resolves once the whole answer has been written. */
+  finished(): Promise<void> {
+    return this.writableFinished ? Promise.resolve() : new Promise((resolve) => this.once('finish', () => resolve()));
+  }
+}
+
+type Script = (stale: CacheEntry | undefined) => Got | Promise<Got>;
+
+function response(status: number, body: string, headers: Record<string, string> = {}): Got {
+  const now = Date.now();
+  return {
+    kind: 'fetched',
+    fetched: {
+      kind: 'response',
+      status,
+      headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=60', etag: `"${body.length}"`, ...headers },
+      body: Buffer.from(body),
+      requestTime: now,
+      responseTime: now,
+    },
+    token: undefined,
+    fetchedBy: 'anon',
+  };
+}
+
+describe('cached path orchestration (in-memory tiers, scripted exchange)', () => {
+  let tiers: Tiers;
+  let upstream: UpstreamRuntime;
+  let script: Script;
+  let exchanges: Array<CacheEntry | undefined>;
+  let serve: CachedPath;
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const config = parseConfig({ upstreams: [{ name: 'github', prefix: '/', url: 'http://127.0.0.1:9' }] });
+    const metrics = createMetrics({ defaultMetrics: false });
+    const logger = createLogger({ level: 'silent' });
+    tiers = createTiers({ l1: true, maxBytes: 1 << 20, maxEntryBytes: 1 << 16, lockMs: 1000 }, metrics, logger, undefined);
+    upstream = createUpstreamRuntime(config.upstreams[0]!, { publicUrl: null, trustForwarded: false }, () => undefined);
+    exchanges = [];
+    script = () => response(200, '{"v":1}');
+    serve = createCachedPath({
+      tiers,
+      coalescer: createCoalescer(tiers, metrics, 0),
+      exchange: async (_ctx, stale) => {
+        exchanges.push(stale);
+        return script(stale);
+      },
+      partitioner: createPartitioner('a test secret'),
+      pool: undefined,
+      logger,
+    });
+  });
+
+  afterEach(async () => {
+    vi.useRealTimers();
+    await upstream.client.close();
+  });
+
+  const context = (headers: Record<string, string> = {}, cred: Credential = { kind: 'anonymous' }, method: 'GET' | 'HEAD' = 'GET') => {
+    const res = new RecordedResponse();
+    const req = { headers, method } as unknown as IncomingMessage;
+    const ctx: RequestContext = {
+      req,
+      res: res as unknown as ServerResponse,
+      id: 'req-1',
+      upstream,
+      pathname: '/repos/o/r',
+      search: '',
+      path: '/repos/o/r',
+      method,
+      route: '/repos/:owner/:repo',
+      cred,
+    };
+    return { ctx, res };
+  };
+
+  const get = async (headers?: Record<string, string>, cred?: Credential) => {
+    const { ctx, res } = context(headers, cred);
+    const served: Served = await serve(ctx);
+    await res.finished();
+    return { served, res };
+  };
+
+  it('stores a miss and answers the next request from L1, synchronously, without the upstream', async () => {
+    const miss = await get();
+    expect(miss.served.outcome).toBe('miss');
+    expect(miss.res.headers['cache-status']).toContain('fwd=miss');
+    const { ctx, res } = context();
+    const served = serve(ctx);
+    expect(served).not.toBeInstanceOf(Promise); // the hit path never waits
+    expect((served as Served).outcome).toBe('hit');
+    expect(res.status).toBe(200);
+    expect(res.body).toBe('{"v":1}');
+    expect(res.headers['x-request-id']).toBe('req-1');
+    expect(exchanges).toHaveLength(1);
+  });
+
+  it('serves the stale entry when the upstream fails (stale-if-error), and says so', async () => {
+    await get();
+    vi.setSystemTime(Date.now() + 120_000);
+    script = () => ({ kind: 'fetched', fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNRESET' } }, token: undefined, fetchedBy: 'anon' });
+    const { served, res } = await get();
+    expect(served.outcome).toBe('stale');
+    expect(res.status).toBe(200);
+    expect(res.body).toBe('{"v":1}');
+    expect(res.headers['cache-status']).toContain('detail=stale-if-error');
+  });
+
+  it('answers 502 in GitHub error shape when the upstream fails and nothing is stored', async () => {
+    script = () => ({ kind: 'fetched', fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNREFUSED' } }, token: undefined, fetchedBy: 'anon' });
+    const { served, res } = await get();
+    expect(served.outcome).toBe('error');
+    expect(res.status).toBe(502);
+    expect(JSON.parse(res.body)).toMatchObject({ message: expect.stringContaining('ECONNREFUSED'), documentation_url: expect.any(String) });
+  });
+
+  it('revalidates an expired entry with its validator and merges the 304 into it', async () => {
+    await get();
+    vi.setSystemTime(Date.now() + 120_000);
+    script = (stale) => {
+      expect(stale?.etag).toBe('"7"');
+      return response(304, '', { etag: '"7"', 'cache-control': 'public, max-age=60', 'x-merged': 'yes' });
+    };
+    const { served, res } = await get();
+    expect(served.outcome).toBe('revalidated');
+    expect(served.upstreamStatus).toBe(304);
+    expect(res.status).toBe(200);
+    expect(res.body).toBe('{"v":1}');
+    expect(res.headers['x-merged']).toBe('yes');
+    expect(res.headers['cache-status']).toContain('fwd=stale; fwd-status=304');
+    // The merged entry is fresh again: the next request is a hit.
+    expect((await get()).served.outcome).toBe('hit');
+  });
+
+  it('coalesces concurrent misses onto one exchange: one miss, the rest coalesced', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    script = async () => {
+      await held;
+      return response(200, '{"v":2}');
+    };
+    const pending = Array.from({ length: 5 }, () => get());
+    release();
+    const results = await Promise.all(pending);
+    expect(exchanges).toHaveLength(1);
+    expect(results.map((r) => r.served.outcome).sort()).toEqual(['coalesced', 'coalesced', 'coalesced', 'coalesced', 'miss']);
+    for (const r of results) expect(r.res.body).toBe('{"v":2}');
+  });
+
+  it('streams a body over the entry cap to the first request; a waiter fetches for itself; nothing is stored', async () => {
+    const big = 'x'.repeat(100);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    script = async () => {
+      await held;
+      return {
+        kind: 'fetched',
+        fetched: { kind: 'too-large', status: 200, headers: { 'content-type': 'text/plain' }, head: [Buffer.from(big.slice(0, 70))], rest: Readable.from([Buffer.from(big.slice(70))]) },
+        token: undefined,
+        fetchedBy: 'anon',
+      };
+    };
+    const first = get();
+    const second = get();
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.res.body).toBe(big);
+    expect(b.res.body).toBe(big);
+    expect(a.served.outcome).toBe('bypass');
+    expect(a.res.headers['cache-status']).toContain('detail=too-large');
+    expect(exchanges).toHaveLength(2);
+    expect(tiers.l1.size).toBe(0);
+  });
+
+  it('answers 429 with Retry-After when no pool token can take the request, or the stale entry when there is one', async () => {
+    script = () => ({ kind: 'unavailable', reason: 'exhausted', retryAfterSeconds: 30 });
+    const pool: Credential = { kind: 'pool', consumer: undefined };
+    const refused = await get({}, pool);
+    expect(refused.res.status).toBe(429);
+    expect(refused.res.headers['retry-after']).toBe('30');
+    expect(refused.served.outcome).toBe('error');
+
+    script = () => response(200, '{"v":3}');
+    await get({}, pool);
+    vi.setSystemTime(Date.now() + 120_000);
+    script = () => ({ kind: 'unavailable', reason: 'exhausted', retryAfterSeconds: 30 });
+    const stale = await get({}, pool);
+    expect(stale.res.status).toBe(200);
+    expect(stale.res.body).toBe('{"v":3}');
+    expect(stale.res.headers['cache-status']).toContain('detail=pool-exhausted');
+    expect(stale.served.outcome).toBe('stale');
+  });
+
+  it('answers only-if-cached with a 504 when nothing usable is stored, without asking the upstream', async () => {
+    const { served, res } = await get({ 'cache-control': 'only-if-cached' });
+    expect(res.status).toBe(504);
+    expect(served.outcome).toBe('miss');
+    expect(exchanges).toHaveLength(0);
+  });
+});
