@@ -84,7 +84,8 @@ export const CASES: readonly BenchCase[] = [
   {
     id: 'nginx',
     name: 'nginx proxy_cache (2 workers)',
-    measures: 'nginx proxy_cache with proxy_cache_revalidate in front of the fake, 2 worker processes: what etagere is compared with (installed with apt when missing; skipped otherwise)',
+    measures:
+      'nginx proxy_cache with proxy_cache_revalidate in front of the fake, 2 worker processes: what etagere is compared with (installed with apt when missing; skipped otherwise)',
     server: { kind: 'nginx' },
     workload: { kind: 'single', path: REPO_PATH },
   },

@@ -142,16 +142,7 @@ async function runWrk(spec: LoadSpec): Promise<LoadResult> {
   }
   const script = join(spec.tmpDir, `wrk-${id}.lua`);
   writeFileSync(script, wrkScript(pathsFile));
-  const args = [
-    '-t1',
-    `-c${spec.connections}`,
-    `-d${spec.durationSec}s`,
-    '--timeout',
-    '5s',
-    '-s',
-    script,
-    `${spec.origin}${first}`,
-  ];
+  const args = ['-t1', `-c${spec.connections}`, `-d${spec.durationSec}s`, '--timeout', '5s', '-s', script, `${spec.origin}${first}`];
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   let out = '';

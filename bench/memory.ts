@@ -192,7 +192,22 @@ const mb = (bytes: number): string => (bytes / MIB).toFixed(1);
 
 export function formatMemory(r: MemoryResults): string {
   const rows = [
-    ['max_bytes', 'inserted', 'held', 'evictions', 'store bytes', 'RSS before', 'RSS after', 'RSS peak', 'heapUsed before', 'heapUsed after', 'heapTotal after', 'external after', 'goal RSS', 'RSS / goal'],
+    [
+      'max_bytes',
+      'inserted',
+      'held',
+      'evictions',
+      'store bytes',
+      'RSS before',
+      'RSS after',
+      'RSS peak',
+      'heapUsed before',
+      'heapUsed after',
+      'heapTotal after',
+      'external after',
+      'goal RSS',
+      'RSS / goal',
+    ],
     [
       `${mb(r.maxBytes)} MiB`,
       r.inserted.toLocaleString('en-US'),
@@ -231,7 +246,8 @@ export function formatMemory(r: MemoryResults): string {
 
 export function memoryGoalFailures(r: MemoryResults): string[] {
   const out: string[] = [];
-  if (r.after.rss > r.goalRss) out.push(`RSS ${mb(r.after.rss)} MiB > goal ${mb(r.goalRss)} MiB (${GOAL_FACTOR} x ${mb(r.maxBytes)} MiB + 100 MiB)`);
+  if (r.after.rss > r.goalRss)
+    out.push(`RSS ${mb(r.after.rss)} MiB > goal ${mb(r.goalRss)} MiB (${GOAL_FACTOR} x ${mb(r.maxBytes)} MiB + 100 MiB)`);
   if (r.storeBytes > r.maxBytes) out.push(`the store counts ${r.storeBytes} bytes, above max_bytes ${r.maxBytes}`);
   if (!r.gc) out.push('no global.gc: run with node --expose-gc (npm run bench:memory does)');
   return out;

@@ -46,8 +46,23 @@ export interface SimResult {
 
 export const SCENARIOS: Scenario[] = [
   { name: 'even: 5 tokens x 200, 32 clients', tokens: 5, limit: 200, concurrency: 32, latencyMs: 2 },
-  { name: 'uneven start: 4 tokens, 0/50/120/190 spent', tokens: 4, limit: 200, concurrency: 32, latencyMs: 2, preSpend: (i) => [0, 50, 120, 190][i] ?? 0 },
-  { name: 'faults: + 1 dead token, 2 secondary limits', tokens: 5, limit: 200, concurrency: 32, latencyMs: 2, deadToken: true, secondary: 2 },
+  {
+    name: 'uneven start: 4 tokens, 0/50/120/190 spent',
+    tokens: 4,
+    limit: 200,
+    concurrency: 32,
+    latencyMs: 2,
+    preSpend: (i) => [0, 50, 120, 190][i] ?? 0,
+  },
+  {
+    name: 'faults: + 1 dead token, 2 secondary limits',
+    tokens: 5,
+    limit: 200,
+    concurrency: 32,
+    latencyMs: 2,
+    deadToken: true,
+    secondary: 2,
+  },
   { name: 'saturated: 3 tokens x 100, 128 clients', tokens: 3, limit: 100, concurrency: 128, latencyMs: 5 },
 ];
 
@@ -63,7 +78,12 @@ async function spend(fake: FakeUpstream, token: string, n: number): Promise<void
 export async function simulate(sc: Scenario): Promise<SimResult> {
   const values = Array.from({ length: sc.tokens }, (_, i) => tokenValue(i));
   const spec = values.map((v, i) => `${v}@sim-${i}:public_repo`).join(',');
-  const fake = await startFakeUpstream({ tokens: parseTokenSpec(spec), tokenLimit: sc.limit, windowSeconds: 3600, latencyMs: sc.latencyMs });
+  const fake = await startFakeUpstream({
+    tokens: parseTokenSpec(spec),
+    tokenLimit: sc.limit,
+    windowSeconds: 3600,
+    latencyMs: sc.latencyMs,
+  });
   for (let i = 0; i < sc.tokens; i++) await spend(fake, values[i]!, sc.preSpend?.(i) ?? 0);
   const aggregate = sc.tokens * sc.limit - Array.from({ length: sc.tokens }, (_, i) => sc.preSpend?.(i) ?? 0).reduce((a, b) => a + b, 0);
   const spentBefore = fake.stats().quotaSpent;
@@ -142,7 +162,8 @@ export function poolGoalFailures(results: readonly SimResult[]): string[] {
   const out: string[] = [];
   for (const r of results) {
     if (r.share < 0.99) out.push(`${r.scenario}: only ${(r.share * 100).toFixed(2)} % of the quota spent before the first 429`);
-    if (r.upstream403 > 0 || r.upstream429 > 0) out.push(`${r.scenario}: upstream answered ${r.upstream403} x 403 and ${r.upstream429} x 429`);
+    if (r.upstream403 > 0 || r.upstream429 > 0)
+      out.push(`${r.scenario}: upstream answered ${r.upstream403} x 403 and ${r.upstream429} x 429`);
   }
   return out;
 }

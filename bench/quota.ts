@@ -219,7 +219,14 @@ async function startTarget(id: ScenarioId, s: Settings, windowSeconds: number, c
   return { url: app.url, fake, app };
 }
 
-async function runScenario(id: ScenarioId, s: Settings, schedule: Schedule, floor: Floor, windowSeconds: number, capSeconds: number): Promise<ScenarioResult> {
+async function runScenario(
+  id: ScenarioId,
+  s: Settings,
+  schedule: Schedule,
+  floor: Floor,
+  windowSeconds: number,
+  capSeconds: number,
+): Promise<ScenarioResult> {
   const target = await startTarget(id, s, windowSeconds, capSeconds);
   const direct = target.app === undefined;
   const headers: Record<string, string> = direct ? { authorization: `token ${TOKEN}` } : {};
@@ -365,7 +372,19 @@ export function formatQuota(r: QuotaResults): string {
       `No cache that always serves current data can spend less.`,
     '',
     table([
-      ['scenario', 'requests', 'upstream (304)', 'billable', 'per 1,000 req', 'x floor', 'stale', 'hits', 'collapsed', 'errors', 'minute ms mean/max'],
+      [
+        'scenario',
+        'requests',
+        'upstream (304)',
+        'billable',
+        'per 1,000 req',
+        'x floor',
+        'stale',
+        'hits',
+        'collapsed',
+        'errors',
+        'minute ms mean/max',
+      ],
       ['floor', n(r.totalRequests), '', n(r.floor.total), r.floorPer1000.toFixed(2), '1.000', '', '', '', '', ''],
       ...r.scenarios.map((x) => [
         x.name,
@@ -382,7 +401,7 @@ export function formatQuota(r: QuotaResults): string {
       ]),
     ]),
     '',
-    'billable = the fake\'s quotaSpent delta (200s; a 304 to the token is free). stale = responses older than the repository\'s current version.',
+    "billable = the fake's quotaSpent delta (200s; a 304 to the token is free). stale = responses older than the repository's current version.",
     `etagere revalidate checks every request upstream (If-None-Match, a free 304 when unchanged): always current. It is held to the goal.`,
     `etagere max-age: the fake says max-age=60, which time compression does not scale, so it runs with cache.max_age_cap_seconds: ${r.maxAgeCapSeconds} ` +
       `(= ${simSecondsFresh.toFixed(0)} simulated seconds). The Date header's one-second resolution counts as age, so an entry is in practice fresh for ` +
@@ -400,11 +419,14 @@ export function quotaGoalFailures(r: QuotaResults): string[] {
   for (const x of r.scenarios) {
     if (x.errors > 0) out.push(`${x.name}: ${x.errors} responses other than 200`);
     if (x.id === 'etagere-revalidate') {
-      if (x.vsFloor > 1.05) out.push(`${x.name}: ${x.billable} billable calls = ${x.vsFloor.toFixed(3)} x the floor (${r.floor.total}); goal <= 1.05`);
+      if (x.vsFloor > 1.05)
+        out.push(`${x.name}: ${x.billable} billable calls = ${x.vsFloor.toFixed(3)} x the floor (${r.floor.total}); goal <= 1.05`);
       if (x.stale > 0) out.push(`${x.name}: ${x.stale} stale responses; goal 0`);
     }
-    if ((x.id === 'direct-no-cache' || x.id === 'direct-etag') && x.stale > 0) out.push(`${x.name}: ${x.stale} stale responses (harness error)`);
-    if (x.id.startsWith('etagere') && x.anonymousUpstream > 0) out.push(`${x.name}: ${x.anonymousUpstream} upstream requests without the pool token`);
+    if ((x.id === 'direct-no-cache' || x.id === 'direct-etag') && x.stale > 0)
+      out.push(`${x.name}: ${x.stale} stale responses (harness error)`);
+    if (x.id.startsWith('etagere') && x.anonymousUpstream > 0)
+      out.push(`${x.name}: ${x.anonymousUpstream} upstream requests without the pool token`);
   }
   return out;
 }

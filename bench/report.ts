@@ -92,7 +92,17 @@ export type CaseResult =
 /** The results as a Markdown table. */
 export function table(results: readonly CaseResult[]): string {
   const repeated = results.some((r) => r.ok && r.runsRps.length > 1);
-  const head = ['case', 'req/s', ...(repeated ? ['runs min-max'] : []), 'p50 ms', 'p99 ms', 'errors', 'upstream req (304)', 'steal', 'vs ceiling'];
+  const head = [
+    'case',
+    'req/s',
+    ...(repeated ? ['runs min-max'] : []),
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'upstream req (304)',
+    'steal',
+    'vs ceiling',
+  ];
   const rows = results.map((r) =>
     r.ok
       ? [

@@ -125,9 +125,15 @@ async function main(): Promise<number> {
   const opts = parseOptions(process.argv.slice(2));
   if (opts.list) {
     for (const c of CASES) process.stdout.write(`${c.id.padEnd(14)} ${c.name}\n${' '.repeat(15)}${c.measures}\n`);
-    process.stdout.write(`${'pool-sim'.padEnd(14)} token-pool simulation\n${' '.repeat(15)}share of the pool's quota spent before the first client 429, and upstream 403/429 (goals >= 99 %, 0)\n`);
-    process.stdout.write(`${'quota'.padEnd(14)} quota-efficiency simulation (bench/quota.ts)\n${' '.repeat(15)}billable upstream calls per 1,000 client requests against the floor of real changes (goal <= 1.05x)\n`);
-    process.stdout.write(`${'memory'.padEnd(14)} L1 memory (bench/memory.ts, own process)\n${' '.repeat(15)}RSS after filling L1 with up to 1M small entries against cache.max_bytes (goal <= 1.25x + 100 MB)\n`);
+    process.stdout.write(
+      `${'pool-sim'.padEnd(14)} token-pool simulation\n${' '.repeat(15)}share of the pool's quota spent before the first client 429, and upstream 403/429 (goals >= 99 %, 0)\n`,
+    );
+    process.stdout.write(
+      `${'quota'.padEnd(14)} quota-efficiency simulation (bench/quota.ts)\n${' '.repeat(15)}billable upstream calls per 1,000 client requests against the floor of real changes (goal <= 1.05x)\n`,
+    );
+    process.stdout.write(
+      `${'memory'.padEnd(14)} L1 memory (bench/memory.ts, own process)\n${' '.repeat(15)}RSS after filling L1 with up to 1M small entries against cache.max_bytes (goal <= 1.25x + 100 MB)\n`,
+    );
     return 0;
   }
   const only = opts.only?.split(',').map((s) => s.trim());

@@ -27,7 +27,8 @@ import { mulberry32, zipfSampler } from './zipf.js';
 const HOST = '127.0.0.1';
 
 /** Default fault mix, as rates per upstream request (see docs/fake-upstream.md, "Faults"). */
-export const DEFAULT_FAULTS = 'reset-body:0.01,truncate:0.01,status:0.01,reset-headers:0.005,bad-json:0.005,slow-body:0.005,slow-headers:0.002';
+export const DEFAULT_FAULTS =
+  'reset-body:0.01,truncate:0.01,status:0.01,reset-headers:0.005,bad-json:0.005,slow-body:0.005,slow-headers:0.002';
 
 export interface Sample {
   /** Seconds since the load started. */
@@ -91,7 +92,12 @@ export function verdict(samples: readonly Sample[], warmupSeconds: number, error
   const mib = (v: number): string => `${(v / 2 ** 20).toFixed(1)} MiB`;
   check('rss', (s) => s.rssBytes, mib);
   check('heap used', (s) => s.heapBytes, mib);
-  check('handles', (s) => s.handles, (v) => String(Math.round(v)), 10);
+  check(
+    'handles',
+    (s) => s.handles,
+    (v) => String(Math.round(v)),
+    10,
+  );
   lines.push(`event-loop lag p99, worst interval after warm-up: ${(Math.max(...after.map((s) => s.lagP99Seconds)) * 1e3).toFixed(1)} ms`);
   return { ok, lines };
 }
@@ -122,7 +128,13 @@ function makeMix(seed: number): { next(etags: Map<string, string>): Shot; mutati
       if (r < 0.5) shot = { method: 'GET', path: repoPath(repoRank()), headers: {}, etagKey: '' };
       else if (r < 0.55) shot = { method: 'HEAD', path: repoPath(repoRank()), headers: {}, etagKey: '' };
       else if (r < 0.65) shot = { method: 'GET', path: `/users/${pick(USERS)}`, headers: {}, etagKey: '' };
-      else if (r < 0.75) shot = { method: 'GET', path: `/orgs/etagere-org/repos?per_page=30&page=${1 + Math.floor(random() * 3)}`, headers: {}, etagKey: '' };
+      else if (r < 0.75)
+        shot = {
+          method: 'GET',
+          path: `/orgs/etagere-org/repos?per_page=30&page=${1 + Math.floor(random() * 3)}`,
+          headers: {},
+          etagKey: '',
+        };
       else if (r < 0.85) {
         // A consumer with its own credential: private data, its own cache partition.
         const path = pick(['/user', '/repos/alice/private-notes', '/user/repos']);
@@ -156,7 +168,17 @@ interface Counts {
   errorKinds: Map<string, number>;
 }
 
-const newCounts = (): Counts => ({ sent: 0, ok: 0, notModified: 0, notFound: 0, faultAnswers: 0, limited: 0, errors: 0, latencies: [], errorKinds: new Map() });
+const newCounts = (): Counts => ({
+  sent: 0,
+  ok: 0,
+  notModified: 0,
+  notFound: 0,
+  faultAnswers: 0,
+  limited: 0,
+  errors: 0,
+  latencies: [],
+  errorKinds: new Map(),
+});
 
 function p99(values: number[]): number {
   if (values.length === 0) return 0;
@@ -203,17 +225,35 @@ async function main(): Promise<void> {
   await spawnServer({
     name: 'fake-upstream',
     command: process.execPath,
-    args: cliArgs(ctx, ['fake-upstream', '--host', HOST, '--port', String(fakePort), '--anon-limit', '1000000000', '--token-limit', '1000000000']),
+    args: cliArgs(ctx, [
+      'fake-upstream',
+      '--host',
+      HOST,
+      '--port',
+      String(fakePort),
+      '--anon-limit',
+      '1000000000',
+      '--token-limit',
+      '1000000000',
+    ]),
     cwd: root,
     env: cleanEnv(),
     logFile: join(tmpDir, 'fake.log'),
     readyUrl: `${fakeOrigin}/__fake/stats`,
     deadlineMs: 20_000,
   });
-  const faults = values.faults === '' ? [] : values.faults!.split(',').map((part) => {
-    const [kind, rate] = part.split(':');
-    return { kind, rate: Number(rate ?? '1'), ...(kind === 'slow-headers' ? { ms: 3_000 } : {}), ...(kind === 'slow-body' ? { ms: 1_000 } : {}) };
-  });
+  const faults =
+    values.faults === ''
+      ? []
+      : values.faults!.split(',').map((part) => {
+          const [kind, rate] = part.split(':');
+          return {
+            kind,
+            rate: Number(rate ?? '1'),
+            ...(kind === 'slow-headers' ? { ms: 3_000 } : {}),
+            ...(kind === 'slow-body' ? { ms: 1_000 } : {}),
+          };
+        });
   const faultStatus = await httpPostJson(`${fakeOrigin}/__fake/faults`, { faults });
   if (faultStatus !== 200) throw new Error(`the fake refused the fault rules (${faultStatus}): ${values.faults}`);
 
@@ -241,8 +281,21 @@ async function main(): Promise<void> {
     },
     upstreams: [
       // Short freshness, so that revalidations (and faults on them) happen all along the run.
-      { name: 'github', prefix: '/', url: fakeOrigin, token_pool: true, cache: { policy: 'max-age', max_age_cap_seconds: 5 }, timeouts: { headers_ms: 2_000, body_ms: 2_000 } },
-      { name: 'cyclists', prefix: '/bicyclists', url: fakeOrigin, cache: { policy: 'ttl', ttl_seconds: 5 }, timeouts: { headers_ms: 2_000, body_ms: 2_000 } },
+      {
+        name: 'github',
+        prefix: '/',
+        url: fakeOrigin,
+        token_pool: true,
+        cache: { policy: 'max-age', max_age_cap_seconds: 5 },
+        timeouts: { headers_ms: 2_000, body_ms: 2_000 },
+      },
+      {
+        name: 'cyclists',
+        prefix: '/bicyclists',
+        url: fakeOrigin,
+        cache: { policy: 'ttl', ttl_seconds: 5 },
+        timeouts: { headers_ms: 2_000, body_ms: 2_000 },
+      },
     ],
   };
   const configFile = join(tmpDir, 'etagere.yaml');
@@ -261,7 +314,9 @@ async function main(): Promise<void> {
     deadlineMs: 20_000,
   });
 
-  say(`soak: ${duration} s at ${rps} req/s, samples every ${interval} s, warm-up ${warmup} s, Redis ${redisUrl === undefined ? 'off' : 'on'}, faults ${values.faults || 'none'}`);
+  say(
+    `soak: ${duration} s at ${rps} req/s, samples every ${interval} s, warm-up ${warmup} s, Redis ${redisUrl === undefined ? 'off' : 'on'}, faults ${values.faults || 'none'}`,
+  );
   const client = new Pool(proxyOrigin, { connections: 64, headersTimeout: 10_000, bodyTimeout: 10_000 });
   const mix = makeMix(seed);
   const etags = new Map<string, string>();
@@ -298,8 +353,10 @@ async function main(): Promise<void> {
         const etag = res.headers.etag;
         if (res.statusCode === 200 && typeof etag === 'string') etags.set(shot.etagKey, etag);
         const declared = Number(res.headers['content-length']);
-        if (shot.method === 'GET' && Number.isFinite(declared) && declared !== body.byteLength) outcome = 'body length differs from content-length';
-        else if (res.statusCode >= 500 && shot.method === 'GET' && !isGitHubError(body)) outcome = `status ${res.statusCode} without a JSON error body`;
+        if (shot.method === 'GET' && Number.isFinite(declared) && declared !== body.byteLength)
+          outcome = 'body length differs from content-length';
+        else if (res.statusCode >= 500 && shot.method === 'GET' && !isGitHubError(body))
+          outcome = `status ${res.statusCode} without a JSON error body`;
         else outcome = res.statusCode;
       } catch (err) {
         outcome = (err as { code?: string }).code ?? (err as Error).message;
@@ -356,7 +413,9 @@ async function main(): Promise<void> {
   const stats = (await httpGet(`${fakeOrigin}/__fake/faults`, 5_000)).body.toString();
   const v = verdict(samples, warmup, total.errors);
   say('');
-  say(`soak: ${total.sent} requests: ${total.ok} 200, ${total.notModified} 304, ${total.notFound} 404/401, ${total.faultAnswers} fault 5xx, ${total.limited} 429, ${total.errors} errors${kinds(total)}; p99 ${p99(total.latencies).toFixed(1)} ms`);
+  say(
+    `soak: ${total.sent} requests: ${total.ok} 200, ${total.notModified} 304, ${total.notFound} 404/401, ${total.faultAnswers} fault 5xx, ${total.limited} 429, ${total.errors} errors${kinds(total)}; p99 ${p99(total.latencies).toFixed(1)} ms`,
+  );
   say(`soak: faults injected by the fake: ${injectedSummary(stats)}`);
   for (const line of v.lines) say(`soak: ${line}`);
   say(`soak: verdict ${v.ok ? 'PASS' : 'FAIL'}`);

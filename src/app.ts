@@ -55,17 +55,20 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   let onIdle: (() => void) | undefined;
 
   // requireHostHeader: false: the handler answers a missing (or repeated) Host itself, in JSON.
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false }, (req, res) => {
-    if (draining) {
-      writeError(res, errors.shuttingDown());
-      return;
-    }
-    inFlight++;
-    res.once('close', () => {
-      if (--inFlight === 0 && onIdle !== undefined) onIdle();
-    });
-    handler(req, res);
-  });
+  const server = createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
+    (req, res) => {
+      if (draining) {
+        writeError(res, errors.shuttingDown());
+        return;
+      }
+      inFlight++;
+      res.once('close', () => {
+        if (--inFlight === 0 && onIdle !== undefined) onIdle();
+      });
+      handler(req, res);
+    },
+  );
   // Parse errors, CONNECT, Expect, half-closed clients and pipelining: src/server/connections.ts.
   hardenListener(server);
   // While draining, answered keep-alive connections are closed instead of reused.

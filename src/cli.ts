@@ -72,7 +72,9 @@ async function serve(args: string[]): Promise<void> {
   }
   if (workerCount(config.workers) > 1) {
     const primary = await runPrimary(config);
-    process.stdout.write(`etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl})\n`);
+    process.stdout.write(
+      `etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl})\n`,
+    );
     onSignals(() => primary.close());
     return;
   }
@@ -130,7 +132,9 @@ async function fakeUpstream(args: string[]): Promise<void> {
   const fake = await startFakeUpstream(opts);
   process.stdout.write(`fake upstream listening on ${fake.url} (stats: ${fake.url}/__fake/stats)\n`);
   if (opts.faults !== undefined && opts.faults.length > 0) {
-    process.stdout.write(`fault injection on: ${opts.faults.map((f) => `${f.kind}:${f.rate ?? 1}`).join(', ')} (rules: ${fake.url}/__fake/faults)\n`);
+    process.stdout.write(
+      `fault injection on: ${opts.faults.map((f) => `${f.kind}:${f.rate ?? 1}`).join(', ')} (rules: ${fake.url}/__fake/faults)\n`,
+    );
   }
   onSignals(() => fake.close());
 }
@@ -138,7 +142,12 @@ async function fakeUpstream(args: string[]): Promise<void> {
 async function demo(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { port: { type: 'string' }, 'fake-port': { type: 'string' }, 'admin-port': { type: 'string' }, quiet: { type: 'boolean', default: false } },
+    options: {
+      port: { type: 'string' },
+      'fake-port': { type: 'string' },
+      'admin-port': { type: 'string' },
+      quiet: { type: 'boolean', default: false },
+    },
     strict: true,
   });
   const fake = await startFakeUpstream({ port: intFlag('fake-port', values['fake-port']) ?? 9100, host: '127.0.0.1' });
@@ -147,7 +156,10 @@ async function demo(args: string[]): Promise<void> {
   try {
     // The pool: two of the fake's demo tokens (public scopes, so equivalent), unless you give others.
     const tokens = process.env.ETAGERE_TOKENS || 'alice-public=demo_token_alice_public,bob-public=demo_token_bob_public';
-    const config = loadConfig({ file, env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined, ETAGERE_TOKENS: tokens } });
+    const config = loadConfig({
+      file,
+      env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined, ETAGERE_TOKENS: tokens },
+    });
     const adminPort = intFlag('admin-port', values['admin-port']);
     if (adminPort !== undefined) config.admin.port = adminPort;
     const port = intFlag('port', values.port);
@@ -213,7 +225,11 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   const e = err as NodeJS.ErrnoException;
-  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+  if (
+    e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
+    e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
+    e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
+  ) {
     fail(`${e.message}\n${USAGE}`);
   }
   if (e.code === 'EADDRINUSE') fail(`address already in use: ${e.message}`, 1);

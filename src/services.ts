@@ -106,5 +106,8 @@ async function agreeOnPartitionSecret(redis: RedisConnection, partitioner: Parti
     return client.get(key);
   });
   if (typeof secret === 'string' && secret.length >= 16) partitioner.rekey(secret);
-  else logger.warn('Redis unreachable at start-up: credential partitions use a secret of this process only (set cache.partition_secret to share them)');
+  else
+    logger.warn(
+      'Redis unreachable at start-up: credential partitions use a secret of this process only (set cache.partition_secret to share them)',
+    );
 }

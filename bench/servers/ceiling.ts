@@ -43,7 +43,8 @@ function main(): void {
     for (let i = 0; i < workers; i++) cluster.fork();
     let up = 0;
     cluster.on('listening', () => {
-      if (++up === workers) process.stdout.write(`ceiling listening on http://${values.host ?? '127.0.0.1'}:${values.port} (${workers} workers)\n`);
+      if (++up === workers)
+        process.stdout.write(`ceiling listening on http://${values.host ?? '127.0.0.1'}:${values.port} (${workers} workers)\n`);
     });
     const stopAll = (): void => {
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');

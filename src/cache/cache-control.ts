@@ -75,7 +75,10 @@ export function parseCacheControl(header: string | string[] | undefined): Readon
 }
 
 /** Request directives, with HTTP/1.0 `Pragma: no-cache` honoured when Cache-Control is absent. */
-export function requestDirectives(cacheControl: string | string[] | undefined, pragma: string | string[] | undefined): Readonly<Directives> {
+export function requestDirectives(
+  cacheControl: string | string[] | undefined,
+  pragma: string | string[] | undefined,
+): Readonly<Directives> {
   if (cacheControl === undefined && pragma !== undefined) {
     const p = Array.isArray(pragma) ? pragma.join(',') : pragma;
     if (/(^|,)\s*no-cache\s*(,|$)/i.test(p)) return { noCache: true };

@@ -143,7 +143,13 @@ function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, 
 }
 
 /** Builds an entry from a fresh upstream response (status, headers, body, freshness). */
-function entryFrom(req: CacheRequest, f: Response, res: Readonly<Directives>, fetchedBy: string, vary: Record<string, string> | null): CacheEntry {
+function entryFrom(
+  req: CacheRequest,
+  f: Response,
+  res: Readonly<Directives>,
+  fetchedBy: string,
+  vary: Record<string, string> | null,
+): CacheEntry {
   const headers = storedHeaders(f.headers, req.credential === 'pool');
   return {
     status: f.status,

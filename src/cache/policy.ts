@@ -115,8 +115,13 @@ export function freshnessLifetime(p: FreshnessPolicy, i: LifetimeInput): number 
 }
 
 /** Stale-serving windows and whether stale serving is allowed at all. */
-export function staleWindows(p: FreshnessPolicy, res: Readonly<Directives>): { staleIfError: number; staleWhileRevalidate: number; mustRevalidate: boolean } {
-  const mustRevalidate = p.kind === 'rfc9111' && (res.mustRevalidate === true || res.proxyRevalidate === true || res.sMaxage !== undefined || res.noCache === true);
+export function staleWindows(
+  p: FreshnessPolicy,
+  res: Readonly<Directives>,
+): { staleIfError: number; staleWhileRevalidate: number; mustRevalidate: boolean } {
+  const mustRevalidate =
+    p.kind === 'rfc9111' &&
+    (res.mustRevalidate === true || res.proxyRevalidate === true || res.sMaxage !== undefined || res.noCache === true);
   if (mustRevalidate) return { staleIfError: 0, staleWhileRevalidate: 0, mustRevalidate };
   return {
     staleIfError: res.staleIfError ?? p.staleIfError,
@@ -146,7 +151,11 @@ export type Decision =
   | { kind: 'revalidate'; age: number; ttl: number; forced: boolean };
 
 /** What to do with a stored entry for this request (RFC 9111 section 4 and 5.2.1). */
-export function decide(e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleWhileRevalidate' | 'mustRevalidate'>, req: Readonly<Directives>, now: number): Decision {
+export function decide(
+  e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleWhileRevalidate' | 'mustRevalidate'>,
+  req: Readonly<Directives>,
+  now: number,
+): Decision {
   const age = currentAge(e, now);
   const ttl = e.lifetime - age;
   if (req.noCache || req.maxAge === 0) return { kind: 'revalidate', age, ttl, forced: true };
@@ -162,7 +171,10 @@ export function decide(e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime
 }
 
 /** Whether an entry may be served because the upstream failed (stale-if-error). */
-export function usableOnError(e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleIfError' | 'mustRevalidate'>, now: number): boolean {
+export function usableOnError(
+  e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleIfError' | 'mustRevalidate'>,
+  now: number,
+): boolean {
   if (e.mustRevalidate) return currentAge(e, now) < e.lifetime;
   return currentAge(e, now) - e.lifetime <= e.staleIfError;
 }

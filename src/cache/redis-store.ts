@@ -35,7 +35,12 @@ export function keyTag(key: string): string {
 
 export function createRedisStore(conn: RedisConnection, logger: Logger, metrics: Metrics): RedisStore {
   let corruptLogged = false;
-  const results = { hit: metrics.l2Lookups.labels('hit'), miss: metrics.l2Lookups.labels('miss'), corrupt: metrics.l2Lookups.labels('corrupt'), skipped: metrics.l2Lookups.labels('skipped') };
+  const results = {
+    hit: metrics.l2Lookups.labels('hit'),
+    miss: metrics.l2Lookups.labels('miss'),
+    corrupt: metrics.l2Lookups.labels('corrupt'),
+    skipped: metrics.l2Lookups.labels('skipped'),
+  };
   const entryKey = (key: string): string => `${conn.prefix}{${keyTag(key)}}:e`;
   const lookup = async (key: string): Promise<L2Lookup> => {
     const raw = await conn.read('get', (r) => r.getBuffer(entryKey(key)).then((v) => v ?? false));
@@ -52,7 +57,10 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
       results.corrupt.inc();
       if (!corruptLogged) {
         corruptLogged = true;
-        logger.warn({ redisKey: entryKey(key) }, 'L2 value does not decode (corrupt, foreign or from another version): treated as a miss; logged once');
+        logger.warn(
+          { redisKey: entryKey(key) },
+          'L2 value does not decode (corrupt, foreign or from another version): treated as a miss; logged once',
+        );
       }
       return { kind: 'corrupt' };
     }

@@ -69,7 +69,11 @@ const MAX_INVALIDATIONS = 10_000;
 export function createTiers(settings: TierSettings, metrics: Metrics, logger: Logger, redis: RedisConnection | undefined): Tiers {
   const l1 = !settings.l1
     ? createDisabledStore()
-    : createMemoryStore({ maxBytes: settings.maxBytes, maxEntryBytes: settings.maxEntryBytes, onEvict: () => metrics.cacheEvictions.inc() });
+    : createMemoryStore({
+        maxBytes: settings.maxBytes,
+        maxEntryBytes: settings.maxEntryBytes,
+        onEvict: () => metrics.cacheEvictions.inc(),
+      });
   /** Path scope -> when it was invalidated: entries stored before then are not used. */
   const invalidations = new Map<string, number>();
 
@@ -117,7 +121,10 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
   const fromL1 = (req: CacheRequest): CacheEntry | undefined => {
     if (!req.keys.perToken) return l1.get(req.keys.flight);
     // Non-equivalent pool tokens: every token's entry is looked at.
-    return freshest(req.keys.candidates.map((key) => l1.get(key)), Date.now());
+    return freshest(
+      req.keys.candidates.map((key) => l1.get(key)),
+      Date.now(),
+    );
   };
 
   const lookup = async (req: CacheRequest): Promise<Found> => {
@@ -177,13 +184,21 @@ function freshest(entries: ReadonlyArray<CacheEntry | undefined>, now: number): 
   let best: CacheEntry | undefined;
   for (const entry of entries) {
     if (entry === undefined) continue;
-    const better = best === undefined || (fresh(entry) ? !fresh(best) || entry.storedAt > best.storedAt : !fresh(best) && entry.storedAt > best.storedAt);
+    const better =
+      best === undefined ||
+      (fresh(entry) ? !fresh(best) || entry.storedAt > best.storedAt : !fresh(best) && entry.storedAt > best.storedAt);
     if (better) best = entry;
   }
   return best;
 }
 
-function createSharedTier(redis: RedisConnection, lockMs: number, metrics: Metrics, logger: Logger, remote: InvalidationHandlers): SharedTier {
+function createSharedTier(
+  redis: RedisConnection,
+  lockMs: number,
+  metrics: Metrics,
+  logger: Logger,
+  remote: InvalidationHandlers,
+): SharedTier {
   const l2 = createRedisStore(redis, logger, metrics);
   const bus = createInvalidationBus(redis, remote, logger);
   /** Pending L2 writes by key: a flight lock is released only once its entry is readable in L2. */

@@ -40,7 +40,11 @@ type Control =
   /** Pushed by every worker each second: its recent activity, its Redis state and (with Redis) its view of the pool. */
   | { t: 'etagere:recent'; summary: RecentSummary; redisUp: boolean | null; tokens: TokenReport[] };
 
-const isControl = (m: unknown): m is Control => typeof m === 'object' && m !== null && String((m as { t?: unknown }).t).startsWith('etagere:') && (m as { t: string }).t !== 'etagere:pool';
+const isControl = (m: unknown): m is Control =>
+  typeof m === 'object' &&
+  m !== null &&
+  String((m as { t?: unknown }).t).startsWith('etagere:') &&
+  (m as { t: string }).t !== 'etagere:pool';
 
 export interface ClusterPrimary {
   readonly adminUrl: string;
@@ -70,7 +74,14 @@ function sumRecent(list: readonly RecentSummary[]): RecentSummary {
       }
     }
   }
-  return { windowSeconds: list[0]?.windowSeconds ?? 300, requests, saved, hits, hitRatio: requests === 0 ? null : hits / requests, upstreams: [...ups.values()] };
+  return {
+    windowSeconds: list[0]?.windowSeconds ?? 300,
+    requests,
+    saved,
+    hits,
+    hitRatio: requests === 0 ? null : hits / requests,
+    upstreams: [...ups.values()],
+  };
 }
 
 export async function runPrimary(config: Config, logger: Logger = createLogger({ level: config.log.level })): Promise<ClusterPrimary> {
@@ -162,7 +173,10 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
     recent: () => sumRecent([...recent.values()].map((r) => r.summary)),
   });
   const addr = await listen(admin, config.admin.port, config.admin.host);
-  logger.info({ workers: n, admin: urlOf(addr), budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none' }, 'etagere primary started');
+  logger.info(
+    { workers: n, admin: urlOf(addr), budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none' },
+    'etagere primary started',
+  );
 
   return {
     adminUrl: urlOf(addr),
@@ -171,7 +185,9 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
       clearInterval(pushTimer);
       const exits = Object.values(cluster.workers ?? {})
         .filter((w): w is Worker => w !== undefined)
-        .map((w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : (w.once('exit', () => resolve()), w.process.kill('SIGTERM')))));
+        .map(
+          (w) => new Promise<void>((resolve) => (w.isDead() ? resolve() : (w.once('exit', () => resolve()), w.process.kill('SIGTERM')))),
+        );
       await Promise.all(exits);
       poolRt?.close();
       admin.closeAllConnections();

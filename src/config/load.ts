@@ -55,7 +55,14 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ADMIN_HOST, (v) => (obj(raw, 'admin').host = v));
   set(env.PUBLIC_URL, (v) => (raw.public_url = v));
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
-  set(env.REDIS_CLUSTER_NODES, (v) => (obj(raw, 'redis').cluster = v.split(',').map((n) => n.trim()).filter((n) => n.length > 0)));
+  set(
+    env.REDIS_CLUSTER_NODES,
+    (v) =>
+      (obj(raw, 'redis').cluster = v
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n.length > 0)),
+  );
   set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
   set(env.WORKERS, (v) => (raw.workers = v.trim() === 'auto' ? 'auto' : intFromEnv('WORKERS', v)));
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));

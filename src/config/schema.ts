@@ -41,9 +41,7 @@ export const cachePolicySchema = z
 
 export const upstreamSchema = z
   .object({
-    name: z
-      .string()
-      .regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'must be lowercase letters, digits, "-" or "_" (used as a metric label)'),
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'must be lowercase letters, digits, "-" or "_" (used as a metric label)'),
     /** Path prefix on the proxy that selects this upstream; the longest matching prefix wins. */
     prefix: z
       .string()
@@ -132,7 +130,10 @@ export const redisSchema = z
     /** A Redis Cluster instead: seed nodes as host:port (REDIS_CLUSTER_NODES, comma-separated). */
     cluster: z.array(hostPort).min(1).nullable().default(null),
     /** Every key starts with this, then the schema version. */
-    key_prefix: z.string().regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 letters, digits, ":", "_", "." or "-"').default('etagere:'),
+    key_prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9:_.-]{1,64}$/, 'must be 1-64 letters, digits, ":", "_", "." or "-"')
+      .default('etagere:'),
     /** When true, /readyz reports not ready while Redis is unreachable. */
     required: z.boolean().default(false),
     /** Per-command timeout: a slow Redis counts as a miss (or a skipped write) after this. */
@@ -156,13 +157,20 @@ export const redisSchema = z
   })
   .strict()
   .superRefine((v, ctx) => {
-    if (v.url !== null && v.cluster !== null) ctx.addIssue({ code: 'custom', path: ['cluster'], message: 'give either url or cluster, not both' });
+    if (v.url !== null && v.cluster !== null)
+      ctx.addIssue({ code: 'custom', path: ['cluster'], message: 'give either url or cluster, not both' });
   });
 
 export const configSchema = z
   .object({
-    listen: z.object({ host: host.default('0.0.0.0'), port: port.default(8080) }).strict().prefault({}),
-    admin: z.object({ host: host.default('127.0.0.1'), port: port.default(9090) }).strict().prefault({}),
+    listen: z
+      .object({ host: host.default('0.0.0.0'), port: port.default(8080) })
+      .strict()
+      .prefault({}),
+    admin: z
+      .object({ host: host.default('127.0.0.1'), port: port.default(9090) })
+      .strict()
+      .prefault({}),
     /** The proxy's address as clients see it (used to rewrite Link headers). */
     public_url: httpUrl.nullable().default(null),
     /** Trust X-Forwarded-Host/-Proto to build the public URL when public_url is unset. */
@@ -173,9 +181,17 @@ export const configSchema = z
         /** The in-process (L1) cache; false leaves only the shared L2 (measurement, or scarce memory). */
         l1: z.boolean().default(true),
         /** Bound of the in-process (L1) cache, in bytes. */
-        max_bytes: z.number().int().min(1024).default(256 * 1024 * 1024),
+        max_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .default(256 * 1024 * 1024),
         /** Larger bodies stream through uncached. */
-        max_entry_bytes: z.number().int().min(1).default(4 * 1024 * 1024),
+        max_entry_bytes: z
+          .number()
+          .int()
+          .min(1)
+          .default(4 * 1024 * 1024),
         /** HMAC secret that turns credentials into cache partitions; random per process when unset. */
         partition_secret: z.string().min(16).nullable().default(null),
       })
@@ -184,10 +200,16 @@ export const configSchema = z
     /** The token pool. Token values are never logged or exported. */
     pool: poolSchema.prefault({}),
     consumers: consumersSchema.prefault({}),
-    log: z.object({ level: z.enum(LOG_LEVELS).default('info') }).strict().prefault({}),
+    log: z
+      .object({ level: z.enum(LOG_LEVELS).default('info') })
+      .strict()
+      .prefault({}),
     /** Processes serving requests: 1, a number, or "auto" (one per CPU). See src/cluster/serve.ts. */
     workers: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default(1),
-    shutdown: z.object({ drain_timeout_ms: z.number().int().positive().default(10_000) }).strict().prefault({}),
+    shutdown: z
+      .object({ drain_timeout_ms: z.number().int().positive().default(10_000) })
+      .strict()
+      .prefault({}),
     upstreams: z
       .array(upstreamSchema)
       .min(1, 'at least one upstream is required')
@@ -220,12 +242,14 @@ export const configSchema = z
       tokenValues.set(t.value, i);
       const name = tokenName(t.value, t.name);
       const k = tokenNames.get(name);
-      if (k !== undefined && j === undefined) ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', i, 'name'], message: `duplicate token name "${name}"` });
+      if (k !== undefined && j === undefined)
+        ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', i, 'name'], message: `duplicate token name "${name}"` });
       tokenNames.set(name, i);
     });
     const names = new Set<string>();
     c.consumers.keys.forEach((k, i) => {
-      if (names.has(k.name)) ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', i, 'name'], message: `duplicate consumer name "${k.name}"` });
+      if (names.has(k.name))
+        ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', i, 'name'], message: `duplicate consumer name "${k.name}"` });
       names.add(k.name);
     });
   });

@@ -22,10 +22,7 @@ export interface Viewer {
   key: string;
 }
 
-export type Credential =
-  | { kind: 'anonymous' }
-  | { kind: 'invalid' }
-  | { kind: 'token'; viewer: Viewer; authorization: string };
+export type Credential = { kind: 'anonymous' } | { kind: 'invalid' } | { kind: 'token'; viewer: Viewer; authorization: string };
 
 const ANONYMOUS: Credential = { kind: 'anonymous' };
 const INVALID: Credential = { kind: 'invalid' };

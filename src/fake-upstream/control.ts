@@ -223,7 +223,11 @@ function mutate(state: FakeState, target: string): { path: string; kind: string;
   } else if (parts.length === 3 && (parts[1] === 'users' || parts[1] === 'orgs')) {
     const account = world.account(parts[2] ?? '');
     if (account && (parts[1] === 'users' || account.type === 'Organization')) {
-      result = { path: `/${parts[1]}/${account.login}`, kind: account.type === 'User' ? 'user' : 'organization', changed: mutateAccount(world, account) };
+      result = {
+        path: `/${parts[1]}/${account.login}`,
+        kind: account.type === 'User' ? 'user' : 'organization',
+        changed: mutateAccount(world, account),
+      };
     }
   } else if (parts.length === 3 && parts[1] === 'bicyclists') {
     const city = world.cities.get(parts[2] ?? '');

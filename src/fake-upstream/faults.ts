@@ -151,7 +151,8 @@ export function parseFaultSpec(spec: string): FaultRuleInput[] {
     const colon = entry.indexOf(':');
     const kind = colon < 0 ? entry : entry.slice(0, colon);
     const rateText = colon < 0 ? undefined : entry.slice(colon + 1);
-    if (!isKind(kind)) throw new FaultSpecError(`entry ${i + 1} ("${entry.slice(0, 40)}"): the kind must be one of ${FAULT_KINDS.join(', ')}`);
+    if (!isKind(kind))
+      throw new FaultSpecError(`entry ${i + 1} ("${entry.slice(0, 40)}"): the kind must be one of ${FAULT_KINDS.join(', ')}`);
     if (rateText !== undefined && !/^(?:0|1|0?\.\d+|1\.0*)$/.test(rateText)) {
       throw new FaultSpecError(`entry ${i + 1} ("${entry.slice(0, 40)}"): the rate must be a number from 0 to 1`);
     }
@@ -285,8 +286,9 @@ export function injectEarly(rule: FaultRule, req: IncomingMessage, res: ServerRe
       return;
     case 'reset-headers':
       // A status line and some headers, never the blank line that ends them.
-      socket.write(`HTTP/1.1 200 OK\r\nserver: github.com\r\ncontent-type: ${JSON_TYPE}\r\nx-github-request-id: ${nextRequestId()}\r\n`, () =>
-        resetSoon(socket),
+      socket.write(
+        `HTTP/1.1 200 OK\r\nserver: github.com\r\ncontent-type: ${JSON_TYPE}\r\nx-github-request-id: ${nextRequestId()}\r\n`,
+        () => resetSoon(socket),
       );
       return;
     case 'slow-headers':

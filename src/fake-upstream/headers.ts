@@ -8,8 +8,7 @@ import type { Viewer } from './auth.js';
 
 export const DOCS_URL = 'https://docs.github.com/rest';
 export const RATE_LIMIT_DOCS_URL = 'https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting';
-export const SECONDARY_DOCS_URL =
-  'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits';
+export const SECONDARY_DOCS_URL = 'https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits';
 
 export const JSON_TYPE = 'application/json; charset=utf-8';
 export const TEXT_TYPE = 'text/plain; charset=utf-8';
@@ -115,10 +114,7 @@ const ID_PREFIX = randomBytes(4).toString('hex').toUpperCase();
 let idCounter = 0;
 export function nextRequestId(): string {
   idCounter = (idCounter + 1) >>> 0;
-  return `${ID_PREFIX.slice(0, 4)}:${ID_PREFIX.slice(4)}:${idCounter.toString(16).toUpperCase()}:${(
-    (Date.now() / 1000) |
-    0
-  )
+  return `${ID_PREFIX.slice(0, 4)}:${ID_PREFIX.slice(4)}:${idCounter.toString(16).toUpperCase()}:${((Date.now() / 1000) | 0)
     .toString(16)
     .toUpperCase()}`;
 }

@@ -60,7 +60,11 @@ export const fakeUpstreamFlags = [
   { flag: '--token-limit', option: 'tokenLimit', description: 'requests per window per token (default 5000)' },
   { flag: '--window-seconds', option: 'windowSeconds', description: 'quota window length (default 3600)' },
   { flag: '--latency-ms', option: 'latencyMs', description: 'delay before each response (default 0)' },
-  { flag: '--faults', option: 'faults', description: 'fault rules at start-up, "kind:rate,...", e.g. "reset-body:0.05,status:0.02" (parseFaultSpec)' },
+  {
+    flag: '--faults',
+    option: 'faults',
+    description: 'fault rules at start-up, "kind:rate,...", e.g. "reset-body:0.05,status:0.02" (parseFaultSpec)',
+  },
 ] as const;
 
 function checkInt(name: string, value: number, min: number): number {

@@ -12,8 +12,7 @@ export const DEFAULT_API_VERSION: ApiVersion = '2022-11-28';
 /** Versions newer than the default carry this marker field (a documented fake difference). */
 const VERSION_MARKER = 'fake_api_version';
 
-const nodeId = (prefix: string, kind: string, id: number): string =>
-  Buffer.from(`${prefix}:${kind}${id}`).toString('base64');
+const nodeId = (prefix: string, kind: string, id: number): string => Buffer.from(`${prefix}:${kind}${id}`).toString('base64');
 
 export function accountNodeId(a: Account): string {
   return a.type === 'Organization' ? nodeId('012', 'Organization', a.id) : nodeId('04', 'User', a.id);
@@ -86,7 +85,7 @@ export function privateAccount(
     private_gists: a.privateGists,
     total_private_repos: counts.privateRepos,
     owned_private_repos: counts.privateRepos,
-    disk_usage: 1024 + a.id % 10_000,
+    disk_usage: 1024 + (a.id % 10_000),
     collaborators: 0,
     two_factor_authentication: true,
     plan: { name: 'free', space: 976562499, collaborators: 0, private_repos: 10000 },

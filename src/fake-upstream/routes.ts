@@ -133,9 +133,7 @@ function ownProfile(ctx: RouteContext): ApiResult {
   if (!rendered) {
     const owned = ctx.world.ownedRepos(account.login);
     const privateRepos = owned.filter((r) => r.private).length;
-    const json = JSON.stringify(
-      privateAccount(account, { publicRepos: owned.length - privateRepos, privateRepos }, ctx.base, ctx.version),
-    );
+    const json = JSON.stringify(privateAccount(account, { publicRepos: owned.length - privateRepos, privateRepos }, ctx.base, ctx.version));
     rendered = render(json, account.updatedAt);
     account.cache.set(key, rendered);
   }
@@ -227,11 +225,8 @@ function ownRepos(ctx: RouteContext): ApiResult {
       const affiliation = (params.get('affiliation') ?? 'owner,collaborator,organization_member').split(',');
       const visibility = params.get('visibility') ?? (type === 'public' || type === 'private' ? type : 'all');
       const owned = type === 'member' || !affiliation.includes('owner') ? [] : ctx.world.ownedRepos(account.login);
-      const member =
-        type === 'owner' || !affiliation.includes('organization_member') ? [] : orgReposOf(ctx, account.login);
-      return visible(ctx, [...owned, ...member]).filter(
-        (r) => visibility === 'all' || (visibility === 'private') === r.private,
-      );
+      const member = type === 'owner' || !affiliation.includes('organization_member') ? [] : orgReposOf(ctx, account.login);
+      return visible(ctx, [...owned, ...member]).filter((r) => visibility === 'all' || (visibility === 'private') === r.private);
     },
     'full_name',
     account.updatedAt,

@@ -70,11 +70,11 @@ class Reply {
       try {
         if (this.fault !== null) {
           const noBody = this.head || status === 304 || status === 204;
-          writeFaulted(this.fault, this.res, status, headers, noBody ? EMPTY : body ?? EMPTY, { timers: this.timers });
+          writeFaulted(this.fault, this.res, status, headers, noBody ? EMPTY : (body ?? EMPTY), { timers: this.timers });
           return;
         }
         this.res.writeHead(status, headers);
-        this.res.end(this.head || status === 304 || status === 204 ? undefined : body ?? undefined);
+        this.res.end(this.head || status === 304 || status === 204 ? undefined : (body ?? undefined));
       } catch {
         this.res.destroy();
       }
@@ -143,7 +143,14 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
   };
 
   /** The API or cyclist answer (corrupted on the wire when `fault` is a body fault). */
-  const answer = (state: FakeState, req: IncomingMessage, res: ServerResponse, path: string, query: string, fault: FaultRule | null): void => {
+  const answer = (
+    state: FakeState,
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    query: string,
+    fault: FaultRule | null,
+  ): void => {
     const reply = new Reply(state, res, timers, req.method === 'HEAD', fault);
     try {
       if (path === CYCLIST_PREFIX || path.startsWith(`${CYCLIST_PREFIX}/`)) {
@@ -323,7 +330,13 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
 }
 
 /** A GET or HEAD of a resource, once the call has passed every limit: 200, or a free 304 when the client holds it. */
-function resource(state: FakeState, req: IncomingMessage, call: ApiCall, w: QuotaWindow, at: { path: string; query: string; base: string }): void {
+function resource(
+  state: FakeState,
+  req: IncomingMessage,
+  call: ApiCall,
+  w: QuotaWindow,
+  at: { path: string; query: string; base: string },
+): void {
   const { cred, viewer, version, answer } = call;
   const anonymous = viewer === null;
   const result = route({ state, world: state.world, viewer, base: at.base, version, path: at.path, query: at.query });

@@ -66,8 +66,7 @@ export class FakeState {
 
   /** Applies a partial configuration; quota windows start afresh when a quota setting changes. */
   configure(patch: Partial<RuntimeConfig>): void {
-    const quotaChanged =
-      patch.anonymousLimit !== undefined || patch.tokenLimit !== undefined || patch.windowSeconds !== undefined;
+    const quotaChanged = patch.anonymousLimit !== undefined || patch.tokenLimit !== undefined || patch.windowSeconds !== undefined;
     this.config = { ...this.config, ...patch };
     if (quotaChanged) this.quotas.configure(this.config);
   }

@@ -55,4 +55,3 @@ export function requestHeadersForUpstream(src: HeaderMap): Record<string, string
 export function responseHeadersForClient(src: HeaderMap): Record<string, string | string[]> {
   return copyEndToEnd(src, undefined);
 }
-

@@ -88,7 +88,10 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
       });
     }
     case 'failed':
-      return staleOnError(result.failure.status, undefined) ?? errors.upstreamFailed(ctx.upstream.cfg.name, result.failure, { outcome: 'error', upstreamStatus: undefined, token });
+      return (
+        staleOnError(result.failure.status, undefined) ??
+        errors.upstreamFailed(ctx.upstream.cfg.name, result.failure, { outcome: 'error', upstreamStatus: undefined, token })
+      );
     case 'followed': {
       const age = currentAge(result.entry, fetch.now);
       const status = { hit: true, ttl: result.entry.lifetime - age, detail: 'l2-collapsed' };

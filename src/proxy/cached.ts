@@ -108,7 +108,12 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   };
 
   /** Plans from what the tiers hold; answers at once unless the upstream must be asked. */
-  const proceed = (ctx: RequestContext, req: CacheRequest, found: CacheEntry | undefined, redisAnswered: boolean): Served | Promise<Served> => {
+  const proceed = (
+    ctx: RequestContext,
+    req: CacheRequest,
+    found: CacheEntry | undefined,
+    redisAnswered: boolean,
+  ): Served | Promise<Served> => {
     const plan = planFor(tiers.usable(req, found), req.directives, Date.now());
     if (plan.kind === 'stale' && plan.background) revalidateInBackground(ctx, req, plan.entry);
     if (plan.kind !== 'fetch') return answer(ctx, planReply(ctx, poolHeaders, plan));

@@ -9,10 +9,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { CONSUMER_KEY_HEADER, basicUser, type Consumers } from '../tokens/consumers.js';
 
-export type Credential =
-  | { kind: 'client' }
-  | { kind: 'pool'; consumer: string | undefined }
-  | { kind: 'anonymous' };
+export type Credential = { kind: 'client' } | { kind: 'pool'; consumer: string | undefined } | { kind: 'anonymous' };
 
 export const CLIENT: Credential = { kind: 'client' };
 export const ANONYMOUS_CREDENTIAL: Credential = { kind: 'anonymous' };

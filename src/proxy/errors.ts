@@ -40,20 +40,35 @@ export const errors = {
   poolUnavailable: (reason: 'exhausted' | 'dead' | 'busy', retryAfterSeconds: number, headers: Record<string, string>) => {
     const h = { ...headers, 'retry-after': String(retryAfterSeconds) };
     if (reason === 'exhausted') {
-      return error(429, `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`, h, FAILED);
+      return error(
+        429,
+        `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`,
+        h,
+        FAILED,
+      );
     }
     if (reason === 'dead') {
-      return error(503, "Service Unavailable: the upstream rejected every token in the proxy's pool (401); the operator must replace them", h, FAILED);
+      return error(
+        503,
+        "Service Unavailable: the upstream rejected every token in the proxy's pool (401); the operator must replace them",
+        h,
+        FAILED,
+      );
     }
     return error(503, 'Service Unavailable: every pool token is busy; retry shortly', h, FAILED);
   },
   /** only-if-cached (RFC 9111 section 5.2.1.7) and nothing usable is stored. */
   onlyIfCached: (cacheStatus: string) =>
-    error(504, 'Gateway Timeout: only-if-cached was requested and no usable response is stored', { 'cache-status': cacheStatus }, {
-      outcome: 'miss',
-      upstreamStatus: undefined,
-      token: undefined,
-    }),
+    error(
+      504,
+      'Gateway Timeout: only-if-cached was requested and no usable response is stored',
+      { 'cache-status': cacheStatus },
+      {
+        outcome: 'miss',
+        upstreamStatus: undefined,
+        token: undefined,
+      },
+    ),
   /** Consumer access control: the request carried no known consumer key. */
   consumerKeyRequired: () =>
     error(401, 'Requires a consumer key: send X-Etagere-Key, or the key as the user of Basic credentials', {

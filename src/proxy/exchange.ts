@@ -13,7 +13,17 @@ import type { RequestContext } from './context.js';
 import { fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
 
 /** Request headers never forwarded on cached fetches: the cache sets its own validators. */
-const CACHE_OWNED = ['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range', 'range', 'cache-control', 'pragma', 'accept-encoding'];
+const CACHE_OWNED = [
+  'if-none-match',
+  'if-modified-since',
+  'if-match',
+  'if-unmodified-since',
+  'if-range',
+  'range',
+  'cache-control',
+  'pragma',
+  'accept-encoding',
+];
 
 export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined) => Promise<Got>;
 

@@ -47,7 +47,17 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
       metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, up.statusCode, (Date.now() - sentAt) / 1000);
       up.body.on('error', () => undefined); // destroying an undici body (client gone) emits an abort error
       const { statusCode: status, headers: upstreamHeaders, body: rest } = up;
-      return streamReply({ status, upstreamHeaders, cacheStatus: bypass(ctx), pool: undefined, token: undefined, head: [], rest, headersOnly: false, onBodyError: bodyFailed(ctx) });
+      return streamReply({
+        status,
+        upstreamHeaders,
+        cacheStatus: bypass(ctx),
+        pool: undefined,
+        token: undefined,
+        head: [],
+        rest,
+        headersOnly: false,
+        onBodyError: bodyFailed(ctx),
+      });
     } catch (err) {
       if (ctx.res.destroyed) return undefined; // the client went away; nothing to answer
       return failed(ctx, classifyUpstreamError(err));

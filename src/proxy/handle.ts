@@ -38,11 +38,21 @@ export function createHandler(config: Config, services: Services, { logger, metr
   const { pool, consumers, upstreams } = services;
   const cached = createCachedPath({
     ...services,
-    exchange: createUpstreamExchange({ pool, partitioner: services.partitioner, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger }),
+    exchange: createUpstreamExchange({
+      pool,
+      partitioner: services.partitioner,
+      maxEntryBytes: config.cache.max_entry_bytes,
+      metrics,
+      logger,
+    }),
     logger,
   });
   const forward = createForward(logger, metrics, pool);
-  const rules: CredentialRules[] = upstreams.map((rt) => ({ pooled: rt.cfg.token_pool && pool !== undefined, consumers, unknown: config.consumers.unknown }));
+  const rules: CredentialRules[] = upstreams.map((rt) => ({
+    pooled: rt.cfg.token_pool && pool !== undefined,
+    consumers,
+    unknown: config.consumers.unknown,
+  }));
   const record = recorder(metrics, access);
 
   /** Errors before a request is routed: no upstream, nothing served. */
@@ -85,7 +95,18 @@ export function createHandler(config: Config, services: Services, { logger, metr
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
     if (cred.kind === 'pool' && cred.consumer !== undefined) metrics.consumerRequests.inc({ consumer: cred.consumer });
-    const ctx: RequestContext = { req, res, id, upstream, pathname: target.pathname, search: target.search, path, method, route: trace.route, cred };
+    const ctx: RequestContext = {
+      req,
+      res,
+      id,
+      upstream,
+      pathname: target.pathname,
+      search: target.search,
+      path,
+      method,
+      route: trace.route,
+      cred,
+    };
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
       return answer(ctx, { kind: 'body', status: 200, ...poolRateLimitBody(pool.headers, pool.pool.rateLimit()), ...NOT_SERVED });
@@ -106,10 +127,26 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
 /** The close handler: one access line and the request metrics, from what the path served. */
 function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
-  const write = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, served: Served, seconds: number, bytes: number): void => {
+  const write = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    trace: Trace,
+    served: Served,
+    seconds: number,
+    bytes: number,
+  ): void => {
     const { ctx } = trace;
     const upstreamName = ctx?.upstream.cfg.name ?? '-';
-    metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, ctx !== undefined && ctx.cred.kind !== 'anonymous');
+    metrics.observeRequest(
+      upstreamName,
+      trace.route,
+      req.method ?? '-',
+      res.statusCode,
+      served.outcome,
+      seconds,
+      ctx !== undefined && ctx.cred.kind !== 'anonymous',
+    );
     access({
       reqId: id,
       method: req.method ?? '-',
@@ -130,7 +167,11 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
     const bytes = req.socket.bytesWritten - bytesBefore;
     const { served } = trace;
     // A client that leaves before its answer is ready: logged once the path has finished with it.
-    if (served instanceof Promise) served.then((done) => write(req, res, id, trace, done, seconds, bytes), () => write(req, res, id, trace, NOT_SERVED, seconds, bytes));
+    if (served instanceof Promise)
+      served.then(
+        (done) => write(req, res, id, trace, done, seconds, bytes),
+        () => write(req, res, id, trace, NOT_SERVED, seconds, bytes),
+      );
     else write(req, res, id, trace, served, seconds, bytes);
   };
 }

@@ -25,7 +25,7 @@ export function createRouter(upstreams: readonly UpstreamConfig[]): Router {
       for (const r of routes) {
         const p = r.upstream.prefix;
         if (p === '/') return r;
-        if (pathname.startsWith(p) && (pathname.length === p.length || pathname.charCodeAt(p.length) === 47 /* / */)) {
+        if (pathname.startsWith(p) && (pathname.length === p.length || pathname.charCodeAt(p.length) === 47) /* / */) {
           return r;
         }
       }

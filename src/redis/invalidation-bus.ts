@@ -29,7 +29,9 @@ export function createInvalidationBus(conn: RedisConnection, handlers: Invalidat
   const replica = randomBytes(6).toString('base64url');
   const channel = `${conn.prefix}invalidate`;
   const sub = conn.subscriber();
-  sub.subscribe(channel).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'redis subscribe failed (will retry on reconnect)'));
+  sub
+    .subscribe(channel)
+    .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'redis subscribe failed (will retry on reconnect)'));
   const onMessage = (ch: string, message: string): void => {
     if (ch !== channel) return;
     const m = /^([edp]) (\S+) (\d+) ([\s\S]+)$/.exec(message);

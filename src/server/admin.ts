@@ -83,7 +83,12 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
       case '/admin/tokens': {
         const tokens = state.tokens?.();
         const budget = state.budget?.();
-        json(res, 200, { pool: tokens !== undefined, budget: budget === undefined ? null : budget.shared ? 'shared' : 'local', replicas: budget?.replicas ?? 1, tokens: tokens ?? [] });
+        json(res, 200, {
+          pool: tokens !== undefined,
+          budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
+          replicas: budget?.replicas ?? 1,
+          tokens: tokens ?? [],
+        });
         return;
       }
       default:

@@ -114,7 +114,10 @@ function onConnect(_req: IncomingMessage, socket: Duplex): void {
   socket.resume();
   socket.once('finish', () => setTimeout(() => socket.destroy(), CONNECT_LINGER_MS).unref());
   if (!socket.writable) return;
-  failAfterOwed(socket, rawError('405 Method Not Allowed', 'Method CONNECT is not allowed: this is a reverse proxy, not a tunnel', 'allow: GET, HEAD\r\n'));
+  failAfterOwed(
+    socket,
+    rawError('405 Method Not Allowed', 'Method CONNECT is not allowed: this is a reverse proxy, not a tunnel', 'allow: GET, HEAD\r\n'),
+  );
 }
 
 /** Installs the behaviour above on the proxy listener (created with requireHostHeader: false: see checkHost in src/proxy/target.ts). */

@@ -60,10 +60,7 @@ function tooLarge(res: Dispatcher.ResponseData, head: Buffer[]): Fetched {
   return { kind: 'too-large', status: res.statusCode, headers: res.headers, head, rest: res.body };
 }
 
-type ReadResult =
-  | { kind: 'done'; chunks: Buffer[]; size: number }
-  | { kind: 'over'; chunks: Buffer[] }
-  | { kind: 'error'; error: unknown };
+type ReadResult = { kind: 'done'; chunks: Buffer[]; size: number } | { kind: 'over'; chunks: Buffer[] } | { kind: 'error'; error: unknown };
 
 /** Reads a stream to its end, or pauses it (unconsumed, still usable) once it exceeds `max` bytes. */
 function readUpTo(stream: Readable, max: number): Promise<ReadResult> {

@@ -27,7 +27,11 @@ const cacheStatus = (a: Answer) => String(a.headers['cache-status'] ?? '');
 const isHit = (a: Answer) => /^etagere; hit\b/.test(cacheStatus(a));
 
 async function mutate(fake: FakeUpstream, path: string): Promise<void> {
-  const r = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }), headers: { 'content-type': 'application/json' } });
+  const r = await request(`${fake.url}/__fake/mutate`, {
+    method: 'POST',
+    body: JSON.stringify({ path }),
+    headers: { 'content-type': 'application/json' },
+  });
   expect(r.statusCode).toBe(200);
   await r.body.dump();
 }
@@ -201,7 +205,9 @@ describe('caching when the upstream is gone', () => {
   beforeAll(async () => {
     fake = await startFakeUpstream({ port: 0, anonymousLimit: 100_000, tokenLimit: 100_000 });
     proxy = await startTestProxy({
-      upstreams: [{ name: 'api', prefix: '/', url: fake.url, timeouts: { connect_ms: 1000, headers_ms: 2000 }, cache: { max_age_cap_seconds: 1 } }],
+      upstreams: [
+        { name: 'api', prefix: '/', url: fake.url, timeouts: { connect_ms: 1000, headers_ms: 2000 }, cache: { max_age_cap_seconds: 1 } },
+      ],
     });
   });
   afterAll(async () => {

@@ -27,11 +27,19 @@ describe('octokit through the token pool', () => {
   let proxy: TestProxy;
 
   beforeAll(async () => {
-    fake = await startFakeUpstream({ tokens: parseTokenSpec('okt_pool_one@alice:public_repo,okt_pool_two@bob:public_repo'), tokenLimit: 10 });
+    fake = await startFakeUpstream({
+      tokens: parseTokenSpec('okt_pool_one@alice:public_repo,okt_pool_two@bob:public_repo'),
+      tokenLimit: 10,
+    });
     proxy = await startTestProxy({
       trust_forwarded: true, // Link headers point back at the proxy, so pages use the pool too
       upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true }],
-      pool: { tokens: [{ name: 'one', value: 'okt_pool_one' }, { name: 'two', value: 'okt_pool_two' }] },
+      pool: {
+        tokens: [
+          { name: 'one', value: 'okt_pool_one' },
+          { name: 'two', value: 'okt_pool_two' },
+        ],
+      },
       consumers: { enabled: true, keys: [{ name: 'octokit', value: KEY }] },
     });
   });

@@ -112,7 +112,10 @@ describe.each([
 
   it('HEAD matches GET headers through the proxy', async () => {
     fake.reset();
-    const r = await request(`${proxy.url}/repos/octocat/spoon-knife`, { method: 'HEAD', headers: { authorization: 'token demo_token_carol_repo' } });
+    const r = await request(`${proxy.url}/repos/octocat/spoon-knife`, {
+      method: 'HEAD',
+      headers: { authorization: 'token demo_token_carol_repo' },
+    });
     await r.body.dump();
     fake.reset();
     const d = await get(fake.url, { name: 'x', path: '/repos/octocat/spoon-knife', auth: 'token demo_token_carol_repo' });

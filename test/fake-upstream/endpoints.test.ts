@@ -51,7 +51,16 @@ describe('fake upstream: endpoints, records and headers', () => {
     expect(r.status).toBe(200);
     const u = r.json();
     expect(u.login).toBe('alice');
-    for (const f of [...SUMMARY_FIELDS, 'name', 'email', 'private_gists', 'total_private_repos', 'owned_private_repos', 'plan', 'two_factor_authentication']) {
+    for (const f of [
+      ...SUMMARY_FIELDS,
+      'name',
+      'email',
+      'private_gists',
+      'total_private_repos',
+      'owned_private_repos',
+      'plan',
+      'two_factor_authentication',
+    ]) {
       expect(u, f).toHaveProperty(f);
     }
     expect(u.email).toBe('alice@example.com');
@@ -77,7 +86,18 @@ describe('fake upstream: endpoints, records and headers', () => {
     expect(repo).not.toHaveProperty('organization');
     expect(repo).not.toHaveProperty('permissions');
     for (const f of ['created_at', 'updated_at', 'pushed_at']) expect(repo[f]).toMatch(ISO);
-    for (const f of ['size', 'stargazers_count', 'watchers_count', 'forks_count', 'open_issues_count', 'forks', 'open_issues', 'watchers', 'network_count', 'subscribers_count']) {
+    for (const f of [
+      'size',
+      'stargazers_count',
+      'watchers_count',
+      'forks_count',
+      'open_issues_count',
+      'forks',
+      'open_issues',
+      'watchers',
+      'network_count',
+      'subscribers_count',
+    ]) {
       expect(Number.isInteger(repo[f]), f).toBe(true);
     }
     for (const f of ['has_issues', 'has_projects', 'has_downloads', 'has_wiki', 'has_pages', 'archived', 'disabled']) {
@@ -104,7 +124,13 @@ describe('fake upstream: endpoints, records and headers', () => {
   });
 
   it('every *_url points at the base URL the request arrived at', async () => {
-    for (const path of ['/repos/octocat/hello-world', '/repos/etagere-org/repo-002', '/users/alice', '/orgs/etagere-org/repos', '/user/repos']) {
+    for (const path of [
+      '/repos/octocat/hello-world',
+      '/repos/etagere-org/repo-002',
+      '/users/alice',
+      '/orgs/etagere-org/repos',
+      '/user/repos',
+    ]) {
       const body = (await get(`${fake.url}${path}`, path.startsWith('/user/') ? auth(ALICE_REPO) : {})).json();
       const urls = urlFields(body).filter(([, v]) => v !== null);
       expect(urls.length).toBeGreaterThan(0);
@@ -135,7 +161,23 @@ describe('fake upstream: endpoints, records and headers', () => {
     expect(new Date(h.get('last-modified') ?? '').toISOString()).toBe('2024-06-20T10:00:00.000Z');
     expect(h.get('x-github-media-type')).toBe('github.v3; format=json');
     const expose = (h.get('access-control-expose-headers') ?? '').split(', ');
-    for (const name of ['ETag', 'Link', 'Location', 'Retry-After', 'X-GitHub-OTP', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Used', 'X-RateLimit-Reset', 'X-OAuth-Scopes', 'X-Accepted-OAuth-Scopes', 'X-Poll-Interval', 'X-GitHub-Media-Type', 'Deprecation', 'Sunset']) {
+    for (const name of [
+      'ETag',
+      'Link',
+      'Location',
+      'Retry-After',
+      'X-GitHub-OTP',
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Used',
+      'X-RateLimit-Reset',
+      'X-OAuth-Scopes',
+      'X-Accepted-OAuth-Scopes',
+      'X-Poll-Interval',
+      'X-GitHub-Media-Type',
+      'Deprecation',
+      'Sunset',
+    ]) {
       expect(expose).toContain(name);
     }
     expect(h.get('access-control-allow-origin')).toBe('*');
@@ -220,7 +262,15 @@ describe('fake upstream: endpoints, records and headers', () => {
   });
 
   it('unknown users, repos, orgs and paths answer 404 JSON like GitHub', async () => {
-    for (const path of ['/users/nobody-here', '/repos/octocat/nope', '/orgs/nope/repos', '/orgs/alice/repos', '/nothing', '/repos/octocat/hello-world/', '/users/%E0%A4%A']) {
+    for (const path of [
+      '/users/nobody-here',
+      '/repos/octocat/nope',
+      '/orgs/nope/repos',
+      '/orgs/alice/repos',
+      '/nothing',
+      '/repos/octocat/hello-world/',
+      '/users/%E0%A4%A',
+    ]) {
       const r = await get(`${fake.url}${path}`);
       expect(r.status, path).toBe(404);
       expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');

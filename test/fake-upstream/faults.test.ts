@@ -145,7 +145,10 @@ describe('fake upstream: /__fake/faults', () => {
   });
 
   it('POST replaces the rules, GET shows them with injected counts, DELETE and reset clear them', async () => {
-    const set = await setFaults(fake.url, [{ kind: 'status', status: 503, count: 2 }, { kind: 'huge', path: '/users', bytes: 4096, rate: 0.5 }]);
+    const set = await setFaults(fake.url, [
+      { kind: 'status', status: 503, count: 2 },
+      { kind: 'huge', path: '/users', bytes: 4096, rate: 0.5 },
+    ]);
     expect(set.faults).toEqual([
       { kind: 'status', path: '/', rate: 1, count: 2, status: 503, injected: 0 },
       { kind: 'huge', path: '/users', rate: 0.5, count: null, bytes: 4096, injected: 0 },
@@ -204,7 +207,10 @@ describe('fake upstream: /__fake/faults', () => {
   });
 
   it('never faults control requests; faults cyclist requests; path prefixes select', async () => {
-    await setFaults(fake.url, [{ kind: 'status', path: '/bicyclists' }, { kind: 'refuse', path: '/users/' }]);
+    await setFaults(fake.url, [
+      { kind: 'status', path: '/bicyclists' },
+      { kind: 'refuse', path: '/users/' },
+    ]);
     expect((await get(`${fake.url}/bicyclists/helsinki`)).status).toBe(500);
     expect((await raw(fake.url, '/users/bob')).data.length).toBe(0);
     expect((await get(`${fake.url}${REPO}`)).status).toBe(200);

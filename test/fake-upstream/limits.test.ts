@@ -170,7 +170,14 @@ describe('fake upstream: secondary rate limits', () => {
   });
 
   it('rejects bad secondary settings with 400', async () => {
-    for (const body of [{ count: 1, status: 500 }, { status: 403 }, { count: -1 }, { count: 1, retryAfter: 'soon' }, { count: 1, token: 5 }, { count: 1, extra: true }]) {
+    for (const body of [
+      { count: 1, status: 500 },
+      { status: 403 },
+      { count: -1 },
+      { count: 1, retryAfter: 'soon' },
+      { count: 1, token: 5 },
+      { count: 1, extra: true },
+    ]) {
       const r = await post(`${fake.url}/__fake/secondary`, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(typeof r.json().message).toBe('string');

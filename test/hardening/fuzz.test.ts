@@ -88,7 +88,8 @@ async function startRecordingUpstream(): Promise<Upstream> {
     res.end(req.method === 'HEAD' ? undefined : body);
   });
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket) => {
-    if (err.code?.startsWith('HPE_') === true) malformed.push(`${err.code}: ${JSON.stringify((err.rawPacket?.toString('latin1') ?? '').slice(0, 200))}`);
+    if (err.code?.startsWith('HPE_') === true)
+      malformed.push(`${err.code}: ${JSON.stringify((err.rawPacket?.toString('latin1') ?? '').slice(0, 200))}`);
     socket.destroy();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -183,13 +184,64 @@ function serialize(r: Req): string {
 const b64 = (s: string): string => Buffer.from(s, 'latin1').toString('base64');
 
 /** Path segments that are harmless. */
-const plainSeg = fc.constantFrom('repos', 'octocat', 'hello-world', 'issues', '42', 'a', 'x.y', '~user', 'caf%C3%A9', 'a%20b', 'v1.2.3', '%252e%252e', 'a..b', '...', '%e2%80%ae', 'items');
+const plainSeg = fc.constantFrom(
+  'repos',
+  'octocat',
+  'hello-world',
+  'issues',
+  '42',
+  'a',
+  'x.y',
+  '~user',
+  'caf%C3%A9',
+  'a%20b',
+  'v1.2.3',
+  '%252e%252e',
+  'a..b',
+  '...',
+  '%e2%80%ae',
+  'items',
+);
 /** Path segments that must be refused (dot segments, encoded separators, NUL, bad escapes). */
 const evilSeg = fc.constantFrom(
-  '..', '.', '%2e%2e', '%2E%2e', '.%2e', '%2e.', '%2e', '..%2f', '%2F', '%2f', '%00', '%5c', '%5C', '\\', '..\\', '%', '%zz',
-  '%c0%ae%c0%ae', '%C0%AF', '%u002e%u002e', '..;', '.;', '..;x=1', '%2e%2e;', '..%00', '%2e%2e%5c',
+  '..',
+  '.',
+  '%2e%2e',
+  '%2E%2e',
+  '.%2e',
+  '%2e.',
+  '%2e',
+  '..%2f',
+  '%2F',
+  '%2f',
+  '%00',
+  '%5c',
+  '%5C',
+  '\\',
+  '..\\',
+  '%',
+  '%zz',
+  '%c0%ae%c0%ae',
+  '%C0%AF',
+  '%u002e%u002e',
+  '..;',
+  '.;',
+  '..;x=1',
+  '%2e%2e;',
+  '..%00',
+  '%2e%2e%5c',
 );
-const querySafe = fc.constantFrom('', '', '?page=2&per_page=5', '?q=../../etc/passwd', '?x=%2f..%2f', '?a=%00', '??', '?a=b?c', '?redirect=http://evil.example/');
+const querySafe = fc.constantFrom(
+  '',
+  '',
+  '?page=2&per_page=5',
+  '?q=../../etc/passwd',
+  '?x=%2f..%2f',
+  '?a=%00',
+  '??',
+  '?a=b?c',
+  '?redirect=http://evil.example/',
+);
 
 function prefixesFor(v: Variant): readonly string[] {
   return v === 'consumers' ? ['/api', '/rw', '/'] : ['/api', '/rw', '/raw'];
@@ -201,7 +253,8 @@ function join(prefix: string, segs: readonly string[]): string {
   return path === '' ? '/' : path;
 }
 
-const hostLine = (port: number) => fc.constantFrom('Host: localhost', `Host: 127.0.0.1:${port}`, 'host: localhost:8080', 'Host: api.internal');
+const hostLine = (port: number) =>
+  fc.constantFrom('Host: localhost', `Host: 127.0.0.1:${port}`, 'host: localhost:8080', 'Host: api.internal');
 
 /** A plainly valid request for a variant. */
 function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
@@ -216,7 +269,16 @@ function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
       segs: fc.array(plainSeg, { maxLength: 4 }),
       query: querySafe,
       host: hostLine(port),
-      extra: fc.subarray(['Accept: application/vnd.github+json', 'User-Agent: fuzz/1.0', 'X-GitHub-Api-Version: 2022-11-28', 'X-Request-Id: fuzz-1', 'Accept-Encoding: gzip', 'Cache-Control: no-cache', 'If-None-Match: "abc"', 'Expect: 100-continue']),
+      extra: fc.subarray([
+        'Accept: application/vnd.github+json',
+        'User-Agent: fuzz/1.0',
+        'X-GitHub-Api-Version: 2022-11-28',
+        'X-Request-Id: fuzz-1',
+        'Accept-Encoding: gzip',
+        'Cache-Control: no-cache',
+        'If-None-Match: "abc"',
+        'Expect: 100-continue',
+      ]),
       cred: fc.constantFrom('none', 'token', 'key', 'basic-key', 'basic-user'),
       connection: fc.constantFrom('', '', 'Connection: keep-alive', 'Connection: close'),
       body: fc.constantFrom('', '{"a":1}'),
@@ -231,7 +293,16 @@ function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
       const unsafe = r.method !== 'GET' && r.method !== 'HEAD';
       const body = unsafe ? r.body : '';
       if (unsafe) headers.push(`Content-Length: ${body.length}`);
-      return { method: r.method, target: join(r.prefix, r.segs) + r.query, version: 'HTTP/1.1', headers, body, eol: '\r\n', reject: false, valid: true };
+      return {
+        method: r.method,
+        target: join(r.prefix, r.segs) + r.query,
+        version: 'HTTP/1.1',
+        headers,
+        body,
+        eol: '\r\n',
+        reject: false,
+        valid: true,
+      };
     });
 }
 
@@ -255,7 +326,26 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
     'odd method': mutate(base, (r) =>
       fc
         .oneof(
-          fc.constantFrom('get', 'head', 'Get', 'post', 'FOO', 'G ET', 'GET\t', 'PRI', 'M-SEARCH', 'PROPFIND', 'MKCOL', 'PURGE', 'SEARCH', 'LINK', 'SOURCE', 'TRACE', 'TRACK', 'DEBUG'),
+          fc.constantFrom(
+            'get',
+            'head',
+            'Get',
+            'post',
+            'FOO',
+            'G ET',
+            'GET\t',
+            'PRI',
+            'M-SEARCH',
+            'PROPFIND',
+            'MKCOL',
+            'PURGE',
+            'SEARCH',
+            'LINK',
+            'SOURCE',
+            'TRACE',
+            'TRACK',
+            'DEBUG',
+          ),
           fc.integer({ min: 50, max: 20_000 }).map((n) => 'G'.repeat(n)),
           fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 12 }),
         )
@@ -265,15 +355,31 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           return patch(r, { method, reject: !known });
         }),
     ),
-    'CONNECT': mutate(base, (r) =>
-      fc.constantFrom('evil.example:443', `127.0.0.1:${port}`, '/api/x', 'http://evil.example/').map((target) => patch(r, { method: 'CONNECT', target, reject: true })),
+    CONNECT: mutate(base, (r) =>
+      fc
+        .constantFrom('evil.example:443', `127.0.0.1:${port}`, '/api/x', 'http://evil.example/')
+        .map((target) => patch(r, { method: 'CONNECT', target, reject: true })),
     ),
     'absolute-form / asterisk / authority target': mutate(base, (r) =>
       fc
         .constantFrom(
-          'http://evil.example/repos/a/b', 'http://evil.example/api/repos/a/b', 'https://attacker.test:8443/rw/x', `http://127.0.0.1:${port}/api/x`,
-          'HTTP://EVIL.EXAMPLE/api', 'http://evil.example', 'http://evil.example/api/../../x', '*', 'evil.example:443', '//evil.example/api/x',
-          '//api/x', 'api/x', '?x=1', '#frag', '/api/x#frag', 'http:/api/x', '\\\\evil.example\\api',
+          'http://evil.example/repos/a/b',
+          'http://evil.example/api/repos/a/b',
+          'https://attacker.test:8443/rw/x',
+          `http://127.0.0.1:${port}/api/x`,
+          'HTTP://EVIL.EXAMPLE/api',
+          'http://evil.example',
+          'http://evil.example/api/../../x',
+          '*',
+          'evil.example:443',
+          '//evil.example/api/x',
+          '//api/x',
+          'api/x',
+          '?x=1',
+          '#frag',
+          '/api/x#frag',
+          'http:/api/x',
+          '\\\\evil.example\\api',
         )
         .map((target) => patch(r, { target, reject: true })),
     ),
@@ -290,7 +396,10 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
     ),
     'double slashes': mutate(base, (r) =>
       fc
-        .record({ prefix: fc.constantFrom(...prefixesFor(v)), segs: fc.array(fc.oneof(plainSeg, fc.constant('')), { minLength: 1, maxLength: 5 }) })
+        .record({
+          prefix: fc.constantFrom(...prefixesFor(v)),
+          segs: fc.array(fc.oneof(plainSeg, fc.constant('')), { minLength: 1, maxLength: 5 }),
+        })
         .map((p) => {
           const target = join(p.prefix, p.segs).replace(/^\/\/+/, '/') + '//';
           return patch(r, { target, reject: false });
@@ -303,10 +412,15 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
       }),
     ),
     'very long header': mutate(base, (r) =>
-      fc.record({ n: fc.integer({ min: 1_000, max: 60_000 }), name: fc.constantFrom('X-Long', 'Accept', 'Authorization', 'Cookie', 'X-Forwarded-Host', 'X-Etagere-Key') }).map((p) => {
-        const value = p.name === 'Authorization' ? `token ${'t'.repeat(p.n)}` : 'v'.repeat(p.n);
-        return patch(r, { headers: [...headersWithout(r, p.name.toLowerCase()), `${p.name}: ${value}`], reject: p.n > 17_000 });
-      }),
+      fc
+        .record({
+          n: fc.integer({ min: 1_000, max: 60_000 }),
+          name: fc.constantFrom('X-Long', 'Accept', 'Authorization', 'Cookie', 'X-Forwarded-Host', 'X-Etagere-Key'),
+        })
+        .map((p) => {
+          const value = p.name === 'Authorization' ? `token ${'t'.repeat(p.n)}` : 'v'.repeat(p.n);
+          return patch(r, { headers: [...headersWithout(r, p.name.toLowerCase()), `${p.name}: ${value}`], reject: p.n > 17_000 });
+        }),
     ),
     'many headers': mutate(base, (r) =>
       fc.integer({ min: 50, max: 4_000 }).map((n) => {
@@ -316,10 +430,14 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
       }),
     ),
     'duplicate Host': mutate(base, (r) =>
-      fc.constantFrom('evil.example', 'localhost', 'attacker.test:8443', '').map((second) => patch(r, { headers: [...r.headers, `Host: ${second}`], reject: true })),
+      fc
+        .constantFrom('evil.example', 'localhost', 'attacker.test:8443', '')
+        .map((second) => patch(r, { headers: [...r.headers, `Host: ${second}`], reject: true })),
     ),
     'missing Host': mutate(base, (r) =>
-      fc.constantFrom('HTTP/1.1', 'HTTP/1.0').map((version) => patch(r, { headers: withoutHost(r), version, reject: version === 'HTTP/1.1', valid: false })),
+      fc
+        .constantFrom('HTTP/1.1', 'HTTP/1.0')
+        .map((version) => patch(r, { headers: withoutHost(r), version, reject: version === 'HTTP/1.1', valid: false })),
     ),
     'duplicate Authorization': mutate(base, (r) =>
       fc
@@ -331,7 +449,9 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           ['X-Etagere-Key: junk', `X-Etagere-Key: ${CONSUMER_KEY}`],
           ['Authorization: ', 'Authorization: token x'],
         )
-        .map((extra) => patch(r, { headers: [...headersWithout(headersWithoutReq(r, 'authorization'), 'x-etagere-key'), ...extra], reject: false })),
+        .map((extra) =>
+          patch(r, { headers: [...headersWithout(headersWithoutReq(r, 'authorization'), 'x-etagere-key'), ...extra], reject: false }),
+        ),
     ),
     'CR, LF or NUL in a header': mutate(base, (r) =>
       fc
@@ -339,30 +459,81 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           name: fc.constantFrom('X-A', 'Accept', 'Authorization', 'X-Etagere-Key', 'Host', 'X-Forwarded-Host'),
           value: fc.constantFrom('a\x00b', 'a\rb', 'a\nb', '\x00', 'a\r', 'a\x7fb', 'a\x01b', 'a\x1bb'),
         })
-        .map((p) => patch(r, { headers: [...headersWithout(r, p.name.toLowerCase()), `${p.name}: ${p.value}`], reject: p.value !== 'a\x7fb' })),
+        .map((p) =>
+          patch(r, { headers: [...headersWithout(r, p.name.toLowerCase()), `${p.name}: ${p.value}`], reject: p.value !== 'a\x7fb' }),
+        ),
     ),
     'header injection (CRLF)': mutate(base, (r) =>
       fc
-        .constantFrom('X-A: a\r\nX-Injected: 1', 'X-A: a\r\nHost: evil.example', 'X-A: a\r\nTransfer-Encoding: chunked', 'X-A: a\r\nContent-Length: 5', 'X-A: a\r\nX-Forwarded-Host: evil.example')
+        .constantFrom(
+          'X-A: a\r\nX-Injected: 1',
+          'X-A: a\r\nHost: evil.example',
+          'X-A: a\r\nTransfer-Encoding: chunked',
+          'X-A: a\r\nContent-Length: 5',
+          'X-A: a\r\nX-Forwarded-Host: evil.example',
+        )
         .map((line) => patch(r, { headers: [...r.headers, line], reject: /Host: evil/.test(line) && !/Forwarded/.test(line) })),
     ),
     'malformed header line': mutate(base, (r) =>
       fc
-        .constantFrom('X-A: a\r\n folded', 'X-A: a\r\n\tfolded', 'NoColonHere', 'Bad Name: v', 'X-A : v', ': empty-name', 'X-\x80: v', 'X-A:\x80\xff', ' Leading: v', 'X-"q": v')
+        .constantFrom(
+          'X-A: a\r\n folded',
+          'X-A: a\r\n\tfolded',
+          'NoColonHere',
+          'Bad Name: v',
+          'X-A : v',
+          ': empty-name',
+          'X-\x80: v',
+          'X-A:\x80\xff',
+          ' Leading: v',
+          'X-"q": v',
+        )
         .map((line) => patch(r, { headers: [...r.headers, line], reject: !['X-A:\x80\xff'].includes(line) })),
     ),
     'invalid Basic': mutate(base, (r) =>
       fc
         .constantFrom(
-          'Basic', 'Basic ', 'Basic !!!!', 'Basic ====', `Basic ${b64('nocolon')}`, `Basic ${b64(':')}`, `Basic ${b64(':password')}`, `Basic ${b64('\xff\xfe:\x00')}`,
-          `basic    ${b64(`${CONSUMER_KEY}:x`)}   `, `BASIC ${b64(`${CONSUMER_KEY}`)}`, `Basic ${b64(`${CONSUMER_KEY}:`).replace(/=+$/, '')}`, `Basic ${b64(`${CONSUMER_KEY}:`)}=`,
-          `Basic ${b64(`${CONSUMER_KEY}x:`)}`, `Basic ${'A'.repeat(6000)}`, `Basic ${b64(`${CONSUMER_KEY}:`)} extra`, 'Basic Zm9v\tYmFy', `Bearer ${CONSUMER_KEY}`, `token ${CONSUMER_KEY}`,
+          'Basic',
+          'Basic ',
+          'Basic !!!!',
+          'Basic ====',
+          `Basic ${b64('nocolon')}`,
+          `Basic ${b64(':')}`,
+          `Basic ${b64(':password')}`,
+          `Basic ${b64('\xff\xfe:\x00')}`,
+          `basic    ${b64(`${CONSUMER_KEY}:x`)}   `,
+          `BASIC ${b64(`${CONSUMER_KEY}`)}`,
+          `Basic ${b64(`${CONSUMER_KEY}:`).replace(/=+$/, '')}`,
+          `Basic ${b64(`${CONSUMER_KEY}:`)}=`,
+          `Basic ${b64(`${CONSUMER_KEY}x:`)}`,
+          `Basic ${'A'.repeat(6000)}`,
+          `Basic ${b64(`${CONSUMER_KEY}:`)} extra`,
+          'Basic Zm9v\tYmFy',
+          `Bearer ${CONSUMER_KEY}`,
+          `token ${CONSUMER_KEY}`,
         )
-        .map((value) => patch(r, { headers: [...headersWithout(headersWithoutReq(r, 'authorization'), 'x-etagere-key'), `Authorization: ${value}`], reject: false })),
+        .map((value) =>
+          patch(r, {
+            headers: [...headersWithout(headersWithoutReq(r, 'authorization'), 'x-etagere-key'), `Authorization: ${value}`],
+            reject: false,
+          }),
+        ),
     ),
     'X-Etagere-Key junk': mutate(base, (r) =>
       fc
-        .constantFrom('', ' ', 'junk', `${CONSUMER_KEY} `, ` ${CONSUMER_KEY}`, `${CONSUMER_KEY}, ${CONSUMER_KEY}`, `${CONSUMER_KEY}\xff`, CONSUMER_KEY.toUpperCase(), CONSUMER_KEY.slice(0, -1), 'k'.repeat(5000), '\x80\x81')
+        .constantFrom(
+          '',
+          ' ',
+          'junk',
+          `${CONSUMER_KEY} `,
+          ` ${CONSUMER_KEY}`,
+          `${CONSUMER_KEY}, ${CONSUMER_KEY}`,
+          `${CONSUMER_KEY}\xff`,
+          CONSUMER_KEY.toUpperCase(),
+          CONSUMER_KEY.slice(0, -1),
+          'k'.repeat(5000),
+          '\x80\x81',
+        )
         .map((value) => patch(r, { headers: [...headersWithout(r, 'x-etagere-key'), `X-Etagere-Key: ${value}`], reject: false })),
     ),
     'body framing': mutate(getBase, (r) =>
@@ -397,7 +568,10 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
     ),
     'body larger than declared': mutate(getBase, (r) =>
       fc
-        .record({ method: fc.constantFrom('GET', 'POST'), extra: fc.constantFrom('GARBAGE', 'x', '\r\n', 'GET /api/x HTTP/1.1\r\nHo', '\x00\x01\x02') })
+        .record({
+          method: fc.constantFrom('GET', 'POST'),
+          extra: fc.constantFrom('GARBAGE', 'x', '\r\n', 'GET /api/x HTTP/1.1\r\nHo', '\x00\x01\x02'),
+        })
         .map((p) => {
           const target = p.method === 'POST' ? r.target.replace(/^\/(api|raw|rw)?/, '/rw') : r.target;
           return patch(r, { method: p.method, target, headers: [...r.headers, 'Content-Length: 5'], body: `hello${p.extra}` });
@@ -406,7 +580,15 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
     'forwarded host': mutate(getBase, (r) =>
       fc
         .record({
-          host: fc.constantFrom(...ATTACKER_HOSTS, 'evil.example, etagere.example.test', 'a b', 'evil.example/path', 'evil.example>; rel="x"', '[::1]:80', 'user@evil.example'),
+          host: fc.constantFrom(
+            ...ATTACKER_HOSTS,
+            'evil.example, etagere.example.test',
+            'a b',
+            'evil.example/path',
+            'evil.example>; rel="x"',
+            '[::1]:80',
+            'user@evil.example',
+          ),
           proto: fc.constantFrom('', 'https', 'javascript', 'http, https'),
           asHost: fc.boolean(),
         })
@@ -418,10 +600,29 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
     ),
     'HTTP version': mutate(getBase, (r) =>
       fc
-        .record({ version: fc.constantFrom('HTTP/1.0', 'HTTP/1.0', '', 'HTTP/2.0', 'HTTP/1.2', 'HTTP/0.9', 'http/1.1', 'HTTP/1.1 extra', 'HTTP/11', 'HTTP/1.', 'HTTP/9.9'), keepAlive: fc.boolean() })
+        .record({
+          version: fc.constantFrom(
+            'HTTP/1.0',
+            'HTTP/1.0',
+            '',
+            'HTTP/2.0',
+            'HTTP/1.2',
+            'HTTP/0.9',
+            'http/1.1',
+            'HTTP/1.1 extra',
+            'HTTP/11',
+            'HTTP/1.',
+            'HTTP/9.9',
+          ),
+          keepAlive: fc.boolean(),
+        })
         .map((p) => {
           const headers = p.keepAlive && p.version === 'HTTP/1.0' ? [...r.headers, 'Connection: keep-alive'] : r.headers;
-          return patch(r, { version: p.version, headers, reject: ['http/1.1', 'HTTP/1.1 extra', 'HTTP/11', 'HTTP/1.'].includes(p.version) });
+          return patch(r, {
+            version: p.version,
+            headers,
+            reject: ['http/1.1', 'HTTP/1.1 extra', 'HTTP/11', 'HTTP/1.'].includes(p.version),
+          });
         }),
     ),
     'bare LF line endings': mutate(getBase, (r) => fc.constantFrom('\n', '\r').map((eol) => patch(r, { eol, reject: true }))),
@@ -433,7 +634,10 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           { h: ['Expect: nonsense'], reject: true },
           { h: ['Expect: 200-ok'], reject: true },
           { h: ['Connection: Upgrade, HTTP2-Settings', 'Upgrade: h2c', 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA'], reject: false },
-          { h: ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13'], reject: false },
+          {
+            h: ['Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13'],
+            reject: false,
+          },
           { h: ['Upgrade: h2c'], reject: false },
         )
         .map((p) => {
@@ -475,7 +679,12 @@ function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
   });
   const reqAny = fc.oneof(...Object.keys(k).map((name) => k[name]!));
   return fc.oneof(
-    { weight: 20, arbitrary: fc.record({ req: validReq(v, port), split: fc.array(fc.nat(), { maxLength: 2 }) }).map((p) => makeCase('valid', v, [p.req], p.split, false)) },
+    {
+      weight: 20,
+      arbitrary: fc
+        .record({ req: validReq(v, port), split: fc.array(fc.nat(), { maxLength: 2 }) })
+        .map((p) => makeCase('valid', v, [p.req], p.split, false)),
+    },
     one('odd method', 5),
     one('CONNECT', 1),
     one('absolute-form / asterisk / authority target', 4),
@@ -501,24 +710,39 @@ function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
     {
       weight: 6,
       arbitrary: fc
-        .record({ reqs: fc.array(fc.oneof({ weight: 3, arbitrary: validReq(v, port) }, { weight: 1, arbitrary: reqAny }), { minLength: 2, maxLength: 4 }), split: fc.array(fc.nat(), { maxLength: 3 }), halfClose: fc.boolean() })
+        .record({
+          reqs: fc.array(fc.oneof({ weight: 3, arbitrary: validReq(v, port) }, { weight: 1, arbitrary: reqAny }), {
+            minLength: 2,
+            maxLength: 4,
+          }),
+          split: fc.array(fc.nat(), { maxLength: 3 }),
+          halfClose: fc.boolean(),
+        })
         .map((p) => makeCase('pipelined', v, p.reqs, p.split, p.halfClose)),
     },
     {
       weight: 2,
       arbitrary: fc
-        .record({ reqs: fc.array(validReq(v, port), { minLength: 2, maxLength: 5 }), leave: fc.constantFrom('after-write' as const, 'after-first-answer' as const) })
+        .record({
+          reqs: fc.array(validReq(v, port), { minLength: 2, maxLength: 5 }),
+          leave: fc.constantFrom('after-write' as const, 'after-first-answer' as const),
+        })
         .map((p): Case => ({ ...makeCase('client leaves mid-pipeline', v, p.reqs, [], false), leave: p.leave })),
     },
     {
       weight: 4,
-      arbitrary: fc.record({ req: fc.oneof({ weight: 3, arbitrary: validReq(v, port) }, { weight: 1, arbitrary: reqAny }) }).map((p) => makeCase('half-closed', v, [p.req], [], true)),
+      arbitrary: fc
+        .record({ req: fc.oneof({ weight: 3, arbitrary: validReq(v, port) }, { weight: 1, arbitrary: reqAny }) })
+        .map((p) => makeCase('half-closed', v, [p.req], [], true)),
     },
     {
       weight: 3,
       arbitrary: fc
         .record({
-          bytes: fc.oneof(fc.constantFrom(...GARBAGE).map(latin1), fc.uint8Array({ minLength: 1, maxLength: 3000 }).map((a) => Buffer.from(a))),
+          bytes: fc.oneof(
+            fc.constantFrom(...GARBAGE).map(latin1),
+            fc.uint8Array({ minLength: 1, maxLength: 3000 }).map((a) => Buffer.from(a)),
+          ),
           terminate: fc.boolean(),
           split: fc.array(fc.nat(), { maxLength: 3 }),
         })
@@ -537,7 +761,13 @@ function makeCase(kind: string, variant: Variant, reqs: Req[], split: number[], 
   for (const r of reqs) {
     for (const h of r.headers) {
       const m = /^(?:host|x-forwarded-host):\s*(.*)$/i.exec(h);
-      if (m !== null && m[1] !== undefined) chosenHosts.push(...m[1].split(',').map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0));
+      if (m !== null && m[1] !== undefined)
+        chosenHosts.push(
+          ...m[1]
+            .split(',')
+            .map((s) => s.trim().toLowerCase())
+            .filter((s) => s.length > 0),
+        );
     }
     for (const m of r.target.matchAll(/^[a-z]+:\/\/([^/]+)/gi)) chosenHosts.push(m[1]!.toLowerCase());
   }
@@ -547,7 +777,15 @@ function makeCase(kind: string, variant: Variant, reqs: Req[], split: number[], 
     const cl = r.headers.map((h) => /^content-length:\s*(\d+)\s*$/i.exec(h)).find((m) => m !== null);
     return cl !== undefined && cl !== null && Number(cl[1]) > Buffer.byteLength(r.body, 'latin1');
   });
-  return { kind, variant, reqs, bytes, splits: split.map((n) => n % Math.max(1, bytes.length)), halfClose: halfClose || short, chosenHosts };
+  return {
+    kind,
+    variant,
+    reqs,
+    bytes,
+    splits: split.map((n) => n % Math.max(1, bytes.length)),
+    halfClose: halfClose || short,
+    chosenHosts,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,7 +962,13 @@ async function runCase(cs: Case, conn: Conn): Promise<Result> {
     // at the end through its in-flight count).
     conn.socket.destroy();
     const problems = parsed.responses.flatMap((res, i) => checkResponse(cs, res, cs.reqs[i], heads[i] === true));
-    return { outcome: 'left', received: conn.buf.toString('latin1', 0, 400), statuses: parsed.responses.map((r) => r.status), problems, reusable: false };
+    return {
+      outcome: 'left',
+      received: conn.buf.toString('latin1', 0, 400),
+      statuses: parsed.responses.map((r) => r.status),
+      problems,
+      reusable: false,
+    };
   }
 
   const problems: string[] = [];
@@ -743,13 +987,15 @@ async function runCase(cs: Case, conn: Conn): Promise<Result> {
       if (!hung) problems.push(`valid request ${i + 1} of ${cs.reqs.length} was closed without an answer`);
       break;
     }
-    if (/malformed HTTP request|header fields too large/.test(res.body.toString('latin1'))) problems.push(`valid request ${i + 1} got the parse error of another request`);
+    if (/malformed HTTP request|header fields too large/.test(res.body.toString('latin1')))
+      problems.push(`valid request ${i + 1} got the parse error of another request`);
     const clientCloses = req.headers.some((h) => /^connection:\s*close/i.test(h));
     const serverCloses = header(res, 'connection').some((v) => /close/i.test(v));
     // (Node closes after a request that asked for 100 Continue without getting one: it cannot know
     // whether the body is still coming. A pipelined one never gets it: see src/server/connections.ts.)
     const expects = req.headers.some((h) => /^expect:/i.test(h));
-    if (serverCloses && !clientCloses && !expects && res.status < 400) problems.push(`valid request ${i + 1} got a ${res.status} that closes the connection`);
+    if (serverCloses && !clientCloses && !expects && res.status < 400)
+      problems.push(`valid request ${i + 1} got a ${res.status} that closes the connection`);
     if (clientCloses || serverCloses) break; // nothing more is read (or answered) on this connection
   }
   const outcome: Outcome = hung ? 'hang' : responses.length > 0 ? 'answered' : 'closed';
@@ -785,7 +1031,8 @@ function checkResponse(cs: Case, res: Response, req: Req | undefined, head: bool
     } catch {
       shapeOk = false;
     }
-    if (!/^application\/json/.test(type) || !shapeOk) out.push(`${res.status} without a GitHub-shaped JSON body (${JSON.stringify(res.body.toString('latin1').slice(0, 80))})`);
+    if (!/^application\/json/.test(type) || !shapeOk)
+      out.push(`${res.status} without a GitHub-shaped JSON body (${JSON.stringify(res.body.toString('latin1').slice(0, 80))})`);
   }
   for (const name of ['link', 'location']) {
     for (const value of header(res, name)) {
@@ -801,10 +1048,12 @@ function checkResponse(cs: Case, res: Response, req: Req | undefined, head: bool
         }
         if (cs.variant === 'forwarded') {
           // trust_forwarded: a client-chosen host is expected, but only a syntactically valid one.
-          if (!HOST_RE.test(url.host) || !/^https?:$/.test(url.protocol) || url.username !== '') out.push(`${name} points at an invalid host: ${u.slice(0, 120)}`);
+          if (!HOST_RE.test(url.host) || !/^https?:$/.test(url.protocol) || url.username !== '')
+            out.push(`${name} points at an invalid host: ${u.slice(0, 120)}`);
           continue;
         }
-        if (cs.chosenHosts.includes(url.host.toLowerCase()) && !allowedOrigins[cs.variant].has(url.origin)) out.push(`${name} points at a client-chosen host: ${u.slice(0, 120)}`);
+        if (cs.chosenHosts.includes(url.host.toLowerCase()) && !allowedOrigins[cs.variant].has(url.origin))
+          out.push(`${name} points at a client-chosen host: ${u.slice(0, 120)}`);
         else if (!allowedOrigins[cs.variant].has(url.origin)) out.push(`${name} points outside the proxy and upstream: ${u.slice(0, 120)}`);
       }
     }
@@ -828,9 +1077,24 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
     for (const v of VARIANTS) upstreams[v] = await startRecordingUpstream();
     const ups = (upstream: Upstream, pool: boolean, root: boolean) => [
       { name: 'api', prefix: '/api', url: `${upstream.url}/base`, strip_prefix: true, token_pool: pool, timeouts: { headers_ms: 3_000 } },
-      { name: 'rw', prefix: '/rw', url: `${upstream.url}/pt`, strip_prefix: true, pass_through: true, cache: { policy: 'none' }, timeouts: { headers_ms: 3_000 } },
+      {
+        name: 'rw',
+        prefix: '/rw',
+        url: `${upstream.url}/pt`,
+        strip_prefix: true,
+        pass_through: true,
+        cache: { policy: 'none' },
+        timeouts: { headers_ms: 3_000 },
+      },
       root
-        ? { name: 'root', prefix: '/', url: `${upstream.url}/root`, token_pool: pool, cache: { policy: 'none' }, timeouts: { headers_ms: 3_000 } }
+        ? {
+            name: 'root',
+            prefix: '/',
+            url: `${upstream.url}/root`,
+            token_pool: pool,
+            cache: { policy: 'none' },
+            timeouts: { headers_ms: 3_000 },
+          }
         : { name: 'raw', prefix: '/raw', url: `${upstream.url}/raw-base`, cache: { policy: 'none' }, timeouts: { headers_ms: 3_000 } },
     ];
     proxies.plain = await startTestProxy({ upstreams: ups(upstreams.plain, false, false) });
@@ -865,116 +1129,137 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
     for (const v of VARIANTS) await upstreams[v]?.close();
   });
 
-  it(`survives ${CASES} seeded cases: no hang, no crash, no 5xx, JSON 4xx, no escape from the upstream base path`, { timeout: 180_000 }, async () => {
-    const started = Date.now();
-    const variantArb = fc.constantFrom(...VARIANTS).chain((v) => caseArb(v, ports[v]));
-    const all = fc.sample(variantArb, { seed: SEED, numRuns: CASES });
-    // FUZZ_ONLY=n replays case #n alone (numbers as in failure messages), printing what crossed the wire.
-    const only = process.env.FUZZ_ONLY === undefined ? undefined : Number(process.env.FUZZ_ONLY);
-    const cases = only === undefined ? all : [all[only]!];
-    if (only !== undefined) console.log(`case #${only}:`, JSON.stringify(cases[0]!.bytes.toString('latin1')), cases[0]!.halfClose ? '+ EOF' : '');
+  it(
+    `survives ${CASES} seeded cases: no hang, no crash, no 5xx, JSON 4xx, no escape from the upstream base path`,
+    { timeout: 180_000 },
+    async () => {
+      const started = Date.now();
+      const variantArb = fc.constantFrom(...VARIANTS).chain((v) => caseArb(v, ports[v]));
+      const all = fc.sample(variantArb, { seed: SEED, numRuns: CASES });
+      // FUZZ_ONLY=n replays case #n alone (numbers as in failure messages), printing what crossed the wire.
+      const only = process.env.FUZZ_ONLY === undefined ? undefined : Number(process.env.FUZZ_ONLY);
+      const cases = only === undefined ? all : [all[only]!];
+      if (only !== undefined)
+        console.log(`case #${only}:`, JSON.stringify(cases[0]!.bytes.toString('latin1')), cases[0]!.halfClose ? '+ EOF' : '');
 
-    /** The first failing cases in full; `failed` counts them all. */
-    const failures: string[] = [];
-    let failed = 0;
-    const counts = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0, closed: 0, hang: 0, left: 0 };
-    const closedByKind = new Map<string, number>();
-    const closedSamples: string[] = [];
-    const statusByKind = new Map<string, Map<string, number>>();
-    let run = 0;
-    let reused = 0;
-    let next = 0;
+      /** The first failing cases in full; `failed` counts them all. */
+      const failures: string[] = [];
+      let failed = 0;
+      const counts = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0, closed: 0, hang: 0, left: 0 };
+      const closedByKind = new Map<string, number>();
+      const closedSamples: string[] = [];
+      const statusByKind = new Map<string, Map<string, number>>();
+      let run = 0;
+      let reused = 0;
+      let next = 0;
 
-    const worker = async (): Promise<void> => {
-      const idle = new Map<Variant, Conn>();
-      for (;;) {
-        if (Date.now() - started > TIME_BUDGET_MS) break;
-        const i = next++;
-        if (i >= cases.length) break;
-        const cs = cases[i]!;
-        let conn = idle.get(cs.variant);
-        idle.delete(cs.variant);
-        // Any case may run on a connection that already served plainly valid requests.
-        const canReuse = conn !== undefined && !conn.closed;
-        if (canReuse && conn!.buf.length > 0) {
-          failed++;
-          failures.push(`[${cs.variant}] unsolicited bytes on an idle keep-alive connection: ${JSON.stringify(conn!.buf.toString('latin1', 0, 200))}`);
+      const worker = async (): Promise<void> => {
+        const idle = new Map<Variant, Conn>();
+        for (;;) {
+          if (Date.now() - started > TIME_BUDGET_MS) break;
+          const i = next++;
+          if (i >= cases.length) break;
+          const cs = cases[i]!;
+          let conn = idle.get(cs.variant);
+          idle.delete(cs.variant);
+          // Any case may run on a connection that already served plainly valid requests.
+          const canReuse = conn !== undefined && !conn.closed;
+          if (canReuse && conn!.buf.length > 0) {
+            failed++;
+            failures.push(
+              `[${cs.variant}] unsolicited bytes on an idle keep-alive connection: ${JSON.stringify(conn!.buf.toString('latin1', 0, 200))}`,
+            );
+          }
+          if (canReuse) reused++;
+          else {
+            conn?.socket.destroy();
+            conn = await openConn(ports[cs.variant], cs.variant);
+          }
+          const r = await runCase(cs, conn!);
+          run++;
+          if (r.outcome === 'hang') counts.hang++;
+          else if (r.outcome === 'left') counts.left++;
+          else if (r.outcome === 'closed') {
+            counts.closed++;
+            closedByKind.set(cs.kind, (closedByKind.get(cs.kind) ?? 0) + 1);
+            closedSamples.push(`${cs.kind}: ${JSON.stringify(cs.bytes.toString('latin1', 0, 80))}`);
+          } else {
+            const cls = `${Math.floor(r.statuses[0]! / 100)}xx` as '2xx' | '3xx' | '4xx' | '5xx';
+            counts[cls]++;
+          }
+          const byKind = statusByKind.get(cs.kind) ?? new Map<string, number>();
+          const label = r.outcome === 'answered' ? String(r.statuses[0]) : r.outcome;
+          if (r.outcome === 'left') conn = undefined;
+          byKind.set(label, (byKind.get(label) ?? 0) + 1);
+          statusByKind.set(cs.kind, byKind);
+          if (only !== undefined) console.log(`got (${r.outcome}):`, JSON.stringify(r.received));
+          if (r.problems.length > 0) failed++;
+          if (r.problems.length > 0 && failures.length < 40) {
+            failures.push(
+              `#${i} [${cs.variant}] ${cs.kind}: ${r.problems.join('; ')}\n    sent ${JSON.stringify(cs.bytes.toString('latin1').slice(0, 300))}${cs.halfClose ? ' + EOF' : ''}\n    got ${JSON.stringify(r.received)}${conn?.closed === true ? ' + close' : ''}`,
+            );
+          }
+          if (r.reusable) idle.set(cs.variant, conn!);
+          else conn?.socket.destroy();
         }
-        if (canReuse) reused++;
-        else {
-          conn?.socket.destroy();
-          conn = await openConn(ports[cs.variant], cs.variant);
-        }
-        const r = await runCase(cs, conn!);
-        run++;
-        if (r.outcome === 'hang') counts.hang++;
-        else if (r.outcome === 'left') counts.left++;
-        else if (r.outcome === 'closed') {
-          counts.closed++;
-          closedByKind.set(cs.kind, (closedByKind.get(cs.kind) ?? 0) + 1);
-          closedSamples.push(`${cs.kind}: ${JSON.stringify(cs.bytes.toString('latin1', 0, 80))}`);
-        } else {
-          const cls = `${Math.floor(r.statuses[0]! / 100)}xx` as '2xx' | '3xx' | '4xx' | '5xx';
-          counts[cls]++;
-        }
-        const byKind = statusByKind.get(cs.kind) ?? new Map<string, number>();
-        const label = r.outcome === 'answered' ? String(r.statuses[0]) : r.outcome;
-        if (r.outcome === 'left') conn = undefined;
-        byKind.set(label, (byKind.get(label) ?? 0) + 1);
-        statusByKind.set(cs.kind, byKind);
-        if (only !== undefined) console.log(`got (${r.outcome}):`, JSON.stringify(r.received));
-        if (r.problems.length > 0) failed++;
-        if (r.problems.length > 0 && failures.length < 40) {
-          failures.push(`#${i} [${cs.variant}] ${cs.kind}: ${r.problems.join('; ')}\n    sent ${JSON.stringify(cs.bytes.toString('latin1').slice(0, 300))}${cs.halfClose ? ' + EOF' : ''}\n    got ${JSON.stringify(r.received)}${conn?.closed === true ? ' + close' : ''}`);
-        }
-        if (r.reusable) idle.set(cs.variant, conn!);
-        else conn?.socket.destroy();
+        for (const c of idle.values()) c.socket.destroy();
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      const elapsed = (Date.now() - started) / 1000;
+
+      // Every request an upstream saw stays under its base path (and carries nothing it should not).
+      const escapes = VARIANTS.flatMap((v) =>
+        upstreams[v].seen
+          .map((s) => ({ s, why: upstreamRequestProblem(s, new URL(upstreams[v].url).host, v === 'consumers') }))
+          .filter((e) => e.why !== undefined),
+      );
+      const seen = VARIANTS.reduce((n, v) => n + upstreams[v].seen.length, 0);
+      const malformed = VARIANTS.flatMap((v) => upstreams[v].malformed);
+
+      const closedList = [...closedByKind.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ');
+      console.log(
+        `fuzz: ${run} cases (seed ${SEED}, ${reused} on reused keep-alive connections) in ${elapsed.toFixed(1)} s | answered 2xx ${counts['2xx']}, 3xx ${counts['3xx']}, 4xx ${counts['4xx']}, 5xx ${counts['5xx']} | closed by server without an answer ${counts.closed}${closedList === '' ? '' : ` (${closedList})`} | client left mid-pipeline ${counts.left} | crashes ${crashes.length}, hangs ${counts.hang} | upstream requests ${seen}, outside their base path ${escapes.length}, malformed ${malformed.length}`,
+      );
+      if (process.env.FUZZ_VERBOSE !== undefined) {
+        for (const [i, bytes] of closedSamples.entries()) if (i < 20) console.log(`  closed without an answer: ${bytes}`);
+        for (const [kind, m] of statusByKind) console.log(`  ${kind}: ${[...m.entries()].map(([s, n]) => `${s}=${n}`).join(' ')}`);
+        const why = new Map<string, string[]>();
+        for (const e of escapes) why.set(e.why!, [...(why.get(e.why!) ?? []), `${e.s.method} ${e.s.url.slice(0, 100)}`]);
+        for (const [w, l] of why) console.log(`  escape ${w}: ${l.length} e.g. ${l.slice(0, 5).join(' | ')}`);
+        console.log('  malformed upstream:', malformed.slice(0, 5));
       }
-      for (const c of idle.values()) c.socket.destroy();
-    };
-    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-    const elapsed = (Date.now() - started) / 1000;
 
-    // Every request an upstream saw stays under its base path (and carries nothing it should not).
-    const escapes = VARIANTS.flatMap((v) =>
-      upstreams[v].seen.map((s) => ({ s, why: upstreamRequestProblem(s, new URL(upstreams[v].url).host, v === 'consumers') })).filter((e) => e.why !== undefined),
-    );
-    const seen = VARIANTS.reduce((n, v) => n + upstreams[v].seen.length, 0);
-    const malformed = VARIANTS.flatMap((v) => upstreams[v].malformed);
+      // The proxies are still healthy: nothing left in flight, a normal request is answered.
+      const health: string[] = [];
+      for (const v of VARIANTS) {
+        await until(() => proxies[v].inFlight() === 0, 10_000, `${v}: requests to finish`).catch(() =>
+          health.push(`${v}: ${proxies[v].inFlight()} requests still counted in flight`),
+        );
+        const headers = v === 'consumers' ? { 'x-etagere-key': CONSUMER_KEY } : {};
+        const res = await request(`${proxies[v].url}/api/repos/octocat/hello-world?after=fuzz`, { headers });
+        await res.body.text();
+        if (res.statusCode !== 200) health.push(`${v}: a normal request after the fuzzing got ${res.statusCode}`);
+      }
+      const errorLogs = VARIANTS.flatMap((v) =>
+        proxies[v]
+          .logs()
+          .filter((l) => typeof l.level === 'number' && l.level >= 50)
+          .map((l) => `${v}: ${String(l.msg)}`),
+      );
 
-    const closedList = [...closedByKind.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
-    console.log(
-      `fuzz: ${run} cases (seed ${SEED}, ${reused} on reused keep-alive connections) in ${elapsed.toFixed(1)} s | answered 2xx ${counts['2xx']}, 3xx ${counts['3xx']}, 4xx ${counts['4xx']}, 5xx ${counts['5xx']} | closed by server without an answer ${counts.closed}${closedList === '' ? '' : ` (${closedList})`} | client left mid-pipeline ${counts.left} | crashes ${crashes.length}, hangs ${counts.hang} | upstream requests ${seen}, outside their base path ${escapes.length}, malformed ${malformed.length}`,
-    );
-    if (process.env.FUZZ_VERBOSE !== undefined) {
-      for (const [i, bytes] of closedSamples.entries()) if (i < 20) console.log(`  closed without an answer: ${bytes}`);
-      for (const [kind, m] of statusByKind) console.log(`  ${kind}: ${[...m.entries()].map(([s, n]) => `${s}=${n}`).join(' ')}`);
-      const why = new Map<string, string[]>();
-      for (const e of escapes) why.set(e.why!, [...(why.get(e.why!) ?? []), `${e.s.method} ${e.s.url.slice(0, 100)}`]);
-      for (const [w, l] of why) console.log(`  escape ${w}: ${l.length} e.g. ${l.slice(0, 5).join(' | ')}`);
-      console.log('  malformed upstream:', malformed.slice(0, 5));
-    }
-
-    // The proxies are still healthy: nothing left in flight, a normal request is answered.
-    const health: string[] = [];
-    for (const v of VARIANTS) {
-      await until(() => proxies[v].inFlight() === 0, 10_000, `${v}: requests to finish`).catch(() => health.push(`${v}: ${proxies[v].inFlight()} requests still counted in flight`));
-      const headers = v === 'consumers' ? { 'x-etagere-key': CONSUMER_KEY } : {};
-      const res = await request(`${proxies[v].url}/api/repos/octocat/hello-world?after=fuzz`, { headers });
-      await res.body.text();
-      if (res.statusCode !== 200) health.push(`${v}: a normal request after the fuzzing got ${res.statusCode}`);
-    }
-    const errorLogs = VARIANTS.flatMap((v) => proxies[v].logs().filter((l) => typeof l.level === 'number' && l.level >= 50).map((l) => `${v}: ${String(l.msg)}`));
-
-    expect(crashes, 'uncaught exceptions / unhandled rejections').toEqual([]);
-    expect(failures, `${failed} failing cases`).toEqual([]);
-    expect(
-      escapes.slice(0, 20).map((e) => `${e.s.method} ${e.s.url.slice(0, 200)}: ${e.why}`),
-      'upstream requests outside their base path, with a foreign Host or carrying a consumer key',
-    ).toEqual([]);
-    expect(malformed.slice(0, 20), 'requests the upstream could not parse').toEqual([]);
-    expect(errorLogs.slice(0, 20), 'error-level log lines').toEqual([]);
-    expect(health, 'proxy health after the fuzzing').toEqual([]);
-    expect(run, 'cases run within the time budget').toBeGreaterThanOrEqual(Math.min(cases.length, 2_000));
-  });
+      expect(crashes, 'uncaught exceptions / unhandled rejections').toEqual([]);
+      expect(failures, `${failed} failing cases`).toEqual([]);
+      expect(
+        escapes.slice(0, 20).map((e) => `${e.s.method} ${e.s.url.slice(0, 200)}: ${e.why}`),
+        'upstream requests outside their base path, with a foreign Host or carrying a consumer key',
+      ).toEqual([]);
+      expect(malformed.slice(0, 20), 'requests the upstream could not parse').toEqual([]);
+      expect(errorLogs.slice(0, 20), 'error-level log lines').toEqual([]);
+      expect(health, 'proxy health after the fuzzing').toEqual([]);
+      expect(run, 'cases run within the time budget').toBeGreaterThanOrEqual(Math.min(cases.length, 2_000));
+    },
+  );
 });

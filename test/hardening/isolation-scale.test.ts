@@ -156,7 +156,11 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
     agent = new Agent({ connections: CONCURRENCY, pipelining: 1 });
 
     // The oracle: every upstream credential's direct answer to every endpoint.
-    const credentials = ['', ...Object.values(POOL).map((t) => `token ${t}`), ...WHO.flatMap((w) => (w.who.kind === 'client' ? [w.who.authorization] : []))];
+    const credentials = [
+      '',
+      ...Object.values(POOL).map((t) => `token ${t}`),
+      ...WHO.flatMap((w) => (w.who.kind === 'client' ? [w.who.authorization] : [])),
+    ];
     await Promise.all(
       credentials.flatMap((authorization) =>
         ENDPOINTS.map(async (endpoint) => {
@@ -251,7 +255,8 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
       if (upstreamAuth === undefined) {
         // Only an answer that carries nothing may come without a token name: the same error every pool token gets.
         const same = Object.values(POOL).map((t) => oracle.get(oracleKey(`token ${t}`, endpoint))!);
-        const carriesNothing = r.statusCode >= 400 && same.every((d) => d.status === r.statusCode && (step.method === 'HEAD' || d.body === body));
+        const carriesNothing =
+          r.statusCode >= 400 && same.every((d) => d.status === r.statusCode && (step.method === 'HEAD' || d.body === body));
         if (!carriesNothing) leaks.push(`${what}: a pool answer that names no pool token`);
         return;
       }
@@ -274,7 +279,8 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
         notModified++;
         const inm = headers['if-none-match'];
         if (inm === undefined) wrong.push(`${what}: 304 to an unconditional request`);
-        else if (inm !== '*' && opaque(inm) !== opaque(d.etag ?? '')) leaks.push(`${what}: 304 confirms an ETag the credential does not get`);
+        else if (inm !== '*' && opaque(inm) !== opaque(d.etag ?? ''))
+          leaks.push(`${what}: 304 confirms an ETag the credential does not get`);
         if (body !== '') wrong.push(`${what}: 304 with a body`);
       } else if (r.statusCode === 401 || r.statusCode === 404) {
         if (d.status !== r.statusCode) wrong.push(`${what}: the credential gets ${d.status} directly`);
@@ -297,7 +303,10 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
     const seconds = (performance.now() - started) / 1000;
 
     const upstreamFromProxies = fake.stats().total - oracle.size;
-    const byStatus = [...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
+    const byStatus = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}:${n}`)
+      .join(' ');
     console.log(
       `isolation at scale: ${sequences.length} sequences, ${requests} requests, 2 replicas + Redis, leaks ${leaks.length}, ` +
         `other failures ${wrong.length}, ${seconds.toFixed(1)} s (seed ${SEED}; statuses ${byStatus}; 304s ${notModified}; ` +

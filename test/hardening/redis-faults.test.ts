@@ -49,7 +49,10 @@ const p99 = (xs: readonly number[]): number => {
 };
 
 async function metricSum(adminUrl: string, name: string, labels: RegExp): Promise<number> {
-  const text = await fetch(`${adminUrl}/metrics`).then((r) => r.text(), () => '');
+  const text = await fetch(`${adminUrl}/metrics`).then(
+    (r) => r.text(),
+    () => '',
+  );
   let sum = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) || !labels.test(line)) continue;
@@ -107,7 +110,11 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
         for (let job = jobs.shift(); job !== undefined; job = jobs.shift()) await job();
       }),
     );
-    await until(async () => (await raw.keys('etagere:v1:*:e')).length >= before + 2 * L2_KEYS_PER_REPLICA, 10_000, 'L2 writes of the warm-up');
+    await until(
+      async () => (await raw.keys('etagere:v1:*:e')).length >= before + 2 * L2_KEYS_PER_REPLICA,
+      10_000,
+      'L2 writes of the warm-up',
+    );
   }
 
   afterAll(async () => {
@@ -124,7 +131,11 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
     const replica = n % 2;
     const k: Kind = (['l1', 'l2', 'miss'] as const)[Math.floor(n / 2) % 3]!;
     const path =
-      k === 'l1' ? HOT[n % HOT.length]! : k === 'l2' ? l2Keys[replica]!.shift() : `/repos/etagere-org/repo-0${String(10 + (n % 60))}?miss=${missSeq++}`;
+      k === 'l1'
+        ? HOT[n % HOT.length]!
+        : k === 'l2'
+          ? l2Keys[replica]!.shift()
+          : `/repos/etagere-org/repo-0${String(10 + (n % 60))}?miss=${missSeq++}`;
     if (path === undefined) throw new Error('ran out of warm L2 keys: raise L2_KEYS_PER_REPLICA');
     const at = performance.now();
     let status = 0;
@@ -179,7 +190,11 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
   /** Resolves once every replica has had an L2 lookup answered by Redis after this call. */
   async function l2Back(): Promise<void> {
     const base = await Promise.all(replicas.map(l2Answered));
-    await until(async () => (await Promise.all(replicas.map(l2Answered))).every((v, i) => v > base[i]!), 10_000, 'both replicas to read from L2 again');
+    await until(
+      async () => (await Promise.all(replicas.map(l2Answered))).every((v, i) => v > base[i]!),
+      10_000,
+      'both replicas to read from L2 again',
+    );
   }
 
   interface Figures {
@@ -197,7 +212,12 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
     const ms = during.map((s) => s.ms);
     const byKind = (k: Kind): string => `${during.filter((s) => s.kind === k).length} ${k}`;
     const l2 = before.filter((s) => s.kind === 'l2');
-    const fig = { n: during.length, errors: errors.length, p99: p99(ms), l2Before: l2.filter((s) => s.hit).length / Math.max(1, l2.length) };
+    const fig = {
+      n: during.length,
+      errors: errors.length,
+      p99: p99(ms),
+      l2Before: l2.filter((s) => s.hit).length / Math.max(1, l2.length),
+    };
     console.log(
       `redis ${name}: ${fig.n} requests during the fault (${Math.round(run.to - run.from)} ms, ${byKind('l1')} / ${byKind('l2')} / ${byKind('miss')}, 2 replicas, ${RATE} req/s), ` +
         `${fig.errors} errors (of ${run.samples.length} in the run), p99 ${fig.p99.toFixed(1)} ms (max ${Math.max(...ms).toFixed(1)} ms; ` +
@@ -216,50 +236,62 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
 
   const skippedNow = async (): Promise<number> => (await Promise.all(replicas.map(l2Skipped))).reduce((a, b) => a + b, 0);
 
-  it.skipIf(!canSignal)('killed (SIGKILL) mid-load, then restarted: no client error, p99 under 50 ms', async () => {
-    await warmL2();
-    const skipped0 = await skippedNow();
-    const run = await underLoad(async () => {
-      redis.signal('SIGKILL');
-      // Held ~2 s: the outage lasts while the load goes on (not synchronisation).
-      await new Promise((r) => setTimeout(r, 2_000));
-      await redis.restart();
-      await l2Back();
-    });
-    const fig = report('killed (SIGKILL ~2 s, restart)', run, (await skippedNow()) - skipped0);
-    expectGoal(fig);
-  }, 30_000);
-
-  it.skipIf(!canSignal)('frozen (SIGSTOP ~2 s, then SIGCONT) mid-load: no client error, p99 under 50 ms', async () => {
-    await warmL2();
-    const skipped0 = await skippedNow();
-    const run = await underLoad(async () => {
-      redis.signal('SIGSTOP');
-      try {
-        await new Promise((r) => setTimeout(r, 2_000));
-      } finally {
-        redis.signal('SIGCONT');
-      }
-      await l2Back();
-    });
-    const fig = report('frozen (SIGSTOP ~2 s, SIGCONT)', run, (await skippedNow()) - skipped0);
-    expectGoal(fig);
-  }, 30_000);
-
-  it.skipIf(!canDebug)('slow (DEBUG SLEEP 0.5, over and over for ~2.5 s) mid-load: no client error, p99 under 50 ms', async () => {
-    await warmL2();
-    const skipped0 = await skippedNow();
-    const sleeper = new Redis(redis.url, { maxRetriesPerRequest: 1, commandTimeout: 5_000 });
-    try {
+  it.skipIf(!canSignal)(
+    'killed (SIGKILL) mid-load, then restarted: no client error, p99 under 50 ms',
+    async () => {
+      await warmL2();
+      const skipped0 = await skippedNow();
       const run = await underLoad(async () => {
-        // Each DEBUG SLEEP blocks the whole server for 0.5 s; the next one is sent as soon as it answers.
-        for (let i = 0; i < 5; i++) expect(await sleeper.call('DEBUG', 'SLEEP', '0.5')).toBe('OK');
+        redis.signal('SIGKILL');
+        // Held ~2 s: the outage lasts while the load goes on (not synchronisation).
+        await new Promise((r) => setTimeout(r, 2_000));
+        await redis.restart();
         await l2Back();
       });
-      const fig = report('slow (DEBUG SLEEP 0.5 x5)', run, (await skippedNow()) - skipped0);
+      const fig = report('killed (SIGKILL ~2 s, restart)', run, (await skippedNow()) - skipped0);
       expectGoal(fig);
-    } finally {
-      sleeper.disconnect();
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
+
+  it.skipIf(!canSignal)(
+    'frozen (SIGSTOP ~2 s, then SIGCONT) mid-load: no client error, p99 under 50 ms',
+    async () => {
+      await warmL2();
+      const skipped0 = await skippedNow();
+      const run = await underLoad(async () => {
+        redis.signal('SIGSTOP');
+        try {
+          await new Promise((r) => setTimeout(r, 2_000));
+        } finally {
+          redis.signal('SIGCONT');
+        }
+        await l2Back();
+      });
+      const fig = report('frozen (SIGSTOP ~2 s, SIGCONT)', run, (await skippedNow()) - skipped0);
+      expectGoal(fig);
+    },
+    30_000,
+  );
+
+  it.skipIf(!canDebug)(
+    'slow (DEBUG SLEEP 0.5, over and over for ~2.5 s) mid-load: no client error, p99 under 50 ms',
+    async () => {
+      await warmL2();
+      const skipped0 = await skippedNow();
+      const sleeper = new Redis(redis.url, { maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+      try {
+        const run = await underLoad(async () => {
+          // Each DEBUG SLEEP blocks the whole server for 0.5 s; the next one is sent as soon as it answers.
+          for (let i = 0; i < 5; i++) expect(await sleeper.call('DEBUG', 'SLEEP', '0.5')).toBe('OK');
+          await l2Back();
+        });
+        const fig = report('slow (DEBUG SLEEP 0.5 x5)', run, (await skippedNow()) - skipped0);
+        expectGoal(fig);
+      } finally {
+        sleeper.disconnect();
+      }
+    },
+    30_000,
+  );
 });

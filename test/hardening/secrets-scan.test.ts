@@ -36,7 +36,11 @@ describe('secrets scan', () => {
     // The values themselves are kept under secrets/: never a hit.
     await writeFile(join(dir, 'secrets', '1.jsonl'), `${JSON.stringify({ name: 'planted pool token', value: planted })}\n`);
 
-    const secrets = [...recordedSecrets(dir), { name: 'short one', value: 'abc' }, { name: 'absent token', value: 'absent_token_value_123' }];
+    const secrets = [
+      ...recordedSecrets(dir),
+      { name: 'short one', value: 'abc' },
+      { name: 'absent token', value: 'absent_token_value_123' },
+    ];
     const result = scanForSecrets(dir, secrets);
     expect(result).toMatchObject({ files: 2, tokens: 2, skipped: 1 });
     expect(result.hits).toEqual([{ file: join('captures', 'leaky.txt'), section: 'admin /admin/tokens', secret: 'planted pool token' }]);
@@ -82,8 +86,14 @@ describe('secrets scan', () => {
       const base = process.env[CAPTURE_DIR_ENV]!;
       const text = await readFile(join(base, 'captures', `${process.pid}.txt`), 'utf8');
       // Section labels name the test file they come from.
-      const sections = text.split(SECTION_MARK).map((s) => s.slice(0, s.indexOf('\n')).replace(' in test/hardening/secrets-scan.test.ts', ''));
-      for (const want of [`test proxy ${proxy.url}: log`, `test proxy ${proxy.url}: admin /metrics`, `test proxy ${proxy.url}: admin /admin/tokens`]) {
+      const sections = text
+        .split(SECTION_MARK)
+        .map((s) => s.slice(0, s.indexOf('\n')).replace(' in test/hardening/secrets-scan.test.ts', ''));
+      for (const want of [
+        `test proxy ${proxy.url}: log`,
+        `test proxy ${proxy.url}: admin /metrics`,
+        `test proxy ${proxy.url}: admin /admin/tokens`,
+      ]) {
         expect(sections).toContain(want);
       }
       expect(sections).toContain('proxy answer 404 to GET /repos/nobody/nothing: body');

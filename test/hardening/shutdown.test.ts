@@ -43,12 +43,24 @@ async function startProxy(raw: Record<string, unknown>): Promise<Proxy> {
   const file = join(dir, `proxy-${port}.json`); // JSON is YAML
   const config = { listen: { host: '127.0.0.1', port }, admin: { host: '127.0.0.1', port: adminPort }, log: { level: 'warn' }, ...raw };
   await writeFile(file, JSON.stringify(config));
-  const cli = runCli(['serve', '--config', file], { ETAGERE_CONFIG: undefined, LOG_LEVEL: undefined, PORT: undefined, ADMIN_PORT: undefined, REDIS_URL: undefined, UPSTREAM_URL: undefined });
+  const cli = runCli(['serve', '--config', file], {
+    ETAGERE_CONFIG: undefined,
+    LOG_LEVEL: undefined,
+    PORT: undefined,
+    ADMIN_PORT: undefined,
+    REDIS_URL: undefined,
+    UPSTREAM_URL: undefined,
+  });
   const proxy = { cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` };
   await until(
     async () => {
       if (cli.child.exitCode !== null) throw new Error(`etagere serve exited early:\n${cli.stderr()}${cli.stdout()}`);
-      return (await fetch(`${proxy.adminUrl}/readyz`).then((r) => r.status, () => 0)) === 200;
+      return (
+        (await fetch(`${proxy.adminUrl}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200
+      );
     },
     20_000,
     'etagere serve to be ready',
@@ -92,7 +104,10 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
   it('answers every in-flight request, refuses new connections, and exits 0 within the drain timeout', async () => {
     // The hot paths are cached before the load: those requests are L1 hits.
     for (const p of HOT_PATHS) await (await request(proxy.url + p)).body.dump();
-    const setLatency = await request(`${fake.url}/__fake/config`, { method: 'POST', body: JSON.stringify({ latencyMs: UPSTREAM_LATENCY_MS }) });
+    const setLatency = await request(`${fake.url}/__fake/config`, {
+      method: 'POST',
+      body: JSON.stringify({ latencyMs: UPSTREAM_LATENCY_MS }),
+    });
     expect(setLatency.statusCode).toBe(200);
     await setLatency.body.dump();
 
@@ -114,7 +129,8 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
       // until their first failure.
       for (let i = 0; !exited; i++) {
         const kind = w % 2 === 0 ? 'miss' : 'hit';
-        const path = kind === 'miss' ? `/repos/etagere-org/repo-0${String(10 + (w % 60))}?w=${w}&i=${i}` : HOT_PATHS[(w + i) % HOT_PATHS.length]!;
+        const path =
+          kind === 'miss' ? `/repos/etagere-org/repo-0${String(10 + (w % 60))}?w=${w}&i=${i}` : HOT_PATHS[(w + i) % HOT_PATHS.length]!;
         const o: Outcome = { sentAt: undefined, endedAt: 0, status: 0, bodyOk: false, kind };
         const seq = outcomes.push(o) - 1;
         try {
@@ -143,7 +159,15 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
     // Once the process has taken the signal (its /readyz on the admin port says 503), new
     // connections are never served: refused (the listener is closed), reset, or a 503 "shutting
     // down" while the listener closes.
-    await until(async () => (await fetch(`${proxy.adminUrl}/readyz`).then((r) => r.status, () => 0)) === 503, 5_000, '/readyz to turn 503');
+    await until(
+      async () =>
+        (await fetch(`${proxy.adminUrl}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 503,
+      5_000,
+      '/readyz to turn 503',
+    );
     const late: string[] = [];
     const readyz: number[] = [];
     const probe = async (): Promise<void> => {
@@ -157,7 +181,12 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
       } finally {
         c.destroy().catch(() => undefined);
       }
-      readyz.push(await fetch(`${proxy.adminUrl}/readyz`).then((r) => r.status, () => 0));
+      readyz.push(
+        await fetch(`${proxy.adminUrl}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        ),
+      );
     };
     // A few probes while upstream misses are still being drained (the process is alive).
     for (let i = 0; i < 5 && !exited; i++) await probe();
@@ -213,7 +242,10 @@ describe('SIGKILL, then a new process on the same Redis', () => {
     redis: { url: redis.url, key_prefix: 'etagere-restart:' },
   });
   const redisUp = async (p: Proxy): Promise<boolean> => {
-    const text = await fetch(`${p.adminUrl}/metrics`).then((r) => r.text(), () => '');
+    const text = await fetch(`${p.adminUrl}/metrics`).then(
+      (r) => r.text(),
+      () => '',
+    );
     return /^etagere_redis_up 1$/m.test(text);
   };
 
@@ -245,7 +277,9 @@ describe('SIGKILL, then a new process on the same Redis', () => {
       statuses.push(String(r.headers['cache-status']));
     }
     const upstreamAfter = fake.stats().total - upstreamBefore;
-    console.log(`restart: ${PATHS.length} entries warmed, proxy SIGKILLed, new process: ${statuses.filter((s) => /^etagere; hit/.test(s)).length}/${PATHS.length} hits, ${upstreamAfter} upstream requests`);
+    console.log(
+      `restart: ${PATHS.length} entries warmed, proxy SIGKILLed, new process: ${statuses.filter((s) => /^etagere; hit/.test(s)).length}/${PATHS.length} hits, ${upstreamAfter} upstream requests`,
+    );
     expect(statuses.filter((s) => !/^etagere; hit; ttl=\d+/.test(s))).toEqual([]);
     expect(upstreamAfter).toBe(0);
     second.cli.child.kill('SIGTERM');

@@ -51,7 +51,11 @@ describe('proxy under upstream faults', () => {
       const big = req.url === '/big';
       const body = big ? Buffer.alloc(1024 * 1024, 'x') : Buffer.from('{"small":true}');
       const answer = (): void => {
-        res.writeHead(200, { 'content-type': big ? 'text/plain' : 'application/json', 'content-length': body.length, 'cache-control': 'max-age=60' });
+        res.writeHead(200, {
+          'content-type': big ? 'text/plain' : 'application/json',
+          'content-length': body.length,
+          'cache-control': 'max-age=60',
+        });
         res.end(body);
       };
       if (big) heldAnswers.push(answer);
@@ -256,7 +260,10 @@ describe('proxy under upstream faults', () => {
       res.writeHead(200, { ...JSON_HEADERS, 'content-length': small.length });
       res.write(small.subarray(0, 10), () => setImmediate(() => res.socket?.resetAndDestroy()));
     });
-    const p = await startTestProxy({ cache: { max_entry_bytes: MAX_ENTRY }, upstreams: [{ name: 'join', prefix: '/', url: up.url, timeouts: TIMEOUTS }] });
+    const p = await startTestProxy({
+      cache: { max_entry_bytes: MAX_ENTRY },
+      upstreams: [{ name: 'join', prefix: '/', url: up.url, timeouts: TIMEOUTS }],
+    });
     try {
       const first = ask(p.url, '/join', 'GET');
       await until(() => release !== undefined, DEADLINE_MS, 'the upstream to receive the first request');
@@ -291,7 +298,10 @@ describe('proxy under upstream faults', () => {
       res.writeHead(200, { ...JSON_HEADERS, 'content-length': big.length });
       res.write(big.subarray(0, big.length / 2), () => setTimeout(() => res.socket?.resetAndDestroy(), 100));
     });
-    const p = await startTestProxy({ cache: { max_entry_bytes: MAX_ENTRY }, upstreams: [{ name: 'head', prefix: '/', url: up.url, timeouts: TIMEOUTS }] });
+    const p = await startTestProxy({
+      cache: { max_entry_bytes: MAX_ENTRY },
+      upstreams: [{ name: 'head', prefix: '/', url: up.url, timeouts: TIMEOUTS }],
+    });
     try {
       const head = await ask(p.url, '/head', 'HEAD');
       if (typeof head === 'string') throw new Error(`the HEAD got ${head}`);
@@ -462,72 +472,70 @@ describe('proxy under 10,000 faulted requests', () => {
     };
   };
 
-  it(
-    'no crash, every answer well-formed, and no unbounded growth of sockets, timers or heap',
-    async () => {
-      // A real gc when V8 lets us have one (this process only); otherwise a generous bound below.
-      let gc: (() => void) | undefined;
-      try {
-        setFlagsFromString('--expose-gc');
-        gc = runInNewContext('gc') as () => void;
-      } catch {
-        gc = undefined;
-      }
-      const setFaults = async (faults: FaultRuleInput[]) => {
-        const r = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
-        expect(r.status).toBe(200);
-      };
-      // Warm-up with the same mix: entries stored, lazy structures and JIT in place.
-      await setFaults(MIX);
-      await run(1_000);
-      await setFaults([]);
-      await run(WARM.length * 4); // every warm path stored at least once
-      const before = await settle(gc);
+  it('no crash, every answer well-formed, and no unbounded growth of sockets, timers or heap', async () => {
+    // A real gc when V8 lets us have one (this process only); otherwise a generous bound below.
+    let gc: (() => void) | undefined;
+    try {
+      setFlagsFromString('--expose-gc');
+      gc = runInNewContext('gc') as () => void;
+    } catch {
+      gc = undefined;
+    }
+    const setFaults = async (faults: FaultRuleInput[]) => {
+      const r = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
+      expect(r.status).toBe(200);
+    };
+    // Warm-up with the same mix: entries stored, lazy structures and JIT in place.
+    await setFaults(MIX);
+    await run(1_000);
+    await setFaults([]);
+    await run(WARM.length * 4); // every warm path stored at least once
+    const before = await settle(gc);
 
-      await setFaults(MIX);
-      const started = Date.now();
-      const outcomes = await run(TOTAL);
-      const seconds = (Date.now() - started) / 1000;
-      const injected = ((await (await fetch(`${fake.url}/__fake/faults`)).json()) as { faults: Array<{ kind: string; status?: number; injected: number }> }).faults;
-      await setFaults([]);
-      const after = await settle(gc);
+    await setFaults(MIX);
+    const started = Date.now();
+    const outcomes = await run(TOTAL);
+    const seconds = (Date.now() - started) / 1000;
+    const injected = (
+      (await (await fetch(`${fake.url}/__fake/faults`)).json()) as { faults: Array<{ kind: string; status?: number; injected: number }> }
+    ).faults;
+    await setFaults([]);
+    const after = await settle(gc);
 
-      // The proxy still answers normally.
-      const ok = await request(`${app.url}/repos/octocat/hello-world`, { signal: AbortSignal.timeout(DEADLINE_MS) });
-      expect(ok.statusCode).toBe(200);
-      JSON.parse(await ok.body.text());
+    // The proxy still answers normally.
+    const ok = await request(`${app.url}/repos/octocat/hello-world`, { signal: AbortSignal.timeout(DEADLINE_MS) });
+    expect(ok.statusCode).toBe(200);
+    JSON.parse(await ok.body.text());
 
-      const byStatus: Record<string, number> = {};
-      for (const o of outcomes) {
-        const k = 'status' in o ? String(o.status) : o.error;
-        byStatus[k] = (byStatus[k] ?? 0) + 1;
-      }
-      const kinds = injected.map((f) => `${f.kind}${f.status ?? ''}=${f.injected}`).join(' ');
-      const res = (r: Record<string, number>) => `TCP ${r.TCPSocketWrap ?? 0}, timers ${r.Timeout ?? 0}`;
-      console.log(
-        `upstream-faults soak: ${TOTAL} requests in ${seconds.toFixed(1)} s (concurrency ${CONCURRENCY}), ` +
-          `0 crashes; outcomes ${JSON.stringify(byStatus)}; injected ${kinds}; ` +
-          `handles before/after ${before.handles}/${after.handles} (${res(before.resources)} / ${res(after.resources)}); ` +
-          `heap before/after ${before.heapMiB.toFixed(1)}/${after.heapMiB.toFixed(1)} MiB, ` +
-          `external ${before.externalMiB.toFixed(1)}/${after.externalMiB.toFixed(1)} MiB${gc === undefined ? ' (no gc)' : ' (after gc)'}; ` +
-          `upstream sockets ${before.upstreamSockets}/${after.upstreamSockets}`,
-      );
+    const byStatus: Record<string, number> = {};
+    for (const o of outcomes) {
+      const k = 'status' in o ? String(o.status) : o.error;
+      byStatus[k] = (byStatus[k] ?? 0) + 1;
+    }
+    const kinds = injected.map((f) => `${f.kind}${f.status ?? ''}=${f.injected}`).join(' ');
+    const res = (r: Record<string, number>) => `TCP ${r.TCPSocketWrap ?? 0}, timers ${r.Timeout ?? 0}`;
+    console.log(
+      `upstream-faults soak: ${TOTAL} requests in ${seconds.toFixed(1)} s (concurrency ${CONCURRENCY}), ` +
+        `0 crashes; outcomes ${JSON.stringify(byStatus)}; injected ${kinds}; ` +
+        `handles before/after ${before.handles}/${after.handles} (${res(before.resources)} / ${res(after.resources)}); ` +
+        `heap before/after ${before.heapMiB.toFixed(1)}/${after.heapMiB.toFixed(1)} MiB, ` +
+        `external ${before.externalMiB.toFixed(1)}/${after.externalMiB.toFixed(1)} MiB${gc === undefined ? ' (no gc)' : ' (after gc)'}; ` +
+        `upstream sockets ${before.upstreamSockets}/${after.upstreamSockets}`,
+    );
 
-      expect(outcomes).toHaveLength(TOTAL);
-      const unexpected = Object.keys(byStatus).filter((k) => !['200', '404', '500', '502', '503', '504', 'client-gave-up'].includes(k));
-      expect(unexpected, JSON.stringify(byStatus)).toEqual([]);
-      expect(injected.reduce((n, f) => n + f.injected, 0)).toBeGreaterThan(TOTAL * 0.6);
-      // Sockets: client connections all gone, upstream ones within the pool; a leak of one
-      // socket or timer per faulted request would show thousands.
-      expect(after.proxySockets).toBe(0);
-      expect(after.upstreamSockets).toBeLessThanOrEqual(CONNECTIONS);
-      expect(after.resources.TCPSocketWrap ?? 0).toBeLessThanOrEqual((before.resources.TCPSocketWrap ?? 0) + 2 * CONNECTIONS);
-      expect(after.resources.Timeout ?? 0).toBeLessThanOrEqual((before.resources.Timeout ?? 0) + 10);
-      expect(after.handles).toBeLessThanOrEqual(before.handles + 2 * CONNECTIONS + 10);
-      // Heap: 10,000 requests leaking even 1 KiB each would add 10 MiB.
-      expect(after.heapMiB - before.heapMiB).toBeLessThan(gc === undefined ? 32 : 8);
-      expect(after.externalMiB - before.externalMiB).toBeLessThan(gc === undefined ? 32 : 8);
-    },
-    120_000,
-  );
+    expect(outcomes).toHaveLength(TOTAL);
+    const unexpected = Object.keys(byStatus).filter((k) => !['200', '404', '500', '502', '503', '504', 'client-gave-up'].includes(k));
+    expect(unexpected, JSON.stringify(byStatus)).toEqual([]);
+    expect(injected.reduce((n, f) => n + f.injected, 0)).toBeGreaterThan(TOTAL * 0.6);
+    // Sockets: client connections all gone, upstream ones within the pool; a leak of one
+    // socket or timer per faulted request would show thousands.
+    expect(after.proxySockets).toBe(0);
+    expect(after.upstreamSockets).toBeLessThanOrEqual(CONNECTIONS);
+    expect(after.resources.TCPSocketWrap ?? 0).toBeLessThanOrEqual((before.resources.TCPSocketWrap ?? 0) + 2 * CONNECTIONS);
+    expect(after.resources.Timeout ?? 0).toBeLessThanOrEqual((before.resources.Timeout ?? 0) + 10);
+    expect(after.handles).toBeLessThanOrEqual(before.handles + 2 * CONNECTIONS + 10);
+    // Heap: 10,000 requests leaking even 1 KiB each would add 10 MiB.
+    expect(after.heapMiB - before.heapMiB).toBeLessThan(gc === undefined ? 32 : 8);
+    expect(after.externalMiB - before.externalMiB).toBeLessThan(gc === undefined ? 32 : 8);
+  }, 120_000);
 });

@@ -45,7 +45,8 @@ function originOf(request: UndiciRequest): string | undefined {
  * Header lines not captured, because they change on every answer: numbers, HTTP dates, UUIDs, and
  * request ids (X-Request-Id is the client's own when it sent one).
  */
-const VOLATILE = /^(?:[\d.,\s]*|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const VOLATILE =
+  /^(?:[\d.,\s]*|[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 const VOLATILE_NAMES = new Set(['x-request-id', 'x-github-request-id', 'date', 'age']);
 
 interface Watched {
@@ -69,40 +70,49 @@ const safe =
   };
 
 if (capturing()) {
-  subscribe('undici:request:create', safe((message) => {
-    const { request } = message as { request: UndiciRequest };
-    let n = 0;
-    for (const [name, value] of pairs(request.headers)) {
-      if (name === 'authorization') {
-        const scheme = /^([A-Za-z]{1,12}) /.exec(value.trim())?.[1] ?? 'no scheme';
-        for (const c of credentialsIn(value)) recordSecret(`credential #${++n} of an Authorization (${scheme}) sent${inTestFile()}`, c);
-      } else if (name === 'x-etagere-key') {
-        recordSecret(`a consumer key (X-Etagere-Key) sent${inTestFile()}`, value);
+  subscribe(
+    'undici:request:create',
+    safe((message) => {
+      const { request } = message as { request: UndiciRequest };
+      let n = 0;
+      for (const [name, value] of pairs(request.headers)) {
+        if (name === 'authorization') {
+          const scheme = /^([A-Za-z]{1,12}) /.exec(value.trim())?.[1] ?? 'no scheme';
+          for (const c of credentialsIn(value)) recordSecret(`credential #${++n} of an Authorization (${scheme}) sent${inTestFile()}`, c);
+        } else if (name === 'x-etagere-key') {
+          recordSecret(`a consumer key (X-Etagere-Key) sent${inTestFile()}`, value);
+        }
       }
-    }
-  }));
+    }),
+  );
 
-  subscribe('undici:request:headers', safe((message) => {
-    const { request, response } = message as { request: UndiciRequest; response: { statusCode: number; headers: unknown } };
-    const origin = originOf(request);
-    const kind = origin === undefined ? undefined : originKind(origin);
-    if (kind === undefined || (kind === 'proxy' && response.statusCode < 400)) return;
-    // The label names the path without its query (a test may put a secret in a query string).
-    const path = (request.path ?? '').split('?')[0];
-    const label = `${kind} answer ${response.statusCode} to ${request.method ?? 'GET'} ${path}${inTestFile()}`;
-    for (const [name, value] of pairs(response.headers)) {
-      if (!VOLATILE_NAMES.has(name) && !VOLATILE.test(value)) capture(`${label}: header`, `${name}: ${value}`);
-    }
-    watched.set(request as object, { label, chunks: [], bytes: 0 });
-  }));
+  subscribe(
+    'undici:request:headers',
+    safe((message) => {
+      const { request, response } = message as { request: UndiciRequest; response: { statusCode: number; headers: unknown } };
+      const origin = originOf(request);
+      const kind = origin === undefined ? undefined : originKind(origin);
+      if (kind === undefined || (kind === 'proxy' && response.statusCode < 400)) return;
+      // The label names the path without its query (a test may put a secret in a query string).
+      const path = (request.path ?? '').split('?')[0];
+      const label = `${kind} answer ${response.statusCode} to ${request.method ?? 'GET'} ${path}${inTestFile()}`;
+      for (const [name, value] of pairs(response.headers)) {
+        if (!VOLATILE_NAMES.has(name) && !VOLATILE.test(value)) capture(`${label}: header`, `${name}: ${value}`);
+      }
+      watched.set(request as object, { label, chunks: [], bytes: 0 });
+    }),
+  );
 
-  subscribe('undici:request:bodyChunkReceived', safe((message) => {
-    const { request, chunk } = message as { request: object; chunk: Buffer };
-    const w = watched.get(request);
-    if (w === undefined || w.bytes >= MAX_BODY) return;
-    w.chunks.push(Buffer.from(chunk));
-    w.bytes += chunk.length;
-  }));
+  subscribe(
+    'undici:request:bodyChunkReceived',
+    safe((message) => {
+      const { request, chunk } = message as { request: object; chunk: Buffer };
+      const w = watched.get(request);
+      if (w === undefined || w.bytes >= MAX_BODY) return;
+      w.chunks.push(Buffer.from(chunk));
+      w.bytes += chunk.length;
+    }),
+  );
 
   const finish = safe((message) => {
     const { request } = message as { request: object };

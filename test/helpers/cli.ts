@@ -36,7 +36,10 @@ export function runCli(args: string[], env: Record<string, string | undefined> =
     watchForScan(args, env);
     // 'close': the output streams have ended too.
     child.once('close', () =>
-      capture(`etagere ${args[0] ?? ''} (pid ${child.pid ?? '?'})${inTestFile()}: stdout and stderr`, withoutDocumentedHint(`${out}\n${err}`)),
+      capture(
+        `etagere ${args[0] ?? ''} (pid ${child.pid ?? '?'})${inTestFile()}: stdout and stderr`,
+        withoutDocumentedHint(`${out}\n${err}`),
+      ),
     );
   }
   return { child, stdout: () => out, stderr: () => err, exited };
@@ -62,7 +65,10 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
     if (name === 'ETAGERE_TOKENS') {
       for (const item of value.split(',')) {
         const eq = item.indexOf('=');
-        recordSecret(`ETAGERE_TOKENS entry ${eq > 0 ? item.slice(0, eq).trim() : '(unnamed)'} of a CLI process${inTestFile()}`, eq > 0 ? item.slice(eq + 1) : item);
+        recordSecret(
+          `ETAGERE_TOKENS entry ${eq > 0 ? item.slice(0, eq).trim() : '(unnamed)'} of a CLI process${inTestFile()}`,
+          eq > 0 ? item.slice(eq + 1) : item,
+        );
       }
     } else if (name === 'ETAGERE_TOKENS_FILE') {
       try {
@@ -70,7 +76,12 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
           .split('\n')
           .map((l) => l.trim())
           .filter((l) => l !== '' && !l.startsWith('#'))
-          .forEach((l, i) => recordSecret(`ETAGERE_TOKENS_FILE line ${i + 1} of a CLI process${inTestFile()}`, l.includes('=') ? l.slice(l.indexOf('=') + 1) : l));
+          .forEach((l, i) =>
+            recordSecret(
+              `ETAGERE_TOKENS_FILE line ${i + 1} of a CLI process${inTestFile()}`,
+              l.includes('=') ? l.slice(l.indexOf('=') + 1) : l,
+            ),
+          );
       } catch {
         // no such file: the process reports it
       }

@@ -41,8 +41,7 @@ export interface TestRedisCluster {
 const HOST = '127.0.0.1';
 /** Base arguments of every spawned server: loopback only, nothing written to disk. */
 const BASE_ARGS = ['--bind', HOST, '--save', '', '--appendonly', 'no'];
-const MISSING =
-  'redis-server was not found on PATH: install it (apt-get install redis-server) or set REDIS_URL to an existing Redis';
+const MISSING = 'redis-server was not found on PATH: install it (apt-get install redis-server) or set REDIS_URL to an existing Redis';
 
 export interface StartRedisOptions {
   /**
@@ -84,10 +83,14 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
     for (let i = 0; i < 3; i++) {
       const server = await launch(
         (port) => [
-          '--cluster-enabled', 'yes',
-          '--cluster-config-file', `nodes-${port}.conf`, // relative to --dir
-          '--cluster-node-timeout', '2000',
-          '--dir', dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`, // relative to --dir
+          '--cluster-node-timeout',
+          '2000',
+          '--dir',
+          dir,
         ],
         () => freeClusterPort(taken),
       );

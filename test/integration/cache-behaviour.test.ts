@@ -28,7 +28,12 @@ describe('cache behaviour', () => {
     const body = s.body ?? `{"path":"${path}","v":${version}}`;
     scripts.set(path, {
       status: 200,
-      headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=60, s-maxage=60', etag: etagOf(body), ...s.headers },
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        'cache-control': 'public, max-age=60, s-maxage=60',
+        etag: etagOf(body),
+        ...s.headers,
+      },
       body,
       ...(s.hold === undefined ? {} : { hold: s.hold }),
       ...(s.cut === undefined ? {} : { cut: s.cut }),
@@ -39,7 +44,11 @@ describe('cache behaviour', () => {
 
   beforeAll(async () => {
     upstream = await startScriptedUpstream((req, res) => {
-      const s = scripts.get(req.url ?? '') ?? { status: 404, headers: { 'content-type': 'application/json' }, body: '{"message":"Not Found"}' };
+      const s = scripts.get(req.url ?? '') ?? {
+        status: 404,
+        headers: { 'content-type': 'application/json' },
+        body: '{"message":"Not Found"}',
+      };
       const send = () => {
         if (s.cut) {
           res.writeHead(s.status, { ...s.headers, 'content-length': String(Buffer.byteLength(s.body) + 50) });
@@ -160,7 +169,10 @@ describe('cache behaviour', () => {
     const r = await get('/nc', { 'cache-control': 'no-cache' });
     expect(r.status).toBe(200);
     expect(r.headers['cache-status']).toMatch(/fwd=request; fwd-status=304/);
-    expect(upstream.seen.filter((s) => s.url === '/nc').map((s) => s.headers['if-none-match'])).toEqual([undefined, scripts.get('/nc')!.headers.etag]);
+    expect(upstream.seen.filter((s) => s.url === '/nc').map((s) => s.headers['if-none-match'])).toEqual([
+      undefined,
+      scripts.get('/nc')!.headers.etag,
+    ]);
     const p = await get('/nc', { pragma: 'no-cache' });
     expect(p.headers['cache-status']).toMatch(/fwd=request/);
   });

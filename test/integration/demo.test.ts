@@ -8,19 +8,18 @@ import { deadPort } from '../helpers/upstream.js';
 
 describe('demo', () => {
   it('formats one summary line', () => {
-    const line = summaryLine(
-      { windowSeconds: 300, requests: 120, saved: 86, hits: 80, hitRatio: 80 / 120, upstreams: [] },
-      [
-        { name: 'alice-public', remaining: 52, limit: 60, state: 'ok' },
-        { name: 'bob-public', remaining: 0, limit: 60, state: 'exhausted' },
-      ],
-    );
+    const line = summaryLine({ windowSeconds: 300, requests: 120, saved: 86, hits: 80, hitRatio: 80 / 120, upstreams: [] }, [
+      { name: 'alice-public', remaining: 52, limit: 60, state: 'ok' },
+      { name: 'bob-public', remaining: 0, limit: 60, state: 'exhausted' },
+    ]);
     expect(line).toBe('requests 120 | hit ratio 66.7 % | quota saved 86 | alice-public 52/60 | bob-public 0/60 exhausted');
   });
 
   it('runs the fake, the proxy and a consumer load, printing a summary line every second', async () => {
     const [port, fakePort, adminPort] = [await deadPort(), await deadPort(), await deadPort()];
-    const cli = runCli(['demo', '--port', String(port), '--fake-port', String(fakePort), '--admin-port', String(adminPort)], { LOG_LEVEL: 'warn' });
+    const cli = runCli(['demo', '--port', String(port), '--fake-port', String(fakePort), '--admin-port', String(adminPort)], {
+      LOG_LEVEL: 'warn',
+    });
     try {
       await until(() => (cli.stdout().match(/^requests \d+ \| hit ratio/gm) ?? []).length >= 2, 20_000, 'two summary lines');
       const lines = cli.stdout().match(/^requests \d+ \| hit ratio .*$/gm)!;

@@ -74,7 +74,15 @@ describe('admin endpoints and graceful shutdown', () => {
       await until(() => held.length === 1, 5000, 'request to reach upstream');
       cli.child.kill('SIGTERM');
       // Still in flight: the process must not exit before the response is done.
-      await until(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`).then((r) => r.status, () => 0)) !== 200, 5000, 'readyz to drop');
+      await until(
+        async () =>
+          (await fetch(`http://127.0.0.1:${adminPort}/readyz`).then(
+            (r) => r.status,
+            () => 0,
+          )) !== 200,
+        5000,
+        'readyz to drop',
+      );
       held.shift()!();
       expect(await inflight).toEqual({ status: 200, body: 'done' });
       expect(await cli.exited).toEqual({ code: 0, signal: null });

@@ -21,7 +21,9 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const has = (cmd: string): boolean => spawnSync(cmd, ['--version'], { stdio: 'ignore' }).status === 0;
 const PROMETHEUS = has('prometheus') && has('promtool');
 if (!PROMETHEUS) {
-  process.stderr.write('observability tests skipped: the Debian package "prometheus" (prometheus, promtool) is not installed; apt-get install prometheus\n');
+  process.stderr.write(
+    'observability tests skipped: the Debian package "prometheus" (prometheus, promtool) is not installed; apt-get install prometheus\n',
+  );
 }
 
 const TOKENS = ['obs_pool_token_one1', 'obs_pool_token_two2'];
@@ -93,58 +95,83 @@ describe('observability with real Prometheus tools', () => {
     for (const secret of TOKENS) expect(metrics.body).not.toContain(secret);
   });
 
-  it.skipIf(!PROMETHEUS)('every dashboard panel query returns series from a real Prometheus', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'etagere-prometheus-'));
-    const port = await deadPort();
-    const admin = new URL(proxy.adminUrl);
-    writeFileSync(
-      join(dir, 'prometheus.yml'),
-      `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: etagere\n    static_configs:\n      - targets: ['${admin.host}']\n`,
-    );
-    let prom: ChildProcess | undefined;
-    let output = '';
-    try {
-      prom = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      prom.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-      prom.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-      const api = `http://127.0.0.1:${port}/api/v1`;
-      const query = async (expr: string): Promise<{ status: string; error?: string; data?: { result: unknown[] } }> => {
-        const r = await request(`${api}/query?query=${encodeURIComponent(expr)}`);
-        return (await r.body.json()) as { status: string; error?: string; data?: { result: unknown[] } };
-      };
-      await until(async () => text(`${api}/status/buildinfo`).then((r) => r.status === 200, () => false), 15_000, `prometheus to start:\n${output}`);
-      // Load while Prometheus scrapes every second, until it holds a few scrapes of it.
-      const deadline = Date.now() + 20_000;
-      for (;;) {
-        await load(3);
-        const scrapes = await query('count_over_time(up{job="etagere"}[1m])');
-        const n = Number((scrapes.data?.result[0] as { value?: [number, string] } | undefined)?.value?.[1] ?? 0);
-        if (n >= 4) break;
-        if (Date.now() > deadline) throw new Error(`prometheus scraped etagere only ${n} times:\n${output}`);
-      }
-      await load(3);
-      await until(async () => Number(((await query('count_over_time(up{job="etagere"}[1m])')).data?.result[0] as { value: [number, string] }).value[1]) >= 6, 10_000, 'two more scrapes');
-
-      const dashboard = JSON.parse(readFileSync(join(ROOT, 'grafana/dashboards/etagere.json'), 'utf8')) as { panels: Panel[] };
-      const failures: string[] = [];
-      let evaluated = 0;
-      for (const panel of dashboard.panels) {
-        for (const target of panel.targets) {
-          // Grafana's $__rate_interval is resolved by Grafana; here a minute covers the test's scrapes.
-          const expr = target.expr.replaceAll('$__rate_interval', '1m');
-          const r = await query(expr);
-          evaluated++;
-          if (r.status !== 'success') failures.push(`${panel.title}: ${expr}: ${r.error ?? 'error'}`);
-          else if ((r.data?.result.length ?? 0) === 0) failures.push(`${panel.title}: ${expr}: no series`);
+  it.skipIf(!PROMETHEUS)(
+    'every dashboard panel query returns series from a real Prometheus',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'etagere-prometheus-'));
+      const port = await deadPort();
+      const admin = new URL(proxy.adminUrl);
+      writeFileSync(
+        join(dir, 'prometheus.yml'),
+        `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: etagere\n    static_configs:\n      - targets: ['${admin.host}']\n`,
+      );
+      let prom: ChildProcess | undefined;
+      let output = '';
+      try {
+        prom = spawn(
+          'prometheus',
+          [
+            `--config.file=${join(dir, 'prometheus.yml')}`,
+            `--storage.tsdb.path=${join(dir, 'data')}`,
+            `--web.listen-address=127.0.0.1:${port}`,
+          ],
+          {
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+        prom.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+        prom.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+        const api = `http://127.0.0.1:${port}/api/v1`;
+        const query = async (expr: string): Promise<{ status: string; error?: string; data?: { result: unknown[] } }> => {
+          const r = await request(`${api}/query?query=${encodeURIComponent(expr)}`);
+          return (await r.body.json()) as { status: string; error?: string; data?: { result: unknown[] } };
+        };
+        await until(
+          async () =>
+            text(`${api}/status/buildinfo`).then(
+              (r) => r.status === 200,
+              () => false,
+            ),
+          15_000,
+          `prometheus to start:\n${output}`,
+        );
+        // Load while Prometheus scrapes every second, until it holds a few scrapes of it.
+        const deadline = Date.now() + 20_000;
+        for (;;) {
+          await load(3);
+          const scrapes = await query('count_over_time(up{job="etagere"}[1m])');
+          const n = Number((scrapes.data?.result[0] as { value?: [number, string] } | undefined)?.value?.[1] ?? 0);
+          if (n >= 4) break;
+          if (Date.now() > deadline) throw new Error(`prometheus scraped etagere only ${n} times:\n${output}`);
         }
+        await load(3);
+        await until(
+          async () =>
+            Number(((await query('count_over_time(up{job="etagere"}[1m])')).data?.result[0] as { value: [number, string] }).value[1]) >= 6,
+          10_000,
+          'two more scrapes',
+        );
+
+        const dashboard = JSON.parse(readFileSync(join(ROOT, 'grafana/dashboards/etagere.json'), 'utf8')) as { panels: Panel[] };
+        const failures: string[] = [];
+        let evaluated = 0;
+        for (const panel of dashboard.panels) {
+          for (const target of panel.targets) {
+            // Grafana's $__rate_interval is resolved by Grafana; here a minute covers the test's scrapes.
+            const expr = target.expr.replaceAll('$__rate_interval', '1m');
+            const r = await query(expr);
+            evaluated++;
+            if (r.status !== 'success') failures.push(`${panel.title}: ${expr}: ${r.error ?? 'error'}`);
+            else if ((r.data?.result.length ?? 0) === 0) failures.push(`${panel.title}: ${expr}: no series`);
+          }
+        }
+        expect(evaluated).toBeGreaterThanOrEqual(20);
+        expect(failures).toEqual([]);
+      } finally {
+        prom?.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
       }
-      expect(evaluated).toBeGreaterThanOrEqual(20);
-      expect(failures).toEqual([]);
-    } finally {
-      prom?.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

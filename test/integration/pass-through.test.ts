@@ -214,7 +214,9 @@ describe('pass-through proxy', () => {
 
   it('logs one line per request with credentials redacted', async () => {
     const secret = 'ghp_supersecretvalue000000000000000001';
-    await (await request(`${proxy.url}/echo?access_token=${secret}`, { headers: { authorization: `token ${secret}`, cookie: `s=${secret}` } })).body.text();
+    await (
+      await request(`${proxy.url}/echo?access_token=${secret}`, { headers: { authorization: `token ${secret}`, cookie: `s=${secret}` } })
+    ).body.text();
     await until(() => proxy.logs().some((l) => typeof l.path === 'string' && l.path.startsWith('/echo?access_token')), 2000, 'log line');
     const line = proxy.logs().find((l) => typeof l.path === 'string' && l.path.startsWith('/echo?access_token'))!;
     expect(line).toMatchObject({ msg: 'request', method: 'GET', upstream: 'main', status: 200, upstreamStatus: 200 });

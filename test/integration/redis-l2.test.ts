@@ -69,7 +69,14 @@ describe('Redis L2 shared by replicas', () => {
     const first = await get(`${a.url}/repos/octocat/hello-world`);
     expect(first.headers['cache-status']).toMatch(/fwd=miss; fwd-status=200; ttl=\d+; stored/);
     const before = fake.stats().total;
-    await until(async () => (await raw.exists(`${PREFIX}v1:{${keyTag(cacheKey({ upstream: 'github', pathname: '/repos/octocat/hello-world', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS }))}}:e`)) === 1, 2_000, 'L2 write');
+    await until(
+      async () =>
+        (await raw.exists(
+          `${PREFIX}v1:{${keyTag(cacheKey({ upstream: 'github', pathname: '/repos/octocat/hello-world', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS }))}}:e`,
+        )) === 1,
+      2_000,
+      'L2 write',
+    );
     const fromB = await get(`${b.url}/repos/octocat/hello-world`);
     expect(fromB.status).toBe(200);
     expect(fromB.body).toBe(first.body);
@@ -85,7 +92,11 @@ describe('Redis L2 shared by replicas', () => {
     const alice = { authorization: 'token demo_token_alice_repo' };
     await get(`${a.url}/user`, alice);
     const before = fake.stats().total;
-    const fromB = await until(async () => /hit/.test(String((await get(`${b.url}/user`, alice)).headers['cache-status'])), 2_000, 'alice hit on b').then(() => true);
+    const fromB = await until(
+      async () => /hit/.test(String((await get(`${b.url}/user`, alice)).headers['cache-status'])),
+      2_000,
+      'alice hit on b',
+    ).then(() => true);
     expect(fromB).toBe(true);
     expect(fake.stats().total).toBe(before);
     const bob = await get(`${b.url}/user`, { authorization: 'token demo_token_bob_public' });
@@ -94,7 +105,14 @@ describe('Redis L2 shared by replicas', () => {
 
   it('a garbage value in an L2 key is a miss, logged once, never a crash', async () => {
     const path = '/users/carol';
-    const key = cacheKey({ upstream: 'github', pathname: path, search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS });
+    const key = cacheKey({
+      upstream: 'github',
+      pathname: path,
+      search: '',
+      accept: undefined,
+      apiVersion: undefined,
+      partition: ANONYMOUS,
+    });
     const redisKey = `${PREFIX}v1:{${keyTag(key)}}:e`;
     for (const garbage of [Buffer.from('not an entry'), Buffer.from([1, 0, 0, 0, 9, 123]), Buffer.from([1, 255, 255, 255, 255])]) {
       await raw.set(redisKey, garbage, 'PX', 60_000);
@@ -179,37 +197,45 @@ describe('Redis outages', () => {
     expect(Date.now() - back).toBeLessThan(2_000);
   }
 
-  it.skipIf(!canSignal)('Redis killed mid-load, then restarted: no client error, p99 under 50 ms, L2 back within 2 s', async () => {
-    await until(up, 5_000, 'redis up');
-    const answers = await load(async (seen) => {
-      await settle(200); // load time spans here are the observation windows, not synchronisation
-      redis.signal('SIGKILL');
-      const from = seen.length;
-      await settle(800);
-      const during = seen.slice(from).map((x) => x.ms);
-      expect(during.length).toBeGreaterThan(20);
-      expect(p99(during)).toBeLessThan(50);
-      await redis.restart();
-      await resumesWithin2s();
-    });
-    expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
-  }, 30_000);
+  it.skipIf(!canSignal)(
+    'Redis killed mid-load, then restarted: no client error, p99 under 50 ms, L2 back within 2 s',
+    async () => {
+      await until(up, 5_000, 'redis up');
+      const answers = await load(async (seen) => {
+        await settle(200); // load time spans here are the observation windows, not synchronisation
+        redis.signal('SIGKILL');
+        const from = seen.length;
+        await settle(800);
+        const during = seen.slice(from).map((x) => x.ms);
+        expect(during.length).toBeGreaterThan(20);
+        expect(p99(during)).toBeLessThan(50);
+        await redis.restart();
+        await resumesWithin2s();
+      });
+      expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
+    },
+    30_000,
+  );
 
-  it.skipIf(!canSignal)('Redis frozen (SIGSTOP) mid-load: no client error, p99 under 50 ms, L2 back within 2 s of SIGCONT', async () => {
-    await until(up, 5_000, 'redis up');
-    const answers = await load(async (seen) => {
-      await settle(200);
-      redis.signal('SIGSTOP');
-      const from = seen.length;
-      await settle(1_500);
-      const during = seen.slice(from).map((x) => x.ms);
-      expect(during.length).toBeGreaterThan(20);
-      expect(p99(during)).toBeLessThan(50);
-      redis.signal('SIGCONT');
-      await resumesWithin2s();
-    });
-    expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
-  }, 30_000);
+  it.skipIf(!canSignal)(
+    'Redis frozen (SIGSTOP) mid-load: no client error, p99 under 50 ms, L2 back within 2 s of SIGCONT',
+    async () => {
+      await until(up, 5_000, 'redis up');
+      const answers = await load(async (seen) => {
+        await settle(200);
+        redis.signal('SIGSTOP');
+        const from = seen.length;
+        await settle(1_500);
+        const during = seen.slice(from).map((x) => x.ms);
+        expect(during.length).toBeGreaterThan(20);
+        expect(p99(during)).toBeLessThan(50);
+        redis.signal('SIGCONT');
+        await resumesWithin2s();
+      });
+      expect(answers.filter((x) => x.status !== 200).map((x) => x.status)).toEqual([]);
+    },
+    30_000,
+  );
 });
 
 describe('on a 3-node Redis Cluster', () => {

@@ -81,7 +81,11 @@ describe('three replicas share one token budget', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@user${i}:public_repo`).join(',')), tokenLimit: 50, windowSeconds: 600 });
+    fake = await startFakeUpstream({
+      tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@user${i}:public_repo`).join(',')),
+      tokenLimit: 50,
+      windowSeconds: 600,
+    });
     replicas = await startReplicas(3, {
       UPSTREAM_URL: fake.url,
       REDIS_URL: redis.url,
@@ -123,7 +127,10 @@ describe('three replicas share one token budget', () => {
     // Every replica sees the three (heartbeats every 2 s) and takes a third of the concurrency cap.
     await until(
       async () => {
-        const admin = JSON.parse(await (await request(`${replicas[1]!.adminUrl}/admin/tokens`)).body.text()) as { budget: string; replicas: number };
+        const admin = JSON.parse(await (await request(`${replicas[1]!.adminUrl}/admin/tokens`)).body.text()) as {
+          budget: string;
+          replicas: number;
+        };
         return admin.budget === 'shared' && admin.replicas === 3;
       },
       5_000,

@@ -25,7 +25,8 @@ function findChromium(): string | undefined {
   return undefined;
 }
 const CHROMIUM = findChromium();
-if (CHROMIUM === undefined) process.stderr.write('status page browser test skipped: chromium is not installed (apt-get install chromium)\n');
+if (CHROMIUM === undefined)
+  process.stderr.write('status page browser test skipped: chromium is not installed (apt-get install chromium)\n');
 
 const TOKENS = ['status_page_token_aa1', 'status_page_token_bb2'];
 
@@ -37,7 +38,12 @@ describe('admin status page', () => {
     fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 40 });
     proxy = await startTestProxy({
       upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true }],
-      pool: { tokens: [{ name: 'alpha', value: TOKENS[0]! }, { name: 'beta', value: TOKENS[1]! }] },
+      pool: {
+        tokens: [
+          { name: 'alpha', value: TOKENS[0]! },
+          { name: 'beta', value: TOKENS[1]! },
+        ],
+      },
     });
     for (let i = 0; i < 6; i++) await (await request(`${proxy.url}/users/octocat?i=${i % 3}`)).body.dump();
   });
@@ -62,30 +68,36 @@ describe('admin status page', () => {
     for (const secret of TOKENS) expect(JSON.stringify(status)).not.toContain(secret);
   });
 
-  it.skipIf(CHROMIUM === undefined)('renders token rows, health and ratios in headless chromium', async () => {
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
-    try {
-      const page = await browser.newPage();
-      await page.goto(`${proxy.adminUrl}/`);
-      await page.waitForSelector('#tokens tbody tr[data-token="beta"]', { timeout: 10_000 });
-      const rows = await page.$$eval('#tokens tbody tr', (trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => (td as { textContent: string | null }).textContent ?? '')));
-      expect(rows.map((r) => r[0])).toEqual(['alpha', 'beta']);
-      for (const r of rows) {
-        expect(r[1]).toMatch(/^\d+ \/ 40$/);
-        expect(r[3]).toBe('ok');
-        expect(r[4]).toMatch(/^\d+(m \d+s|s|h \d+m)$/);
+  it.skipIf(CHROMIUM === undefined)(
+    'renders token rows, health and ratios in headless chromium',
+    async () => {
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+      try {
+        const page = await browser.newPage();
+        await page.goto(`${proxy.adminUrl}/`);
+        await page.waitForSelector('#tokens tbody tr[data-token="beta"]', { timeout: 10_000 });
+        const rows = await page.$$eval('#tokens tbody tr', (trs) =>
+          trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => (td as { textContent: string | null }).textContent ?? '')),
+        );
+        expect(rows.map((r) => r[0])).toEqual(['alpha', 'beta']);
+        for (const r of rows) {
+          expect(r[1]).toMatch(/^\d+ \/ 40$/);
+          expect(r[3]).toBe('ok');
+          expect(r[4]).toMatch(/^\d+(m \d+s|s|h \d+m)$/);
+        }
+        expect(await page.textContent('#hit-ratio')).toBe('50.0 %');
+        expect(await page.textContent('#quota-saved')).toBe('3');
+        expect(await page.textContent('#redis')).toBe('not used');
+        expect(await page.$$eval('#upstreams tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-upstream')))).toEqual(['github']);
+        const shot = join(process.env.ETAGERE_SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), 'etagere-status-')), 'status.png');
+        await page.screenshot({ path: shot, fullPage: true });
+        expect(statSync(shot).size).toBeGreaterThan(5_000);
+        const content = await page.content();
+        for (const secret of TOKENS) expect(content).not.toContain(secret);
+      } finally {
+        await browser.close();
       }
-      expect(await page.textContent('#hit-ratio')).toBe('50.0 %');
-      expect(await page.textContent('#quota-saved')).toBe('3');
-      expect(await page.textContent('#redis')).toBe('not used');
-      expect(await page.$$eval('#upstreams tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-upstream')))).toEqual(['github']);
-      const shot = join(process.env.ETAGERE_SCREENSHOT_DIR ?? mkdtempSync(join(tmpdir(), 'etagere-status-')), 'status.png');
-      await page.screenshot({ path: shot, fullPage: true });
-      expect(statSync(shot).size).toBeGreaterThan(5_000);
-      const content = await page.content();
-      for (const secret of TOKENS) expect(content).not.toContain(secret);
-    } finally {
-      await browser.close();
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
 });

@@ -17,7 +17,9 @@ import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { deadPort } from '../helpers/upstream.js';
 
 const TOKENS = { a: 'pool_secret_token_aaaa1111', b: 'pool_secret_token_bbbb2222', c: 'pool_secret_token_cccc3333' };
-const FAKE_TOKENS = parseTokenSpec(`${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo,${TOKENS.c}@carol:public_repo,demo_token_octocat_repo@octocat:repo`);
+const FAKE_TOKENS = parseTokenSpec(
+  `${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo,${TOKENS.c}@carol:public_repo,demo_token_octocat_repo@octocat:repo`,
+);
 const BAD = 'pool_secret_token_revoked9999';
 const CONSUMER_KEY = 'consumer_key_web_5f2a9c';
 const ALL_SECRETS = [...Object.values(TOKENS), BAD, CONSUMER_KEY];
@@ -97,7 +99,15 @@ describe('token pool', () => {
   it('spends all of the pool without an upstream 403/429, then answers 429 with Retry-After, then resumes', async () => {
     const WINDOW = 5;
     const fake = await fakeWith({ tokenLimit: 50, windowSeconds: WINDOW });
-    const proxy = await start(upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }, { name: 'b', value: TOKENS.b }, { name: 'c', value: TOKENS.c }] }));
+    const proxy = await start(
+      upstream(fake, {
+        tokens: [
+          { name: 'a', value: TOKENS.a },
+          { name: 'b', value: TOKENS.b },
+          { name: 'c', value: TOKENS.c },
+        ],
+      }),
+    );
     const rows = await adminTokens(proxy);
     expect(rows.map((r) => [r.name, r.state, r.limit, r.remaining])).toEqual([
       ['a', 'ok', 50, 50],
@@ -136,7 +146,9 @@ describe('token pool', () => {
 
     // Request 151: nothing is left. The Retry-After is the time until the earliest reset.
     const resets = await Promise.all(
-      Object.values(TOKENS).map(async (t) => JSON.parse((await get(`${fake.url}/rate_limit`, { authorization: `token ${t}` })).body).resources.core.reset as number),
+      Object.values(TOKENS).map(
+        async (t) => JSON.parse((await get(`${fake.url}/rate_limit`, { authorization: `token ${t}` })).body).resources.core.reset as number,
+      ),
     );
     const totalBefore = fake.stats().total;
     const r151 = await get(`${proxy.url}/repos/etagere-org/repo-003?n=151`);
@@ -179,7 +191,15 @@ describe('token pool', () => {
   it('drops a token the upstream rejects with 401, and the request still succeeds', async () => {
     const fake = await fakeWith({});
     // No probe at start: the first request itself meets the bad token ("bad" sorts first).
-    const proxy = await start(upstream(fake, { probe_at_start: false, tokens: [{ name: 'bad', value: BAD }, { name: 'good', value: TOKENS.a }] }));
+    const proxy = await start(
+      upstream(fake, {
+        probe_at_start: false,
+        tokens: [
+          { name: 'bad', value: BAD },
+          { name: 'good', value: TOKENS.a },
+        ],
+      }),
+    );
     const r = await get(`${proxy.url}/users/alice`);
     expect(r.status).toBe(200);
     expect(r.headers['x-etagere-token']).toBe('good');
@@ -192,13 +212,28 @@ describe('token pool', () => {
     expect(proxy.logs().some((l) => l.tokenName === 'bad' && l.level === 'error')).toBe(true);
 
     // With the start-up probe, a bad token is dead before any client request.
-    const probed = await start(upstream(fake, { tokens: [{ name: 'bad', value: BAD }, { name: 'good', value: TOKENS.b }] }));
+    const probed = await start(
+      upstream(fake, {
+        tokens: [
+          { name: 'bad', value: BAD },
+          { name: 'good', value: TOKENS.b },
+        ],
+      }),
+    );
     expect((await adminTokens(probed)).map((t) => t.state)).toEqual(['dead', 'ok']);
   });
 
   it('an injected secondary-limit 429 pauses only that token; the request succeeds on another', async () => {
     const fake = await fakeWith({});
-    const proxy = await start(upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }, { name: 'b', value: TOKENS.b }, { name: 'c', value: TOKENS.c }] }));
+    const proxy = await start(
+      upstream(fake, {
+        tokens: [
+          { name: 'a', value: TOKENS.a },
+          { name: 'b', value: TOKENS.b },
+          { name: 'c', value: TOKENS.c },
+        ],
+      }),
+    );
     await post(`${fake.url}/__fake/secondary`, { count: 1, status: 429, retryAfter: 30, token: TOKENS.b });
     const seen: string[] = [];
     await until(
@@ -223,7 +258,15 @@ describe('token pool', () => {
 
   it('revalidates with the token that stored each entry: 200s only for real changes', async () => {
     const fake = await fakeWith({});
-    const proxy = await start(upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }, { name: 'b', value: TOKENS.b }, { name: 'c', value: TOKENS.c }] }));
+    const proxy = await start(
+      upstream(fake, {
+        tokens: [
+          { name: 'a', value: TOKENS.a },
+          { name: 'b', value: TOKENS.b },
+          { name: 'c', value: TOKENS.c },
+        ],
+      }),
+    );
     const paths = Array.from({ length: 9 }, (_, i) => `/repos/etagere-org/repo-0${String(i + 10)}`);
     const warm = await Promise.all(paths.map((p) => get(proxy.url + p)));
     expect(new Set(warm.map((w) => w.headers['x-etagere-token'])).size).toBeGreaterThan(1); // spread over tokens
@@ -272,7 +315,9 @@ describe('token pool', () => {
     expect(metrics).toContain('etagere_consumer_requests_total{consumer="web"} 2');
     expect(metrics).toContain('etagere_consumer_rejections_total 2');
 
-    const lenient = await start(upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }] }, { consumers: { ...consumers, unknown: 'anonymous' } }));
+    const lenient = await start(
+      upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }] }, { consumers: { ...consumers, unknown: 'anonymous' } }),
+    );
     const anon = await get(`${lenient.url}/users/bob`);
     expect(anon.status).toBe(200);
     expect(anon.headers['x-ratelimit-limit']).toBe('60');
@@ -281,7 +326,15 @@ describe('token pool', () => {
 
   it('gives each token its own partition when the tokens are not equivalent', async () => {
     const fake = await fakeWith({});
-    const proxy = await start(upstream(fake, { equivalent: false, tokens: [{ name: 'a', value: TOKENS.a }, { name: 'b', value: TOKENS.b }] }));
+    const proxy = await start(
+      upstream(fake, {
+        equivalent: false,
+        tokens: [
+          { name: 'a', value: TOKENS.a },
+          { name: 'b', value: TOKENS.b },
+        ],
+      }),
+    );
     const first = await get(`${proxy.url}/users/carol`);
     const second = await get(`${proxy.url}/users/carol`);
     expect(first.headers['cache-status']).toMatch(/fwd=miss/);
@@ -311,7 +364,8 @@ describe('token pool', () => {
     });
     try {
       await until(() => cli.stdout().includes('etagere listening'), 15_000, 'proxy to start');
-      for (let i = 0; i < 6; i++) expect((await get(`http://127.0.0.1:${port}/users/octocat?i=${i}`, { 'x-etagere-key': CONSUMER_KEY })).status).toBe(200);
+      for (let i = 0; i < 6; i++)
+        expect((await get(`http://127.0.0.1:${port}/users/octocat?i=${i}`, { 'x-etagere-key': CONSUMER_KEY })).status).toBe(200);
       expect((await get(`http://127.0.0.1:${port}/users/octocat`, { authorization: `token ${BAD}` })).status).toBe(401);
       const admin = JSON.parse((await get(`http://127.0.0.1:${adminPort}/admin/tokens`)).body) as { tokens: TokenRow[] };
       const names = admin.tokens.map((t) => t.name);

@@ -21,7 +21,10 @@ async function get(url: string): Promise<{ status: number; body: string }> {
 }
 
 /** `etagere serve` with WORKERS=2 and the pool's tokens, against `fake`; resolves once the primary is ready. */
-async function startCluster(fake: FakeUpstream, env: Record<string, string> = {}): Promise<{ cli: CliProcess; url: string; admin: string }> {
+async function startCluster(
+  fake: FakeUpstream,
+  env: Record<string, string> = {},
+): Promise<{ cli: CliProcess; url: string; admin: string }> {
   const [port, adminPort] = [await deadPort(), await deadPort()];
   const admin = `http://127.0.0.1:${adminPort}`;
   const cli = runCli(['serve'], {
@@ -46,7 +49,11 @@ describe('workers: 2 without Redis', () => {
   let admin: string;
 
   beforeAll(async () => {
-    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 50, windowSeconds: 600 });
+    fake = await startFakeUpstream({
+      tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')),
+      tokenLimit: 50,
+      windowSeconds: 600,
+    });
     ({ cli, url, admin } = await startCluster(fake));
   }, 40_000);
   afterAll(async () => {
@@ -57,7 +64,9 @@ describe('workers: 2 without Redis', () => {
   it('spends the pool exactly once across the workers: 100 of 100 units, no upstream 403/429, then 429', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 100; i += 10) {
-      statuses.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => get(`${url}/users/octocat?n=${i + j}`).then((r) => r.status)))));
+      statuses.push(
+        ...(await Promise.all(Array.from({ length: 10 }, (_, j) => get(`${url}/users/octocat?n=${i + j}`).then((r) => r.status)))),
+      );
     }
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     expect((await get(`${url}/users/octocat?n=101`)).status).toBe(429);
@@ -71,7 +80,10 @@ describe('workers: 2 without Redis', () => {
 
   it('serves /metrics summed over the workers', async () => {
     const metrics = (await get(`${admin}/metrics`)).body;
-    const total = [...metrics.matchAll(/^etagere_requests_total\{[^}]*route="\/users\/:username"[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const total = [...metrics.matchAll(/^etagere_requests_total\{[^}]*route="\/users\/:username"[^}]*\} (\d+)$/gm)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
     expect(total).toBe(101);
     expect(metrics).toMatch(/^etagere_token_remaining\{token="w0"\} 0$/m);
     if (spawnSync('promtool', ['--version'], { stdio: 'ignore' }).status === 0) {
@@ -81,7 +93,11 @@ describe('workers: 2 without Redis', () => {
   });
 
   it('replaces a worker that dies, and stops cleanly on SIGTERM', async () => {
-    const children = () => spawnSync('pgrep', ['-P', String(cli.child.pid), '-f', 'cli.ts'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean);
+    const children = () =>
+      spawnSync('pgrep', ['-P', String(cli.child.pid), '-f', 'cli.ts'], { encoding: 'utf8' })
+        .stdout.trim()
+        .split('\n')
+        .filter(Boolean);
     await until(() => children().length === 2, 5_000, 'two workers');
     const [victim] = children();
     process.kill(Number(victim), 'SIGKILL');
@@ -104,7 +120,11 @@ describe('workers: 2 with Redis', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    fake = await startFakeUpstream({ tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')), tokenLimit: 1000, latencyMs: 20 });
+    fake = await startFakeUpstream({
+      tokens: parseTokenSpec(TOKENS.map((t, i) => `${t}@u${i}:public_repo`).join(',')),
+      tokenLimit: 1000,
+      latencyMs: 20,
+    });
     ({ cli, url, admin } = await startCluster(fake, { REDIS_URL: redis.url }));
   }, 40_000);
   afterAll(async () => {
@@ -121,7 +141,11 @@ describe('workers: 2 with Redis', () => {
     expect(fake.stats().total - before).toBe(1);
     await until(
       async () => {
-        const status = JSON.parse((await get(`${admin}/admin/status`)).body) as { redis: { up: boolean }; budget: string; tokens: unknown[] };
+        const status = JSON.parse((await get(`${admin}/admin/status`)).body) as {
+          redis: { up: boolean };
+          budget: string;
+          tokens: unknown[];
+        };
         return status.redis.up && status.budget === 'shared' && status.tokens.length === 2;
       },
       5_000,

@@ -36,7 +36,19 @@ describe('access log', () => {
     const lines = c.text().trim().split('\n');
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
-    expect(line).toMatchObject({ level: 'info', service: 'etagere', msg: 'request', reqId: 'abc-1', method: 'GET', path: '/repos/a/b', upstream: 'github', status: 200, cache: 'hit', durationMs: 0.123, bytes: 5321 });
+    expect(line).toMatchObject({
+      level: 'info',
+      service: 'etagere',
+      msg: 'request',
+      reqId: 'abc-1',
+      method: 'GET',
+      path: '/repos/a/b',
+      upstream: 'github',
+      status: 200,
+      cache: 'hit',
+      durationMs: 0.123,
+      bytes: 5321,
+    });
     expect(typeof line.time).toBe('number');
     expect(line).not.toHaveProperty('upstreamStatus');
     expect(line).not.toHaveProperty('aborted');
@@ -75,6 +87,11 @@ describe('access log', () => {
     expect(writes).toHaveLength(0);
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(1);
-    expect(writes[0]!.trim().split('\n').map((l) => (JSON.parse(l) as { reqId: string }).reqId)).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
+    expect(
+      writes[0]!
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { reqId: string }).reqId),
+    ).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
   });
 });

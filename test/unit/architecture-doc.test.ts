@@ -15,7 +15,13 @@ function listings(): Array<{ file: string; lines: string[] }> {
   const out: Array<{ file: string; lines: string[] }> = [];
   const block = /`(src\/[\w/.-]+\.ts)`[^`]*?```ts\n([\s\S]*?)```/g;
   for (let match = block.exec(doc); match !== null; match = block.exec(doc)) {
-    out.push({ file: match[1]!, lines: match[2]!.split('\n').map((line) => line.trim()).filter((line) => line.length > 0) });
+    out.push({
+      file: match[1]!,
+      lines: match[2]!
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line.length > 0),
+    });
   }
   return out;
 }

@@ -43,7 +43,17 @@ describe('entry codec', () => {
     const badJson = Buffer.from(good);
     badJson[6] = 0x7b;
     const wrongShape = Buffer.concat([Buffer.from([ENTRY_VERSION, 0, 0, 0, 2]), Buffer.from('{}')]);
-    for (const v of [null, undefined, Buffer.alloc(0), Buffer.from('hello world'), wrongVersion, badLength, badJson, good.subarray(0, 10), wrongShape]) {
+    for (const v of [
+      null,
+      undefined,
+      Buffer.alloc(0),
+      Buffer.from('hello world'),
+      wrongVersion,
+      badLength,
+      badJson,
+      good.subarray(0, 10),
+      wrongShape,
+    ]) {
       expect(decodeEntry(v)).toBeUndefined();
     }
   });

@@ -65,7 +65,9 @@ describe('partitions', () => {
     expect(all.every((x) => x.startsWith('c:'))).toBe(true);
   });
   it('depends on the secret', () => {
-    expect(createPartitioner('one-secret-one-secret').partitionOf('token A')).not.toBe(createPartitioner('two-secret-two-secret').partitionOf('token A'));
+    expect(createPartitioner('one-secret-one-secret').partitionOf('token A')).not.toBe(
+      createPartitioner('two-secret-two-secret').partitionOf('token A'),
+    );
   });
   it('keeps working past its memo size', () => {
     const small = createPartitioner('secret-secret-secret-secret', 2);

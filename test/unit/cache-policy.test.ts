@@ -142,7 +142,16 @@ describe('age and decisions', () => {
     expect(initialAge(10, now, now - 2000, now)).toBe(12);
     expect(initialAge(undefined, now + 5000, now, now)).toBe(0);
   });
-  const entry = (o: Partial<{ initialAge: number; storedAt: number; lifetime: number; staleWhileRevalidate: number; mustRevalidate: boolean; staleIfError: number }> = {}) => ({
+  const entry = (
+    o: Partial<{
+      initialAge: number;
+      storedAt: number;
+      lifetime: number;
+      staleWhileRevalidate: number;
+      mustRevalidate: boolean;
+      staleIfError: number;
+    }> = {},
+  ) => ({
     initialAge: 0,
     storedAt: now,
     lifetime: 60,
@@ -173,7 +182,9 @@ describe('age and decisions', () => {
     expect(decide(entry(), { maxStale: Infinity }, now + 1e9)).toMatchObject({ kind: 'stale' });
     expect(decide(entry({ staleWhileRevalidate: 30 }), {}, now + 80_000)).toMatchObject({ kind: 'stale', background: true });
     expect(decide(entry({ staleWhileRevalidate: 30 }), {}, now + 100_000)).toMatchObject({ kind: 'revalidate' });
-    expect(decide(entry({ mustRevalidate: true, staleWhileRevalidate: 30 }), { maxStale: 100 }, now + 65_000)).toMatchObject({ kind: 'revalidate' });
+    expect(decide(entry({ mustRevalidate: true, staleWhileRevalidate: 30 }), { maxStale: 100 }, now + 65_000)).toMatchObject({
+      kind: 'revalidate',
+    });
   });
   it('stale-if-error has a horizon and respects must-revalidate', () => {
     expect(usableOnError(entry(), now + 150_000)).toBe(true);
@@ -184,7 +195,11 @@ describe('age and decisions', () => {
   it('stale windows follow policy and response directives', () => {
     expect(staleWindows(policy('max-age'), {})).toEqual({ staleIfError: 86_400, staleWhileRevalidate: 0, mustRevalidate: false });
     expect(staleWindows(policy('max-age'), { staleIfError: 5 })).toMatchObject({ staleIfError: 5 });
-    expect(staleWindows(policy('rfc9111'), { mustRevalidate: true })).toEqual({ staleIfError: 0, staleWhileRevalidate: 0, mustRevalidate: true });
+    expect(staleWindows(policy('rfc9111'), { mustRevalidate: true })).toEqual({
+      staleIfError: 0,
+      staleWhileRevalidate: 0,
+      mustRevalidate: true,
+    });
     expect(staleWindows(policy('rfc9111'), { sMaxage: 5 })).toMatchObject({ mustRevalidate: true });
     // GitHub sends s-maxage, but the GitHub policy (max-age) keeps stale-if-error.
     expect(staleWindows(policy('max-age'), { sMaxage: 60 })).toMatchObject({ mustRevalidate: false });
@@ -225,7 +240,13 @@ describe('corruptBody', () => {
   const json = Buffer.from('{"id":1,"name":"hello"}');
   const cut = Buffer.from('{"id":1,"na');
   it('flags a 2xx labelled JSON (any +json type, any parameters) whose body does not parse', () => {
-    for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/vnd.github+json', 'application/problem+json ; x=y']) {
+    for (const type of [
+      'application/json',
+      'application/json; charset=utf-8',
+      'Application/JSON',
+      'application/vnd.github+json',
+      'application/problem+json ; x=y',
+    ]) {
       expect(corruptBody(200, type, cut), type).toBe(true);
       expect(corruptBody(200, type, json), type).toBe(false);
     }

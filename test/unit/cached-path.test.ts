@@ -60,7 +60,12 @@ function response(status: number, body: string, headers: Record<string, string> 
     fetched: {
       kind: 'response',
       status,
-      headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=60', etag: `"${body.length}"`, ...headers },
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        'cache-control': 'public, max-age=60',
+        etag: `"${body.length}"`,
+        ...headers,
+      },
       body: Buffer.from(body),
       requestTime: now,
       responseTime: now,
@@ -146,7 +151,12 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
   it('serves the stale entry when the upstream fails (stale-if-error), and says so', async () => {
     await get();
     vi.setSystemTime(Date.now() + 120_000);
-    script = () => ({ kind: 'fetched', fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNRESET' } }, token: undefined, fetchedBy: 'anon' });
+    script = () => ({
+      kind: 'fetched',
+      fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNRESET' } },
+      token: undefined,
+      fetchedBy: 'anon',
+    });
     const { served, res } = await get();
     expect(served.outcome).toBe('stale');
     expect(res.status).toBe(200);
@@ -155,7 +165,12 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
   });
 
   it('answers 502 in GitHub error shape when the upstream fails and nothing is stored', async () => {
-    script = () => ({ kind: 'fetched', fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNREFUSED' } }, token: undefined, fetchedBy: 'anon' });
+    script = () => ({
+      kind: 'fetched',
+      fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNREFUSED' } },
+      token: undefined,
+      fetchedBy: 'anon',
+    });
     const { served, res } = await get();
     expect(served.outcome).toBe('error');
     expect(res.status).toBe(502);
@@ -203,7 +218,13 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       await held;
       return {
         kind: 'fetched',
-        fetched: { kind: 'too-large', status: 200, headers: { 'content-type': 'text/plain' }, head: [Buffer.from(big.slice(0, 70))], rest: Readable.from([Buffer.from(big.slice(70))]) },
+        fetched: {
+          kind: 'too-large',
+          status: 200,
+          headers: { 'content-type': 'text/plain' },
+          head: [Buffer.from(big.slice(0, 70))],
+          rest: Readable.from([Buffer.from(big.slice(70))]),
+        },
         token: undefined,
         fetchedBy: 'anon',
       };

@@ -19,7 +19,13 @@ describe('config', () => {
     expect(c.redis.url).toBeNull();
     expect(c.pool.tokens).toEqual([]);
     expect(c.upstreams).toHaveLength(1);
-    expect(c.upstreams[0]).toMatchObject({ name: 'github', prefix: '/', url: 'https://api.github.com', pass_through: false, token_pool: true });
+    expect(c.upstreams[0]).toMatchObject({
+      name: 'github',
+      prefix: '/',
+      url: 'https://api.github.com',
+      pass_through: false,
+      token_pool: true,
+    });
     expect(c.upstreams[0]!.cache.policy).toBe('max-age');
   });
 
@@ -73,13 +79,30 @@ describe('config', () => {
   it('has sane cache defaults', () => {
     const c = loadConfig({ env: {} });
     expect(c.cache).toEqual({ l1: true, max_bytes: 256 * 1024 * 1024, max_entry_bytes: 4 * 1024 * 1024, partition_secret: null });
-    expect(c.redis).toMatchObject({ url: null, cluster: null, key_prefix: 'etagere:', required: false, command_timeout_ms: 100, shared_tokens: true });
-    expect(c.upstreams[0]!.cache).toMatchObject({ policy: 'max-age', stale_if_error_seconds: 86_400, stale_while_revalidate_seconds: 0, heuristic_fraction: 0 });
+    expect(c.redis).toMatchObject({
+      url: null,
+      cluster: null,
+      key_prefix: 'etagere:',
+      required: false,
+      command_timeout_ms: 100,
+      shared_tokens: true,
+    });
+    expect(c.upstreams[0]!.cache).toMatchObject({
+      policy: 'max-age',
+      stale_if_error_seconds: 86_400,
+      stale_while_revalidate_seconds: 0,
+      heuristic_fraction: 0,
+    });
   });
 
   it('takes Redis from REDIS_URL or REDIS_CLUSTER_NODES, never both', () => {
-    expect(loadConfig({ env: { REDIS_CLUSTER_NODES: '10.0.0.1:7000, 10.0.0.2:7000' } }).redis.cluster).toEqual(['10.0.0.1:7000', '10.0.0.2:7000']);
-    expect(() => loadConfig({ env: { REDIS_URL: 'redis://x:6379', REDIS_CLUSTER_NODES: 'a:1' } })).toThrow(/redis\.cluster: give either url or cluster/);
+    expect(loadConfig({ env: { REDIS_CLUSTER_NODES: '10.0.0.1:7000, 10.0.0.2:7000' } }).redis.cluster).toEqual([
+      '10.0.0.1:7000',
+      '10.0.0.2:7000',
+    ]);
+    expect(() => loadConfig({ env: { REDIS_URL: 'redis://x:6379', REDIS_CLUSTER_NODES: 'a:1' } })).toThrow(
+      /redis\.cluster: give either url or cluster/,
+    );
     expect(() => loadConfig({ env: { REDIS_URL: 'http://x' } })).toThrow(/redis\.url: must be a redis:\/\/ or rediss:\/\/ URL/);
     expect(() => loadConfig({ env: { REDIS_CLUSTER_NODES: 'nohost' } })).toThrow(/redis\.cluster\[0\]: must be host:port/);
   });
@@ -91,14 +114,44 @@ describe('config', () => {
     ['a prefix without a slash', { upstreams: [{ name: 'x', prefix: 'api', url: 'http://h' }] }, 'upstreams[0].prefix'],
     ['an unknown key', { listen: { port: 1, colour: 'red' } }, 'listen'],
     ['an unknown top-level key', { upstream: [] }, '(root)'],
-    ['ttl policy without ttl_seconds', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { policy: 'ttl' } }] }, 'upstreams[0].cache.ttl_seconds'],
-    ['an unknown policy', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { policy: 'forever' } }] }, 'upstreams[0].cache.policy'],
-    ['duplicate names', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h' }, { name: 'x', prefix: '/b', url: 'http://h' }] }, 'upstreams[1].name'],
-    ['duplicate prefixes', { upstreams: [{ name: 'x', prefix: '/a/', url: 'http://h' }, { name: 'y', prefix: '/a', url: 'http://h' }] }, 'upstreams[1].prefix'],
+    [
+      'ttl policy without ttl_seconds',
+      { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { policy: 'ttl' } }] },
+      'upstreams[0].cache.ttl_seconds',
+    ],
+    [
+      'an unknown policy',
+      { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { policy: 'forever' } }] },
+      'upstreams[0].cache.policy',
+    ],
+    [
+      'duplicate names',
+      {
+        upstreams: [
+          { name: 'x', prefix: '/', url: 'http://h' },
+          { name: 'x', prefix: '/b', url: 'http://h' },
+        ],
+      },
+      'upstreams[1].name',
+    ],
+    [
+      'duplicate prefixes',
+      {
+        upstreams: [
+          { name: 'x', prefix: '/a/', url: 'http://h' },
+          { name: 'y', prefix: '/a', url: 'http://h' },
+        ],
+      },
+      'upstreams[1].prefix',
+    ],
     ['no upstreams', { upstreams: [] }, 'upstreams'],
     ['a bad log level', { log: { level: 'loud' } }, 'log.level'],
     ['a short partition secret', { cache: { partition_secret: 'short' } }, 'cache.partition_secret'],
-    ['a negative stale window', { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { stale_if_error_seconds: -1 } }] }, 'upstreams[0].cache.stale_if_error_seconds'],
+    [
+      'a negative stale window',
+      { upstreams: [{ name: 'x', prefix: '/', url: 'http://h', cache: { stale_if_error_seconds: -1 } }] },
+      'upstreams[0].cache.stale_if_error_seconds',
+    ],
   ];
   for (const [what, raw, key] of bad) {
     it(`rejects ${what}, naming ${key}`, () => {
@@ -139,7 +192,9 @@ describe('config', () => {
       );
     });
     it('config entries may reference environment variables, and a missing one is named', () => {
-      const file = tmpFile('pool:\n  tokens:\n    - {name: ci, env: GH_CI}\nconsumers:\n  enabled: true\n  keys:\n    - {name: web, env: WEB_KEY}\n');
+      const file = tmpFile(
+        'pool:\n  tokens:\n    - {name: ci, env: GH_CI}\nconsumers:\n  enabled: true\n  keys:\n    - {name: web, env: WEB_KEY}\n',
+      );
       const c = loadConfig({ file, env: { GH_CI: 'ghp_secret1', WEB_KEY: 'k1' } });
       expect(c.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_secret1' }]);
       expect(c.consumers.keys).toEqual([{ name: 'web', value: 'k1' }]);
@@ -153,7 +208,8 @@ describe('config', () => {
       expect(() => loadConfig({ file: 'config/examples/token-pool.yaml', env: {} })).toThrow(/GITHUB_TOKEN_CI_1 is not set/);
     });
     it('rejects bad tokens without repeating them', () => {
-      const bad = (tokens: unknown[]) => () => parseConfig({ pool: { tokens }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x', token_pool: true }] });
+      const bad = (tokens: unknown[]) => () =>
+        parseConfig({ pool: { tokens }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x', token_pool: true }] });
       let message = '';
       try {
         bad([{ value: 'has space-secret' }])();
@@ -163,13 +219,20 @@ describe('config', () => {
       expect(message).toMatch(/pool\.tokens\[0\]\.value: must be 1-1024 printable characters/);
       expect(message).not.toContain('space-secret');
       expect(bad([{ value: 'same1' }, { value: 'same1' }])).toThrow(/pool\.tokens\[1\]: the same token as pool\.tokens\[0\]/);
-      expect(bad([{ name: 'a', value: 'x1' }, { name: 'a', value: 'x2' }])).toThrow(/pool\.tokens\[1\]\.name: duplicate token name "a"/);
+      expect(
+        bad([
+          { name: 'a', value: 'x1' },
+          { name: 'a', value: 'x2' },
+        ]),
+      ).toThrow(/pool\.tokens\[1\]\.name: duplicate token name "a"/);
     });
     it('needs an upstream that uses the pool, and keys when consumers are enabled', () => {
       expect(() => parseConfig({ pool: { tokens: [{ value: 't1' }] }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] })).toThrow(
         /pool\.tokens: tokens are configured but no upstream has token_pool: true/,
       );
-      expect(() => parseConfig({ consumers: { enabled: true }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] })).toThrow(/consumers\.keys: consumers\.enabled needs at least one key/);
+      expect(() => parseConfig({ consumers: { enabled: true }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] })).toThrow(
+        /consumers\.keys: consumers\.enabled needs at least one key/,
+      );
       const c = parseConfig({ upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] });
       expect(c.pool).toMatchObject({ equivalent: true, per_token_concurrency: 10, max_concurrency: 90, queue_timeout_ms: 10_000 });
       expect(c.consumers).toMatchObject({ enabled: false, unknown: 'reject' });

@@ -88,13 +88,20 @@ function dependsOn(svc: Obj): string[] {
 
 function command(svc: Obj): string[] {
   const c = svc.command;
-  return Array.isArray(c) ? c.map(String) : String(c ?? '').split(/\s+/).filter((s) => s.length > 0);
+  return Array.isArray(c)
+    ? c.map(String)
+    : String(c ?? '')
+        .split(/\s+/)
+        .filter((s) => s.length > 0);
 }
 
 describe('docker-compose.yml', () => {
   it('has the etagere, redis, prometheus, grafana and fake-upstream services with their ports', () => {
     const expected: Record<string, Array<[string, number]>> = {
-      etagere: [['8080', 8080], ['9090', 9090]],
+      etagere: [
+        ['8080', 8080],
+        ['9090', 9090],
+      ],
       prometheus: [['9091', 9090]],
       grafana: [['3000', 3000]],
       'fake-upstream': [['9100', 9100]],
@@ -143,7 +150,9 @@ describe('docker-compose.yml', () => {
 
   it('mounts the Prometheus config and the Grafana provisioning and dashboards where the images expect them', () => {
     const mounts = (name: string): string[] => arr(service(name).volumes, `${name}.volumes`).map(String);
-    expect(mounts('prometheus')).toContainEqual(expect.stringMatching(/^\.\/config\/prometheus\.yml:\/etc\/prometheus\/prometheus\.yml(:ro)?$/));
+    expect(mounts('prometheus')).toContainEqual(
+      expect.stringMatching(/^\.\/config\/prometheus\.yml:\/etc\/prometheus\/prometheus\.yml(:ro)?$/),
+    );
     expect(mounts('grafana')).toContainEqual(expect.stringMatching(/^\.\/grafana\/provisioning:\/etc\/grafana\/provisioning(:ro)?$/));
     expect(mounts('grafana')).toContainEqual(expect.stringMatching(/^\.\/grafana\/dashboards:\/var\/lib\/grafana\/dashboards(:ro)?$/));
     const genv = environment(service('grafana'));
@@ -178,7 +187,9 @@ describe('docker-compose.yml', () => {
 describe('Prometheus and Grafana configuration', () => {
   it('scrapes etagere:9090 every 5 s, a port the compose etagere service exposes', () => {
     const prom = obj(parse(read('config/prometheus.yml')), 'prometheus.yml');
-    const job = arr(prom.scrape_configs, 'scrape_configs').map((j) => obj(j, 'scrape_config')).find((j) => j.job_name === 'etagere');
+    const job = arr(prom.scrape_configs, 'scrape_configs')
+      .map((j) => obj(j, 'scrape_config'))
+      .find((j) => j.job_name === 'etagere');
     expect(job).toBeDefined();
     expect(job!.scrape_interval).toBe('5s');
     expect(job!.metrics_path ?? '/metrics').toBe('/metrics');
@@ -193,7 +204,9 @@ describe('Prometheus and Grafana configuration', () => {
 
   it('provisions a default Prometheus datasource with uid prometheus', () => {
     const ds = obj(parse(read('grafana/provisioning/datasources/prometheus.yml')), 'datasources file');
-    const prom = arr(ds.datasources, 'datasources').map((d) => obj(d, 'datasource')).find((d) => d.name === 'Prometheus');
+    const prom = arr(ds.datasources, 'datasources')
+      .map((d) => obj(d, 'datasource'))
+      .find((d) => d.name === 'Prometheus');
     expect(prom).toMatchObject({ type: 'prometheus', uid: 'prometheus', url: 'http://prometheus:9090', isDefault: true });
     // The URL is the compose service and its container port.
     expect(ports(service('prometheus')).map((p) => p.container)).toContain(9090);
@@ -292,12 +305,18 @@ describe('Dockerfile', () => {
 
   it('sets WORKDIR, the env, the ports and the files the runtime needs', () => {
     expect(runtime.filter((i) => i.op === 'WORKDIR').map((i) => i.args)).toContain('/app');
-    const env = runtime.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ');
+    const env = runtime
+      .filter((i) => i.op === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
     expect(env).toMatch(/NODE_ENV=production/);
     expect(env).toMatch(/ADMIN_HOST=0\.0\.0\.0/);
     const exposed = runtime.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
     expect(exposed).toEqual(expect.arrayContaining(['8080', '9090']));
-    const copies = runtime.filter((i) => i.op === 'COPY').map((i) => i.args).join('\n');
+    const copies = runtime
+      .filter((i) => i.op === 'COPY')
+      .map((i) => i.args)
+      .join('\n');
     for (const what of ['dist', 'config', 'package.json', 'node_modules']) expect(copies).toContain(what);
   });
 
@@ -353,19 +372,20 @@ describe('deploy/kubernetes/sidecar.yaml', () => {
     for (const doc of docs as Iterable<{ errors: unknown[] }>) expect(doc.errors).toEqual([]);
   });
 
-  const resources = (Array.isArray(docs) ? docs : [])
-    .map((d) => d.toJS() as unknown)
-    .filter(isObj);
+  const resources = (Array.isArray(docs) ? docs : []).map((d) => d.toJS() as unknown).filter(isObj);
   const ofKind = (kind: string): Obj[] => resources.filter((r) => r.kind === kind);
   const deployment = ofKind('Deployment')[0];
   const template = obj(obj(deployment?.spec, 'Deployment.spec').template, 'spec.template');
   const podSpec = obj(template.spec, 'template.spec');
-  const containers = [...arr(podSpec.containers, 'containers'), ...(podSpec.initContainers === undefined ? [] : arr(podSpec.initContainers, 'initContainers'))].map((c) =>
-    obj(c, 'container'),
-  );
+  const containers = [
+    ...arr(podSpec.containers, 'containers'),
+    ...(podSpec.initContainers === undefined ? [] : arr(podSpec.initContainers, 'initContainers')),
+  ].map((c) => obj(c, 'container'));
   const etagere = containers.find((c) => c.name === 'etagere');
   const envOf = (c: Obj): Record<string, string> =>
-    Object.fromEntries((c.env === undefined ? [] : arr(c.env, 'env')).map((e) => obj(e, 'env[]')).map((e) => [String(e.name), String(e.value)]));
+    Object.fromEntries(
+      (c.env === undefined ? [] : arr(c.env, 'env')).map((e) => obj(e, 'env[]')).map((e) => [String(e.name), String(e.value)]),
+    );
 
   it('has a Deployment with an app container and the etagere sidecar', () => {
     expect(deployment).toBeDefined();
@@ -439,7 +459,8 @@ describe('deploy/kubernetes/sidecar.yaml', () => {
       allowPrivilegeEscalation: false,
     });
     // The image's USER is a name ("node"); runAsNonRoot can only be verified with a numeric uid.
-    const uid = obj(etagere!.securityContext, 'securityContext').runAsUser ?? obj(podSpec.securityContext ?? {}, 'pod securityContext').runAsUser;
+    const uid =
+      obj(etagere!.securityContext, 'securityContext').runAsUser ?? obj(podSpec.securityContext ?? {}, 'pod securityContext').runAsUser;
     expect(typeof uid === 'number' && uid > 0).toBe(true);
   });
 });

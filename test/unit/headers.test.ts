@@ -53,7 +53,9 @@ describe('Link rewriting', () => {
     expect(publicBase('https://p.example/', false, h({ host: 'evil' }))).toBe('https://p.example');
     expect(publicBase(null, false, h({ host: 'evil.example' }))).toBeUndefined();
     expect(publicBase(null, true, h({ host: 'proxy:8080' }))).toBe('http://proxy:8080');
-    expect(publicBase(null, true, h({ 'x-forwarded-host': 'p.example', 'x-forwarded-proto': 'https', host: 'x' }))).toBe('https://p.example');
+    expect(publicBase(null, true, h({ 'x-forwarded-host': 'p.example', 'x-forwarded-proto': 'https', host: 'x' }))).toBe(
+      'https://p.example',
+    );
     expect(publicBase(null, true, h({ host: 'evil.example/path?<>' }))).toBeUndefined();
   });
 });

@@ -97,6 +97,7 @@ describe('request target', () => {
 
   it('refuses a Transfer-Encoding that does not end in chunked, and closes', () => {
     for (const te of [undefined, 'chunked', 'Chunked', 'gzip, chunked', 'chunked, chunked']) expect(checkFraming(te)).toBeUndefined();
-    for (const te of ['xchunked', 'gzip', 'chunked, gzip', 'identity', '']) expect(checkFraming(te)).toMatchObject({ ok: false, close: true });
+    for (const te of ['xchunked', 'gzip', 'chunked, gzip', 'identity', ''])
+      expect(checkFraming(te)).toMatchObject({ ok: false, close: true });
   });
 });

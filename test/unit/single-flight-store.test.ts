@@ -39,7 +39,11 @@ describe('single flight', () => {
   });
   it('turns a synchronous throw into a rejection', async () => {
     const sf = createSingleFlight<number>();
-    await expect(sf.run('k', () => { throw new Error('sync'); }).promise).rejects.toThrow('sync');
+    await expect(
+      sf.run('k', () => {
+        throw new Error('sync');
+      }).promise,
+    ).rejects.toThrow('sync');
   });
 });
 

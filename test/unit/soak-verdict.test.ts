@@ -2,11 +2,25 @@ import { describe, expect, it } from 'vitest';
 import { metricValue, verdict, type Sample } from '../../bench/soak.js';
 
 const MiB = 2 ** 20;
-const sample = (t: number, rss: number, heap: number, handles: number): Sample => ({ t, rssBytes: rss * MiB, heapBytes: heap * MiB, handles, lagP99Seconds: 0.01 });
+const sample = (t: number, rss: number, heap: number, handles: number): Sample => ({
+  t,
+  rssBytes: rss * MiB,
+  heapBytes: heap * MiB,
+  handles,
+  lagP99Seconds: 0.01,
+});
 
 describe('soak verdict', () => {
   it('passes a run whose resources stay flat after the warm-up, ignoring the warm-up itself', () => {
-    const samples = [sample(30, 60, 10, 20), sample(60, 120, 30, 30), sample(90, 124, 28, 31), sample(120, 121, 33, 29), sample(150, 126, 29, 33), sample(180, 123, 31, 30), sample(210, 125, 30, 32)];
+    const samples = [
+      sample(30, 60, 10, 20),
+      sample(60, 120, 30, 30),
+      sample(90, 124, 28, 31),
+      sample(120, 121, 33, 29),
+      sample(150, 126, 29, 33),
+      sample(180, 123, 31, 30),
+      sample(210, 125, 30, 32),
+    ];
     const v = verdict(samples, 60, 0);
     expect(v.ok).toBe(true);
     expect(v.lines.join('\n')).toContain('rss: 122.0 MiB -> 124.0 MiB');
