@@ -92,24 +92,24 @@ function fakeOptions(values: Record<string, string | boolean | undefined>): Fake
   };
   /** A flag's value through its parser; a parse error exits naming the flag. */
   const parsed = <T>(flag: string, parse: (value: string) => T): T | undefined => {
-    const v = str(flag);
-    if (v === undefined) return undefined;
+    const value = str(flag);
+    if (value === undefined) return undefined;
     try {
-      return parse(v);
+      return parse(value);
     } catch (err) {
       fail(`--${flag}: ${(err as Error).message}`);
     }
   };
   const tokens = parsed('tokens', parseTokenSpec);
   if (tokens !== undefined) opts.tokens = tokens;
-  const n = (flag: string, key: 'anonymousLimit' | 'tokenLimit' | 'windowSeconds' | 'latencyMs'): void => {
-    const v = intFlag(flag, str(flag));
-    if (v !== undefined) opts[key] = v;
+  const setIntOption = (flag: string, key: 'anonymousLimit' | 'tokenLimit' | 'windowSeconds' | 'latencyMs'): void => {
+    const value = intFlag(flag, str(flag));
+    if (value !== undefined) opts[key] = value;
   };
-  n('anon-limit', 'anonymousLimit');
-  n('token-limit', 'tokenLimit');
-  n('window-seconds', 'windowSeconds');
-  n('latency-ms', 'latencyMs');
+  setIntOption('anon-limit', 'anonymousLimit');
+  setIntOption('token-limit', 'tokenLimit');
+  setIntOption('window-seconds', 'windowSeconds');
+  setIntOption('latency-ms', 'latencyMs');
   const faults = parsed('faults', parseFaultSpec);
   if (faults !== undefined) opts.faults = faults;
   return opts;
@@ -168,7 +168,7 @@ async function demo(args: string[]): Promise<void> {
       if (config.public_url !== null) config.public_url = `http://127.0.0.1:${port}`;
     }
     // Every upstream of the demo config points at the fake, wherever it actually listens.
-    for (const u of config.upstreams) u.url = fake.url + basePrefixOf(new URL(u.url).pathname);
+    for (const upstream of config.upstreams) upstream.url = fake.url + basePrefixOf(new URL(upstream.url).pathname);
     app = await startApp(config);
   } catch (err) {
     await fake.close();
@@ -224,14 +224,14 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  const e = err as NodeJS.ErrnoException;
+  const error = err as NodeJS.ErrnoException;
   if (
-    e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
-    e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
-    e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
+    error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
+    error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
+    error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
   ) {
-    fail(`${e.message}\n${USAGE}`);
+    fail(`${error.message}\n${USAGE}`);
   }
-  if (e.code === 'EADDRINUSE') fail(`address already in use: ${e.message}`, 1);
-  fail(`fatal: ${e.stack ?? String(err)}`, 1);
+  if (error.code === 'EADDRINUSE') fail(`address already in use: ${error.message}`, 1);
+  fail(`fatal: ${error.stack ?? String(err)}`, 1);
 });

@@ -23,10 +23,10 @@ const EMPTY: Readonly<Directives> = Object.freeze({});
 
 function seconds(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const v = value.startsWith('"') && value.endsWith('"') && value.length >= 2 ? value.slice(1, -1) : value;
-  if (!/^\d+$/.test(v)) return undefined;
+  const unquoted = value.startsWith('"') && value.endsWith('"') && value.length >= 2 ? value.slice(1, -1) : value;
+  if (!/^\d+$/.test(unquoted)) return undefined;
   // RFC 9111 section 1.2.2: values too large are treated as 2^31 seconds.
-  return Math.min(Number(v), 2_147_483_648);
+  return Math.min(Number(unquoted), 2_147_483_648);
 }
 
 /** Directives with a delta-seconds argument, and the field each sets. */
@@ -53,25 +53,25 @@ export function parseCacheControl(header: string | string[] | undefined): Readon
   if (header === undefined) return EMPTY;
   const text = Array.isArray(header) ? header.join(',') : header;
   if (text.length === 0) return EMPTY;
-  const d: Directives = {};
+  const directives: Directives = {};
   for (const part of text.split(',')) {
     const eq = part.indexOf('=');
     const name = (eq === -1 ? part : part.slice(0, eq)).trim().toLowerCase();
     const value = eq === -1 ? undefined : part.slice(eq + 1).trim();
     const numeric = NUMERIC.get(name);
     if (numeric !== undefined) {
-      const s = seconds(value);
-      if (s !== undefined) d[numeric] = s;
+      const secs = seconds(value);
+      if (secs !== undefined) directives[numeric] = secs;
     } else if (name === 'max-stale') {
       // "max-stale" without a value accepts any staleness.
-      const s = value === undefined ? Infinity : seconds(value);
-      if (s !== undefined) d.maxStale = s;
+      const secs = value === undefined ? Infinity : seconds(value);
+      if (secs !== undefined) directives.maxStale = secs;
     } else {
       const flag = FLAGS.get(name);
-      if (flag !== undefined) d[flag] = true;
+      if (flag !== undefined) directives[flag] = true;
     }
   }
-  return d;
+  return directives;
 }
 
 /** Request directives, with HTTP/1.0 `Pragma: no-cache` honoured when Cache-Control is absent. */
@@ -80,8 +80,8 @@ export function requestDirectives(
   pragma: string | string[] | undefined,
 ): Readonly<Directives> {
   if (cacheControl === undefined && pragma !== undefined) {
-    const p = Array.isArray(pragma) ? pragma.join(',') : pragma;
-    if (/(^|,)\s*no-cache\s*(,|$)/i.test(p)) return { noCache: true };
+    const pragmaText = Array.isArray(pragma) ? pragma.join(',') : pragma;
+    if (/(^|,)\s*no-cache\s*(,|$)/i.test(pragmaText)) return { noCache: true };
   }
   return parseCacheControl(cacheControl);
 }

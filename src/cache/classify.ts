@@ -50,40 +50,42 @@ export type CacheResult =
 
 export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequest): CacheResult {
   if (got.kind === 'unavailable') return got;
-  const { fetched: f, token, fetchedBy } = got;
-  if (f.kind === 'failed') return { kind: 'failed', failure: f.failure, token, corrupt: false };
-  if (f.kind === 'too-large') return { kind: 'too-large', status: f.status, headers: f.headers, head: f.head, rest: f.rest, token };
+  const { fetched, token, fetchedBy } = got;
+  if (fetched.kind === 'failed') return { kind: 'failed', failure: fetched.failure, token, corrupt: false };
+  if (fetched.kind === 'too-large')
+    return { kind: 'too-large', status: fetched.status, headers: fetched.headers, head: fetched.head, rest: fetched.rest, token };
   const key = req.keys.store(token);
-  if (f.status === 304 && stale !== undefined) {
-    const entry = refreshed(req, stale, f, fetchedBy);
+  if (fetched.status === 304 && stale !== undefined) {
+    const entry = refreshed(req, stale, fetched, fetchedBy);
     return { kind: 'entry', entry, fwdStatus: 304, storeKey: key, dropKey: undefined, transient: false, token };
   }
-  if (corruptBody(f.status, headerValue(f.headers['content-type']), f.body)) {
+  if (corruptBody(fetched.status, headerValue(fetched.headers['content-type']), fetched.body)) {
     return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' }, token, corrupt: true };
   }
-  const vary = varySelection(headerValue(f.headers.vary), req.header);
-  const res = parseCacheControl(f.headers['cache-control']);
-  const entry = entryFrom(req, f, res, fetchedBy, vary ?? null);
+  const vary = varySelection(headerValue(fetched.headers.vary), req.header);
+  const res = parseCacheControl(fetched.headers['cache-control']);
+  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null);
   const reason =
-    f.status === 304
+    fetched.status === 304
       ? 'unsolicited-304'
       : notStorableReason(req.policy, {
-          status: f.status,
+          status: fetched.status,
           method: req.method,
           req: req.directives,
           res,
           authorized: req.credential !== 'anonymous',
           hasValidator: entry.etag !== undefined || entry.lastModified !== undefined,
-          hasExpires: f.headers.expires !== undefined,
-          hasSetCookie: f.headers['set-cookie'] !== undefined,
+          hasExpires: fetched.headers.expires !== undefined,
+          hasSetCookie: fetched.headers['set-cookie'] !== undefined,
           varyStar: vary === undefined,
         });
-  const transient = isTransient(f.status, f.headers);
-  if (reason === null) return { kind: 'entry', entry, fwdStatus: f.status, storeKey: key, dropKey: undefined, transient: false, token };
+  const transient = isTransient(fetched.status, fetched.headers);
+  if (reason === null)
+    return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: key, dropKey: undefined, transient: false, token };
   // A changed or vanished resource replaces the old entry even when the new answer is not
   // storable; a transient failure (or a credential error) never evicts it.
-  const replaces = stale !== undefined && !transient && (f.status < 400 || f.status === 404 || f.status === 410);
-  return { kind: 'entry', entry, fwdStatus: f.status, storeKey: undefined, dropKey: replaces ? key : undefined, transient, token };
+  const replaces = stale !== undefined && !transient && (fetched.status < 400 || fetched.status === 404 || fetched.status === 410);
+  return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: undefined, dropKey: replaces ? key : undefined, transient, token };
 }
 
 /** Upstream statuses after which a stored entry is still the best answer (stale-if-error). */
@@ -124,14 +126,19 @@ function parseDate(value: string | string[] | undefined): number | undefined {
 }
 
 /**
- * Freshness of a response whose stored headers are `headers`, received as `f` (RFC 9111 4.2):
+ * Freshness of a response whose stored headers are `headers`, received as `response` (RFC 9111 4.2):
  * the same derivation for a new entry and for one a 304 refreshed.
  */
-function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, f: Response) {
-  const ageHeader = Number(headerValue(f.headers.age));
+function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, response: Response) {
+  const ageHeader = Number(headerValue(response.headers.age));
   return {
-    storedAt: f.responseTime,
-    initialAge: initialAge(Number.isFinite(ageHeader) ? ageHeader : undefined, parseDate(f.headers.date), f.requestTime, f.responseTime),
+    storedAt: response.responseTime,
+    initialAge: initialAge(
+      Number.isFinite(ageHeader) ? ageHeader : undefined,
+      parseDate(response.headers.date),
+      response.requestTime,
+      response.responseTime,
+    ),
     lifetime: freshnessLifetime(req.policy, {
       res,
       date: parseDate(headerOf(headers, 'date')),
@@ -145,33 +152,33 @@ function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, 
 /** Builds an entry from a fresh upstream response (status, headers, body, freshness). */
 function entryFrom(
   req: CacheRequest,
-  f: Response,
+  response: Response,
   res: Readonly<Directives>,
   fetchedBy: string,
   vary: Record<string, string> | null,
 ): CacheEntry {
-  const headers = storedHeaders(f.headers, req.credential === 'pool');
+  const headers = storedHeaders(response.headers, req.credential === 'pool');
   return {
-    status: f.status,
+    status: response.status,
     headers,
-    body: f.body,
+    body: response.body,
     etag: headerOf(headers, 'etag'),
     lastModified: headerOf(headers, 'last-modified'),
-    ...freshness(req, headers, res, f),
+    ...freshness(req, headers, res, response),
     fetchedBy,
     vary,
   };
 }
 
 /** A 304 confirmed `stored`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
-function refreshed(req: CacheRequest, stored: CacheEntry, f: Response, fetchedBy: string): CacheEntry {
-  const headers = mergeHeaders(stored.headers, storedHeaders(f.headers, req.credential === 'pool'));
+function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fetchedBy: string): CacheEntry {
+  const headers = mergeHeaders(stored.headers, storedHeaders(response.headers, req.credential === 'pool'));
   return {
     ...stored,
     fetchedBy,
     headers,
     etag: headerOf(headers, 'etag') ?? stored.etag,
     lastModified: headerOf(headers, 'last-modified') ?? stored.lastModified,
-    ...freshness(req, headers, parseCacheControl(headerOf(headers, 'cache-control')), f),
+    ...freshness(req, headers, parseCacheControl(headerOf(headers, 'cache-control')), response),
   };
 }

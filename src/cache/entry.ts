@@ -55,30 +55,32 @@ export function poolTokenOf(fetchedBy: string | undefined): string | undefined {
 
 type Meta = Omit<CacheEntry, 'body'>;
 
-export function encodeEntry(e: CacheEntry): Buffer {
+export function encodeEntry(entry: CacheEntry): Buffer {
   const meta: Meta = {
-    status: e.status,
-    headers: e.headers,
-    etag: e.etag,
-    lastModified: e.lastModified,
-    storedAt: e.storedAt,
-    initialAge: e.initialAge,
-    lifetime: e.lifetime,
-    staleIfError: e.staleIfError,
-    staleWhileRevalidate: e.staleWhileRevalidate,
-    mustRevalidate: e.mustRevalidate,
-    fetchedBy: e.fetchedBy,
-    vary: e.vary,
+    status: entry.status,
+    headers: entry.headers,
+    etag: entry.etag,
+    lastModified: entry.lastModified,
+    storedAt: entry.storedAt,
+    initialAge: entry.initialAge,
+    lifetime: entry.lifetime,
+    staleIfError: entry.staleIfError,
+    staleWhileRevalidate: entry.staleWhileRevalidate,
+    mustRevalidate: entry.mustRevalidate,
+    fetchedBy: entry.fetchedBy,
+    vary: entry.vary,
   };
   const json = Buffer.from(JSON.stringify(meta));
   const head = Buffer.allocUnsafe(5);
   head[0] = ENTRY_VERSION;
   head.writeUInt32BE(json.length, 1);
-  return Buffer.concat([head, json, e.body]);
+  return Buffer.concat([head, json, entry.body]);
 }
 
-function isHeaderList(v: unknown): v is Array<[string, string]> {
-  return Array.isArray(v) && v.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === 'string' && typeof h[1] === 'string');
+function isHeaderList(value: unknown): value is Array<[string, string]> {
+  return (
+    Array.isArray(value) && value.every((h) => Array.isArray(h) && h.length === 2 && typeof h[0] === 'string' && typeof h[1] === 'string')
+  );
 }
 
 const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
@@ -86,47 +88,47 @@ const optStr = (v: unknown): v is string | undefined => v === undefined || typeo
 
 export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheEntry | undefined {
   if (buf === null || buf === undefined || buf.length < 5 || buf[0] !== ENTRY_VERSION) return undefined;
-  const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  const n = b.readUInt32BE(1);
-  if (5 + n > b.length) return undefined;
-  let m: Record<string, unknown>;
+  const bytes = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  const metaLength = bytes.readUInt32BE(1);
+  if (5 + metaLength > bytes.length) return undefined;
+  let meta: Record<string, unknown>;
   try {
-    m = JSON.parse(b.toString('utf8', 5, 5 + n)) as Record<string, unknown>;
+    meta = JSON.parse(bytes.toString('utf8', 5, 5 + metaLength)) as Record<string, unknown>;
   } catch {
     return undefined;
   }
   if (
-    m === null ||
-    typeof m !== 'object' ||
-    !num(m.status) ||
-    !isHeaderList(m.headers) ||
-    !optStr(m.etag) ||
-    !optStr(m.lastModified) ||
-    !num(m.storedAt) ||
-    !num(m.initialAge) ||
-    !num(m.lifetime) ||
-    !num(m.staleIfError) ||
-    !num(m.staleWhileRevalidate) ||
-    typeof m.mustRevalidate !== 'boolean' ||
-    typeof m.fetchedBy !== 'string' ||
-    !(m.vary === null || (typeof m.vary === 'object' && !Array.isArray(m.vary)))
+    meta === null ||
+    typeof meta !== 'object' ||
+    !num(meta.status) ||
+    !isHeaderList(meta.headers) ||
+    !optStr(meta.etag) ||
+    !optStr(meta.lastModified) ||
+    !num(meta.storedAt) ||
+    !num(meta.initialAge) ||
+    !num(meta.lifetime) ||
+    !num(meta.staleIfError) ||
+    !num(meta.staleWhileRevalidate) ||
+    typeof meta.mustRevalidate !== 'boolean' ||
+    typeof meta.fetchedBy !== 'string' ||
+    !(meta.vary === null || (typeof meta.vary === 'object' && !Array.isArray(meta.vary)))
   ) {
     return undefined;
   }
   return {
-    status: m.status,
-    headers: m.headers,
-    body: b.subarray(5 + n),
-    etag: m.etag,
-    lastModified: m.lastModified,
-    storedAt: m.storedAt,
-    initialAge: m.initialAge,
-    lifetime: m.lifetime,
-    staleIfError: m.staleIfError,
-    staleWhileRevalidate: m.staleWhileRevalidate,
-    mustRevalidate: m.mustRevalidate,
-    fetchedBy: m.fetchedBy,
-    vary: m.vary as Record<string, string> | null,
+    status: meta.status,
+    headers: meta.headers,
+    body: bytes.subarray(5 + metaLength),
+    etag: meta.etag,
+    lastModified: meta.lastModified,
+    storedAt: meta.storedAt,
+    initialAge: meta.initialAge,
+    lifetime: meta.lifetime,
+    staleIfError: meta.staleIfError,
+    staleWhileRevalidate: meta.staleWhileRevalidate,
+    mustRevalidate: meta.mustRevalidate,
+    fetchedBy: meta.fetchedBy,
+    vary: meta.vary as Record<string, string> | null,
   };
 }
 
@@ -136,8 +138,8 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
  * the Buffer object, the LRU's bookkeeping), and per header its two strings plus about 140 bytes
  * (the pair array, two string headers, the slot in the list).
  */
-export function entrySize(key: string, e: CacheEntry): number {
-  let n = e.body.length + key.length + 600 + (e.etag?.length ?? 0) + (e.lastModified?.length ?? 0) + e.fetchedBy.length;
-  for (const [k, v] of e.headers) n += k.length + v.length + 140;
-  return n;
+export function entrySize(key: string, entry: CacheEntry): number {
+  let size = entry.body.length + key.length + 600 + (entry.etag?.length ?? 0) + (entry.lastModified?.length ?? 0) + entry.fetchedBy.length;
+  for (const [name, value] of entry.headers) size += name.length + value.length + 140;
+  return size;
 }

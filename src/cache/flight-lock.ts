@@ -23,14 +23,14 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 
 export function createFlightLock(conn: RedisConnection, l2: RedisStore, lockMs: number, pollMs = 20): FlightLock {
   const owner = randomBytes(9).toString('base64url');
-  let n = 0;
+  let lockCount = 0;
   return {
     async acquire(key) {
       const lockKey = l2.lockKey(key);
-      const token = `${owner}:${++n}`;
-      const r = await conn.run('lock', (c) => c.set(lockKey, token, 'PX', lockMs, 'NX'));
-      if (r === undefined) return { kind: 'unavailable' };
-      if (r !== 'OK') return { kind: 'lost' };
+      const token = `${owner}:${++lockCount}`;
+      const reply = await conn.run('lock', (c) => c.set(lockKey, token, 'PX', lockMs, 'NX'));
+      if (reply === undefined) return { kind: 'unavailable' };
+      if (reply !== 'OK') return { kind: 'lost' };
       return {
         kind: 'won',
         release: async () => {
@@ -43,19 +43,19 @@ export function createFlightLock(conn: RedisConnection, l2: RedisStore, lockMs: 
       const lockKey = l2.lockKey(key);
       for (;;) {
         // Entry and lock share a hash tag, so one round trip works on a Cluster too.
-        const r = await conn.run('wait', (c) =>
-          c
+        const reply = await conn.run('wait', (client) =>
+          client
             .multi()
             .getBuffer(entryKey)
             .exists(lockKey)
             .exec()
             .then((res) => res as Array<[Error | null, unknown]> | null),
         );
-        if (r === undefined || r === null) return { kind: 'unavailable' };
-        const value = r[0]?.[1];
+        if (reply === undefined || reply === null) return { kind: 'unavailable' };
+        const value = reply[0]?.[1];
         const entry = Buffer.isBuffer(value) ? decodeEntry(value) : undefined;
         if (entry !== undefined) return { kind: 'entry', entry };
-        if (r[1]?.[1] === 0) return { kind: 'gone' };
+        if (reply[1]?.[1] === 0) return { kind: 'gone' };
         if (Date.now() + pollMs > deadlineMs) return { kind: 'timeout' };
         await new Promise<void>((resolve) => setTimeout(resolve, pollMs).unref());
       }

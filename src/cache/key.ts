@@ -48,9 +48,9 @@ export function normalizeQuery(search: string): string {
   return parts.join('&');
 }
 
-export function cacheKey(k: KeyInput): string {
-  let key = `${k.upstream}\n${k.pathname}\n${normalizeQuery(k.search)}\n${k.accept ?? ''}\n${k.apiVersion ?? ''}\n${k.partition}`;
-  return k.selecting === undefined ? key : `${key}\n${k.selecting}`;
+export function cacheKey(input: KeyInput): string {
+  const key = `${input.upstream}\n${input.pathname}\n${normalizeQuery(input.search)}\n${input.accept ?? ''}\n${input.apiVersion ?? ''}\n${input.partition}`;
+  return input.selecting === undefined ? key : `${key}\n${input.selecting}`;
 }
 
 /** The path part of a key, for invalidation after unsafe methods (RFC 9111 section 4.4). */
@@ -82,13 +82,13 @@ export function createPartitioner(initialSecret: string | Buffer, memoSize = 10_
       if (authorization === undefined) return ANONYMOUS;
       const value = authorization.trim();
       if (value.length === 0) return ANONYMOUS;
-      let p = memo.get(value);
-      if (p === undefined) {
-        p = `c:${hmac(value)}`;
+      let partition = memo.get(value);
+      if (partition === undefined) {
+        partition = `c:${hmac(value)}`;
         if (memo.size >= memoSize) memo.clear();
-        memo.set(value, p);
+        memo.set(value, partition);
       }
-      return p;
+      return partition;
     },
     credentialId(authorization) {
       return hmac(`id:${authorization.trim()}`).slice(0, 8);
@@ -96,8 +96,8 @@ export function createPartitioner(initialSecret: string | Buffer, memoSize = 10_
     selectingDigest(header) {
       let text: string | undefined;
       for (const name of KEYED_VARY_HEADERS) {
-        const v = header(name);
-        if (v !== undefined) text = `${text ?? ''}${name}:${v}\n`;
+        const value = header(name);
+        if (value !== undefined) text = `${text ?? ''}${name}:${value}\n`;
       }
       return text === undefined ? undefined : hmac(`vary:${text}`);
     },

@@ -47,18 +47,18 @@ export interface StoreInput {
 }
 
 /** Why a response is not stored, or null when it may be. */
-export function notStorableReason(p: FreshnessPolicy, i: StoreInput): string | null {
-  if (p.kind === 'none') return 'policy-none';
-  if (i.req.noStore) return 'request-no-store';
-  if (i.res.noStore) return 'no-store';
-  if (i.varyStar) return 'vary-star';
-  if (i.hasSetCookie) return 'set-cookie';
-  if (p.kind !== 'rfc9111') return i.status === 200 ? null : 'status';
-  if (!RFC_CACHEABLE.has(i.status)) return 'status';
-  if (i.res.private) return 'private';
-  if (i.authorized && !(i.res.public || i.res.sMaxage !== undefined || i.res.mustRevalidate)) return 'authorization';
-  const explicit = i.res.sMaxage !== undefined || i.res.maxAge !== undefined || i.hasExpires || i.res.public;
-  if (!explicit && !i.hasValidator && p.heuristicFraction === 0) return 'no-freshness';
+export function notStorableReason(policy: FreshnessPolicy, input: StoreInput): string | null {
+  if (policy.kind === 'none') return 'policy-none';
+  if (input.req.noStore) return 'request-no-store';
+  if (input.res.noStore) return 'no-store';
+  if (input.varyStar) return 'vary-star';
+  if (input.hasSetCookie) return 'set-cookie';
+  if (policy.kind !== 'rfc9111') return input.status === 200 ? null : 'status';
+  if (!RFC_CACHEABLE.has(input.status)) return 'status';
+  if (input.res.private) return 'private';
+  if (input.authorized && !(input.res.public || input.res.sMaxage !== undefined || input.res.mustRevalidate)) return 'authorization';
+  const explicit = input.res.sMaxage !== undefined || input.res.maxAge !== undefined || input.hasExpires || input.res.public;
+  if (!explicit && !input.hasValidator && policy.heuristicFraction === 0) return 'no-freshness';
   return null;
 }
 
@@ -92,40 +92,46 @@ export interface LifetimeInput {
 }
 
 /** Freshness lifetime in seconds (RFC 9111 section 4.2.1), with the policy applied. */
-export function freshnessLifetime(p: FreshnessPolicy, i: LifetimeInput): number {
-  switch (p.kind) {
+export function freshnessLifetime(policy: FreshnessPolicy, input: LifetimeInput): number {
+  switch (policy.kind) {
     case 'none':
     case 'revalidate':
       return 0;
     case 'ttl':
-      return p.ttl;
+      return policy.ttl;
     default: {
-      if (p.kind === 'rfc9111' && i.res.noCache) return 0;
-      let life: number | undefined = i.res.sMaxage ?? i.res.maxAge;
-      if (life === undefined && i.expires !== undefined) {
-        life = Math.max(0, Math.floor((i.expires - (i.date ?? i.expires)) / 1000));
+      if (policy.kind === 'rfc9111' && input.res.noCache) return 0;
+      let life: number | undefined = input.res.sMaxage ?? input.res.maxAge;
+      if (life === undefined && input.expires !== undefined) {
+        life = Math.max(0, Math.floor((input.expires - (input.date ?? input.expires)) / 1000));
       }
-      if (life === undefined && p.kind === 'rfc9111' && p.heuristicFraction > 0 && i.lastModified !== undefined && i.date !== undefined) {
-        life = Math.min(86_400, Math.floor(((i.date - i.lastModified) / 1000) * p.heuristicFraction));
+      if (
+        life === undefined &&
+        policy.kind === 'rfc9111' &&
+        policy.heuristicFraction > 0 &&
+        input.lastModified !== undefined &&
+        input.date !== undefined
+      ) {
+        life = Math.min(86_400, Math.floor(((input.date - input.lastModified) / 1000) * policy.heuristicFraction));
       }
       life = Math.max(0, life ?? 0);
-      return p.maxAgeCap === undefined ? life : Math.min(life, p.maxAgeCap);
+      return policy.maxAgeCap === undefined ? life : Math.min(life, policy.maxAgeCap);
     }
   }
 }
 
 /** Stale-serving windows and whether stale serving is allowed at all. */
 export function staleWindows(
-  p: FreshnessPolicy,
+  policy: FreshnessPolicy,
   res: Readonly<Directives>,
 ): { staleIfError: number; staleWhileRevalidate: number; mustRevalidate: boolean } {
   const mustRevalidate =
-    p.kind === 'rfc9111' &&
+    policy.kind === 'rfc9111' &&
     (res.mustRevalidate === true || res.proxyRevalidate === true || res.sMaxage !== undefined || res.noCache === true);
   if (mustRevalidate) return { staleIfError: 0, staleWhileRevalidate: 0, mustRevalidate };
   return {
-    staleIfError: res.staleIfError ?? p.staleIfError,
-    staleWhileRevalidate: res.staleWhileRevalidate ?? p.staleWhileRevalidate,
+    staleIfError: res.staleIfError ?? policy.staleIfError,
+    staleWhileRevalidate: res.staleWhileRevalidate ?? policy.staleWhileRevalidate,
     mustRevalidate,
   };
 }
@@ -138,8 +144,8 @@ export function initialAge(ageHeader: number | undefined, date: number | undefin
 }
 
 /** Current age in whole seconds. */
-export function currentAge(e: Pick<CacheEntry, 'initialAge' | 'storedAt'>, now: number): number {
-  return Math.max(0, Math.floor(e.initialAge + (now - e.storedAt) / 1000));
+export function currentAge(entry: Pick<CacheEntry, 'initialAge' | 'storedAt'>, now: number): number {
+  return Math.max(0, Math.floor(entry.initialAge + (now - entry.storedAt) / 1000));
 }
 
 export type Decision =
@@ -152,36 +158,36 @@ export type Decision =
 
 /** What to do with a stored entry for this request (RFC 9111 section 4 and 5.2.1). */
 export function decide(
-  e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleWhileRevalidate' | 'mustRevalidate'>,
+  entry: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleWhileRevalidate' | 'mustRevalidate'>,
   req: Readonly<Directives>,
   now: number,
 ): Decision {
-  const age = currentAge(e, now);
-  const ttl = e.lifetime - age;
+  const age = currentAge(entry, now);
+  const ttl = entry.lifetime - age;
   if (req.noCache || req.maxAge === 0) return { kind: 'revalidate', age, ttl, forced: true };
   const tooOld = req.maxAge !== undefined && age > req.maxAge;
   const wantsFresher = req.minFresh !== undefined && ttl < req.minFresh;
   if (ttl > 0 && !tooOld && !wantsFresher) return { kind: 'fresh', age, ttl };
   if (tooOld || wantsFresher) return { kind: 'revalidate', age, ttl, forced: true };
-  if (!e.mustRevalidate) {
+  if (!entry.mustRevalidate) {
     if (req.maxStale !== undefined && -ttl <= req.maxStale) return { kind: 'stale', age, ttl, background: false };
-    if (e.staleWhileRevalidate > 0 && -ttl <= e.staleWhileRevalidate) return { kind: 'stale', age, ttl, background: true };
+    if (entry.staleWhileRevalidate > 0 && -ttl <= entry.staleWhileRevalidate) return { kind: 'stale', age, ttl, background: true };
   }
   return { kind: 'revalidate', age, ttl, forced: false };
 }
 
 /** Whether an entry may be served because the upstream failed (stale-if-error). */
 export function usableOnError(
-  e: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleIfError' | 'mustRevalidate'>,
+  entry: Pick<CacheEntry, 'initialAge' | 'storedAt' | 'lifetime' | 'staleIfError' | 'mustRevalidate'>,
   now: number,
 ): boolean {
-  if (e.mustRevalidate) return currentAge(e, now) < e.lifetime;
-  return currentAge(e, now) - e.lifetime <= e.staleIfError;
+  if (entry.mustRevalidate) return currentAge(entry, now) < entry.lifetime;
+  return currentAge(entry, now) - entry.lifetime <= entry.staleIfError;
 }
 
 /** How long a store may keep an entry: fresh time plus every stale window. */
-export function retentionSeconds(e: Pick<CacheEntry, 'lifetime' | 'staleIfError' | 'staleWhileRevalidate' | 'initialAge'>): number {
-  return Math.max(1, Math.ceil(e.lifetime - e.initialAge + Math.max(e.staleIfError, e.staleWhileRevalidate)));
+export function retentionSeconds(entry: Pick<CacheEntry, 'lifetime' | 'staleIfError' | 'staleWhileRevalidate' | 'initialAge'>): number {
+  return Math.max(1, Math.ceil(entry.lifetime - entry.initialAge + Math.max(entry.staleIfError, entry.staleWhileRevalidate)));
 }
 
 /**
@@ -195,7 +201,7 @@ export function mergeHeaders(stored: ReadonlyArray<[string, string]>, fresh: Rea
   const replaced = new Set<string>();
   for (const [name] of fresh) if (!REPRESENTATION_FRAMING.has(name)) replaced.add(name);
   const out: Array<[string, string]> = [];
-  for (const h of stored) if (!replaced.has(h[0])) out.push(h);
-  for (const h of fresh) if (replaced.has(h[0])) out.push(h);
+  for (const header of stored) if (!replaced.has(header[0])) out.push(header);
+  for (const header of fresh) if (replaced.has(header[0])) out.push(header);
   return out;
 }

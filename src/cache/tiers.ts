@@ -134,9 +134,9 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     try {
       const found = await Promise.all(candidates.map((key) => l2.lookup(key)));
       let entry: CacheEntry | undefined;
-      found.forEach((result, i) => {
+      found.forEach((result, index) => {
         if (result.kind !== 'hit') return;
-        promote(candidates[i]!, result.entry);
+        promote(candidates[index]!, result.entry);
         if (entry === undefined || result.entry.storedAt > entry.storedAt) entry = result.entry;
       });
       return { entry, answered: found.every((result) => result.kind !== 'skipped') };

@@ -40,11 +40,11 @@ type Control =
   /** Pushed by every worker each second: its recent activity, its Redis state and (with Redis) its view of the pool. */
   | { t: 'etagere:recent'; summary: RecentSummary; redisUp: boolean | null; tokens: TokenReport[] };
 
-const isControl = (m: unknown): m is Control =>
-  typeof m === 'object' &&
-  m !== null &&
-  String((m as { t?: unknown }).t).startsWith('etagere:') &&
-  (m as { t: string }).t !== 'etagere:pool';
+const isControl = (message: unknown): message is Control =>
+  typeof message === 'object' &&
+  message !== null &&
+  String((message as { t?: unknown }).t).startsWith('etagere:') &&
+  (message as { t: string }).t !== 'etagere:pool';
 
 export interface ClusterPrimary {
   readonly adminUrl: string;
@@ -57,19 +57,19 @@ function sumRecent(list: readonly RecentSummary[]): RecentSummary {
   let requests = 0;
   let saved = 0;
   let hits = 0;
-  for (const r of list) {
-    requests += r.requests;
-    saved += r.saved;
-    hits += r.hits;
-    for (const u of r.upstreams) {
-      const t = ups.get(u.name);
-      if (t === undefined) ups.set(u.name, { ...u });
+  for (const summary of list) {
+    requests += summary.requests;
+    saved += summary.saved;
+    hits += summary.hits;
+    for (const upstream of summary.upstreams) {
+      const total = ups.get(upstream.name);
+      if (total === undefined) ups.set(upstream.name, { ...upstream });
       else {
-        t.requests += u.requests;
-        t.errors += u.errors;
-        if ((u.lastAt ?? 0) > (t.lastAt ?? 0)) {
-          t.lastAt = u.lastAt;
-          t.lastStatus = u.lastStatus;
+        total.requests += upstream.requests;
+        total.errors += upstream.errors;
+        if ((upstream.lastAt ?? 0) > (total.lastAt ?? 0)) {
+          total.lastAt = upstream.lastAt;
+          total.lastStatus = upstream.lastStatus;
         }
       }
     }
@@ -85,7 +85,7 @@ function sumRecent(list: readonly RecentSummary[]): RecentSummary {
 }
 
 export async function runPrimary(config: Config, logger: Logger = createLogger({ level: config.log.level })): Promise<ClusterPrimary> {
-  const n = workerCount(config.workers);
+  const clusterSize = workerCount(config.workers);
   const metrics = createMetrics();
   // Without Redis to share it, the primary owns the token budget: a pool of its own (no Redis).
   const poolRt = ipcBudget(config) ? buildPool(config, { logger, metrics }) : undefined;
@@ -105,33 +105,33 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   let seq = 0;
 
   const fork = (): Worker => {
-    const w = cluster.fork({ ETAGERE_WORKER: '1' });
-    if (poolRt !== undefined) pools.set(w.id, servePool(poolRt.pool, w));
-    w.on('listening', () => listening.add(w.id));
-    w.on('message', (m: unknown) => {
-      if (!isControl(m)) return;
-      if (m.t === 'etagere:recent') recent.set(w.id, m);
-      else if (m.t === 'etagere:metrics-reply') {
-        replies.get(m.id)?.(m.json);
-        replies.delete(m.id);
+    const worker = cluster.fork({ ETAGERE_WORKER: '1' });
+    if (poolRt !== undefined) pools.set(worker.id, servePool(poolRt.pool, worker));
+    worker.on('listening', () => listening.add(worker.id));
+    worker.on('message', (message: unknown) => {
+      if (!isControl(message)) return;
+      if (message.t === 'etagere:recent') recent.set(worker.id, message);
+      else if (message.t === 'etagere:metrics-reply') {
+        replies.get(message.id)?.(message.json);
+        replies.delete(message.id);
       }
     });
-    w.on('exit', (code, signal) => {
-      listening.delete(w.id);
-      recent.delete(w.id);
-      pools.get(w.id)?.close();
-      pools.delete(w.id);
+    worker.on('exit', (code, signal) => {
+      listening.delete(worker.id);
+      recent.delete(worker.id);
+      pools.get(worker.id)?.close();
+      pools.delete(worker.id);
       if (!draining) {
-        logger.error({ worker: w.id, code, signal }, 'worker exited; starting another');
+        logger.error({ worker: worker.id, code, signal }, 'worker exited; starting another');
         fork();
       }
     });
-    return w;
+    return worker;
   };
-  for (let i = 0; i < n; i++) fork();
+  for (let i = 0; i < clusterSize; i++) fork();
   // Workers see the pool's numbers as soon as they change, and at least every second.
   const pushTimer = setInterval(() => {
-    for (const p of pools.values()) p.push();
+    for (const poolServer of pools.values()) poolServer.push();
   }, 1_000);
   pushTimer.unref();
 
@@ -140,7 +140,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
     const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
     const parts = await Promise.all(
       workers.map(
-        (w) =>
+        (worker) =>
           new Promise<unknown[]>((resolve) => {
             const id = ++seq;
             const timer = setTimeout(() => {
@@ -151,7 +151,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
               clearTimeout(timer);
               resolve(json);
             });
-            w.send({ t: 'etagere:metrics', id } satisfies Control);
+            worker.send({ t: 'etagere:metrics', id } satisfies Control);
           }),
       ),
     );
@@ -161,10 +161,10 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   };
 
   const admin = createAdminServer(metrics, {
-    ready: () => !draining && listening.size === n,
+    ready: () => !draining && listening.size === clusterSize,
     // Without Redis the primary holds the pool; with it, every worker sees the shared numbers.
     tokens: () => poolRt?.pool.snapshot() ?? (config.pool.tokens.length === 0 ? undefined : ([...recent.values()][0]?.tokens ?? [])),
-    budget: () => (config.pool.tokens.length === 0 ? undefined : { shared: poolRt === undefined, replicas: n }),
+    budget: () => (config.pool.tokens.length === 0 ? undefined : { shared: poolRt === undefined, replicas: clusterSize }),
     redis: () => ({
       configured: config.redis.url !== null || config.redis.cluster !== null,
       up: recent.size > 0 && [...recent.values()].every((r) => r.redisUp === true),
@@ -174,7 +174,11 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   });
   const addr = await listen(admin, config.admin.port, config.admin.host);
   logger.info(
-    { workers: n, admin: urlOf(addr), budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none' },
+    {
+      workers: clusterSize,
+      admin: urlOf(addr),
+      budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none',
+    },
     'etagere primary started',
   );
 
@@ -208,11 +212,11 @@ export async function runWorker(config: Config): Promise<App> {
       )
     : undefined;
   const app = await startApp(config, { adminListener: false, ...(pool === undefined ? {} : { pool }) });
-  process.on('message', (m: unknown) => {
-    if (!isControl(m) || m.t !== 'etagere:metrics') return;
+  process.on('message', (message: unknown) => {
+    if (!isControl(message) || message.t !== 'etagere:metrics') return;
     app.metrics.registry.getMetricsAsJSON().then(
-      (json) => process.send?.({ t: 'etagere:metrics-reply', id: m.id, json } satisfies Control),
-      () => process.send?.({ t: 'etagere:metrics-reply', id: m.id, json: [] } satisfies Control),
+      (json) => process.send?.({ t: 'etagere:metrics-reply', id: message.id, json } satisfies Control),
+      () => process.send?.({ t: 'etagere:metrics-reply', id: message.id, json: [] } satisfies Control),
     );
   });
   const push = (): void =>

@@ -32,8 +32,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 type Raw = Record<string, unknown>;
 
 function obj(parent: Raw, key: string): Raw {
-  const v = parent[key];
-  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Raw;
+  const existing = parent[key];
+  if (existing !== null && typeof existing === 'object' && !Array.isArray(existing)) return existing as Raw;
   const created: Raw = {};
   parent[key] = created;
   return created;
@@ -46,8 +46,8 @@ function intFromEnv(name: string, value: string): number | string {
 
 /** Applies environment overrides onto a raw (unvalidated) config object, in place. */
 export function applyEnv(raw: Raw, env: Env): Raw {
-  const set = (v: string | undefined, fn: (value: string) => void): void => {
-    if (v !== undefined && v !== '') fn(v);
+  const set = (value: string | undefined, fn: (value: string) => void): void => {
+    if (value !== undefined && value !== '') fn(value);
   };
   set(env.PORT, (v) => (obj(raw, 'listen').port = intFromEnv('PORT', v)));
   set(env.HOST, (v) => (obj(raw, 'listen').host = v));
@@ -57,8 +57,8 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
   set(
     env.REDIS_CLUSTER_NODES,
-    (v) =>
-      (obj(raw, 'redis').cluster = v
+    (value) =>
+      (obj(raw, 'redis').cluster = value
         .split(',')
         .map((n) => n.trim())
         .filter((n) => n.length > 0)),
@@ -68,12 +68,12 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','))));
   set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
-  set(env.UPSTREAM_URL, (v) => {
+  set(env.UPSTREAM_URL, (url) => {
     const list = raw.upstreams;
     if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') {
-      (list[0] as Raw).url = v;
+      (list[0] as Raw).url = url;
     } else {
-      raw.upstreams = [{ name: 'github', prefix: '/', url: v, token_pool: true }];
+      raw.upstreams = [{ name: 'github', prefix: '/', url, token_pool: true }];
     }
   });
   return raw;
@@ -87,10 +87,10 @@ export function applyEnv(raw: Raw, env: Env): Raw {
 export function parseSecretList(items: readonly string[]): Array<{ name?: string; value: string }> {
   const out: Array<{ name?: string; value: string }> = [];
   for (const item of items) {
-    const t = item.trim();
-    if (t.length === 0 || t.startsWith('#')) continue;
-    const m = /^([A-Za-z0-9][A-Za-z0-9_.-]{0,62})=(.+)$/.exec(t);
-    out.push(m !== null ? { name: m[1]!, value: m[2]!.trim() } : { value: t });
+    const trimmed = item.trim();
+    if (trimmed.length === 0 || trimmed.startsWith('#')) continue;
+    const match = /^([A-Za-z0-9][A-Za-z0-9_.-]{0,62})=(.+)$/.exec(trimmed);
+    out.push(match !== null ? { name: match[1]!, value: match[2]!.trim() } : { value: trimmed });
   }
   return out;
 }
@@ -105,14 +105,15 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
     if (parent === null || typeof parent !== 'object') return;
     const list = (parent as Raw)[key];
     if (!Array.isArray(list)) return;
-    (parent as Raw)[key] = list.map((item: unknown, i) => {
+    (parent as Raw)[key] = list.map((item: unknown, index) => {
       if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
       const { env: name, ...rest } = item as Raw;
       if (name === undefined) return item;
-      if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`${where}[${i}].env: must name an environment variable`);
-      if ('value' in rest) throw new ConfigError(`${where}[${i}]: give either value or env, not both`);
+      if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`${where}[${index}].env: must name an environment variable`);
+      if ('value' in rest) throw new ConfigError(`${where}[${index}]: give either value or env, not both`);
       const value = env[name];
-      if (value === undefined || value.trim() === '') throw new ConfigError(`${where}[${i}].env: environment variable ${name} is not set`);
+      if (value === undefined || value.trim() === '')
+        throw new ConfigError(`${where}[${index}].env: environment variable ${name} is not set`);
       return { ...rest, value: value.trim() };
     });
   };

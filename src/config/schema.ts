@@ -33,8 +33,8 @@ export const cachePolicySchema = z
     heuristic_fraction: z.number().min(0).max(1).default(0),
   })
   .strict()
-  .superRefine((v, ctx) => {
-    if (v.policy === 'ttl' && v.ttl_seconds === undefined) {
+  .superRefine((cache, ctx) => {
+    if (cache.policy === 'ttl' && cache.ttl_seconds === undefined) {
       ctx.addIssue({ code: 'custom', path: ['ttl_seconds'], message: 'is required when policy is "ttl"' });
     }
   });
@@ -156,8 +156,8 @@ export const redisSchema = z
     shared_tokens: z.boolean().default(true),
   })
   .strict()
-  .superRefine((v, ctx) => {
-    if (v.url !== null && v.cluster !== null)
+  .superRefine((redis, ctx) => {
+    if (redis.url !== null && redis.cluster !== null)
       ctx.addIssue({ code: 'custom', path: ['cluster'], message: 'give either url or cluster, not both' });
   });
 
@@ -215,42 +215,45 @@ export const configSchema = z
       .min(1, 'at least one upstream is required')
       .superRefine((list, ctx) => {
         const seen = new Map<string, number>();
-        list.forEach((u, i) => {
-          if (seen.has(u.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate upstream name "${u.name}"` });
-          seen.set(u.name, i);
+        list.forEach((upstream, index) => {
+          if (seen.has(upstream.name))
+            ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate upstream name "${upstream.name}"` });
+          seen.set(upstream.name, index);
         });
         const prefixes = new Map<string, number>();
-        list.forEach((u, i) => {
-          if (prefixes.has(u.prefix)) ctx.addIssue({ code: 'custom', path: [i, 'prefix'], message: `duplicate prefix "${u.prefix}"` });
-          prefixes.set(u.prefix, i);
+        list.forEach((upstream, index) => {
+          if (prefixes.has(upstream.prefix))
+            ctx.addIssue({ code: 'custom', path: [index, 'prefix'], message: `duplicate prefix "${upstream.prefix}"` });
+          prefixes.set(upstream.prefix, index);
         });
       }),
   })
   .strict()
-  .superRefine((c, ctx) => {
-    if (c.pool.tokens.length > 0 && !c.upstreams.some((u) => u.token_pool)) {
+  .superRefine((config, ctx) => {
+    if (config.pool.tokens.length > 0 && !config.upstreams.some((u) => u.token_pool)) {
       ctx.addIssue({ code: 'custom', path: ['pool', 'tokens'], message: 'tokens are configured but no upstream has token_pool: true' });
     }
-    if (c.consumers.enabled && c.consumers.keys.length === 0) {
+    if (config.consumers.enabled && config.consumers.keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['consumers', 'keys'], message: 'consumers.enabled needs at least one key' });
     }
     const tokenNames = new Map<string, number>();
     const tokenValues = new Map<string, number>();
-    c.pool.tokens.forEach((t, i) => {
-      const j = tokenValues.get(t.value);
-      if (j !== undefined) ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', i], message: `the same token as pool.tokens[${j}]` });
-      tokenValues.set(t.value, i);
-      const name = tokenName(t.value, t.name);
-      const k = tokenNames.get(name);
-      if (k !== undefined && j === undefined)
-        ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', i, 'name'], message: `duplicate token name "${name}"` });
-      tokenNames.set(name, i);
+    config.pool.tokens.forEach((token, index) => {
+      const sameValueAt = tokenValues.get(token.value);
+      if (sameValueAt !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', index], message: `the same token as pool.tokens[${sameValueAt}]` });
+      tokenValues.set(token.value, index);
+      const name = tokenName(token.value, token.name);
+      const sameNameAt = tokenNames.get(name);
+      if (sameNameAt !== undefined && sameValueAt === undefined)
+        ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', index, 'name'], message: `duplicate token name "${name}"` });
+      tokenNames.set(name, index);
     });
     const names = new Set<string>();
-    c.consumers.keys.forEach((k, i) => {
-      if (names.has(k.name))
-        ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', i, 'name'], message: `duplicate consumer name "${k.name}"` });
-      names.add(k.name);
+    config.consumers.keys.forEach((key, index) => {
+      if (names.has(key.name))
+        ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', index, 'name'], message: `duplicate consumer name "${key.name}"` });
+      names.add(key.name);
     });
   });
 

@@ -28,13 +28,13 @@ export function startDemoLoad(baseUrl: string, clients = 3, intervalMs = 150): D
   let seq = 0;
   const loop = async (): Promise<void> => {
     while (running) {
-      const n = seq++;
+      const requestNumber = seq++;
       // Square of a uniform number: index 0 about 35 % of the time, the last one rarely.
-      const i = Math.floor(Math.random() ** 2 * PATHS.length);
-      const rare = n % 25 === 0 ? `${PATHS[i]!.includes('?') ? '&' : '?'}demo=${n}` : '';
+      const pathIndex = Math.floor(Math.random() ** 2 * PATHS.length);
+      const rare = requestNumber % 25 === 0 ? `${PATHS[pathIndex]!.includes('?') ? '&' : '?'}demo=${requestNumber}` : '';
       try {
-        const r = await request(baseUrl + PATHS[i]! + rare);
-        await r.body.dump();
+        const response = await request(baseUrl + PATHS[pathIndex]! + rare);
+        await response.body.dump();
       } catch {
         // the demo keeps going while the proxy restarts or stops
       }
@@ -61,6 +61,7 @@ export interface TokenLine {
 export function summaryLine(recent: RecentSummary, tokens: readonly TokenLine[]): string {
   const ratio = recent.hitRatio === null ? '-' : `${(recent.hitRatio * 100).toFixed(1)} %`;
   const parts = [`requests ${recent.requests}`, `hit ratio ${ratio}`, `quota saved ${recent.saved}`];
-  for (const t of tokens) parts.push(`${t.name} ${t.remaining ?? '?'}/${t.limit ?? '?'}${t.state === 'ok' ? '' : ` ${t.state}`}`);
+  for (const token of tokens)
+    parts.push(`${token.name} ${token.remaining ?? '?'}/${token.limit ?? '?'}${token.state === 'ok' ? '' : ` ${token.state}`}`);
   return parts.join(' | ');
 }

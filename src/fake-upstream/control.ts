@@ -86,18 +86,18 @@ async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promis
 }
 
 function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
-  for (const k of Object.keys(body)) {
-    if (!allowed.includes(k)) throw new HttpError(400, `Unknown field "${k}" (allowed: ${allowed.join(', ')})`);
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw new HttpError(400, `Unknown field "${key}" (allowed: ${allowed.join(', ')})`);
   }
 }
 
 function intField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
-  const v = body[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+  const value = body[key];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new HttpError(400, `"${key}" must be an integer from ${min} to ${max}`);
   }
-  return v;
+  return value;
 }
 
 function methodGuard(req: IncomingMessage, allowed: string[]): void {
@@ -171,8 +171,8 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
   onlyKeys(body, ['anonymousLimit', 'tokenLimit', 'windowSeconds', 'latencyMs', 'enforceConcurrency']);
   const patch: Partial<RuntimeConfig> = {};
   const set = (key: keyof RuntimeConfig, min: number, max: number): void => {
-    const v = intField(body, key, min, max);
-    if (v !== undefined) patch[key] = v;
+    const value = intField(body, key, min, max);
+    if (value !== undefined) patch[key] = value;
   };
   set('anonymousLimit', 0, 1e9);
   set('tokenLimit', 0, 1e9);

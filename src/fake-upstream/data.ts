@@ -105,7 +105,7 @@ export const LICENSES: Record<string, License> = {
 /** The organization of the seed data. */
 export const SEED_ORG = 'etagere-org';
 
-const t = (iso: string): number => Date.parse(iso);
+const parseIso = (iso: string): number => Date.parse(iso);
 const DAY = 86_400_000;
 
 interface AccountSeed {
@@ -405,7 +405,7 @@ export class World {
   zenIndex = 0;
 
   constructor(opts: WorldOptions) {
-    for (const a of ACCOUNTS) this.addAccount(a);
+    for (const seed of ACCOUNTS) this.addAccount(seed);
     // Every token's login exists as a user, so /user works for any configured token.
     let extra = 0;
     for (const tok of opts.tokens) {
@@ -422,8 +422,8 @@ export class World {
         updated: '2020-02-02T02:02:02Z',
       });
     }
-    for (const r of REPOS) this.addRepo(r);
-    const base = t('2020-01-01T00:00:00Z');
+    for (const seed of REPOS) this.addRepo(seed);
+    const base = parseIso('2020-01-01T00:00:00Z');
     for (let i = 1; i <= opts.orgRepoCount; i++) {
       const created = base + i * DAY + i * 61_000;
       const num = String(i).padStart(3, '0');
@@ -437,46 +437,52 @@ export class World {
         license: LICENSE_KEYS[i % LICENSE_KEYS.length] ?? 'mit',
         created,
         // Spread updates over 2023 so that sort=updated differs from sort=created.
-        updated: t('2023-01-01T00:00:00Z') + ((i * 7919) % 360) * DAY + i * 1000,
+        updated: parseIso('2023-01-01T00:00:00Z') + ((i * 7919) % 360) * DAY + i * 1000,
         stars: (i * 37) % 500,
         forks: (i * 13) % 50,
         issues: i % 9,
         topics: [],
       });
     }
-    for (const c of CITIES) this.cities.set(c, { name: c, count: CITY_SEED[c] });
+    for (const city of CITIES) this.cities.set(city, { name: city, count: CITY_SEED[city] });
   }
 
-  private addAccount(a: AccountSeed): void {
-    this.accounts.set(lc(a.login), {
-      login: a.login,
-      id: a.id,
-      type: a.type,
-      name: a.name,
-      company: a.company ?? null,
-      blog: a.blog ?? '',
-      location: a.location ?? null,
-      email: a.publicEmail ? `${a.login}@example.com` : null,
-      privateEmail: `${a.login}@example.com`,
-      bio: a.bio ?? null,
-      twitter: a.twitter ?? null,
-      followers: a.followers,
-      following: a.following,
-      publicGists: a.type === 'User' ? 1 : 0,
+  private addAccount(seed: AccountSeed): void {
+    this.accounts.set(lc(seed.login), {
+      login: seed.login,
+      id: seed.id,
+      type: seed.type,
+      name: seed.name,
+      company: seed.company ?? null,
+      blog: seed.blog ?? '',
+      location: seed.location ?? null,
+      email: seed.publicEmail ? `${seed.login}@example.com` : null,
+      privateEmail: `${seed.login}@example.com`,
+      bio: seed.bio ?? null,
+      twitter: seed.twitter ?? null,
+      followers: seed.followers,
+      following: seed.following,
+      publicGists: seed.type === 'User' ? 1 : 0,
       privateGists: 0,
-      createdAt: t(a.created),
-      updatedAt: t(a.updated),
-      members: new Set((a.members ?? []).map(lc)),
+      createdAt: parseIso(seed.created),
+      updatedAt: parseIso(seed.updated),
+      members: new Set((seed.members ?? []).map(lc)),
       version: 0,
       cache: new Map(),
     });
   }
 
-  private addRepo(r: RepoSeed): void {
-    this.addRepoRaw({ ...r, private: r.private ?? false, created: t(r.created), updated: t(r.updated), topics: r.topics ?? [] });
+  private addRepo(seed: RepoSeed): void {
+    this.addRepoRaw({
+      ...seed,
+      private: seed.private ?? false,
+      created: parseIso(seed.created),
+      updated: parseIso(seed.updated),
+      topics: seed.topics ?? [],
+    });
   }
 
-  private addRepoRaw(r: {
+  private addRepoRaw(fields: {
     owner: string;
     name: string;
     id: number;
@@ -491,32 +497,32 @@ export class World {
     issues: number;
     topics: string[];
   }): void {
-    const owner = this.accounts.get(lc(r.owner));
-    if (!owner) throw new Error(`seed: unknown owner ${r.owner}`);
+    const owner = this.accounts.get(lc(fields.owner));
+    if (!owner) throw new Error(`seed: unknown owner ${fields.owner}`);
     const repo: Repo = {
-      id: r.id,
-      name: r.name,
+      id: fields.id,
+      name: fields.name,
       owner,
-      private: r.private,
-      description: r.description,
-      homepage: `https://example.org/${owner.login}/${r.name}`,
-      language: r.language,
-      topics: r.topics,
-      license: LICENSES[r.license] ?? (LICENSES.mit as License),
-      createdAt: r.created,
-      updatedAt: r.updated,
-      pushedAt: r.updated,
-      size: 100 + ((r.id * 31) % 5000),
-      stargazers: r.stars,
-      forks: r.forks,
-      openIssues: r.issues,
-      subscribers: Math.max(1, Math.floor(r.stars / 10)),
-      hasPages: r.name === 'website',
-      hasWiki: !r.private,
+      private: fields.private,
+      description: fields.description,
+      homepage: `https://example.org/${owner.login}/${fields.name}`,
+      language: fields.language,
+      topics: fields.topics,
+      license: LICENSES[fields.license] ?? (LICENSES.mit as License),
+      createdAt: fields.created,
+      updatedAt: fields.updated,
+      pushedAt: fields.updated,
+      size: 100 + ((fields.id * 31) % 5000),
+      stargazers: fields.stars,
+      forks: fields.forks,
+      openIssues: fields.issues,
+      subscribers: Math.max(1, Math.floor(fields.stars / 10)),
+      hasPages: fields.name === 'website',
+      hasWiki: !fields.private,
       version: 0,
       cache: new Map(),
     };
-    this.repos.set(lc(`${owner.login}/${r.name}`), repo);
+    this.repos.set(lc(`${owner.login}/${fields.name}`), repo);
     const list = this.reposByOwner.get(lc(owner.login)) ?? [];
     list.push(repo);
     this.reposByOwner.set(lc(owner.login), list);
@@ -538,14 +544,14 @@ export class World {
   orgsOf(login: string): Account[] {
     const key = lc(login);
     const out: Account[] = [];
-    for (const a of this.accounts.values()) if (a.type === 'Organization' && a.members.has(key)) out.push(a);
+    for (const account of this.accounts.values()) if (account.type === 'Organization' && account.members.has(key)) out.push(account);
     return out;
   }
 
   nextZen(): string {
-    const z = ZEN[this.zenIndex % ZEN.length] ?? ZEN[0];
+    const saying = ZEN[this.zenIndex % ZEN.length] ?? ZEN[0];
     this.zenIndex++;
-    return z;
+    return saying;
   }
 }
 

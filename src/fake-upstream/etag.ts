@@ -24,8 +24,8 @@ export function computeEtag(hash: string, accept: string, authorization: string,
 
 /** Opaque tag without the weak prefix, for weak comparison (RFC 9110 §8.8.3.2). */
 function opaque(tag: string): string {
-  const t = tag.trim();
-  return t.startsWith('W/') ? t.slice(2) : t;
+  const trimmed = tag.trim();
+  return trimmed.startsWith('W/') ? trimmed.slice(2) : trimmed;
 }
 
 /** Whether an If-None-Match header value (a list, or `*`) matches the current ETag. */
@@ -47,10 +47,10 @@ const httpDateMemo = new Map<number, string>();
 export function httpDate(ms: number): string {
   const hit = httpDateMemo.get(ms);
   if (hit !== undefined) return hit;
-  const s = new Date(ms).toUTCString();
+  const formatted = new Date(ms).toUTCString();
   if (httpDateMemo.size >= 10_000) httpDateMemo.clear();
-  httpDateMemo.set(ms, s);
-  return s;
+  httpDateMemo.set(ms, formatted);
+  return formatted;
 }
 
 /** If-Modified-Since: true when the resource was not modified after the given date. */

@@ -85,54 +85,54 @@ export class FaultSpecError extends Error {}
 const isKind = (v: unknown): v is FaultKind => typeof v === 'string' && (FAULT_KINDS as readonly string[]).includes(v);
 
 function intIn(rule: Record<string, unknown>, key: string, min: number, max: number, where: string): number | undefined {
-  const v = rule[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+  const value = rule[key];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new FaultSpecError(`${where}: "${key}" must be an integer from ${min} to ${max}`);
   }
-  return v;
+  return value;
 }
 
 /** One rule from JSON, defaults applied. */
 export function parseFaultRule(value: unknown, where = 'fault'): FaultRule {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new FaultSpecError(`${where} must be a JSON object`);
-  const r = value as Record<string, unknown>;
-  for (const k of Object.keys(r)) {
-    if (!RULE_FIELDS.includes(k)) throw new FaultSpecError(`${where}: unknown field "${k}" (allowed: ${RULE_FIELDS.join(', ')})`);
+  const rule = value as Record<string, unknown>;
+  for (const key of Object.keys(rule)) {
+    if (!RULE_FIELDS.includes(key)) throw new FaultSpecError(`${where}: unknown field "${key}" (allowed: ${RULE_FIELDS.join(', ')})`);
   }
-  if (!isKind(r.kind)) throw new FaultSpecError(`${where}: "kind" must be one of ${FAULT_KINDS.join(', ')}`);
-  const kind = r.kind;
+  if (!isKind(rule.kind)) throw new FaultSpecError(`${where}: "kind" must be one of ${FAULT_KINDS.join(', ')}`);
+  const kind = rule.kind;
   let path = '/';
-  if (r.path !== undefined) {
-    if (typeof r.path !== 'string' || !r.path.startsWith('/') || /[?#\s]/.test(r.path) || r.path.length > 1024) {
+  if (rule.path !== undefined) {
+    if (typeof rule.path !== 'string' || !rule.path.startsWith('/') || /[?#\s]/.test(rule.path) || rule.path.length > 1024) {
       throw new FaultSpecError(`${where}: "path" must be a path prefix starting with "/" (no query, no spaces)`);
     }
-    path = r.path;
+    path = rule.path;
   }
   let rate = 1;
-  if (r.rate !== undefined) {
-    if (typeof r.rate !== 'number' || !Number.isFinite(r.rate) || r.rate < 0 || r.rate > 1) {
+  if (rule.rate !== undefined) {
+    if (typeof rule.rate !== 'number' || !Number.isFinite(rule.rate) || rule.rate < 0 || rule.rate > 1) {
       throw new FaultSpecError(`${where}: "rate" must be a number from 0 to 1`);
     }
-    rate = r.rate;
+    rate = rule.rate;
   }
-  const count = r.count === null ? undefined : intIn(r, 'count', 0, 1e9, where);
-  const ms = intIn(r, 'ms', 0, MAX_MS, where) ?? (kind === 'slow-body' ? DEFAULT_SLOW_BODY_MS : DEFAULT_SLOW_HEADERS_MS);
+  const count = rule.count === null ? undefined : intIn(rule, 'count', 0, 1e9, where);
+  const ms = intIn(rule, 'ms', 0, MAX_MS, where) ?? (kind === 'slow-body' ? DEFAULT_SLOW_BODY_MS : DEFAULT_SLOW_HEADERS_MS);
   let status: FaultStatus = 500;
-  if (r.status !== undefined) {
-    if (!(FAULT_STATUSES as readonly unknown[]).includes(r.status)) {
+  if (rule.status !== undefined) {
+    if (!(FAULT_STATUSES as readonly unknown[]).includes(rule.status)) {
       throw new FaultSpecError(`${where}: "status" must be one of ${FAULT_STATUSES.join(', ')}`);
     }
-    status = r.status as FaultStatus;
+    status = rule.status as FaultStatus;
   }
-  const bytes = intIn(r, 'bytes', MIN_HUGE_BYTES, MAX_HUGE_BYTES, where) ?? DEFAULT_HUGE_BYTES;
+  const bytes = intIn(rule, 'bytes', MIN_HUGE_BYTES, MAX_HUGE_BYTES, where) ?? DEFAULT_HUGE_BYTES;
   return { kind, path, rate, count: count ?? null, ms, status, bytes, injected: 0 };
 }
 
 /** The rules of a `POST /__fake/faults` body: `{"faults": [rule, ...]}`. */
 export function parseFaultRules(body: Record<string, unknown>): FaultRule[] {
-  for (const k of Object.keys(body)) {
-    if (k !== 'faults') throw new FaultSpecError(`Unknown field "${k}" (allowed: faults)`);
+  for (const key of Object.keys(body)) {
+    if (key !== 'faults') throw new FaultSpecError(`Unknown field "${key}" (allowed: faults)`);
   }
   const list = body.faults;
   if (!Array.isArray(list)) throw new FaultSpecError('"faults" must be an array of rules');
@@ -147,16 +147,16 @@ export function parseFaultRules(body: Record<string, unknown>): FaultRule[] {
 export function parseFaultSpec(spec: string): FaultRuleInput[] {
   const entries = spec.split(',').map((s) => s.trim());
   if (entries.length > MAX_RULES) throw new FaultSpecError(`at most ${MAX_RULES} fault rules`);
-  return entries.map((entry, i) => {
+  return entries.map((entry, index) => {
     const colon = entry.indexOf(':');
     const kind = colon < 0 ? entry : entry.slice(0, colon);
     const rateText = colon < 0 ? undefined : entry.slice(colon + 1);
     if (!isKind(kind))
-      throw new FaultSpecError(`entry ${i + 1} ("${entry.slice(0, 40)}"): the kind must be one of ${FAULT_KINDS.join(', ')}`);
+      throw new FaultSpecError(`entry ${index + 1} ("${entry.slice(0, 40)}"): the kind must be one of ${FAULT_KINDS.join(', ')}`);
     if (rateText !== undefined && !/^(?:0|1|0?\.\d+|1\.0*)$/.test(rateText)) {
-      throw new FaultSpecError(`entry ${i + 1} ("${entry.slice(0, 40)}"): the rate must be a number from 0 to 1`);
+      throw new FaultSpecError(`entry ${index + 1} ("${entry.slice(0, 40)}"): the rate must be a number from 0 to 1`);
     }
-    const rule = parseFaultRule(rateText === undefined ? { kind } : { kind, rate: Number(rateText) }, `entry ${i + 1}`);
+    const rule = parseFaultRule(rateText === undefined ? { kind } : { kind, rate: Number(rateText) }, `entry ${index + 1}`);
     return { kind: rule.kind, rate: rule.rate };
   });
 }
@@ -181,12 +181,12 @@ export class Faults {
     if (rules.length === 0) return null;
     const roll = this.random();
     let cumulative = 0;
-    for (const r of rules) {
-      if (!path.startsWith(r.path) || (r.count !== null && r.injected >= r.count)) continue;
-      cumulative += r.rate;
+    for (const rule of rules) {
+      if (!path.startsWith(rule.path) || (rule.count !== null && rule.injected >= rule.count)) continue;
+      cumulative += rule.rate;
       if (roll < cumulative) {
-        r.injected++;
-        return r;
+        rule.injected++;
+        return rule;
       }
     }
     return null;
@@ -194,12 +194,12 @@ export class Faults {
 
   /** The rules as JSON, each with the fields of its kind and its `injected` count. */
   describe(): Array<Record<string, unknown>> {
-    return this.rules.map((r) => {
-      const out: Record<string, unknown> = { kind: r.kind, path: r.path, rate: r.rate, count: r.count };
-      if (r.kind === 'slow-headers' || r.kind === 'slow-body') out.ms = r.ms;
-      if (r.kind === 'status') out.status = r.status;
-      if (r.kind === 'huge') out.bytes = r.bytes;
-      out.injected = r.injected;
+    return this.rules.map((rule) => {
+      const out: Record<string, unknown> = { kind: rule.kind, path: rule.path, rate: rule.rate, count: rule.count };
+      if (rule.kind === 'slow-headers' || rule.kind === 'slow-body') out.ms = rule.ms;
+      if (rule.kind === 'status') out.status = rule.status;
+      if (rule.kind === 'huge') out.bytes = rule.bytes;
+      out.injected = rule.injected;
       return out;
     });
   }
@@ -373,13 +373,13 @@ export function writeFaulted(
       }
       const size = Math.ceil(body.length / pieces);
       const step = rule.ms / pieces;
-      const drip = (i: number): void => {
+      const drip = (piece: number): void => {
         later(ctx, socket, step, () => {
-          const chunk = body.subarray(i * size, (i + 1) * size);
-          if (i + 1 >= pieces || (i + 1) * size >= body.length) res.end(chunk);
+          const chunk = body.subarray(piece * size, (piece + 1) * size);
+          if (piece + 1 >= pieces || (piece + 1) * size >= body.length) res.end(chunk);
           else {
             res.write(chunk);
-            drip(i + 1);
+            drip(piece + 1);
           }
         });
       };

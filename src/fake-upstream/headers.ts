@@ -44,28 +44,28 @@ export interface ApiHeaderInput {
   retryAfter: number | null;
 }
 
-export function apiHeaders(h: ApiHeaderInput): OutgoingHttpHeaders {
+export function apiHeaders(input: ApiHeaderInput): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = { server: 'github.com' };
-  if (h.contentType !== null) out['content-type'] = h.contentType;
-  if (h.cacheControl !== null) out['cache-control'] = h.cacheControl;
+  if (input.contentType !== null) out['content-type'] = input.contentType;
+  if (input.cacheControl !== null) out['cache-control'] = input.cacheControl;
   out.vary = VARY;
-  if (h.etag !== null) out.etag = h.etag;
-  if (h.lastModified !== null) out['last-modified'] = h.lastModified;
-  if (h.viewer !== null) {
-    out['x-oauth-scopes'] = h.viewer.scopesHeader;
-    out['x-accepted-oauth-scopes'] = h.acceptedScopes;
+  if (input.etag !== null) out.etag = input.etag;
+  if (input.lastModified !== null) out['last-modified'] = input.lastModified;
+  if (input.viewer !== null) {
+    out['x-oauth-scopes'] = input.viewer.scopesHeader;
+    out['x-accepted-oauth-scopes'] = input.acceptedScopes;
   }
   out['x-github-media-type'] = 'github.v3; format=json';
-  out['x-github-api-version-selected'] = h.apiVersion;
-  if (h.link !== null) out.link = h.link;
-  if (h.rate !== null) {
-    out['x-ratelimit-limit'] = String(h.rate.limit);
-    out['x-ratelimit-remaining'] = String(h.rate.limit - h.rate.used);
-    out['x-ratelimit-reset'] = String(h.rate.reset);
-    out['x-ratelimit-used'] = String(h.rate.used);
+  out['x-github-api-version-selected'] = input.apiVersion;
+  if (input.link !== null) out.link = input.link;
+  if (input.rate !== null) {
+    out['x-ratelimit-limit'] = String(input.rate.limit);
+    out['x-ratelimit-remaining'] = String(input.rate.limit - input.rate.used);
+    out['x-ratelimit-reset'] = String(input.rate.reset);
+    out['x-ratelimit-used'] = String(input.rate.used);
     out['x-ratelimit-resource'] = 'core';
   }
-  if (h.retryAfter !== null) out['retry-after'] = String(h.retryAfter);
+  if (input.retryAfter !== null) out['retry-after'] = String(input.retryAfter);
   out['access-control-expose-headers'] = EXPOSE_HEADERS;
   out['access-control-allow-origin'] = '*';
   out['strict-transport-security'] = 'max-age=31536000; includeSubdomains; preload';
@@ -74,11 +74,11 @@ export function apiHeaders(h: ApiHeaderInput): OutgoingHttpHeaders {
   out['x-xss-protection'] = '1; mode=block';
   out['referrer-policy'] = 'origin-when-cross-origin, strict-origin-when-cross-origin';
   out['content-security-policy'] = "default-src 'none'";
-  if (h.status !== 304) {
+  if (input.status !== 304) {
     out['accept-ranges'] = 'bytes';
-    out['content-length'] = h.contentLength;
+    out['content-length'] = input.contentLength;
   }
-  out['x-github-request-id'] = h.requestId;
+  out['x-github-request-id'] = input.requestId;
   return out;
 }
 

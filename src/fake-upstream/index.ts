@@ -112,7 +112,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     reset: () => state.reset(),
     close: () =>
       new Promise<void>((resolve, reject) => {
-        for (const t of pipeline.timers) clearTimeout(t);
+        for (const timer of pipeline.timers) clearTimeout(timer);
         pipeline.timers.clear();
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeAllConnections();

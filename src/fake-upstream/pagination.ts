@@ -13,8 +13,8 @@ export interface PageRequest {
 
 function positiveInt(value: string | null): number | null {
   if (value === null || !/^\d{1,9}$/.test(value.trim())) return null;
-  const n = Number(value.trim());
-  return n >= 1 ? n : null;
+  const parsed = Number(value.trim());
+  return parsed >= 1 ? parsed : null;
 }
 
 export function pageRequest(params: URLSearchParams): PageRequest {
@@ -34,8 +34,8 @@ export function paginate<T>(all: T[], req: PageRequest): Page<T> {
   return { items: all.slice(start, start + req.perPage), last };
 }
 
-/** The query string with `page` set to n (replacing every `page` parameter, else appending). */
-export function withPage(rawQuery: string, n: number): string {
+/** The query string with its `page` parameter set to `page` (replacing every `page` parameter, else appending). */
+export function withPage(rawQuery: string, page: number): string {
   const parts = rawQuery === '' ? [] : rawQuery.split('&');
   const out: string[] = [];
   let placed = false;
@@ -44,13 +44,13 @@ export function withPage(rawQuery: string, n: number): string {
     const eq = part.indexOf('=');
     const name = eq < 0 ? part : part.slice(0, eq);
     if (name === 'page') {
-      if (!placed) out.push(`page=${n}`);
+      if (!placed) out.push(`page=${page}`);
       placed = true;
     } else {
       out.push(part);
     }
   }
-  if (!placed) out.push(`page=${n}`);
+  if (!placed) out.push(`page=${page}`);
   return out.join('&');
 }
 

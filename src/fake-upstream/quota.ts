@@ -44,44 +44,44 @@ export class Quotas {
 
   /** The live window of a key (creating it at first use, or when the old one has ended). */
   window(key: string, anonymous: boolean, now = Date.now()): QuotaWindow {
-    let w = this.windows.get(key);
-    if (w === undefined || now >= w.endMs) {
+    let window = this.windows.get(key);
+    if (window === undefined || now >= window.endMs) {
       const endMs = now + this.settings.windowSeconds * 1000;
-      w = {
+      window = {
         limit: anonymous ? this.settings.anonymousLimit : this.settings.tokenLimit,
         used: 0,
         endMs,
         reset: Math.ceil(endMs / 1000),
       };
-      this.windows.set(key, w);
+      this.windows.set(key, window);
     }
-    return w;
+    return window;
   }
 
   /** The state without starting a window (for GET /rate_limit). */
   peek(key: string, anonymous: boolean, now = Date.now()): QuotaSnapshot {
-    const w = this.windows.get(key);
-    if (w === undefined || now >= w.endMs) {
+    const window = this.windows.get(key);
+    if (window === undefined || now >= window.endMs) {
       const limit = anonymous ? this.settings.anonymousLimit : this.settings.tokenLimit;
       return { limit, remaining: limit, used: 0, reset: Math.ceil((now + this.settings.windowSeconds * 1000) / 1000), resource: 'core' };
     }
-    return snapshot(w);
+    return snapshot(window);
   }
 }
 
-export function remaining(w: QuotaWindow): number {
-  return w.limit - w.used;
+export function remaining(window: QuotaWindow): number {
+  return window.limit - window.used;
 }
 
 /** Spends one unit if any is left; returns whether it did. */
-export function spend(w: QuotaWindow): boolean {
-  if (w.used >= w.limit) return false;
-  w.used++;
+export function spend(window: QuotaWindow): boolean {
+  if (window.used >= window.limit) return false;
+  window.used++;
   return true;
 }
 
-export function snapshot(w: QuotaWindow): QuotaSnapshot {
-  return { limit: w.limit, remaining: w.limit - w.used, used: w.used, reset: w.reset, resource: 'core' };
+export function snapshot(window: QuotaWindow): QuotaSnapshot {
+  return { limit: window.limit, remaining: window.limit - window.used, used: window.used, reset: window.reset, resource: 'core' };
 }
 
 export const anonymousKey = (address: string): string => `ip:${address}`;

@@ -14,58 +14,58 @@ const VERSION_MARKER = 'fake_api_version';
 
 const nodeId = (prefix: string, kind: string, id: number): string => Buffer.from(`${prefix}:${kind}${id}`).toString('base64');
 
-export function accountNodeId(a: Account): string {
-  return a.type === 'Organization' ? nodeId('012', 'Organization', a.id) : nodeId('04', 'User', a.id);
+export function accountNodeId(account: Account): string {
+  return account.type === 'Organization' ? nodeId('012', 'Organization', account.id) : nodeId('04', 'User', account.id);
 }
 
-export function accountSummary(a: Account, base: string): Record<string, unknown> {
+export function accountSummary(account: Account, base: string): Record<string, unknown> {
   const key = `summary|${base}`;
-  const hit = a.cache.get(key) as Record<string, unknown> | undefined;
+  const hit = account.cache.get(key) as Record<string, unknown> | undefined;
   if (hit) return hit;
-  const u = `${base}/users/${a.login}`;
+  const userUrl = `${base}/users/${account.login}`;
   const summary = {
-    login: a.login,
-    id: a.id,
-    node_id: accountNodeId(a),
-    avatar_url: `${base}/avatars/u/${a.id}?v=4`,
+    login: account.login,
+    id: account.id,
+    node_id: accountNodeId(account),
+    avatar_url: `${base}/avatars/u/${account.id}?v=4`,
     gravatar_id: '',
-    url: u,
-    html_url: `${base}/${a.login}`,
-    followers_url: `${u}/followers`,
-    following_url: `${u}/following{/other_user}`,
-    gists_url: `${u}/gists{/gist_id}`,
-    starred_url: `${u}/starred{/owner}{/repo}`,
-    subscriptions_url: `${u}/subscriptions`,
-    organizations_url: `${u}/orgs`,
-    repos_url: `${u}/repos`,
-    events_url: `${u}/events{/privacy}`,
-    received_events_url: `${u}/received_events`,
-    type: a.type,
+    url: userUrl,
+    html_url: `${base}/${account.login}`,
+    followers_url: `${userUrl}/followers`,
+    following_url: `${userUrl}/following{/other_user}`,
+    gists_url: `${userUrl}/gists{/gist_id}`,
+    starred_url: `${userUrl}/starred{/owner}{/repo}`,
+    subscriptions_url: `${userUrl}/subscriptions`,
+    organizations_url: `${userUrl}/orgs`,
+    repos_url: `${userUrl}/repos`,
+    events_url: `${userUrl}/events{/privacy}`,
+    received_events_url: `${userUrl}/received_events`,
+    type: account.type,
     user_view_type: 'public',
     site_admin: false,
   };
-  a.cache.set(key, summary);
+  account.cache.set(key, summary);
   return summary;
 }
 
 /** GET /users/:login (public record). */
-export function publicAccount(a: Account, publicRepos: number, base: string, version: ApiVersion): Record<string, unknown> {
+export function publicAccount(account: Account, publicRepos: number, base: string, version: ApiVersion): Record<string, unknown> {
   const record: Record<string, unknown> = {
-    ...accountSummary(a, base),
-    name: a.name,
-    company: a.company,
-    blog: a.blog,
-    location: a.location,
-    email: a.email,
+    ...accountSummary(account, base),
+    name: account.name,
+    company: account.company,
+    blog: account.blog,
+    location: account.location,
+    email: account.email,
     hireable: null,
-    bio: a.bio,
-    twitter_username: a.twitter,
+    bio: account.bio,
+    twitter_username: account.twitter,
     public_repos: publicRepos,
-    public_gists: a.publicGists,
-    followers: a.followers,
-    following: a.following,
-    created_at: iso(a.createdAt),
-    updated_at: iso(a.updatedAt),
+    public_gists: account.publicGists,
+    followers: account.followers,
+    following: account.following,
+    created_at: iso(account.createdAt),
+    updated_at: iso(account.updatedAt),
   };
   if (version !== DEFAULT_API_VERSION) record[VERSION_MARKER] = version;
   return record;
@@ -73,19 +73,19 @@ export function publicAccount(a: Account, publicRepos: number, base: string, ver
 
 /** GET /user: the public record plus personal information. */
 export function privateAccount(
-  a: Account,
+  account: Account,
   counts: { publicRepos: number; privateRepos: number },
   base: string,
   version: ApiVersion,
 ): Record<string, unknown> {
-  const record = publicAccount(a, counts.publicRepos, base, version);
-  record.email = a.privateEmail;
+  const record = publicAccount(account, counts.publicRepos, base, version);
+  record.email = account.privateEmail;
   Object.assign(record, {
-    notification_email: a.privateEmail,
-    private_gists: a.privateGists,
+    notification_email: account.privateEmail,
+    private_gists: account.privateGists,
     total_private_repos: counts.privateRepos,
     owned_private_repos: counts.privateRepos,
-    disk_usage: 1024 + (a.id % 10_000),
+    disk_usage: 1024 + (account.id % 10_000),
     collaborators: 0,
     two_factor_authentication: true,
     plan: { name: 'free', space: 976562499, collaborators: 0, private_repos: 10000 },
@@ -112,7 +112,7 @@ export function repoJson(repo: Repo, perm: PermissionClass, base: string, versio
 export function repoRecord(repo: Repo, perm: PermissionClass, base: string, version: ApiVersion): Record<string, unknown> {
   const owner = repo.owner;
   const full = `${owner.login}/${repo.name}`;
-  const r = `${base}/repos/${full}`;
+  const repoUrl = `${base}/repos/${full}`;
   const host = base.replace(/^https?:\/\//, '');
   const record: Record<string, unknown> = {
     id: repo.id,
@@ -124,43 +124,43 @@ export function repoRecord(repo: Repo, perm: PermissionClass, base: string, vers
     html_url: `${base}/${full}`,
     description: repo.description,
     fork: false,
-    url: r,
-    forks_url: `${r}/forks`,
-    keys_url: `${r}/keys{/key_id}`,
-    collaborators_url: `${r}/collaborators{/collaborator}`,
-    teams_url: `${r}/teams`,
-    hooks_url: `${r}/hooks`,
-    issue_events_url: `${r}/issues/events{/number}`,
-    events_url: `${r}/events`,
-    assignees_url: `${r}/assignees{/user}`,
-    branches_url: `${r}/branches{/branch}`,
-    tags_url: `${r}/tags`,
-    blobs_url: `${r}/git/blobs{/sha}`,
-    git_tags_url: `${r}/git/tags{/sha}`,
-    git_refs_url: `${r}/git/refs{/sha}`,
-    trees_url: `${r}/git/trees{/sha}`,
-    statuses_url: `${r}/statuses/{sha}`,
-    languages_url: `${r}/languages`,
-    stargazers_url: `${r}/stargazers`,
-    contributors_url: `${r}/contributors`,
-    subscribers_url: `${r}/subscribers`,
-    subscription_url: `${r}/subscription`,
-    commits_url: `${r}/commits{/sha}`,
-    git_commits_url: `${r}/git/commits{/sha}`,
-    comments_url: `${r}/comments{/number}`,
-    issue_comment_url: `${r}/issues/comments{/number}`,
-    contents_url: `${r}/contents/{+path}`,
-    compare_url: `${r}/compare/{base}...{head}`,
-    merges_url: `${r}/merges`,
-    archive_url: `${r}/{archive_format}{/ref}`,
-    downloads_url: `${r}/downloads`,
-    issues_url: `${r}/issues{/number}`,
-    pulls_url: `${r}/pulls{/number}`,
-    milestones_url: `${r}/milestones{/number}`,
-    notifications_url: `${r}/notifications{?since,all,participating}`,
-    labels_url: `${r}/labels{/name}`,
-    releases_url: `${r}/releases{/id}`,
-    deployments_url: `${r}/deployments`,
+    url: repoUrl,
+    forks_url: `${repoUrl}/forks`,
+    keys_url: `${repoUrl}/keys{/key_id}`,
+    collaborators_url: `${repoUrl}/collaborators{/collaborator}`,
+    teams_url: `${repoUrl}/teams`,
+    hooks_url: `${repoUrl}/hooks`,
+    issue_events_url: `${repoUrl}/issues/events{/number}`,
+    events_url: `${repoUrl}/events`,
+    assignees_url: `${repoUrl}/assignees{/user}`,
+    branches_url: `${repoUrl}/branches{/branch}`,
+    tags_url: `${repoUrl}/tags`,
+    blobs_url: `${repoUrl}/git/blobs{/sha}`,
+    git_tags_url: `${repoUrl}/git/tags{/sha}`,
+    git_refs_url: `${repoUrl}/git/refs{/sha}`,
+    trees_url: `${repoUrl}/git/trees{/sha}`,
+    statuses_url: `${repoUrl}/statuses/{sha}`,
+    languages_url: `${repoUrl}/languages`,
+    stargazers_url: `${repoUrl}/stargazers`,
+    contributors_url: `${repoUrl}/contributors`,
+    subscribers_url: `${repoUrl}/subscribers`,
+    subscription_url: `${repoUrl}/subscription`,
+    commits_url: `${repoUrl}/commits{/sha}`,
+    git_commits_url: `${repoUrl}/git/commits{/sha}`,
+    comments_url: `${repoUrl}/comments{/number}`,
+    issue_comment_url: `${repoUrl}/issues/comments{/number}`,
+    contents_url: `${repoUrl}/contents/{+path}`,
+    compare_url: `${repoUrl}/compare/{base}...{head}`,
+    merges_url: `${repoUrl}/merges`,
+    archive_url: `${repoUrl}/{archive_format}{/ref}`,
+    downloads_url: `${repoUrl}/downloads`,
+    issues_url: `${repoUrl}/issues{/number}`,
+    pulls_url: `${repoUrl}/pulls{/number}`,
+    milestones_url: `${repoUrl}/milestones{/number}`,
+    notifications_url: `${repoUrl}/notifications{?since,all,participating}`,
+    labels_url: `${repoUrl}/labels{/name}`,
+    releases_url: `${repoUrl}/releases{/id}`,
+    deployments_url: `${repoUrl}/deployments`,
     created_at: iso(repo.createdAt),
     updated_at: iso(repo.updatedAt),
     pushed_at: iso(repo.pushedAt),

@@ -60,11 +60,11 @@ function render(json: string, lastModified: number, link: string | null = null):
   return { body, hash: bodyHash(body), lastModified, link };
 }
 
-function segment(s: string | undefined): string | null {
-  if (s === undefined || s === '') return null;
-  if (!s.includes('%')) return s;
+function segment(text: string | undefined): string | null {
+  if (text === undefined || text === '') return null;
+  if (!text.includes('%')) return text;
   try {
-    return decodeURIComponent(s);
+    return decodeURIComponent(text);
   } catch {
     return null;
   }
@@ -74,24 +74,24 @@ function segment(s: string | undefined): string | null {
 export function route(ctx: RouteContext): ApiResult {
   const parts = ctx.path.split('/');
   const [, first] = parts;
-  const n = parts.length;
+  const segmentCount = parts.length;
   switch (first) {
     case 'zen':
-      if (n !== 2) return notFound();
+      if (segmentCount !== 2) return notFound();
       return { status: 200, body: Buffer.from(ctx.world.nextZen()), contentType: TEXT_TYPE, rendered: null, acceptedScopes: '' };
     case 'user':
-      if (n === 2) return ownProfile(ctx);
-      if (n === 3 && parts[2] === 'repos') return ownRepos(ctx);
+      if (segmentCount === 2) return ownProfile(ctx);
+      if (segmentCount === 3 && parts[2] === 'repos') return ownRepos(ctx);
       return notFound();
     case 'users': {
       const login = segment(parts[2]);
       if (login === null) return notFound();
-      if (n === 3) return userRecord(ctx, login);
-      if (n === 4 && parts[3] === 'repos') return userRepos(ctx, login);
+      if (segmentCount === 3) return userRecord(ctx, login);
+      if (segmentCount === 4 && parts[3] === 'repos') return userRepos(ctx, login);
       return notFound();
     }
     case 'repos': {
-      if (n !== 4) return notFound();
+      if (segmentCount !== 4) return notFound();
       const owner = segment(parts[2]);
       const name = segment(parts[3]);
       if (owner === null || name === null) return notFound();
@@ -99,7 +99,7 @@ export function route(ctx: RouteContext): ApiResult {
     }
     case 'orgs': {
       const org = segment(parts[2]);
-      if (org === null || n !== 4 || parts[3] !== 'repos') return notFound();
+      if (org === null || segmentCount !== 4 || parts[3] !== 'repos') return notFound();
       return orgRepos(ctx, org);
     }
     default:
@@ -107,8 +107,8 @@ export function route(ctx: RouteContext): ApiResult {
   }
 }
 
-function publicRepoCount(world: World, a: Account): number {
-  return world.ownedRepos(a.login).filter((r) => !r.private).length;
+function publicRepoCount(world: World, account: Account): number {
+  return world.ownedRepos(account.login).filter((r) => !r.private).length;
 }
 
 function userRecord(ctx: RouteContext, login: string): ApiResult {
@@ -156,22 +156,22 @@ function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
 type SortKey = 'created' | 'updated' | 'pushed' | 'full_name';
 const SORTS = new Set<string>(['created', 'updated', 'pushed', 'full_name']);
 
-function fullName(r: Repo): string {
-  return `${r.owner.login}/${r.name}`.toLowerCase();
+function fullName(repo: Repo): string {
+  return `${repo.owner.login}/${repo.name}`.toLowerCase();
 }
 
 function sortRepos(repos: Repo[], params: URLSearchParams, defaultSort: SortKey): Repo[] {
-  const s = params.get('sort');
-  const sort: SortKey = s !== null && SORTS.has(s) ? (s as SortKey) : defaultSort;
-  const d = params.get('direction');
-  const asc = d === 'asc' ? true : d === 'desc' ? false : sort === 'full_name';
-  const value = (r: Repo): number | string =>
-    sort === 'created' ? r.createdAt : sort === 'updated' ? r.updatedAt : sort === 'pushed' ? r.pushedAt : fullName(r);
-  return [...repos].sort((a, b) => {
-    const va = value(a);
-    const vb = value(b);
-    const c = va < vb ? -1 : va > vb ? 1 : a.id - b.id;
-    return asc ? c : -c;
+  const sortParam = params.get('sort');
+  const sort: SortKey = sortParam !== null && SORTS.has(sortParam) ? (sortParam as SortKey) : defaultSort;
+  const direction = params.get('direction');
+  const asc = direction === 'asc' ? true : direction === 'desc' ? false : sort === 'full_name';
+  const value = (repo: Repo): number | string =>
+    sort === 'created' ? repo.createdAt : sort === 'updated' ? repo.updatedAt : sort === 'pushed' ? repo.pushedAt : fullName(repo);
+  return [...repos].sort((left, right) => {
+    const leftValue = value(left);
+    const rightValue = value(right);
+    const order = leftValue < rightValue ? -1 : leftValue > rightValue ? 1 : left.id - right.id;
+    return asc ? order : -order;
   });
 }
 
@@ -195,7 +195,7 @@ function repoList(
     const page = paginate(all, req);
     const items = page.items.map((r) => repoJson(r, permissionClass(ctx.viewer, r), ctx.base, ctx.version));
     let lastModified = 0;
-    for (const r of page.items.length > 0 ? page.items : all) lastModified = Math.max(lastModified, r.updatedAt);
+    for (const repo of page.items.length > 0 ? page.items : all) lastModified = Math.max(lastModified, repo.updatedAt);
     if (lastModified === 0) lastModified = fallbackLastModified;
     const link = linkHeader(ctx.base, ctx.path, ctx.query, req.page, page.last);
     rendered = render(`[${items.join(',')}]`, lastModified, link);

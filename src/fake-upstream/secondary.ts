@@ -47,9 +47,9 @@ export class Secondary {
   }
 
   describe(): Record<string, unknown> {
-    const r = this.rule;
-    return r === null
+    const rule = this.rule;
+    return rule === null
       ? { count: 0, status: null, retryAfter: null, token: null }
-      : { count: r.remaining, status: r.status, retryAfter: r.retryAfter, token: r.token };
+      : { count: rule.remaining, status: rule.status, retryAfter: rule.retryAfter, token: rule.token };
   }
 }

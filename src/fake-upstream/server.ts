@@ -36,9 +36,9 @@ import type { FakeState } from './state.js';
 
 const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const VERSIONS = new Set<string>(API_VERSIONS);
-const UNSUPPORTED_VERSION = (v: string): Buffer =>
+const UNSUPPORTED_VERSION = (version: string): Buffer =>
   errorJson(
-    `The version you specified in the "X-GitHub-Api-Version" request header, "${v.slice(0, 64)}", is not a supported ` +
+    `The version you specified in the "X-GitHub-Api-Version" request header, "${version.slice(0, 64)}", is not a supported ` +
       `version. The following versions are currently supported: ${[...API_VERSIONS]
         .reverse()
         .map((x, i) => `"${x}"${i === 0 ? ' (most recent)' : ''}`)
@@ -117,9 +117,9 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const state = getState();
     const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    const query = q < 0 ? '' : url.slice(q + 1);
+    const queryStart = url.indexOf('?');
+    const path = queryStart < 0 ? url : url.slice(0, queryStart);
+    const query = queryStart < 0 ? '' : url.slice(queryStart + 1);
 
     if (path === CONTROL_PREFIX || path.startsWith(`${CONTROL_PREFIX}/`)) {
       handleControl(state, req, res, path).catch(() => internalError(res));
@@ -188,13 +188,13 @@ function internalError(res: ServerResponse): void {
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v.join(', ') : v;
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 function clientAddress(req: IncomingMessage): string {
-  const a = req.socket.remoteAddress ?? 'unknown';
-  return a.startsWith('::ffff:') ? a.slice(7) : a;
+  const address = req.socket.remoteAddress ?? 'unknown';
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
 /** Extra header values of one answer of the API (the rest follow from the call). */
@@ -265,9 +265,9 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
 
   // Unknown or malformed credentials: 401, counted against the caller's anonymous quota.
   if (cred.kind === 'invalid') {
-    const w = state.quotas.window(anonymousKey(address), true);
-    const spent = spend(w);
-    answer(401, BAD_CREDENTIALS_BODY, w, spent, { viewer: null });
+    const window = state.quotas.window(anonymousKey(address), true);
+    const spent = spend(window);
+    answer(401, BAD_CREDENTIALS_BODY, window, spent, { viewer: null });
     return;
   }
 
@@ -294,39 +294,39 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
       ? CONCURRENCY_FAILURE
       : state.secondary.check((selector) => state.credentials.matches(viewer, selector));
   if (failure !== null) {
-    const w = state.quotas.window(quotaKey, anonymous);
+    const window = state.quotas.window(quotaKey, anonymous);
     const body = errorJson(
       'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. ' +
         `If you reach out to GitHub Support for help, please include the request ID ${requestId}.`,
       SECONDARY_DOCS_URL,
     );
-    answer(failure.status, body, w, false, { retryAfter: failure.retryAfter });
+    answer(failure.status, body, window, false, { retryAfter: failure.retryAfter });
     return;
   }
 
-  const w = state.quotas.window(quotaKey, anonymous);
-  if (remaining(w) <= 0) {
+  const window = state.quotas.window(quotaKey, anonymous);
+  if (remaining(window) <= 0) {
     const who = anonymous ? address : `user ID ${state.world.account(viewer.login)?.id ?? 0}`;
     const message = anonymous
       ? `API rate limit exceeded for ${who}. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`
       : `API rate limit exceeded for ${who}.`;
-    answer(403, errorJson(message, RATE_LIMIT_DOCS_URL), w, false);
+    answer(403, errorJson(message, RATE_LIMIT_DOCS_URL), window, false);
     return;
   }
 
   if (!versionOk) {
-    const spent = spend(w);
-    answer(400, UNSUPPORTED_VERSION(versionHeader ?? ''), w, spent);
+    const spent = spend(window);
+    answer(400, UNSUPPORTED_VERSION(versionHeader ?? ''), window, spent);
     return;
   }
 
   if (method !== 'GET' && method !== 'HEAD') {
     // GitHub answers an unsupported method with 404, not 405.
-    const spent = spend(w);
-    answer(404, NOT_FOUND_BODY, w, spent);
+    const spent = spend(window);
+    answer(404, NOT_FOUND_BODY, window, spent);
     return;
   }
-  resource(state, req, call, w, { path, query, base });
+  resource(state, req, call, window, { path, query, base });
 }
 
 /** A GET or HEAD of a resource, once the call has passed every limit: 200, or a free 304 when the client holds it. */
@@ -334,7 +334,7 @@ function resource(
   state: FakeState,
   req: IncomingMessage,
   call: ApiCall,
-  w: QuotaWindow,
+  window: QuotaWindow,
   at: { path: string; query: string; base: string },
 ): void {
   const { cred, viewer, version, answer } = call;
@@ -342,15 +342,15 @@ function resource(
   const result = route({ state, world: state.world, viewer, base: at.base, version, path: at.path, query: at.query });
   const rendered = result.rendered;
   if (rendered === null) {
-    const spent = spend(w);
-    answer(result.status, result.body, w, spent, { contentType: result.contentType, acceptedScopes: result.acceptedScopes });
+    const spent = spend(window);
+    answer(result.status, result.body, window, spent, { contentType: result.contentType, acceptedScopes: result.acceptedScopes });
     return;
   }
 
   const etag = computeEtag(rendered.hash, header(req, 'accept') ?? '', cred.kind === 'token' ? cred.authorization : '', version);
   const notModified = isNotModified(header(req, 'if-none-match'), header(req, 'if-modified-since'), etag, rendered.lastModified);
   // A 304 to a request with valid credentials is free; an anonymous one costs like any request.
-  const spent = notModified && !anonymous ? false : spend(w);
+  const spent = notModified && !anonymous ? false : spend(window);
   const validators = {
     acceptedScopes: result.acceptedScopes,
     cacheControl: anonymous ? CACHE_PUBLIC : CACHE_PRIVATE,
@@ -358,9 +358,9 @@ function resource(
     lastModified: httpDate(rendered.lastModified),
   };
   if (notModified) {
-    answer(304, EMPTY, w, spent, { ...validators, contentType: null });
+    answer(304, EMPTY, window, spent, { ...validators, contentType: null });
   } else {
-    answer(200, result.body, w, spent, { ...validators, contentType: result.contentType, link: rendered.link });
+    answer(200, result.body, window, spent, { ...validators, contentType: result.contentType, link: rendered.link });
   }
 }
 

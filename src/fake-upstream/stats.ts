@@ -38,8 +38,8 @@ export class Stats {
 
   record(path: string, status: number, credential: string, spent: boolean): void {
     this.total++;
-    const p = this.byPath.has(path) || this.byPath.size < MAX_PATHS ? path : '(other)';
-    inc(this.byPath, p);
+    const pathKey = this.byPath.has(path) || this.byPath.size < MAX_PATHS ? path : '(other)';
+    inc(this.byPath, pathKey);
     inc(this.byStatus, String(status));
     inc(this.byCredential, credential);
     if (status === 304) this.notModified++;

@@ -25,7 +25,7 @@ export const DEMO_TOKENS: FakeToken[] = [
 
 const TOKEN_RE = /^[A-Za-z0-9_.\-~]+$/;
 const LOGIN_RE = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
-const SCOPE_RE = /^[a-z0-9_:\-]+$/;
+const SCOPE_RE = /^[a-z0-9_:-]+$/;
 
 /** Parses the value of `--tokens`; throws an Error naming the bad entry. */
 export function parseTokenSpec(spec: string): FakeToken[] {
@@ -47,8 +47,8 @@ export function parseTokenSpec(spec: string): FakeToken[] {
     if (seen.has(token)) throw new Error(`entry ${index + 1}: duplicate token`);
     seen.add(token);
     const scopes = scopePart === '' ? [] : scopePart.split('+');
-    for (const s of scopes) {
-      if (!SCOPE_RE.test(s)) throw new Error(`entry ${index + 1}: invalid scope "${s}"`);
+    for (const scope of scopes) {
+      if (!SCOPE_RE.test(scope)) throw new Error(`entry ${index + 1}: invalid scope "${scope}"`);
     }
     out.push({ token, login, scopes });
   });

@@ -22,14 +22,14 @@ export interface CacheStatusInput {
   detail?: string;
 }
 
-export function cacheStatus(i: CacheStatusInput): string {
-  let s = 'etagere';
-  if (i.hit) s += '; hit';
-  if (i.fwd !== undefined) s += `; fwd=${i.fwd}`;
-  if (i.fwdStatus !== undefined) s += `; fwd-status=${i.fwdStatus}`;
-  if (i.ttl !== undefined) s += `; ttl=${Math.trunc(i.ttl)}`;
-  if (i.stored) s += '; stored';
-  if (i.collapsed) s += '; collapsed';
-  if (i.detail !== undefined) s += `; detail=${i.detail}`;
-  return s;
+export function cacheStatus(input: CacheStatusInput): string {
+  let value = 'etagere';
+  if (input.hit) value += '; hit';
+  if (input.fwd !== undefined) value += `; fwd=${input.fwd}`;
+  if (input.fwdStatus !== undefined) value += `; fwd-status=${input.fwdStatus}`;
+  if (input.ttl !== undefined) value += `; ttl=${Math.trunc(input.ttl)}`;
+  if (input.stored) value += '; stored';
+  if (input.collapsed) value += '; collapsed';
+  if (input.detail !== undefined) value += `; detail=${input.detail}`;
+  return value;
 }

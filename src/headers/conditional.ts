@@ -4,8 +4,8 @@
  */
 
 function opaque(tag: string): string {
-  const t = tag.trim();
-  return t.startsWith('W/') ? t.slice(2) : t;
+  const trimmed = tag.trim();
+  return trimmed.startsWith('W/') ? trimmed.slice(2) : trimmed;
 }
 
 /** True when If-None-Match lists the ETag (weak comparison) or is "*". */
@@ -13,8 +13,8 @@ export function etagMatches(ifNoneMatch: string, etag: string | undefined): bool
   if (etag === undefined) return false;
   const want = opaque(etag);
   for (const candidate of ifNoneMatch.split(',')) {
-    const c = candidate.trim();
-    if (c === '*' || (c.length > 0 && opaque(c) === want)) return true;
+    const tag = candidate.trim();
+    if (tag === '*' || (tag.length > 0 && opaque(tag) === want)) return true;
   }
   return false;
 }

@@ -26,8 +26,8 @@ function connectionTokens(value: HeaderValue): Set<string> | undefined {
   if (value === undefined) return undefined;
   const text = Array.isArray(value) ? value.join(',') : value;
   const set = new Set<string>();
-  for (const t of text.split(',')) {
-    const name = t.trim().toLowerCase();
+  for (const token of text.split(',')) {
+    const name = token.trim().toLowerCase();
     if (name) set.add(name);
   }
   return set.size > 0 ? set : undefined;
@@ -37,11 +37,11 @@ function copyEndToEnd(src: HeaderMap, extraDrop: ReadonlySet<string> | undefined
   const named = connectionTokens(src.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in src) {
-    const v = src[name];
-    if (v === undefined) continue;
+    const value = src[name];
+    if (value === undefined) continue;
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || extraDrop?.has(lower) || named?.has(lower)) continue;
-    out[lower] = v;
+    out[lower] = value;
   }
   return out;
 }

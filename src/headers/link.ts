@@ -12,11 +12,11 @@ export interface LinkRewrite {
   proxyBase: string;
 }
 
-export function rewriteLink(value: string, r: LinkRewrite): string {
-  if (value.indexOf(r.upstreamBase) === -1) return value;
+export function rewriteLink(value: string, rewrite: LinkRewrite): string {
+  if (value.indexOf(rewrite.upstreamBase) === -1) return value;
   return value.replace(/<([^>]*)>/g, (whole, url: string) => {
-    if (url === r.upstreamBase || url.startsWith(`${r.upstreamBase}/`) || url.startsWith(`${r.upstreamBase}?`)) {
-      return `<${r.proxyBase}${url.slice(r.upstreamBase.length)}>`;
+    if (url === rewrite.upstreamBase || url.startsWith(`${rewrite.upstreamBase}/`) || url.startsWith(`${rewrite.upstreamBase}?`)) {
+      return `<${rewrite.proxyBase}${url.slice(rewrite.upstreamBase.length)}>`;
     }
     return whole;
   });

@@ -25,7 +25,7 @@ export interface AccessFields {
   aborted: boolean;
 }
 
-export type AccessLog = (f: AccessFields) => void;
+export type AccessLog = (fields: AccessFields) => void;
 
 interface Destination {
   write(line: string): unknown;
@@ -37,8 +37,8 @@ interface Destination {
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** A JSON string literal: most values (ids, methods, routes, plain paths) need no escaping at all. */
-function q(s: string): string {
-  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+function jsonString(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
 /** Beyond this many characters pending, lines are handed over at once rather than at the end of the tick. */
@@ -48,7 +48,7 @@ export function createAccessLog(logger: Logger): AccessLog {
   if (!logger.isLevelEnabled('info')) return () => undefined;
   const dest = (logger as unknown as Record<symbol, Destination | undefined>)[pino.symbols.streamSym];
   if (dest === undefined || typeof dest.write !== 'function') {
-    return (f) => logger.info({ ...f, path: redactQuery(f.path) }, 'request');
+    return (fields) => logger.info({ ...fields, path: redactQuery(fields.path) }, 'request');
   }
   // On pino's own destination, the lines of one event-loop turn are handed over in one write: the
   // destination's per-write cost, not the line itself, dominated the access log on the hit path.
@@ -73,13 +73,13 @@ export function createAccessLog(logger: Logger): AccessLog {
           }
         }
       : (line: string): void => void dest.write(line);
-  return (f) => {
-    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${q(f.reqId)},"method":${q(f.method)},"path":${q(redactQuery(f.path))},"upstream":${q(f.upstream)}${f.route === undefined ? '' : `,"route":${q(f.route)}`},"status":${f.status}`;
-    if (f.cache !== undefined) line += `,"cache":"${f.cache}"`;
-    if (f.upstreamStatus !== undefined) line += `,"upstreamStatus":${f.upstreamStatus}`;
-    if (f.token !== undefined) line += `,"tokenName":${q(f.token)}`;
-    line += `,"durationMs":${f.durationMs},"bytes":${f.bytes}`;
-    if (f.aborted) line += ',"aborted":true';
+  return (fields) => {
+    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${jsonString(fields.reqId)},"method":${jsonString(fields.method)},"path":${jsonString(redactQuery(fields.path))},"upstream":${jsonString(fields.upstream)}${fields.route === undefined ? '' : `,"route":${jsonString(fields.route)}`},"status":${fields.status}`;
+    if (fields.cache !== undefined) line += `,"cache":"${fields.cache}"`;
+    if (fields.upstreamStatus !== undefined) line += `,"upstreamStatus":${fields.upstreamStatus}`;
+    if (fields.token !== undefined) line += `,"tokenName":${jsonString(fields.token)}`;
+    line += `,"durationMs":${fields.durationMs},"bytes":${fields.bytes}`;
+    if (fields.aborted) line += ',"aborted":true';
     emit(`${line},"msg":"request"}\n`);
   };
 }

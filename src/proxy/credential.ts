@@ -24,13 +24,13 @@ export interface CredentialRules {
   unknown: 'reject' | 'anonymous';
 }
 
-/** undefined: reject with 401 (consumer access control). Removes consumer credentials from `h`. */
-export function resolveCredential(h: IncomingHttpHeaders, rules: CredentialRules): Credential | undefined {
-  const keyHeader = h[CONSUMER_KEY_HEADER];
-  if (keyHeader !== undefined) delete h[CONSUMER_KEY_HEADER];
+/** undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`. */
+export function resolveCredential(headers: IncomingHttpHeaders, rules: CredentialRules): Credential | undefined {
+  const keyHeader = headers[CONSUMER_KEY_HEADER];
+  if (keyHeader !== undefined) delete headers[CONSUMER_KEY_HEADER];
   const { consumers } = rules;
   if (consumers === undefined) {
-    if (h.authorization !== undefined) return CLIENT;
+    if (headers.authorization !== undefined) return CLIENT;
     return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
   }
   let consumer: string | undefined;
@@ -41,9 +41,9 @@ export function resolveCredential(h: IncomingHttpHeaders, rules: CredentialRules
   }
   // Basic credentials whose user is a consumer key are dropped even next to an X-Etagere-Key:
   // they are the consumer's key, never an upstream credential.
-  const basic = dropConsumerBasic(h, consumers);
+  const basic = dropConsumerBasic(headers, consumers);
   consumer ??= basic;
-  if (h.authorization !== undefined) return CLIENT;
+  if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
   if (consumer !== undefined) return { kind: 'pool', consumer };
   return rules.unknown === 'anonymous' ? ANONYMOUS_CREDENTIAL : undefined;
@@ -54,11 +54,11 @@ export function resolveCredential(h: IncomingHttpHeaders, rules: CredentialRules
  * returns that consumer's name. Also used for passed-through methods, which never use the pool
  * but must not carry the key upstream either.
  */
-export function dropConsumerBasic(h: IncomingHttpHeaders, consumers: Consumers): string | undefined {
-  const user = basicUser(h.authorization);
+export function dropConsumerBasic(headers: IncomingHttpHeaders, consumers: Consumers): string | undefined {
+  const user = basicUser(headers.authorization);
   if (user === undefined) return undefined;
   const id = consumers.match(user);
   if (id.kind !== 'consumer') return undefined;
-  delete h.authorization;
+  delete headers.authorization;
   return id.name;
 }

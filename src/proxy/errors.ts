@@ -38,12 +38,12 @@ export const errors = {
   internal: (upstream: string) => badGateway(upstream, 'internal error', FAILED),
   /** No pool token can take the request: 429 when every token is spent or paused, else 503. */
   poolUnavailable: (reason: 'exhausted' | 'dead' | 'busy', retryAfterSeconds: number, headers: Record<string, string>) => {
-    const h = { ...headers, 'retry-after': String(retryAfterSeconds) };
+    const withRetryAfter = { ...headers, 'retry-after': String(retryAfterSeconds) };
     if (reason === 'exhausted') {
       return error(
         429,
         `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`,
-        h,
+        withRetryAfter,
         FAILED,
       );
     }
@@ -51,11 +51,11 @@ export const errors = {
       return error(
         503,
         "Service Unavailable: the upstream rejected every token in the proxy's pool (401); the operator must replace them",
-        h,
+        withRetryAfter,
         FAILED,
       );
     }
-    return error(503, 'Service Unavailable: every pool token is busy; retry shortly', h, FAILED);
+    return error(503, 'Service Unavailable: every pool token is busy; retry shortly', withRetryAfter, FAILED);
   },
   /** only-if-cached (RFC 9111 section 5.2.1.7) and nothing usable is stored. */
   onlyIfCached: (cacheStatus: string) =>

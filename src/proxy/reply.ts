@@ -78,10 +78,10 @@ export interface Streamed {
 }
 
 /** An upstream answer passed on to the client as it comes (outcome: bypass). */
-export function streamReply(s: Streamed): StreamReply {
-  const headers = responseHeadersForClient(s.upstreamHeaders);
-  if (s.cacheStatus !== undefined) headers['cache-status'] = s.cacheStatus;
-  s.pool?.apply(headers, s.token);
-  const { status, head, rest, headersOnly, onBodyError, token } = s;
+export function streamReply(streamed: Streamed): StreamReply {
+  const headers = responseHeadersForClient(streamed.upstreamHeaders);
+  if (streamed.cacheStatus !== undefined) headers['cache-status'] = streamed.cacheStatus;
+  streamed.pool?.apply(headers, streamed.token);
+  const { status, head, rest, headersOnly, onBodyError, token } = streamed;
   return { kind: 'stream', status, headers, head, rest, headersOnly, onBodyError, outcome: 'bypass', upstreamStatus: status, token };
 }

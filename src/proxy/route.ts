@@ -22,11 +22,11 @@ export function createRouter(upstreams: readonly UpstreamConfig[]): Router {
     .sort((a, b) => b.upstream.prefix.length - a.upstream.prefix.length);
   return {
     match(pathname) {
-      for (const r of routes) {
-        const p = r.upstream.prefix;
-        if (p === '/') return r;
-        if (pathname.startsWith(p) && (pathname.length === p.length || pathname.charCodeAt(p.length) === 47) /* / */) {
-          return r;
+      for (const route of routes) {
+        const prefix = route.upstream.prefix;
+        if (prefix === '/') return route;
+        if (pathname.startsWith(prefix) && (pathname.length === prefix.length || pathname.charCodeAt(prefix.length) === 47) /* / */) {
+          return route;
         }
       }
       return undefined;

@@ -18,11 +18,11 @@ export function parseTarget(url: string | undefined): Target {
   if (url.charCodeAt(0) !== 47 /* / */ || url.startsWith('//')) {
     return { ok: false, reason: 'request target must be a path starting with a single "/"' };
   }
-  const q = url.indexOf('?');
+  const queryStart = url.indexOf('?');
   const hash = url.indexOf('#');
   if (hash !== -1) return { ok: false, reason: 'request target must not contain a fragment' };
-  const pathname = q === -1 ? url : url.slice(0, q);
-  const search = q === -1 ? '' : url.slice(q);
+  const pathname = queryStart === -1 ? url : url.slice(0, queryStart);
+  const search = queryStart === -1 ? '' : url.slice(queryStart);
   // Fast path: nothing that could hide a dot segment, an encoded separator or a control byte.
   if (!/[%.\\\x00-\x1f\x7f]/.test(pathname)) return { ok: true, pathname, search };
   if (/[\\\x00-\x1f\x7f]/.test(pathname)) return { ok: false, reason: 'invalid character in path' };

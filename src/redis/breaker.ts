@@ -25,9 +25,9 @@ export function createBreaker(failures: number, openMs: number): Breaker {
   return {
     state,
     allow(now) {
-      const s = state(now);
-      if (s === 'closed') return true;
-      if (s === 'open' || trial) return false;
+      const currentState = state(now);
+      if (currentState === 'closed') return true;
+      if (currentState === 'open' || trial) return false;
       trial = true;
       return true;
     },

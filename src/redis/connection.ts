@@ -20,13 +20,13 @@ export interface RedisConnection {
   readonly prefix: string;
   readonly cluster: boolean;
   /** Runs one Redis operation; any failure (or an open breaker) gives undefined. */
-  run<T>(op: string, fn: (r: RedisClient) => Promise<T>): Promise<T | undefined>;
+  run<T>(op: string, fn: (client: RedisClient) => Promise<T>): Promise<T | undefined>;
   /**
    * `run` for a read a client request waits on (the L2 lookup): undefined as well when Redis has
    * not answered within `lookup_timeout_ms` (longer while Redis has been slow, see `patience`). The command goes on (up to `command_timeout_ms`)
    * and its outcome is counted and fed to the breaker as usual; only the caller stops waiting.
    */
-  read<T>(op: string, fn: (r: RedisClient) => Promise<T>): Promise<T | undefined>;
+  read<T>(op: string, fn: (client: RedisClient) => Promise<T>): Promise<T | undefined>;
   /** Connected and the breaker closed. */
   up(): boolean;
   /** A second connection for subscriptions (created on first use). */
@@ -176,11 +176,11 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
       return sub;
     },
     async close() {
-      const quit = async (c: RedisClient): Promise<void> => {
+      const quit = async (target: RedisClient): Promise<void> => {
         try {
-          await c.quit();
+          await target.quit();
         } catch {
-          c.disconnect();
+          target.disconnect();
         }
       };
       if (sub !== undefined) await quit(sub);

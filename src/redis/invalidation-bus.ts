@@ -34,12 +34,12 @@ export function createInvalidationBus(conn: RedisConnection, handlers: Invalidat
     .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'redis subscribe failed (will retry on reconnect)'));
   const onMessage = (ch: string, message: string): void => {
     if (ch !== channel) return;
-    const m = /^([edp]) (\S+) (\d+) ([\s\S]+)$/.exec(message);
-    if (m === null || m[2] === replica) return;
-    const at = Number(m[3]);
-    if (m[1] === 'e') handlers.entry(m[4]!, at);
-    else if (m[1] === 'd') handlers.dropped(m[4]!);
-    else handlers.path(m[4]!, at);
+    const match = /^([edp]) (\S+) (\d+) ([\s\S]+)$/.exec(message);
+    if (match === null || match[2] === replica) return;
+    const at = Number(match[3]);
+    if (match[1] === 'e') handlers.entry(match[4]!, at);
+    else if (match[1] === 'd') handlers.dropped(match[4]!);
+    else handlers.path(match[4]!, at);
   };
   sub.on('message', onMessage);
   const publish = (message: string): void => {

@@ -47,7 +47,7 @@ function trackResponse(req: IncomingMessage, res: ServerResponse): void {
     socket[OWED] = set;
     socket.once('close', () => {
       // Responses never attached to the socket (queued behind another) get no 'close' from Node.
-      for (const r of set) if (r.socket === null) r.emit('close');
+      for (const response of set) if (response.socket === null) response.emit('close');
     });
   }
   // Node ignores Upgrade when nothing listens for it, but its parser has already stopped at the
@@ -69,7 +69,7 @@ function trackResponse(req: IncomingMessage, res: ServerResponse): void {
 function settle(socket: Tracked): void {
   const after = socket[AFTER_OWED];
   if (after === undefined) return;
-  for (const r of socket[OWED] ?? []) if (r !== after.failed) return;
+  for (const response of socket[OWED] ?? []) if (response !== after.failed) return;
   socket[AFTER_OWED] = undefined;
   if (!socket.writable) return;
   if (after.raw !== undefined) socket.end(after.raw);
@@ -82,12 +82,12 @@ function settle(socket: Tracked): void {
  * that one has not started (its later writes then go nowhere), else the connection just closes.
  */
 function failAfterOwed(socket: Duplex, raw: string): void {
-  const t = socket as Tracked;
+  const tracked = socket as Tracked;
   let failed: ServerResponse | undefined;
-  for (const r of t[OWED] ?? []) if (!r.req.complete) failed = r;
+  for (const response of tracked[OWED] ?? []) if (!response.req.complete) failed = response;
   const answered = failed !== undefined && failed.headersSent;
-  t[AFTER_OWED] = { raw: answered ? undefined : raw, failed: answered ? undefined : failed };
-  settle(t);
+  tracked[AFTER_OWED] = { raw: answered ? undefined : raw, failed: answered ? undefined : failed };
+  settle(tracked);
 }
 
 function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {

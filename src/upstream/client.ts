@@ -66,8 +66,9 @@ export function classifyUpstreamError(err: unknown): UpstreamFailure {
   ) {
     return { status: 504, detail: (err as { code: string }).code };
   }
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
-  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : 'error';
+  const errorLike = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code =
+    typeof errorLike?.code === 'string' ? errorLike.code : typeof errorLike?.cause?.code === 'string' ? errorLike.cause.code : 'error';
   if (code === 'ETIMEDOUT') return { status: 504, detail: code };
   return { status: 502, detail: code };
 }
