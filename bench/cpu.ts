@@ -17,9 +17,9 @@ function fromProcStat(): CpuSnapshot | undefined {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
     // cpu  user nice system idle iowait irq softirq steal guest guest_nice
-    const f = line.trim().split(/\s+/).slice(1).map(Number);
-    if (f[0] === undefined || f.length < 8 || f.some((n) => !Number.isFinite(n))) return undefined;
-    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+    const fields = line.trim().split(/\s+/).slice(1).map(Number);
+    if (fields[0] === undefined || fields.length < 8 || fields.some((n) => !Number.isFinite(n))) return undefined;
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
     const busy = user + nice + system + irq + softirq;
     return { busy, total: busy + idle + iowait + steal, steal };
   } catch {
@@ -30,10 +30,10 @@ function fromProcStat(): CpuSnapshot | undefined {
 function fromOs(): CpuSnapshot {
   let busy = 0;
   let total = 0;
-  for (const c of cpus()) {
-    const t = c.times.user + c.times.nice + c.times.sys + c.times.irq;
-    busy += t;
-    total += t + c.times.idle;
+  for (const cpu of cpus()) {
+    const cpuBusy = cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq;
+    busy += cpuBusy;
+    total += cpuBusy + cpu.times.idle;
   }
   return { busy, total, steal: undefined };
 }
@@ -43,21 +43,21 @@ export function cpuSnapshot(): CpuSnapshot {
 }
 
 /** Share of CPU time that was busy between two snapshots. */
-export function busyShare(a: CpuSnapshot, b: CpuSnapshot): number {
-  const total = b.total - a.total;
-  return total > 0 ? (b.busy - a.busy) / total : 0;
+export function busyShare(before: CpuSnapshot, after: CpuSnapshot): number {
+  const total = after.total - before.total;
+  return total > 0 ? (after.busy - before.busy) / total : 0;
 }
 
 /** Share of CPU time stolen by the hypervisor between two snapshots (undefined where unknown). */
-export function stealShare(a: CpuSnapshot, b: CpuSnapshot): number | undefined {
-  if (a.steal === undefined || b.steal === undefined) return undefined;
-  const total = b.total - a.total;
-  return total > 0 ? (b.steal - a.steal) / total : 0;
+export function stealShare(before: CpuSnapshot, after: CpuSnapshot): number | undefined {
+  if (before.steal === undefined || after.steal === undefined) return undefined;
+  const total = after.total - before.total;
+  return total > 0 ? (after.steal - before.steal) / total : 0;
 }
 
 /** Share of CPU time spent busy over `ms` milliseconds. */
 export async function busyOver(ms: number): Promise<number> {
-  const a = cpuSnapshot();
+  const before = cpuSnapshot();
   await sleep(ms);
-  return busyShare(a, cpuSnapshot());
+  return busyShare(before, cpuSnapshot());
 }

@@ -41,11 +41,11 @@ export interface LoadResult {
 }
 
 function wrkVersion(): string | undefined {
-  const r = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
-  if (r.error !== undefined) return undefined;
-  const line = `${r.stdout}${r.stderr}`.split('\n')[0] ?? '';
-  const m = /^wrk\s+(.*?)\s+Copyright/.exec(line);
-  return m?.[1] !== undefined ? `wrk ${m[1]}` : 'wrk';
+  const result = spawnSync('wrk', ['-v'], { encoding: 'utf8' });
+  if (result.error !== undefined) return undefined;
+  const line = `${result.stdout}${result.stderr}`.split('\n')[0] ?? '';
+  const match = /^wrk\s+(.*?)\s+Copyright/.exec(line);
+  return match?.[1] !== undefined ? `wrk ${match[1]}` : 'wrk';
 }
 
 function autocannonVersion(): string {
@@ -154,28 +154,28 @@ async function runWrk(spec: LoadSpec): Promise<LoadResult> {
   });
   const line = out.split('\n').find((l) => l.startsWith(WRK_MARKER));
   if (code !== 0 || line === undefined) throw new Error(`wrk failed (exit ${code}):\n${out.trim()}`);
-  const s = JSON.parse(line.slice(WRK_MARKER.length)) as WrkSummary;
-  const durationSec = s.duration_us / 1e6;
+  const summary = JSON.parse(line.slice(WRK_MARKER.length)) as WrkSummary;
+  const durationSec = summary.duration_us / 1e6;
   return {
-    requests: s.requests,
+    requests: summary.requests,
     durationSec,
-    rps: durationSec > 0 ? s.requests / durationSec : 0,
-    p50Ms: s.p50_us / 1e3,
-    p99Ms: s.p99_us / 1e3,
-    non2xx: s.status,
-    socketErrors: s.connect + s.read + s.write + s.timeout,
+    rps: durationSec > 0 ? summary.requests / durationSec : 0,
+    p50Ms: summary.p50_us / 1e3,
+    p99Ms: summary.p99_us / 1e3,
+    non2xx: summary.status,
+    socketErrors: summary.connect + summary.read + summary.write + summary.timeout,
   };
 }
 
 async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
   const { default: autocannon } = await import('autocannon');
   const paths = spec.paths;
-  let i = 0;
+  let nextPath = 0;
   const requests =
     paths.length > 1
-      ? [{ method: 'GET', setupRequest: (req: { path?: string }) => ({ ...req, path: paths[i++ % paths.length] }) }]
+      ? [{ method: 'GET', setupRequest: (req: { path?: string }) => ({ ...req, path: paths[nextPath++ % paths.length] }) }]
       : undefined;
-  const r = await autocannon({
+  const result = await autocannon({
     url: `${spec.origin}${paths[0] ?? '/'}`,
     connections: spec.connections,
     duration: spec.durationSec,
@@ -183,13 +183,13 @@ async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
     ...(requests !== undefined ? { requests } : {}),
   });
   return {
-    requests: r.requests.total,
-    durationSec: r.duration,
-    rps: r.duration > 0 ? r.requests.total / r.duration : 0,
-    p50Ms: r.latency.p50,
-    p99Ms: r.latency.p99,
-    non2xx: r.non2xx,
-    socketErrors: r.errors,
+    requests: result.requests.total,
+    durationSec: result.duration,
+    rps: result.duration > 0 ? result.requests.total / result.duration : 0,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    socketErrors: result.errors,
   };
 }
 

@@ -39,12 +39,18 @@ interface CaseState {
   readonly runs: Run[];
 }
 
-function pathsOf(w: Workload): string[] {
-  switch (w.kind) {
+function pathsOf(workload: Workload): string[] {
+  switch (workload.kind) {
     case 'single':
-      return [w.path];
+      return [workload.path];
     case 'zipf':
-      return zipfPaths({ prefix: w.prefix, keys: w.keys, exponent: w.exponent, samples: w.samples, seed: w.seed });
+      return zipfPaths({
+        prefix: workload.prefix,
+        keys: workload.keys,
+        exponent: workload.exponent,
+        samples: workload.samples,
+        seed: workload.seed,
+      });
   }
 }
 
@@ -56,9 +62,9 @@ async function resetFake(fake: RunningServer): Promise<void> {
 async function fakeCounts(fake: RunningServer): Promise<UpstreamCounts | undefined> {
   try {
     const reply = await httpGet(`${fake.origin}/__fake/stats`);
-    const s = JSON.parse(reply.body.toString('utf8')) as { total?: unknown; notModified?: unknown };
-    if (typeof s.total !== 'number') return undefined;
-    return { requests: s.total, notModified: typeof s.notModified === 'number' ? s.notModified : 0 };
+    const stats = JSON.parse(reply.body.toString('utf8')) as { total?: unknown; notModified?: unknown };
+    if (typeof stats.total !== 'number') return undefined;
+    return { requests: stats.total, notModified: typeof stats.notModified === 'number' ? stats.notModified : 0 };
   } catch {
     return undefined;
   }
@@ -72,9 +78,9 @@ async function preflight(origin: string, path: string): Promise<void> {
   }
 }
 
-async function measureOnce(s: CaseState, server: RunningServer, first: boolean, ctx: MeasureContext): Promise<Run> {
-  if (first) await preflight(server.origin, s.paths[0] ?? '/');
-  const spec = { origin: server.origin, paths: s.paths, connections: ctx.connections, tmpDir: ctx.tmpDir };
+async function measureOnce(state: CaseState, server: RunningServer, first: boolean, ctx: MeasureContext): Promise<Run> {
+  if (first) await preflight(server.origin, state.paths[0] ?? '/');
+  const spec = { origin: server.origin, paths: state.paths, connections: ctx.connections, tmpDir: ctx.tmpDir };
   if (ctx.warmupSec > 0) await runLoad(ctx.tool, { ...spec, durationSec: ctx.warmupSec });
   await resetFake(ctx.fake);
   const before = cpuSnapshot();
@@ -85,42 +91,42 @@ async function measureOnce(s: CaseState, server: RunningServer, first: boolean, 
 
 function median(values: readonly number[]): number | undefined {
   if (values.length === 0) return undefined;
-  const v = [...values].sort((a, b) => a - b);
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? v[mid] : ((v[mid - 1] ?? 0) + (v[mid] ?? 0)) / 2;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-function summarize(s: CaseState, ceiling: CaseState | undefined): CaseResult {
-  if (s.error !== undefined) return { id: s.c.id, name: s.c.name, ok: false, error: s.error };
+function summarize(state: CaseState, ceiling: CaseState | undefined): CaseResult {
+  if (state.error !== undefined) return { id: state.c.id, name: state.c.name, ok: false, error: state.error };
   // The run shown is the one with the median req/s (the lower middle one for an even count).
-  const byRps = [...s.runs].sort((a, b) => a.load.rps - b.load.rps);
+  const byRps = [...state.runs].sort((a, b) => a.load.rps - b.load.rps);
   const shown = byRps[(byRps.length - 1) >> 1];
-  if (shown === undefined) return { id: s.c.id, name: s.c.name, ok: false, error: 'no measured run' };
+  if (shown === undefined) return { id: state.c.id, name: state.c.name, ok: false, error: 'no measured run' };
   let vsCeiling: number | undefined;
-  if (ceiling !== undefined && ceiling.error === undefined && ceiling.runs.length === s.runs.length) {
-    vsCeiling = median(s.runs.map((r, i) => r.load.rps / (ceiling.runs[i]?.load.rps ?? Number.NaN)).filter(Number.isFinite));
+  if (ceiling !== undefined && ceiling.error === undefined && ceiling.runs.length === state.runs.length) {
+    vsCeiling = median(state.runs.map((r, i) => r.load.rps / (ceiling.runs[i]?.load.rps ?? Number.NaN)).filter(Number.isFinite));
   }
   return {
-    id: s.c.id,
-    name: s.c.name,
+    id: state.c.id,
+    name: state.c.name,
     ok: true,
     load: shown.load,
     // Errors of every run count, not only the shown one's.
-    errors: s.runs.reduce((n, r) => n + r.load.non2xx + r.load.socketErrors, 0),
+    errors: state.runs.reduce((n, r) => n + r.load.non2xx + r.load.socketErrors, 0),
     upstream: shown.upstream,
     steal: shown.steal,
-    runsRps: s.runs.map((r) => Math.round(r.load.rps)),
+    runsRps: state.runs.map((r) => Math.round(r.load.rps)),
     vsCeiling,
   };
 }
 
 /** Measures every case (in rounds), stopping each server after its last run. */
 export async function measureAll(cases: readonly BenchCase[], starts: readonly Started[], ctx: MeasureContext): Promise<CaseResult[]> {
-  const states: CaseState[] = cases.map((c, i) => {
-    const st = starts[i];
+  const states: CaseState[] = cases.map((benchCase, index) => {
+    const st = starts[index];
     return {
-      c,
-      paths: pathsOf(c.workload),
+      c: benchCase,
+      paths: pathsOf(benchCase.workload),
       server: st?.ok === true ? st.server : undefined,
       error: st === undefined ? 'not started' : st.ok ? undefined : st.error.message,
       runs: [],
@@ -129,19 +135,19 @@ export async function measureAll(cases: readonly BenchCase[], starts: readonly S
   for (let round = 0; round < ctx.repeat; round++) {
     const last = round === ctx.repeat - 1;
     if (ctx.repeat > 1) ctx.log(`round ${round + 1}/${ctx.repeat}`);
-    for (const s of states) {
-      const server = s.server;
-      if (server === undefined || s.error !== undefined) continue;
+    for (const state of states) {
+      const server = state.server;
+      if (server === undefined || state.error !== undefined) continue;
       try {
-        const run = await measureOnce(s, server, round === 0, ctx);
-        s.runs.push(run);
+        const run = await measureOnce(state, server, round === 0, ctx);
+        state.runs.push(run);
         const steal = run.steal === undefined ? '' : `, ${Math.round(run.steal * 100)}% CPU stolen`;
-        ctx.log(`${s.c.name}: ${Math.round(run.load.rps)} req/s${steal}`);
+        ctx.log(`${state.c.name}: ${Math.round(run.load.rps)} req/s${steal}`);
       } catch (err) {
-        s.error = (err as Error).message;
-        ctx.log(`${s.c.name} FAILED: ${s.error}`);
+        state.error = (err as Error).message;
+        ctx.log(`${state.c.name} FAILED: ${state.error}`);
       }
-      if (last || s.error !== undefined) await server.process.stop();
+      if (last || state.error !== undefined) await server.process.stop();
     }
   }
   const ceiling = states.find((s) => s.c.server.kind === 'ceiling');

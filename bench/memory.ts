@@ -56,16 +56,16 @@ const GOAL_FACTOR = 1.25;
 const GOAL_SLACK = 100 * MIB;
 
 const gc = (): boolean => {
-  const g = (globalThis as { gc?: () => void }).gc;
-  if (g === undefined) return false;
-  g();
-  g();
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (collect === undefined) return false;
+  collect();
+  collect();
   return true;
 };
 
 const sample = (): MemorySample => {
-  const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external };
+  const usage = process.memoryUsage();
+  return { rss: usage.rss, heapUsed: usage.heapUsed, heapTotal: usage.heapTotal, external: usage.external };
 };
 
 /**
@@ -84,53 +84,53 @@ const CONSTANT_HEADERS: Array<[string, Buffer]> = [
   ['access-control-allow-origin', wire('*')],
 ];
 
-/** `len` pseudo-random hex digits for entry i, as one flat string (like a parsed header value). */
+/** `len` pseudo-random hex digits for entry `index`, as one flat string (like a parsed header value). */
 const scratch = Buffer.alloc(64);
-function hexOf(i: number, len: number): string {
+function hexOf(index: number, len: number): string {
   const bytes = scratch.subarray(0, Math.min(scratch.length, Math.ceil(len / 2)));
-  let x = Math.imul(i ^ 0x9e3779b9, 0x85ebca6b) >>> 0;
+  let hash = Math.imul(index ^ 0x9e3779b9, 0x85ebca6b) >>> 0;
   for (let k = 0; k < bytes.length; k++) {
-    x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35) >>> 0;
-    bytes[k] = x & 255;
+    hash = Math.imul(hash ^ (hash >>> 13), 0xc2b2ae35) >>> 0;
+    bytes[k] = hash & 255;
   }
   return bytes.toString('hex', 0, bytes.length).slice(0, len);
 }
 
-/** One entry as the L1 would hold it for `GET /repos/etagere-org/r<i>` fetched with a pool token. */
-export function makeEntry(i: number, now: number): { key: string; entry: CacheEntry } {
+/** One entry as the L1 would hold it for `GET /repos/etagere-org/r<index>` fetched with a pool token. */
+export function makeEntry(index: number, now: number): { key: string; entry: CacheEntry } {
   const key = cacheKey({
     upstream: 'github',
-    pathname: `/repos/etagere-org/r${i}`,
+    pathname: `/repos/etagere-org/r${index}`,
     search: '',
     accept: 'application/vnd.github+json',
     apiVersion: '2022-11-28',
     partition: POOL,
   });
-  const updated = new Date(Date.UTC(2024, 0, 1) + (i % 86_400) * 60_000);
+  const updated = new Date(Date.UTC(2024, 0, 1) + (index % 86_400) * 60_000);
   const body = Buffer.from(
     JSON.stringify({
-      id: 8_000_000 + i,
-      name: `r${i}`,
-      full_name: `etagere-org/r${i}`,
+      id: 8_000_000 + index,
+      name: `r${index}`,
+      full_name: `etagere-org/r${index}`,
       private: false,
-      description: `Repository ${i}.`,
+      description: `Repository ${index}.`,
       fork: false,
       language: 'TypeScript',
-      stargazers_count: i % 5000,
-      forks_count: i % 97,
-      open_issues_count: i % 13,
+      stargazers_count: index % 5000,
+      forks_count: index % 97,
+      open_issues_count: index % 13,
       default_branch: 'main',
       updated_at: updated.toISOString().replace(/\.\d{3}Z$/, 'Z'),
     }),
   );
-  const etag = `W/"${hexOf(i, 64)}"`;
+  const etag = `W/"${hexOf(index, 64)}"`;
   const lastModified = updated.toUTCString();
   const headers: Array<[string, string]> = CONSTANT_HEADERS.map(([name, value]) => [name, value.toString('latin1')]);
   headers.push(
     ['etag', etag],
     ['last-modified', lastModified],
     ['date', new Date(now).toUTCString()],
-    ['x-github-request-id', `${hexOf(i, 4)}:${hexOf(i + 1, 4)}:${i.toString(16)}:${hexOf(i + 2, 8)}`.toUpperCase()],
+    ['x-github-request-id', `${hexOf(index, 4)}:${hexOf(index + 1, 4)}:${index.toString(16)}:${hexOf(index + 2, 8)}`.toUpperCase()],
   );
   const entry: CacheEntry = {
     status: 200,
@@ -190,7 +190,7 @@ export function runMemoryBench(opts: MemoryOptions = {}): MemoryResults {
 
 const mb = (bytes: number): string => (bytes / MIB).toFixed(1);
 
-export function formatMemory(r: MemoryResults): string {
+export function formatMemory(results: MemoryResults): string {
   const rows = [
     [
       'max_bytes',
@@ -209,47 +209,47 @@ export function formatMemory(r: MemoryResults): string {
       'RSS / goal',
     ],
     [
-      `${mb(r.maxBytes)} MiB`,
-      r.inserted.toLocaleString('en-US'),
-      r.held.toLocaleString('en-US'),
-      r.evictions.toLocaleString('en-US'),
-      `${mb(r.storeBytes)} MiB`,
-      `${mb(r.before.rss)} MiB`,
-      `${mb(r.after.rss)} MiB`,
-      `${mb(r.peakRss)} MiB`,
-      `${mb(r.before.heapUsed)} MiB`,
-      `${mb(r.after.heapUsed)} MiB`,
-      `${mb(r.after.heapTotal)} MiB`,
-      `${mb(r.after.external)} MiB`,
-      `${mb(r.goalRss)} MiB`,
-      (r.after.rss / r.goalRss).toFixed(2),
+      `${mb(results.maxBytes)} MiB`,
+      results.inserted.toLocaleString('en-US'),
+      results.held.toLocaleString('en-US'),
+      results.evictions.toLocaleString('en-US'),
+      `${mb(results.storeBytes)} MiB`,
+      `${mb(results.before.rss)} MiB`,
+      `${mb(results.after.rss)} MiB`,
+      `${mb(results.peakRss)} MiB`,
+      `${mb(results.before.heapUsed)} MiB`,
+      `${mb(results.after.heapUsed)} MiB`,
+      `${mb(results.after.heapTotal)} MiB`,
+      `${mb(results.after.external)} MiB`,
+      `${mb(results.goalRss)} MiB`,
+      (results.after.rss / results.goalRss).toFixed(2),
     ],
   ];
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
   const table = rows.map((row) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`).join('\n');
-  const perEntryStore = r.held === 0 ? 0 : r.storeBytes / r.held;
-  const perEntryReal = r.held === 0 ? 0 : (r.after.rss - r.before.rss) / r.held;
-  const perEntryHeap = r.held === 0 ? 0 : (r.after.heapUsed - r.before.heapUsed) / r.held;
+  const perEntryStore = results.held === 0 ? 0 : results.storeBytes / results.held;
+  const perEntryReal = results.held === 0 ? 0 : (results.after.rss - results.before.rss) / results.held;
+  const perEntryHeap = results.held === 0 ? 0 : (results.after.heapUsed - results.before.heapUsed) / results.held;
   return [
-    `L1 memory: ${r.inserted.toLocaleString('en-US')} distinct entries (body ${r.bodyBytes.toFixed(0)} bytes of JSON, ${r.headers.toFixed(0)} headers) ` +
-      `into createMemoryStore({ maxBytes: ${r.maxBytes.toLocaleString('en-US')} }) in ${r.seconds.toFixed(1)} s`,
-    `goal: RSS after the fill <= ${GOAL_FACTOR} x max_bytes + 100 MiB = ${mb(r.goalRss)} MiB (the goal's MB read as MiB)` +
-      (r.gc ? '; measured after a full GC' : '; WARNING: no global.gc (run node with --expose-gc), so the numbers include garbage'),
+    `L1 memory: ${results.inserted.toLocaleString('en-US')} distinct entries (body ${results.bodyBytes.toFixed(0)} bytes of JSON, ${results.headers.toFixed(0)} headers) ` +
+      `into createMemoryStore({ maxBytes: ${results.maxBytes.toLocaleString('en-US')} }) in ${results.seconds.toFixed(1)} s`,
+    `goal: RSS after the fill <= ${GOAL_FACTOR} x max_bytes + 100 MiB = ${mb(results.goalRss)} MiB (the goal's MB read as MiB)` +
+      (results.gc ? '; measured after a full GC' : '; WARNING: no global.gc (run node with --expose-gc), so the numbers include garbage'),
     '',
     table,
     '',
     `per held entry: the store counts ${perEntryStore.toFixed(0)} bytes (entrySize); RSS grew ${perEntryReal.toFixed(0)} bytes and heapUsed ${perEntryHeap.toFixed(0)} bytes ` +
-      `(RSS growth / store bytes = ${r.storeBytes === 0 ? 'n/a' : ((r.after.rss - r.before.rss) / r.storeBytes).toFixed(2)}).`,
+      `(RSS growth / store bytes = ${results.storeBytes === 0 ? 'n/a' : ((results.after.rss - results.before.rss) / results.storeBytes).toFixed(2)}).`,
     'RSS peak is the process high-water mark (getrusage), garbage of the fill included. heapTotal - heapUsed is heap V8 keeps committed after the churn of evictions.',
   ].join('\n');
 }
 
-export function memoryGoalFailures(r: MemoryResults): string[] {
+export function memoryGoalFailures(results: MemoryResults): string[] {
   const out: string[] = [];
-  if (r.after.rss > r.goalRss)
-    out.push(`RSS ${mb(r.after.rss)} MiB > goal ${mb(r.goalRss)} MiB (${GOAL_FACTOR} x ${mb(r.maxBytes)} MiB + 100 MiB)`);
-  if (r.storeBytes > r.maxBytes) out.push(`the store counts ${r.storeBytes} bytes, above max_bytes ${r.maxBytes}`);
-  if (!r.gc) out.push('no global.gc: run with node --expose-gc (npm run bench:memory does)');
+  if (results.after.rss > results.goalRss)
+    out.push(`RSS ${mb(results.after.rss)} MiB > goal ${mb(results.goalRss)} MiB (${GOAL_FACTOR} x ${mb(results.maxBytes)} MiB + 100 MiB)`);
+  if (results.storeBytes > results.maxBytes) out.push(`the store counts ${results.storeBytes} bytes, above max_bytes ${results.maxBytes}`);
+  if (!results.gc) out.push('no global.gc: run with node --expose-gc (npm run bench:memory does)');
   return out;
 }
 

@@ -23,8 +23,8 @@ export interface Scenario {
   limit: number;
   concurrency: number;
   latencyMs: number;
-  /** Units spent directly on token i before the run, so tokens start uneven. */
-  preSpend?: (i: number) => number;
+  /** Units spent directly on the token at `tokenIndex` before the run, so tokens start uneven. */
+  preSpend?: (tokenIndex: number) => number;
   /** One extra token that the upstream rejects (401). */
   deadToken?: boolean;
   /** Secondary-limit answers injected on the first token (each pauses it). */
@@ -68,10 +68,10 @@ export const SCENARIOS: Scenario[] = [
 
 const tokenValue = (i: number): string => `sim_pool_token_${String(i).padStart(2, '0')}`;
 
-async function spend(fake: FakeUpstream, token: string, n: number): Promise<void> {
-  for (let i = 0; i < n; i++) {
-    const r = await request(`${fake.url}/users/octocat?pre=${i}`, { headers: { authorization: `token ${token}` } });
-    await r.body.dump();
+async function spend(fake: FakeUpstream, token: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const res = await request(`${fake.url}/users/octocat?pre=${i}`, { headers: { authorization: `token ${token}` } });
+    await res.body.dump();
   }
 }
 
@@ -97,11 +97,11 @@ export async function simulate(sc: Scenario): Promise<SimResult> {
   });
   const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });
   if (sc.secondary !== undefined) {
-    const r = await request(`${fake.url}/__fake/secondary`, {
+    const res = await request(`${fake.url}/__fake/secondary`, {
       method: 'POST',
       body: JSON.stringify({ count: sc.secondary, status: 429, retryAfter: 1, token: values[0] }),
     });
-    await r.body.dump();
+    await res.body.dump();
   }
   const started = Date.now();
   let next = 0;
@@ -109,12 +109,12 @@ export async function simulate(sc: Scenario): Promise<SimResult> {
   let first429: number | null = null;
   const client = async (): Promise<void> => {
     while (first429 === null) {
-      const n = ++next;
-      const r = await request(`${app.url}/repos/octocat/hello-world?sim=${n}`);
-      await r.body.dump();
-      if (r.statusCode === 200) served++;
-      else if (r.statusCode === 429) first429 ??= n;
-      else throw new Error(`unexpected ${r.statusCode} for request ${n}`);
+      const requestNumber = ++next;
+      const res = await request(`${app.url}/repos/octocat/hello-world?sim=${requestNumber}`);
+      await res.body.dump();
+      if (res.statusCode === 200) served++;
+      else if (res.statusCode === 429) first429 ??= requestNumber;
+      else throw new Error(`unexpected ${res.statusCode} for request ${requestNumber}`);
     }
   };
   try {
@@ -143,14 +143,14 @@ export async function simulate(sc: Scenario): Promise<SimResult> {
 export function formatResults(results: readonly SimResult[]): string {
   const rows = [
     ['scenario', 'aggregate quota', 'spent before 1st client 429', 'share', 'upstream 403', 'upstream 429 (not injected)', 'seconds'],
-    ...results.map((r) => [
-      r.scenario,
-      String(r.aggregate),
-      String(r.spent),
-      `${(r.share * 100).toFixed(2)} %`,
-      String(r.upstream403),
-      String(r.upstream429),
-      r.seconds.toFixed(2),
+    ...results.map((result) => [
+      result.scenario,
+      String(result.aggregate),
+      String(result.spent),
+      `${(result.share * 100).toFixed(2)} %`,
+      String(result.upstream403),
+      String(result.upstream429),
+      result.seconds.toFixed(2),
     ]),
   ];
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
@@ -160,10 +160,11 @@ export function formatResults(results: readonly SimResult[]): string {
 /** Goals: share >= 99 % and no upstream 403/429 that was not injected. */
 export function poolGoalFailures(results: readonly SimResult[]): string[] {
   const out: string[] = [];
-  for (const r of results) {
-    if (r.share < 0.99) out.push(`${r.scenario}: only ${(r.share * 100).toFixed(2)} % of the quota spent before the first 429`);
-    if (r.upstream403 > 0 || r.upstream429 > 0)
-      out.push(`${r.scenario}: upstream answered ${r.upstream403} x 403 and ${r.upstream429} x 429`);
+  for (const result of results) {
+    if (result.share < 0.99)
+      out.push(`${result.scenario}: only ${(result.share * 100).toFixed(2)} % of the quota spent before the first 429`);
+    if (result.upstream403 > 0 || result.upstream429 > 0)
+      out.push(`${result.scenario}: upstream answered ${result.upstream403} x 403 and ${result.upstream429} x 429`);
   }
   return out;
 }

@@ -130,15 +130,15 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
 }
 
 /** Starts a server process and waits until `readyUrl` answers 2xx, or throws with its log tail. */
-export async function spawnServer(o: SpawnOptions): Promise<ServerProcess> {
-  refuseWhenStopping(o.name);
-  const fd = openSync(o.logFile, 'a');
+export async function spawnServer(options: SpawnOptions): Promise<ServerProcess> {
+  refuseWhenStopping(options.name);
+  const fd = openSync(options.logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(o.command, [...o.args], {
-      cwd: o.cwd,
-      env: o.env,
-      stdio: ['ignore', o.discardStdout === true ? 'ignore' : fd, fd],
+    child = spawn(options.command, [...options.args], {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', options.discardStdout === true ? 'ignore' : fd, fd],
     });
   } finally {
     closeSync(fd);
@@ -149,18 +149,18 @@ export async function spawnServer(o: SpawnOptions): Promise<ServerProcess> {
   child.once('exit', () => live.delete(child));
   const stop = (): Promise<void> => terminate(child, 3_000);
 
-  const deadline = Date.now() + o.deadlineMs;
+  const deadline = Date.now() + options.deadlineMs;
   for (;;) {
     if (spawnError !== undefined || child.exitCode !== null || child.signalCode !== null) {
       await stop();
       const why = spawnError?.message ?? `exited with ${child.exitCode ?? child.signalCode}`;
-      throw new Error(`${o.name} failed to start (${why}); last output:\n${tail(o.logFile)}`);
+      throw new Error(`${options.name} failed to start (${why}); last output:\n${tail(options.logFile)}`);
     }
     try {
-      if (o.ready !== undefined) {
-        if (await o.ready()) break;
+      if (options.ready !== undefined) {
+        if (await options.ready()) break;
       } else {
-        const reply = await httpGet(o.readyUrl, 500);
+        const reply = await httpGet(options.readyUrl, 500);
         if (reply.status >= 200 && reply.status < 300) break;
       }
     } catch {
@@ -168,11 +168,13 @@ export async function spawnServer(o: SpawnOptions): Promise<ServerProcess> {
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`${o.name} not ready at ${o.readyUrl} within ${o.deadlineMs} ms; last output:\n${tail(o.logFile)}`);
+      throw new Error(
+        `${options.name} not ready at ${options.readyUrl} within ${options.deadlineMs} ms; last output:\n${tail(options.logFile)}`,
+      );
     }
     await sleep(50);
   }
-  return { name: o.name, pid: child.pid ?? -1, logFile: o.logFile, stop };
+  return { name: options.name, pid: child.pid ?? -1, logFile: options.logFile, stop };
 }
 
 /** Tracks a non-server child (e.g. the load generator) so that cleanup also stops it. */
@@ -204,8 +206,8 @@ export function installCleanup(onSignal: (signal: NodeJS.Signals) => void = () =
   process.once('SIGINT', handler);
   process.once('SIGTERM', handler);
   process.once('exit', () => {
-    for (const c of live) {
-      if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    for (const child of live) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   });
 }

@@ -139,21 +139,21 @@ const DEFAULTS: Settings = {
 /** The fake names its repositories with three-digit padding: repo-001 ... repo-999, repo-1000 ... */
 export const repoPath = (rank: number): string => `/repos/etagere-org/repo-${String(rank).padStart(3, '0')}`;
 
-export function makeSchedule(s: Settings): Schedule {
-  const nextRequest = zipfSampler(s.resources, s.exponent, mulberry32(s.seed));
-  const nextChange = zipfSampler(s.resources, s.exponent, mulberry32(s.seed ^ 0x5eed));
+export function makeSchedule(settings: Settings): Schedule {
+  const nextRequest = zipfSampler(settings.resources, settings.exponent, mulberry32(settings.seed));
+  const nextChange = zipfSampler(settings.resources, settings.exponent, mulberry32(settings.seed ^ 0x5eed));
   const requests: Uint16Array[][] = [];
   const mutations: number[][] = [];
-  for (let m = 0; m < s.minutes; m++) {
+  for (let minute = 0; minute < settings.minutes; minute++) {
     const perConsumer: Uint16Array[] = [];
-    for (let c = 0; c < s.consumers; c++) {
-      const ranks = new Uint16Array(s.rate);
-      for (let j = 0; j < s.rate; j++) ranks[j] = nextRequest();
+    for (let consumer = 0; consumer < settings.consumers; consumer++) {
+      const ranks = new Uint16Array(settings.rate);
+      for (let j = 0; j < settings.rate; j++) ranks[j] = nextRequest();
       perConsumer.push(ranks);
     }
     requests.push(perConsumer);
     const changed = new Set<number>();
-    while (changed.size < Math.min(s.changesPerMinute, s.resources)) changed.add(nextChange());
+    while (changed.size < Math.min(settings.changesPerMinute, settings.resources)) changed.add(nextChange());
     mutations.push([...changed]);
   }
   return { requests, mutations };
@@ -166,18 +166,18 @@ export function computeFloor(schedule: Schedule, resources: number): Floor {
   let initial = 0;
   let changesSeen = 0;
   let mutations = 0;
-  schedule.requests.forEach((perConsumer, m) => {
+  schedule.requests.forEach((perConsumer, minute) => {
     for (const ranks of perConsumer) {
-      for (const r of ranks) {
-        const v = version[r] ?? 0;
-        if (lastSeen[r] === v) continue;
-        if (lastSeen[r] === -1) initial++;
+      for (const rank of ranks) {
+        const currentVersion = version[rank] ?? 0;
+        if (lastSeen[rank] === currentVersion) continue;
+        if (lastSeen[rank] === -1) initial++;
         else changesSeen++;
-        lastSeen[r] = v;
+        lastSeen[rank] = currentVersion;
       }
     }
-    for (const r of schedule.mutations[m] ?? []) {
-      version[r] = (version[r] ?? 0) + 1;
+    for (const rank of schedule.mutations[minute] ?? []) {
+      version[rank] = (version[rank] ?? 0) + 1;
       mutations++;
     }
   });
@@ -187,9 +187,9 @@ export function computeFloor(schedule: Schedule, resources: number): Floor {
 const STARS = '"stargazers_count":';
 
 function starsOf(body: string): number {
-  const i = body.indexOf(STARS);
-  if (i === -1) return Number.NaN;
-  return Number.parseInt(body.slice(i + STARS.length, i + STARS.length + 12), 10);
+  const index = body.indexOf(STARS);
+  if (index === -1) return Number.NaN;
+  return Number.parseInt(body.slice(index + STARS.length, index + STARS.length + 12), 10);
 }
 
 interface Target {
@@ -198,9 +198,9 @@ interface Target {
   app: App | undefined;
 }
 
-async function startTarget(id: ScenarioId, s: Settings, windowSeconds: number, capSeconds: number): Promise<Target> {
+async function startTarget(id: ScenarioId, settings: Settings, windowSeconds: number, capSeconds: number): Promise<Target> {
   const fake = await startFakeUpstream({
-    orgRepoCount: s.resources,
+    orgRepoCount: settings.resources,
     tokens: parseTokenSpec(TOKEN_SPEC),
     tokenLimit: TOKEN_LIMIT,
     windowSeconds,
@@ -221,20 +221,20 @@ async function startTarget(id: ScenarioId, s: Settings, windowSeconds: number, c
 
 async function runScenario(
   id: ScenarioId,
-  s: Settings,
+  settings: Settings,
   schedule: Schedule,
   floor: Floor,
   windowSeconds: number,
   capSeconds: number,
 ): Promise<ScenarioResult> {
-  const target = await startTarget(id, s, windowSeconds, capSeconds);
+  const target = await startTarget(id, settings, windowSeconds, capSeconds);
   const direct = target.app === undefined;
   const headers: Record<string, string> = direct ? { authorization: `token ${TOKEN}` } : {};
   /** Current version and star count of each repository on this scenario's fake (after mutations). */
-  const version = new Int32Array(s.resources + 1);
-  const expectedStars = new Int32Array(s.resources + 1);
+  const version = new Int32Array(settings.resources + 1);
+  const expectedStars = new Int32Array(settings.resources + 1);
   /** direct-etag: each consumer's own cache, rank -> [etag, stars]. */
-  const own = Array.from({ length: s.consumers }, () => new Map<number, [string, number]>());
+  const own = Array.from({ length: settings.consumers }, () => new Map<number, [string, number]>());
   let requests = 0;
   let errors = 0;
   let stale = 0;
@@ -245,21 +245,21 @@ async function runScenario(
   const before = target.fake.stats();
   const started = performance.now();
   try {
-    for (let m = 0; m < s.minutes; m++) {
+    for (let minute = 0; minute < settings.minutes; minute++) {
       // Minutes start on a fixed grid, so the compression holds on average; a request already due
       // (the previous minute overran) is sent at once.
-      const minuteStart = started + m * s.minuteMs;
-      const perConsumer = schedule.requests[m] ?? [];
+      const minuteStart = started + minute * settings.minuteMs;
+      const perConsumer = schedule.requests[minute] ?? [];
       await Promise.all(
-        perConsumer.map(async (ranks, c) => {
-          const mine = own[c]!;
+        perConsumer.map(async (ranks, consumer) => {
+          const mine = own[consumer]!;
           for (let j = 0; j < ranks.length; j++) {
-            const r = ranks[j]!;
-            const due = minuteStart + ((j + c / s.consumers) / ranks.length) * s.minuteMs;
+            const rank = ranks[j]!;
+            const due = minuteStart + ((j + consumer / settings.consumers) / ranks.length) * settings.minuteMs;
             const wait = due - performance.now();
             if (wait > 1) await sleep(wait);
-            const cached = id === 'direct-etag' ? mine.get(r) : undefined;
-            const res = await request(`${target.url}${repoPath(r)}`, {
+            const cached = id === 'direct-etag' ? mine.get(rank) : undefined;
+            const res = await request(`${target.url}${repoPath(rank)}`, {
               headers: cached === undefined ? headers : { ...headers, 'if-none-match': cached[0] },
             });
             const text = await res.body.text();
@@ -270,12 +270,12 @@ async function runScenario(
             } else if (res.statusCode === 200) {
               stars = starsOf(text);
               const etag = res.headers.etag;
-              if (id === 'direct-etag' && typeof etag === 'string') mine.set(r, [etag, stars]);
+              if (id === 'direct-etag' && typeof etag === 'string') mine.set(rank, [etag, stars]);
             } else {
               errors++;
               continue;
             }
-            if ((version[r] ?? 0) > 0 && stars !== expectedStars[r]) stale++;
+            if ((version[rank] ?? 0) > 0 && stars !== expectedStars[rank]) stale++;
             const status = res.headers['cache-status'];
             if (typeof status === 'string') {
               if (status.includes('; hit')) hits++;
@@ -284,15 +284,15 @@ async function runScenario(
           }
         }),
       );
-      const left = minuteStart + s.minuteMs - performance.now();
+      const left = minuteStart + settings.minuteMs - performance.now();
       if (left > 1) await sleep(left);
       await Promise.all(
-        (schedule.mutations[m] ?? []).map(async (r) => {
-          const res = await request(`${target.fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path: repoPath(r) }) });
+        (schedule.mutations[minute] ?? []).map(async (rank) => {
+          const res = await request(`${target.fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path: repoPath(rank) }) });
           const out = (await res.body.json()) as { changed?: { stargazers_count?: { to?: number } } };
-          if (res.statusCode !== 200) throw new Error(`mutate ${repoPath(r)}: ${res.statusCode}`);
-          version[r] = (version[r] ?? 0) + 1;
-          expectedStars[r] = out.changed?.stargazers_count?.to ?? Number.NaN;
+          if (res.statusCode !== 200) throw new Error(`mutate ${repoPath(rank)}: ${res.statusCode}`);
+          version[rank] = (version[rank] ?? 0) + 1;
+          expectedStars[rank] = out.changed?.stargazers_count?.to ?? Number.NaN;
         }),
       );
       minuteMs.push(performance.now() - minuteStart);
@@ -325,20 +325,23 @@ async function runScenario(
 }
 
 export async function runQuotaSimulation(opts: QuotaOptions = {}): Promise<QuotaResults> {
-  const s: Settings = { ...DEFAULTS, ...opts };
-  if (!Number.isInteger(s.minutes) || s.minutes < 1) throw new RangeError(`minutes must be a positive integer, got ${s.minutes}`);
-  if (s.resources > 65535) throw new RangeError('at most 65,535 resources');
-  if (!(s.minuteMs >= 1)) throw new RangeError(`minuteMs must be at least 1, got ${s.minuteMs}`);
-  const compression = 60_000 / s.minuteMs;
+  const settings: Settings = { ...DEFAULTS, ...opts };
+  if (!Number.isInteger(settings.minutes) || settings.minutes < 1)
+    throw new RangeError(`minutes must be a positive integer, got ${settings.minutes}`);
+  if (settings.resources > 65535) throw new RangeError('at most 65,535 resources');
+  if (!(settings.minuteMs >= 1)) throw new RangeError(`minuteMs must be at least 1, got ${settings.minuteMs}`);
+  const compression = 60_000 / settings.minuteMs;
   const windowSeconds = Math.max(1, Math.round(3600 / compression));
-  const capSeconds = Math.max(1, Math.round(s.minuteMs / 1000));
-  const schedule = makeSchedule(s);
-  const floor = computeFloor(schedule, s.resources);
-  const totalRequests = s.minutes * s.consumers * s.rate;
+  const capSeconds = Math.max(1, Math.round(settings.minuteMs / 1000));
+  const schedule = makeSchedule(settings);
+  const floor = computeFloor(schedule, settings.resources);
+  const totalRequests = settings.minutes * settings.consumers * settings.rate;
   const started = performance.now();
-  const scenarios = await Promise.all(s.scenarios.map((id) => runScenario(id, s, schedule, floor, windowSeconds, capSeconds)));
+  const scenarios = await Promise.all(
+    settings.scenarios.map((id) => runScenario(id, settings, schedule, floor, windowSeconds, capSeconds)),
+  );
   return {
-    settings: s,
+    settings,
     compression,
     windowSeconds,
     maxAgeCapSeconds: capSeconds,
@@ -355,20 +358,20 @@ function table(rows: string[][]): string {
   return rows.map((row) => `| ${row.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`).join('\n');
 }
 
-const n = (v: number): string => v.toLocaleString('en-US');
+const formatCount = (v: number): string => v.toLocaleString('en-US');
 
-export function formatQuota(r: QuotaResults): string {
-  const s = r.settings;
-  const simSecondsFresh = (r.maxAgeCapSeconds * 1000 * 60) / s.minuteMs;
+export function formatQuota(results: QuotaResults): string {
+  const settings = results.settings;
+  const simSecondsFresh = (results.maxAgeCapSeconds * 1000 * 60) / settings.minuteMs;
   const lines = [
-    `quota simulation: ${s.consumers} consumers, ${n(s.resources)} repositories (Zipf s=${s.exponent}, seed ${s.seed}), ` +
-      `${s.rate} requests per consumer per simulated minute, ${s.changesPerMinute} repositories changed after each minute, ${s.minutes} simulated minutes`,
-    `time: 1 simulated minute = ${s.minuteMs} ms wall (compression ${r.compression.toFixed(0)}x); the fake's quota window is scaled the same way ` +
-      `(3600 s -> ${r.windowSeconds} s) with ${n(TOKEN_LIMIT)} requests per window, so it never binds; one token, so a 304 to it is free`,
-    `requests: ${n(r.totalRequests)} per scenario; mutations: ${n(r.floor.mutations)}`,
-    `floor: ${n(r.floor.total)} billable calls = ${n(r.floor.initial)} first fetches (distinct repositories requested) + ` +
-      `${n(r.floor.changesSeen)} changes seen (a repository version, after its first, that at least one request asked for; ` +
-      `several changes between two requests count once) = ${r.floorPer1000.toFixed(2)} per 1,000 requests. ` +
+    `quota simulation: ${settings.consumers} consumers, ${formatCount(settings.resources)} repositories (Zipf s=${settings.exponent}, seed ${settings.seed}), ` +
+      `${settings.rate} requests per consumer per simulated minute, ${settings.changesPerMinute} repositories changed after each minute, ${settings.minutes} simulated minutes`,
+    `time: 1 simulated minute = ${settings.minuteMs} ms wall (compression ${results.compression.toFixed(0)}x); the fake's quota window is scaled the same way ` +
+      `(3600 s -> ${results.windowSeconds} s) with ${formatCount(TOKEN_LIMIT)} requests per window, so it never binds; one token, so a 304 to it is free`,
+    `requests: ${formatCount(results.totalRequests)} per scenario; mutations: ${formatCount(results.floor.mutations)}`,
+    `floor: ${formatCount(results.floor.total)} billable calls = ${formatCount(results.floor.initial)} first fetches (distinct repositories requested) + ` +
+      `${formatCount(results.floor.changesSeen)} changes seen (a repository version, after its first, that at least one request asked for; ` +
+      `several changes between two requests count once) = ${results.floorPer1000.toFixed(2)} per 1,000 requests. ` +
       `No cache that always serves current data can spend less.`,
     '',
     table([
@@ -385,48 +388,62 @@ export function formatQuota(r: QuotaResults): string {
         'errors',
         'minute ms mean/max',
       ],
-      ['floor', n(r.totalRequests), '', n(r.floor.total), r.floorPer1000.toFixed(2), '1.000', '', '', '', '', ''],
-      ...r.scenarios.map((x) => [
-        x.name,
-        n(x.requests),
-        `${n(x.upstreamRequests)} (${n(x.upstream304)})`,
-        n(x.billable),
-        x.per1000.toFixed(2),
-        x.vsFloor.toFixed(3),
-        n(x.stale),
-        x.hits === null ? '-' : n(x.hits),
-        x.collapsed === null ? '-' : n(x.collapsed),
-        n(x.errors),
-        `${x.meanMinuteMs.toFixed(0)}/${x.maxMinuteMs.toFixed(0)}`,
+      [
+        'floor',
+        formatCount(results.totalRequests),
+        '',
+        formatCount(results.floor.total),
+        results.floorPer1000.toFixed(2),
+        '1.000',
+        '',
+        '',
+        '',
+        '',
+        '',
+      ],
+      ...results.scenarios.map((scenario) => [
+        scenario.name,
+        formatCount(scenario.requests),
+        `${formatCount(scenario.upstreamRequests)} (${formatCount(scenario.upstream304)})`,
+        formatCount(scenario.billable),
+        scenario.per1000.toFixed(2),
+        scenario.vsFloor.toFixed(3),
+        formatCount(scenario.stale),
+        scenario.hits === null ? '-' : formatCount(scenario.hits),
+        scenario.collapsed === null ? '-' : formatCount(scenario.collapsed),
+        formatCount(scenario.errors),
+        `${scenario.meanMinuteMs.toFixed(0)}/${scenario.maxMinuteMs.toFixed(0)}`,
       ]),
     ]),
     '',
     "billable = the fake's quotaSpent delta (200s; a 304 to the token is free). stale = responses older than the repository's current version.",
     `etagere revalidate checks every request upstream (If-None-Match, a free 304 when unchanged): always current. It is held to the goal.`,
-    `etagere max-age: the fake says max-age=60, which time compression does not scale, so it runs with cache.max_age_cap_seconds: ${r.maxAgeCapSeconds} ` +
+    `etagere max-age: the fake says max-age=60, which time compression does not scale, so it runs with cache.max_age_cap_seconds: ${results.maxAgeCapSeconds} ` +
       `(= ${simSecondsFresh.toFixed(0)} simulated seconds). The Date header's one-second resolution counts as age, so an entry is in practice fresh for ` +
-      `0-${r.maxAgeCapSeconds} s of wall time, about half of it on average (real GitHub: 59-60 s of 60). It serves data up to that old (see stale) ` +
+      `0-${results.maxAgeCapSeconds} s of wall time, about half of it on average (real GitHub: 59-60 s of 60). It serves data up to that old (see stale) ` +
       'and could go below the floor: not comparable, no goal.',
     'direct, own ETag cache: every consumer revalidates its own copies with the token (free 304s) but fetches each change once per consumer.',
-    `wall time: ${r.wallSeconds.toFixed(1)} s (scenarios side by side in one process, each on its own clock; a minute longer than ${s.minuteMs} ms means the machine fell behind)`,
+    `wall time: ${results.wallSeconds.toFixed(1)} s (scenarios side by side in one process, each on its own clock; a minute longer than ${settings.minuteMs} ms means the machine fell behind)`,
   ];
   return lines.join('\n');
 }
 
 /** Goals: etagere revalidate <= 1.05 x the floor, never stale; no errors anywhere; the pool token always attached. */
-export function quotaGoalFailures(r: QuotaResults): string[] {
+export function quotaGoalFailures(results: QuotaResults): string[] {
   const out: string[] = [];
-  for (const x of r.scenarios) {
-    if (x.errors > 0) out.push(`${x.name}: ${x.errors} responses other than 200`);
-    if (x.id === 'etagere-revalidate') {
-      if (x.vsFloor > 1.05)
-        out.push(`${x.name}: ${x.billable} billable calls = ${x.vsFloor.toFixed(3)} x the floor (${r.floor.total}); goal <= 1.05`);
-      if (x.stale > 0) out.push(`${x.name}: ${x.stale} stale responses; goal 0`);
+  for (const scenario of results.scenarios) {
+    if (scenario.errors > 0) out.push(`${scenario.name}: ${scenario.errors} responses other than 200`);
+    if (scenario.id === 'etagere-revalidate') {
+      if (scenario.vsFloor > 1.05)
+        out.push(
+          `${scenario.name}: ${scenario.billable} billable calls = ${scenario.vsFloor.toFixed(3)} x the floor (${results.floor.total}); goal <= 1.05`,
+        );
+      if (scenario.stale > 0) out.push(`${scenario.name}: ${scenario.stale} stale responses; goal 0`);
     }
-    if ((x.id === 'direct-no-cache' || x.id === 'direct-etag') && x.stale > 0)
-      out.push(`${x.name}: ${x.stale} stale responses (harness error)`);
-    if (x.id.startsWith('etagere') && x.anonymousUpstream > 0)
-      out.push(`${x.name}: ${x.anonymousUpstream} upstream requests without the pool token`);
+    if ((scenario.id === 'direct-no-cache' || scenario.id === 'direct-etag') && scenario.stale > 0)
+      out.push(`${scenario.name}: ${scenario.stale} stale responses (harness error)`);
+    if (scenario.id.startsWith('etagere') && scenario.anonymousUpstream > 0)
+      out.push(`${scenario.name}: ${scenario.anonymousUpstream} upstream requests without the pool token`);
   }
   return out;
 }

@@ -47,19 +47,19 @@ export interface RunSettings {
   readonly source: 'src (tsx)' | 'dist';
 }
 
-export function header(m: MachineFacts, s: RunSettings): string {
+export function header(machine: MachineFacts, settings: RunSettings): string {
   return [
     'etagere benchmark',
-    `  cpu         ${m.cpu} x ${m.cores} cores`,
-    `  os          ${m.os}`,
-    `  node        ${m.node}`,
-    `  load tool   ${m.loadTool}`,
-    `  date        ${m.date}`,
-    `  commit      ${m.commit}`,
-    `  cpu busy    ${Math.round(m.busyAtStart * 100)}% before the run` +
-      (m.busyAtStart >= 0.15 ? '  WARNING: something else is using the CPU; numbers will be low and noisy' : ''),
-    `  settings    ${s.repeat > 1 ? `median of ${s.repeat} runs of ` : ''}${s.durationSec} s per case after ${s.warmupSec} s warm-up, ${s.connections} connections, ` +
-      `etagere log level ${s.logLevel}, run from ${s.source}`,
+    `  cpu         ${machine.cpu} x ${machine.cores} cores`,
+    `  os          ${machine.os}`,
+    `  node        ${machine.node}`,
+    `  load tool   ${machine.loadTool}`,
+    `  date        ${machine.date}`,
+    `  commit      ${machine.commit}`,
+    `  cpu busy    ${Math.round(machine.busyAtStart * 100)}% before the run` +
+      (machine.busyAtStart >= 0.15 ? '  WARNING: something else is using the CPU; numbers will be low and noisy' : ''),
+    `  settings    ${settings.repeat > 1 ? `median of ${settings.repeat} runs of ` : ''}${settings.durationSec} s per case after ${settings.warmupSec} s warm-up, ${settings.connections} connections, ` +
+      `etagere log level ${settings.logLevel}, run from ${settings.source}`,
   ].join('\n');
 }
 
@@ -103,20 +103,20 @@ export function table(results: readonly CaseResult[]): string {
     'steal',
     'vs ceiling',
   ];
-  const rows = results.map((r) =>
-    r.ok
+  const rows = results.map((result) =>
+    result.ok
       ? [
-          r.name,
-          Math.round(r.load.rps).toString(),
-          ...(repeated ? [`${Math.min(...r.runsRps)}-${Math.max(...r.runsRps)}`] : []),
-          r.load.p50Ms.toFixed(2),
-          r.load.p99Ms.toFixed(2),
-          r.errors.toString(),
-          r.upstream === undefined ? 'n/a' : `${r.upstream.requests} (${r.upstream.notModified})`,
-          r.steal === undefined ? 'n/a' : `${Math.round(r.steal * 100)}%`,
-          r.vsCeiling === undefined ? 'n/a' : r.vsCeiling.toFixed(2),
+          result.name,
+          Math.round(result.load.rps).toString(),
+          ...(repeated ? [`${Math.min(...result.runsRps)}-${Math.max(...result.runsRps)}`] : []),
+          result.load.p50Ms.toFixed(2),
+          result.load.p99Ms.toFixed(2),
+          result.errors.toString(),
+          result.upstream === undefined ? 'n/a' : `${result.upstream.requests} (${result.upstream.notModified})`,
+          result.steal === undefined ? 'n/a' : `${Math.round(result.steal * 100)}%`,
+          result.vsCeiling === undefined ? 'n/a' : result.vsCeiling.toFixed(2),
         ]
-      : [r.name, 'FAILED', ...head.slice(2).map(() => '-')],
+      : [result.name, 'FAILED', ...head.slice(2).map(() => '-')],
   );
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
   const numeric = (i: number): boolean => i > 0;

@@ -104,8 +104,8 @@ function parseOptions(argv: string[]): Options {
 }
 
 /** Starts the server of a case, never rejecting (so that starts can run side by side). */
-function startFor(c: BenchCase, ctx: ServerContext, fake: RunningServer, responseFile: string): Promise<Started> {
-  return startCaseServer(c.server, ctx, fake, responseFile).then(
+function startFor(benchCase: BenchCase, ctx: ServerContext, fake: RunningServer, responseFile: string): Promise<Started> {
+  return startCaseServer(benchCase.server, ctx, fake, responseFile).then(
     (server): Started => ({ ok: true, server }),
     (err: unknown): Started => ({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
   );
@@ -113,10 +113,10 @@ function startFor(c: BenchCase, ctx: ServerContext, fake: RunningServer, respons
 
 function smokeFailures(results: readonly CaseResult[]): string[] {
   const out: string[] = [];
-  for (const r of results) {
-    if (!r.ok) out.push(`${r.name}: failed (${r.error.split('\n')[0] ?? ''})`);
-    else if (r.load.requests === 0) out.push(`${r.name}: no requests completed`);
-    else if (r.errors > 0) out.push(`${r.name}: ${r.errors} non-2xx responses or socket errors`);
+  for (const result of results) {
+    if (!result.ok) out.push(`${result.name}: failed (${result.error.split('\n')[0] ?? ''})`);
+    else if (result.load.requests === 0) out.push(`${result.name}: no requests completed`);
+    else if (result.errors > 0) out.push(`${result.name}: ${result.errors} non-2xx responses or socket errors`);
   }
   return out;
 }
@@ -124,7 +124,8 @@ function smokeFailures(results: readonly CaseResult[]): string[] {
 async function main(): Promise<number> {
   const opts = parseOptions(process.argv.slice(2));
   if (opts.list) {
-    for (const c of CASES) process.stdout.write(`${c.id.padEnd(14)} ${c.name}\n${' '.repeat(15)}${c.measures}\n`);
+    for (const benchCase of CASES)
+      process.stdout.write(`${benchCase.id.padEnd(14)} ${benchCase.name}\n${' '.repeat(15)}${benchCase.measures}\n`);
     process.stdout.write(
       `${'pool-sim'.padEnd(14)} token-pool simulation\n${' '.repeat(15)}share of the pool's quota spent before the first client 429, and upstream 403/429 (goals >= 99 %, 0)\n`,
     );
@@ -153,16 +154,17 @@ async function main(): Promise<number> {
     log('nginx is not installed and could not be installed: the nginx proxy_cache case is skipped');
     cases = cases.filter((c) => c.server.kind !== 'nginx');
   }
-  let tmpDir: string | undefined;
+  // The run directory, once created, is listed here so that a signal removes it.
+  const createdDirs: string[] = [];
   installCleanup((signal) => {
     log(`${signal}: stopping child processes`);
-    if (tmpDir !== undefined) rmSync(tmpDir, { recursive: true, force: true });
+    for (const dir of createdDirs) rmSync(dir, { recursive: true, force: true });
   });
 
   const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
   const tool = detectLoadTool(opts.tool, log);
   const runDir = mkdtempSync(join(tmpdir(), 'etagere-bench-'));
-  tmpDir = runDir;
+  createdDirs.push(runDir);
   const settings: RunSettings = {
     durationSec: opts.durationSec,
     warmupSec: opts.warmupSec,
@@ -246,7 +248,7 @@ async function main(): Promise<number> {
     // Smoke asserts that everything completes, plus the simulations' goals; the memory goal is
     // reported only (at the smoke's 32 MiB the process's own baseline dominates the bound).
     const problems = [...smokeFailures(results), ...poolGoalFailures(pool), ...(quota === undefined ? [] : quotaGoalFailures(quota))];
-    if (memory !== undefined) for (const m of memoryGoalFailures(memory)) log(`memory (reported, not failed in smoke): ${m}`);
+    if (memory !== undefined) for (const failure of memoryGoalFailures(memory)) log(`memory (reported, not failed in smoke): ${failure}`);
     if (problems.length > 0) {
       log(`smoke FAILED:\n  ${problems.join('\n  ')}`);
       return 1;

@@ -51,16 +51,16 @@ export function metricValue(text: string, name: string): number {
     if (!line.startsWith(name)) continue;
     const rest = line.slice(name.length);
     if (rest[0] !== ' ' && rest[0] !== '{') continue;
-    const v = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (Number.isFinite(v)) sum = (Number.isNaN(sum) ? 0 : sum) + v;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (Number.isFinite(value)) sum = (Number.isNaN(sum) ? 0 : sum) + value;
   }
   return sum;
 }
 
 function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /**
@@ -81,13 +81,15 @@ export function verdict(samples: readonly Sample[], warmupSeconds: number, error
   const third = Math.max(1, Math.floor(after.length / 3));
   const first = after.slice(0, third);
   const last = after.slice(-third);
-  const check = (label: string, pick: (s: Sample) => number, fmt: (v: number) => string, slack = 0): void => {
-    const a = median(first.map(pick));
-    const b = median(last.map(pick));
-    const flat = b <= a * (1 + tolerance) + slack;
+  const check = (label: string, pick: (sample: Sample) => number, fmt: (value: number) => string, slack = 0): void => {
+    const firstMedian = median(first.map(pick));
+    const lastMedian = median(last.map(pick));
+    const flat = lastMedian <= firstMedian * (1 + tolerance) + slack;
     if (!flat) ok = false;
-    const change = a === 0 ? 0 : ((b - a) / a) * 100;
-    lines.push(`${label}: ${fmt(a)} -> ${fmt(b)} (${change >= 0 ? '+' : ''}${change.toFixed(1)} %) ${flat ? 'flat' : 'GROWING'}`);
+    const change = firstMedian === 0 ? 0 : ((lastMedian - firstMedian) / firstMedian) * 100;
+    lines.push(
+      `${label}: ${fmt(firstMedian)} -> ${fmt(lastMedian)} (${change >= 0 ? '+' : ''}${change.toFixed(1)} %) ${flat ? 'flat' : 'GROWING'}`,
+    );
   };
   const mib = (v: number): string => `${(v / 2 ** 20).toFixed(1)} MiB`;
   check('rss', (s) => s.rssBytes, mib);
@@ -123,24 +125,24 @@ function makeMix(seed: number): { next(etags: Map<string, string>): Shot; mutati
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   return {
     next(etags) {
-      const r = random();
+      const draw = random();
       let shot: Shot;
-      if (r < 0.5) shot = { method: 'GET', path: repoPath(repoRank()), headers: {}, etagKey: '' };
-      else if (r < 0.55) shot = { method: 'HEAD', path: repoPath(repoRank()), headers: {}, etagKey: '' };
-      else if (r < 0.65) shot = { method: 'GET', path: `/users/${pick(USERS)}`, headers: {}, etagKey: '' };
-      else if (r < 0.75)
+      if (draw < 0.5) shot = { method: 'GET', path: repoPath(repoRank()), headers: {}, etagKey: '' };
+      else if (draw < 0.55) shot = { method: 'HEAD', path: repoPath(repoRank()), headers: {}, etagKey: '' };
+      else if (draw < 0.65) shot = { method: 'GET', path: `/users/${pick(USERS)}`, headers: {}, etagKey: '' };
+      else if (draw < 0.75)
         shot = {
           method: 'GET',
           path: `/orgs/etagere-org/repos?per_page=30&page=${1 + Math.floor(random() * 3)}`,
           headers: {},
           etagKey: '',
         };
-      else if (r < 0.85) {
+      else if (draw < 0.85) {
         // A consumer with its own credential: private data, its own cache partition.
         const path = pick(['/user', '/repos/alice/private-notes', '/user/repos']);
         shot = { method: 'GET', path, headers: { authorization: `token ${CLIENT_TOKEN}` }, etagKey: 'alice' };
-      } else if (r < 0.93) shot = { method: 'GET', path: `/bicyclists/${pick(CITIES)}`, headers: {}, etagKey: '' };
-      else if (r < 0.97) shot = { method: 'GET', path: `/repos/nobody/missing-${Math.floor(random() * 50)}`, headers: {}, etagKey: '' };
+      } else if (draw < 0.93) shot = { method: 'GET', path: `/bicyclists/${pick(CITIES)}`, headers: {}, etagKey: '' };
+      else if (draw < 0.97) shot = { method: 'GET', path: `/repos/nobody/missing-${Math.floor(random() * 50)}`, headers: {}, etagKey: '' };
       else shot = { method: 'GET', path: '/zen', headers: {}, etagKey: '' };
       shot.etagKey = `${shot.etagKey}|${shot.path}`;
       const etag = etags.get(shot.etagKey);
@@ -182,8 +184,8 @@ const newCounts = (): Counts => ({
 
 function p99(values: number[]): number {
   if (values.length === 0) return 0;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(s.length * 0.99))]!;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!;
 }
 
 async function main(): Promise<void> {
@@ -200,13 +202,13 @@ async function main(): Promise<void> {
     },
     strict: true,
   });
-  const num = (name: string, v: string | undefined, min: number, max: number): number => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min || n > max) {
-      process.stderr.write(`soak: --${name} must be a number from ${min} to ${max}, got "${v}"\n`);
+  const num = (name: string, raw: string | undefined, min: number, max: number): number => {
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < min || value > max) {
+      process.stderr.write(`soak: --${name} must be a number from ${min} to ${max}, got "${raw}"\n`);
       process.exit(2);
     }
-    return n;
+    return value;
   };
   const duration = num('duration', values.duration, 5, 86_400);
   const rps = num('rps', values.rps, 1, 100_000);
@@ -330,22 +332,22 @@ async function main(): Promise<void> {
     const started = performance.now();
     total.sent++;
     window.sent++;
-    const count = (c: Counts, status: number | string): void => {
-      c.latencies.push(performance.now() - started);
+    const count = (counts: Counts, status: number | string): void => {
+      counts.latencies.push(performance.now() - started);
       if (typeof status === 'string') {
-        c.errors++;
-        c.errorKinds.set(status, (c.errorKinds.get(status) ?? 0) + 1);
-      } else if (status === 200) c.ok++;
-      else if (status === 304) c.notModified++;
-      else if (status === 404 || status === 401) c.notFound++;
-      else if (status >= 500) c.faultAnswers++;
-      else if (status === 429) c.limited++;
+        counts.errors++;
+        counts.errorKinds.set(status, (counts.errorKinds.get(status) ?? 0) + 1);
+      } else if (status === 200) counts.ok++;
+      else if (status === 304) counts.notModified++;
+      else if (status === 404 || status === 401) counts.notFound++;
+      else if (status >= 500) counts.faultAnswers++;
+      else if (status === 429) counts.limited++;
       else {
-        c.errors++;
-        c.errorKinds.set(`status ${status}`, (c.errorKinds.get(`status ${status}`) ?? 0) + 1);
+        counts.errors++;
+        counts.errorKinds.set(`status ${status}`, (counts.errorKinds.get(`status ${status}`) ?? 0) + 1);
       }
     };
-    const p = (async (): Promise<void> => {
+    const exchange = (async (): Promise<void> => {
       let outcome: number | string;
       try {
         const res = await client.request({ method: shot.method, path: shot.path, headers: shot.headers });
@@ -364,8 +366,8 @@ async function main(): Promise<void> {
       count(total, outcome);
       count(window, outcome);
     })();
-    inFlight.add(p);
-    void p.finally(() => inFlight.delete(p));
+    inFlight.add(exchange);
+    void exchange.finally(() => inFlight.delete(exchange));
   };
 
   const startedAt = performance.now();
@@ -389,10 +391,10 @@ async function main(): Promise<void> {
     }
     if (now >= nextSample) {
       nextSample += interval * 1_000;
-      const t = Math.round((now - startedAt) / 1_000);
+      const elapsed = Math.round((now - startedAt) / 1_000);
       const text = (await httpGet(`${adminOrigin}/metrics`, 5_000)).body.toString();
       const sample: Sample = {
-        t,
+        t: elapsed,
         rssBytes: metricValue(text, 'etagere_process_resident_memory_bytes'),
         heapBytes: metricValue(text, 'etagere_nodejs_heap_size_used_bytes'),
         handles: metricValue(text, 'etagere_nodejs_active_handles'),
@@ -400,7 +402,7 @@ async function main(): Promise<void> {
       };
       samples.push(sample);
       say(
-        `t=${String(t).padStart(5)}s rss=${(sample.rssBytes / 2 ** 20).toFixed(1)}MiB heap=${(sample.heapBytes / 2 ** 20).toFixed(1)}MiB ` +
+        `t=${String(elapsed).padStart(5)}s rss=${(sample.rssBytes / 2 ** 20).toFixed(1)}MiB heap=${(sample.heapBytes / 2 ** 20).toFixed(1)}MiB ` +
           `handles=${sample.handles} lag_p99=${(sample.lagP99Seconds * 1e3).toFixed(1)}ms | ` +
           `sent=${window.sent} ok=${window.ok} 304=${window.notModified} 404=${window.notFound} fault-5xx=${window.faultAnswers} ` +
           `429=${window.limited} errors=${window.errors} p99=${p99(window.latencies).toFixed(1)}ms${kinds(window)}`,
@@ -411,37 +413,37 @@ async function main(): Promise<void> {
   await Promise.allSettled([...inFlight]);
   await client.close();
   const stats = (await httpGet(`${fakeOrigin}/__fake/faults`, 5_000)).body.toString();
-  const v = verdict(samples, warmup, total.errors);
+  const result = verdict(samples, warmup, total.errors);
   say('');
   say(
     `soak: ${total.sent} requests: ${total.ok} 200, ${total.notModified} 304, ${total.notFound} 404/401, ${total.faultAnswers} fault 5xx, ${total.limited} 429, ${total.errors} errors${kinds(total)}; p99 ${p99(total.latencies).toFixed(1)} ms`,
   );
   say(`soak: faults injected by the fake: ${injectedSummary(stats)}`);
-  for (const line of v.lines) say(`soak: ${line}`);
-  say(`soak: verdict ${v.ok ? 'PASS' : 'FAIL'}`);
+  for (const line of result.lines) say(`soak: ${line}`);
+  say(`soak: verdict ${result.ok ? 'PASS' : 'FAIL'}`);
   await stopAll();
-  if (v.ok) rmSync(tmpDir, { recursive: true, force: true });
+  if (result.ok) rmSync(tmpDir, { recursive: true, force: true });
   else say(`soak: logs kept in ${tmpDir}`);
-  process.exit(v.ok ? 0 : 1);
+  process.exit(result.ok ? 0 : 1);
 }
 
 function isGitHubError(body: ArrayBuffer): boolean {
   try {
-    const v = JSON.parse(Buffer.from(body).toString()) as { message?: unknown };
-    return typeof v.message === 'string';
+    const parsed = JSON.parse(Buffer.from(body).toString()) as { message?: unknown };
+    return typeof parsed.message === 'string';
   } catch {
     return false;
   }
 }
 
-function kinds(c: Counts): string {
-  return c.errorKinds.size === 0 ? '' : ` (${[...c.errorKinds].map(([k, n]) => `${k}: ${n}`).join(', ')})`;
+function kinds(counts: Counts): string {
+  return counts.errorKinds.size === 0 ? '' : ` (${[...counts.errorKinds].map(([k, n]) => `${k}: ${n}`).join(', ')})`;
 }
 
 function injectedSummary(json: string): string {
   try {
-    const v = JSON.parse(json) as { faults?: Array<{ kind?: string; injected?: number }> };
-    return (v.faults ?? []).map((f) => `${f.kind} ${f.injected ?? '?'}`).join(', ') || 'none';
+    const parsed = JSON.parse(json) as { faults?: Array<{ kind?: string; injected?: number }> };
+    return (parsed.faults ?? []).map((f) => `${f.kind} ${f.injected ?? '?'}`).join(', ') || 'none';
   } catch {
     return 'unknown';
   }

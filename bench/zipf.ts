@@ -5,33 +5,33 @@
 
 /** mulberry32: a tiny seeded PRNG returning floats in [0, 1). */
 export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
+  let state = seed >>> 0;
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = state;
+    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
   };
 }
 
-/** Returns a sampler of ranks 1..n with P(k) proportional to 1 / k^s (inverse CDF, binary search). */
-export function zipfSampler(n: number, s: number, random: () => number): () => number {
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`zipf: n must be a positive integer, got ${n}`);
-  const cdf = new Float64Array(n);
+/** Returns a sampler of ranks 1..rankCount with P(k) proportional to 1 / k^exponent (inverse CDF, binary search). */
+export function zipfSampler(rankCount: number, exponent: number, random: () => number): () => number {
+  if (!Number.isInteger(rankCount) || rankCount < 1) throw new RangeError(`zipf: n must be a positive integer, got ${rankCount}`);
+  const cdf = new Float64Array(rankCount);
   let sum = 0;
-  for (let k = 1; k <= n; k++) {
-    sum += 1 / Math.pow(k, s);
+  for (let k = 1; k <= rankCount; k++) {
+    sum += 1 / Math.pow(k, exponent);
     cdf[k - 1] = sum;
   }
-  for (let i = 0; i < n; i++) cdf[i] = (cdf[i] ?? 0) / sum;
+  for (let i = 0; i < rankCount; i++) cdf[i] = (cdf[i] ?? 0) / sum;
   return () => {
-    const u = random();
+    const uniform = random();
     let lo = 0;
-    let hi = n - 1;
+    let hi = rankCount - 1;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((cdf[mid] ?? 1) < u) lo = mid + 1;
+      if ((cdf[mid] ?? 1) < uniform) lo = mid + 1;
       else hi = mid;
     }
     return lo + 1;
@@ -51,9 +51,9 @@ export interface ZipfPathsOptions {
 }
 
 /** The request sequence: `samples` paths drawn from the Zipf distribution. */
-export function zipfPaths(o: ZipfPathsOptions): string[] {
-  const next = zipfSampler(o.keys, o.exponent, mulberry32(o.seed));
-  const out = new Array<string>(o.samples);
-  for (let i = 0; i < o.samples; i++) out[i] = `${o.prefix}${next()}`;
+export function zipfPaths(options: ZipfPathsOptions): string[] {
+  const next = zipfSampler(options.keys, options.exponent, mulberry32(options.seed));
+  const out = new Array<string>(options.samples);
+  for (let i = 0; i < options.samples; i++) out[i] = `${options.prefix}${next()}`;
   return out;
 }

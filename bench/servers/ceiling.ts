@@ -20,11 +20,11 @@ export interface RecordedResponse {
 }
 
 function parseRecorded(text: string): RecordedResponse {
-  const v = JSON.parse(text) as Partial<RecordedResponse>;
-  if (typeof v.status !== 'number' || !Array.isArray(v.headers) || typeof v.body !== 'string') {
+  const recorded = JSON.parse(text) as Partial<RecordedResponse>;
+  if (typeof recorded.status !== 'number' || !Array.isArray(recorded.headers) || typeof recorded.body !== 'string') {
     throw new Error('response file must hold {status, headers, body}');
   }
-  return { status: v.status, headers: v.headers, body: v.body };
+  return { status: recorded.status, headers: recorded.headers, body: recorded.body };
 }
 
 function main(): void {
@@ -47,7 +47,7 @@ function main(): void {
         process.stdout.write(`ceiling listening on http://${values.host ?? '127.0.0.1'}:${values.port} (${workers} workers)\n`);
     });
     const stopAll = (): void => {
-      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
       process.exit(0);
     };
     process.once('SIGTERM', stopAll);

@@ -19,21 +19,21 @@ interface Answer {
 }
 
 async function get(url: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Answer> {
-  const r = await request(url, { method, headers });
-  return { status: r.statusCode, headers: r.headers, body: await r.body.text() };
+  const res = await request(url, { method, headers });
+  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
 const cacheStatus = (a: Answer) => String(a.headers['cache-status'] ?? '');
 const isHit = (a: Answer) => /^etagere; hit\b/.test(cacheStatus(a));
 
 async function mutate(fake: FakeUpstream, path: string): Promise<void> {
-  const r = await request(`${fake.url}/__fake/mutate`, {
+  const res = await request(`${fake.url}/__fake/mutate`, {
     method: 'POST',
     body: JSON.stringify({ path }),
     headers: { 'content-type': 'application/json' },
   });
-  expect(r.statusCode).toBe(200);
-  await r.body.dump();
+  expect(res.statusCode).toBe(200);
+  await res.body.dump();
 }
 
 /** Requests `url` until the answer is not a cache hit (the entry expired); returns that answer. */
@@ -78,7 +78,7 @@ describe('caching against the fake GitHub API', () => {
     expect(fake.stats().byPath['/repos/octocat/hello-world']).toBe(1);
     expect(answers.every((a) => a.status === 200 && a.body === answers[0]!.body)).toBe(true);
     expect(cacheStatus(answers[0]!)).toMatch(/^etagere; fwd=miss; fwd-status=200; ttl=\d+; stored$/);
-    for (const a of answers.slice(1)) expect(cacheStatus(a)).toMatch(/^etagere; hit; ttl=\d+/);
+    for (const answer of answers.slice(1)) expect(cacheStatus(answer)).toMatch(/^etagere; hit; ttl=\d+/);
   });
 
   it('after expiry (1 s cap) one upstream 304 refreshes the entry and spends no quota', async () => {
@@ -90,28 +90,28 @@ describe('caching against the fake GitHub API', () => {
     expect(before.quotaSpent).toBe(1);
 
     const after = await firstNonHit(url, { authorization: ALICE });
-    const s = fake.stats();
+    const stats = fake.stats();
     expect(after.status).toBe(200);
     expect(after.body).toBe(first.body);
     expect(cacheStatus(after)).toMatch(/^etagere; fwd=stale; fwd-status=304\b/);
-    expect(s.total).toBe(2);
-    expect(s.notModified).toBe(before.notModified + 1);
-    expect(s.quotaSpent).toBe(before.quotaSpent);
+    expect(stats.total).toBe(2);
+    expect(stats.notModified).toBe(before.notModified + 1);
+    expect(stats.quotaSpent).toBe(before.quotaSpent);
     expect(after.headers['x-ratelimit-remaining']).toBe(first.headers['x-ratelimit-remaining']);
     expect(after.headers['x-ratelimit-used']).toBe(first.headers['x-ratelimit-used']);
   });
 
   it('policy revalidate: N GETs with a token give one 200 and N-1 304s upstream', async () => {
-    const N = 8;
+    const requestCount = 8;
     const answers: Answer[] = [];
-    for (let i = 0; i < N; i++) answers.push(await get(`${proxy.url}/reval/repos/octocat/hello-world`, { authorization: BOB }));
-    const s = fake.stats();
-    expect(s.total).toBe(N);
-    expect(s.byStatus).toEqual({ '200': 1, '304': N - 1 });
-    expect(s.notModified).toBe(N - 1);
-    expect(s.quotaSpent).toBe(1);
+    for (let i = 0; i < requestCount; i++) answers.push(await get(`${proxy.url}/reval/repos/octocat/hello-world`, { authorization: BOB }));
+    const stats = fake.stats();
+    expect(stats.total).toBe(requestCount);
+    expect(stats.byStatus).toEqual({ '200': 1, '304': requestCount - 1 });
+    expect(stats.notModified).toBe(requestCount - 1);
+    expect(stats.quotaSpent).toBe(1);
     expect(answers.every((a) => a.status === 200 && a.body === answers[0]!.body)).toBe(true);
-    for (const a of answers.slice(1)) expect(cacheStatus(a)).toMatch(/fwd-status=304/);
+    for (const answer of answers.slice(1)) expect(cacheStatus(answer)).toMatch(/fwd-status=304/);
   });
 
   it('client Cache-Control: no-cache forces one revalidation (a 304)', async () => {
@@ -123,10 +123,10 @@ describe('caching against the fake GitHub API', () => {
     expect(forced.status).toBe(200);
     expect(forced.body).toBe(first.body);
     expect(cacheStatus(forced)).toMatch(/^etagere; fwd=request; fwd-status=304\b/);
-    const s = fake.stats();
-    expect(s.total).toBe(2);
-    expect(s.notModified).toBe(1);
-    expect(s.quotaSpent).toBe(1);
+    const stats = fake.stats();
+    expect(stats.total).toBe(2);
+    expect(stats.notModified).toBe(1);
+    expect(stats.quotaSpent).toBe(1);
   });
 
   it('200 concurrent GETs of a cold key cost exactly one upstream request', async () => {
@@ -193,7 +193,7 @@ describe('caching against the fake GitHub API', () => {
     expect(fake.stats().byPath['/bicyclists/malaga']).toBe(1);
     expect(fake.stats().total).toBe(1);
     expect(cacheStatus(answers[0]!)).toMatch(/^etagere; fwd=miss; fwd-status=200; ttl=30; stored$/);
-    for (const a of answers.slice(1)) expect(isHit(a)).toBe(true);
+    for (const answer of answers.slice(1)) expect(isHit(answer)).toBe(true);
   });
 });
 

@@ -55,8 +55,8 @@ interface Answer {
 }
 
 async function send(url: string, method: 'GET' | 'HEAD', headers: Record<string, string>): Promise<Answer> {
-  const r = await request(url, { method, headers });
-  return { status: r.statusCode, headers: r.headers, body: await r.body.text() };
+  const res = await request(url, { method, headers });
+  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
 const opaque = (etag: string) => etag.replace(/^W\//, '');

@@ -28,9 +28,9 @@ describe('Link rewriting on streamed (uncached) answers', () => {
     ['Range request (bypass)', '/small/orgs/etagere-org/repos?per_page=30', '/small'],
   ])('%s: rel="next" points at the proxy', async (label, path, prefix) => {
     const headers: Record<string, string> = label.startsWith('Range') ? { range: 'bytes=0-' } : {};
-    const r = await request(proxy.url + path, { headers });
-    await r.body.dump();
-    const link = String(r.headers.link);
+    const res = await request(proxy.url + path, { headers });
+    await res.body.dump();
+    const link = String(res.headers.link);
     expect(link).not.toContain(fake.url);
     expect(link).toContain(`<${proxy.url}${prefix}/orgs/etagere-org/repos?per_page=30&page=2>; rel="next"`);
   });

@@ -52,10 +52,10 @@ describe('octokit through the token pool', () => {
     const octokit = consumer(proxy.url);
     const repos = await octokit.paginate(octokit.repos.listForOrg, { org: 'etagere-org', per_page: 30 });
     expect(repos).toHaveLength(75);
-    const r = await octokit.users.getByUsername({ username: 'octocat' });
-    expect(r.headers['x-ratelimit-limit']).toBe('20');
-    expect(Number(r.headers['x-ratelimit-remaining'])).toBe(20 - 4);
-    expect(['one', 'two']).toContain((r.headers as Record<string, unknown>)['x-etagere-token']);
+    const res = await octokit.users.getByUsername({ username: 'octocat' });
+    expect(res.headers['x-ratelimit-limit']).toBe('20');
+    expect(Number(res.headers['x-ratelimit-remaining'])).toBe(20 - 4);
+    expect(['one', 'two']).toContain((res.headers as Record<string, unknown>)['x-etagere-token']);
   });
 
   it('is refused without its consumer key', async () => {

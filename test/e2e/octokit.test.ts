@@ -38,10 +38,10 @@ describe('octokit through the proxy', () => {
   });
 
   it('GET /zen answers text through the proxy', async () => {
-    const r = await anon.request('GET /zen');
-    expect(r.status).toBe(200);
-    expect(typeof r.data).toBe('string');
-    expect((r.data as string).length).toBeGreaterThan(0);
+    const res = await anon.request('GET /zen');
+    expect(res.status).toBe(200);
+    expect(typeof res.data).toBe('string');
+    expect((res.data as string).length).toBeGreaterThan(0);
   });
 
   it('users.getByUsername', async () => {
@@ -64,8 +64,8 @@ describe('octokit through the proxy', () => {
     const { status, data } = await anon.users.getAuthenticated({ headers: { authorization: basic('alice', TOKEN_ALICE) } });
     expect(status).toBe(200);
     expect(data.login).toBe('alice');
-    const b = await anon.users.getAuthenticated({ headers: { authorization: basic('bob', TOKEN_BOB) } });
-    expect(b.data.login).toBe('bob');
+    const asBob = await anon.users.getAuthenticated({ headers: { authorization: basic('bob', TOKEN_BOB) } });
+    expect(asBob.data.login).toBe('bob');
   });
 
   it('users.getAuthenticated with Basic auth (client-wide default header)', async () => {
@@ -83,14 +83,14 @@ describe('octokit through the proxy', () => {
   });
 
   it('repos.listForAuthenticatedUser shows private repos with repo scope only', async () => {
-    const a = await alice.paginate(alice.repos.listForAuthenticatedUser, { per_page: 100 });
-    const names = a.map((r) => r.full_name.toLowerCase());
+    const aliceRepos = await alice.paginate(alice.repos.listForAuthenticatedUser, { per_page: 100 });
+    const names = aliceRepos.map((r) => r.full_name.toLowerCase());
     expect(names).toContain('alice/secret-project');
     expect(names).toContain('etagere-org/internal-tools');
-    expect(a.some((r) => r.private)).toBe(true);
-    const b = await bob.paginate(bob.repos.listForAuthenticatedUser, { per_page: 100 });
-    expect(b.length).toBeGreaterThan(0);
-    expect(b.every((r) => !r.private)).toBe(true);
+    expect(aliceRepos.some((r) => r.private)).toBe(true);
+    const bobRepos = await bob.paginate(bob.repos.listForAuthenticatedUser, { per_page: 100 });
+    expect(bobRepos.length).toBeGreaterThan(0);
+    expect(bobRepos.every((r) => !r.private)).toBe(true);
   });
 
   it('repos.listForUser', async () => {
@@ -113,11 +113,11 @@ describe('octokit through the proxy', () => {
     expect(new Set(repos.map((r) => r.name)).size).toBe(75);
     expect(repos.every((r) => !r.private)).toBe(true);
     expect(pages).toHaveLength(3);
-    for (const p of pages) {
-      expect(p.url.startsWith(proxy.url)).toBe(true);
-      expect(p.link).toBeDefined();
-      expect(p.link).not.toContain(fake.url);
-      for (const m of p.link!.matchAll(/<([^>]*)>/g)) expect(m[1]!.startsWith(`${proxy.url}/`)).toBe(true);
+    for (const page of pages) {
+      expect(page.url.startsWith(proxy.url)).toBe(true);
+      expect(page.link).toBeDefined();
+      expect(page.link).not.toContain(fake.url);
+      for (const match of page.link!.matchAll(/<([^>]*)>/g)) expect(match[1]!.startsWith(`${proxy.url}/`)).toBe(true);
     }
     expect((fake.stats().byPath['/orgs/etagere-org/repos'] ?? 0) - before).toBe(3);
     // The same walk again is served from cache.
@@ -127,9 +127,9 @@ describe('octokit through the proxy', () => {
   });
 
   it('/bicyclists/<city> through the ttl upstream', async () => {
-    const r = await anon.request('GET /bicyclists/{city}', { city: 'helsinki' });
-    expect(r.status).toBe(200);
-    expect(String(r.data)).toBe('31415');
+    const res = await anon.request('GET /bicyclists/{city}', { city: 'helsinki' });
+    expect(res.status).toBe(200);
+    expect(String(res.data)).toBe('31415');
     const again = await anon.request('GET /bicyclists/{city}', { city: 'helsinki' });
     expect(String(again.data)).toBe('31415');
     expect(again.headers['cache-status']).toMatch(/hit/);

@@ -59,10 +59,13 @@ interface Answer {
   headers: Record<string, string | string[] | undefined>;
 }
 
-async function get(base: string, c: Case): Promise<Answer> {
-  const r = await request(base + c.path, { method: 'GET', headers: c.auth === undefined ? {} : { authorization: c.auth } });
-  const body = Buffer.from(await r.body.arrayBuffer());
-  return { status: r.statusCode, body, headers: r.headers };
+async function get(base: string, testCase: Case): Promise<Answer> {
+  const res = await request(base + testCase.path, {
+    method: 'GET',
+    headers: testCase.auth === undefined ? {} : { authorization: testCase.auth },
+  });
+  const body = Buffer.from(await res.body.arrayBuffer());
+  return { status: res.statusCode, body, headers: res.headers };
 }
 
 const num = (v: string | string[] | undefined) => Number(Array.isArray(v) ? v[0] : v);
@@ -72,13 +75,14 @@ function expectSameAnswer(viaProxy: Answer, direct: Answer): void {
   expect(viaProxy.body.equals(direct.body)).toBe(true);
   for (const name of SAME_VALUE) expect([name, viaProxy.headers[name]]).toEqual([name, direct.headers[name]]);
   if (direct.headers['x-ratelimit-limit'] !== undefined) {
-    for (const a of [viaProxy, direct]) {
-      const limit = num(a.headers['x-ratelimit-limit']);
-      expect(num(a.headers['x-ratelimit-remaining']) + num(a.headers['x-ratelimit-used'])).toBe(limit);
-      expect(Number.isInteger(num(a.headers['x-ratelimit-reset']))).toBe(true);
+    for (const answer of [viaProxy, direct]) {
+      const limit = num(answer.headers['x-ratelimit-limit']);
+      expect(num(answer.headers['x-ratelimit-remaining']) + num(answer.headers['x-ratelimit-used'])).toBe(limit);
+      expect(Number.isInteger(num(answer.headers['x-ratelimit-reset']))).toBe(true);
     }
   } else {
-    for (const h of ['x-ratelimit-remaining', 'x-ratelimit-used', 'x-ratelimit-reset']) expect(viaProxy.headers[h]).toBeUndefined();
+    for (const header of ['x-ratelimit-remaining', 'x-ratelimit-used', 'x-ratelimit-reset'])
+      expect(viaProxy.headers[header]).toBeUndefined();
   }
 }
 
@@ -98,11 +102,11 @@ describe.each([
     await fake?.close();
   });
 
-  it.each(CASES)('$name: $path', async (c) => {
+  it.each(CASES)('$name: $path', async (testCase) => {
     fake.reset();
-    const direct = await get(fake.url, c);
+    const direct = await get(fake.url, testCase);
     fake.reset();
-    const viaProxy = await get(proxy.url, c);
+    const viaProxy = await get(proxy.url, testCase);
     expectSameAnswer(viaProxy, direct);
     if (policy === 'none') expect(viaProxy.headers['cache-status']).toBeUndefined();
     else if (direct.status === 200) expect(String(viaProxy.headers['cache-status'])).toMatch(/fwd=miss/);
@@ -112,14 +116,14 @@ describe.each([
 
   it('HEAD matches GET headers through the proxy', async () => {
     fake.reset();
-    const r = await request(`${proxy.url}/repos/octocat/spoon-knife`, {
+    const res = await request(`${proxy.url}/repos/octocat/spoon-knife`, {
       method: 'HEAD',
       headers: { authorization: 'token demo_token_carol_repo' },
     });
-    await r.body.dump();
+    await res.body.dump();
     fake.reset();
-    const d = await get(fake.url, { name: 'x', path: '/repos/octocat/spoon-knife', auth: 'token demo_token_carol_repo' });
-    expect(r.statusCode).toBe(200);
-    for (const name of SAME_VALUE) expect([name, r.headers[name]]).toEqual([name, d.headers[name]]);
+    const direct = await get(fake.url, { name: 'x', path: '/repos/octocat/spoon-knife', auth: 'token demo_token_carol_repo' });
+    expect(res.statusCode).toBe(200);
+    for (const name of SAME_VALUE) expect([name, res.headers[name]]).toEqual([name, direct.headers[name]]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, rate } from './helpers.js';
+import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, rate, type ErrorBody, type RateLimitBody, type RepoBody } from './helpers.js';
 
 describe('fake upstream: ETags, conditional requests and API versions', () => {
   let fake: FakeUpstream;
@@ -15,9 +15,9 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
   beforeEach(() => fake.reset());
 
   it('the ETag is stable for the same body, Accept, Authorization and version', async () => {
-    const a = await get(repoUrl, auth(ALICE_REPO));
-    const b = await get(repoUrl, auth(ALICE_REPO));
-    expect(a.headers.get('etag')).toBe(b.headers.get('etag'));
+    const first = await get(repoUrl, auth(ALICE_REPO));
+    const second = await get(repoUrl, auth(ALICE_REPO));
+    expect(first.headers.get('etag')).toBe(second.headers.get('etag'));
   });
 
   it('the ETag differs by Accept, by Authorization and by X-GitHub-Api-Version', async () => {
@@ -42,8 +42,11 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
 
   it('the ETag changes with the body (mutation)', async () => {
     const before = await get(repoUrl);
-    const m = await fetch(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path: '/repos/octocat/hello-world' }) });
-    expect(m.status).toBe(200);
+    const mutation = await fetch(`${fake.url}/__fake/mutate`, {
+      method: 'POST',
+      body: JSON.stringify({ path: '/repos/octocat/hello-world' }),
+    });
+    expect(mutation.status).toBe(200);
     const after = await get(repoUrl);
     expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
   });
@@ -51,33 +54,33 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
   it('API version 2026-03-10 changes the body slightly; unknown versions answer 400', async () => {
     const v2026 = await get(repoUrl, { 'x-github-api-version': '2026-03-10' });
     expect(v2026.status).toBe(200);
-    expect(v2026.json().fake_api_version).toBe('2026-03-10');
+    expect(v2026.json<{ fake_api_version: string }>().fake_api_version).toBe('2026-03-10');
     expect(v2026.headers.get('x-github-api-version-selected')).toBe('2026-03-10');
     const v2022 = await get(repoUrl);
     expect(v2022.json()).not.toHaveProperty('fake_api_version');
     expect(v2022.headers.get('x-github-api-version-selected')).toBe('2022-11-28');
     const bad = await get(repoUrl, { 'x-github-api-version': '2020-01-01' });
     expect(bad.status).toBe(400);
-    expect(bad.json().message).toContain('"2020-01-01", is not a supported version');
-    expect(bad.json().documentation_url).toBe('https://docs.github.com/rest');
+    expect(bad.json<ErrorBody>().message).toContain('"2020-01-01", is not a supported version');
+    expect(bad.json<ErrorBody>().documentation_url).toBe('https://docs.github.com/rest');
     // /rate_limit drops the deprecated top-level `rate` in 2026-03-10, as GitHub does
     const rl = await get(`${fake.url}/rate_limit`, { 'x-github-api-version': '2026-03-10' });
     expect(rl.json()).not.toHaveProperty('rate');
-    expect(rl.json().resources.core.resource).toBe('core');
+    expect(rl.json<RateLimitBody>().resources.core.resource).toBe('core');
   });
 
   it('If-None-Match with the ETag gives 304 without body, repeating validators and rate-limit headers', async () => {
     const first = await get(repoUrl, auth(ALICE_REPO));
     const etag = first.headers.get('etag')!;
-    const r = await get(repoUrl, { ...auth(ALICE_REPO), 'if-none-match': etag });
-    expect(r.status).toBe(304);
-    expect(r.text).toBe('');
-    expect(r.headers.get('etag')).toBe(etag);
-    expect(r.headers.get('cache-control')).toBe('private, max-age=60, s-maxage=60');
-    expect(r.headers.get('vary')).toBe(first.headers.get('vary'));
-    expect(r.headers.get('last-modified')).toBe(first.headers.get('last-modified'));
-    for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-used', 'x-ratelimit-reset', 'x-ratelimit-resource']) {
-      expect(r.headers.get(h), h).not.toBeNull();
+    const revalidated = await get(repoUrl, { ...auth(ALICE_REPO), 'if-none-match': etag });
+    expect(revalidated.status).toBe(304);
+    expect(revalidated.text).toBe('');
+    expect(revalidated.headers.get('etag')).toBe(etag);
+    expect(revalidated.headers.get('cache-control')).toBe('private, max-age=60, s-maxage=60');
+    expect(revalidated.headers.get('vary')).toBe(first.headers.get('vary'));
+    expect(revalidated.headers.get('last-modified')).toBe(first.headers.get('last-modified'));
+    for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-used', 'x-ratelimit-reset', 'x-ratelimit-resource']) {
+      expect(revalidated.headers.get(name), name).not.toBeNull();
     }
   });
 
@@ -97,18 +100,18 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
     expect(a304.headers.get('cache-control')).toBe('public, max-age=60, s-maxage=60');
     expect(rate(a304.headers).used).toBe(rate(anon.headers).used + 1);
     expect(rate(a304.headers).remaining).toBe(rate(anon.headers).remaining - 1);
-    for (const r of [first, r1, r2, anon, a304]) {
-      const q = rate(r.headers);
-      expect(q.limit).toBe(q.remaining + q.used);
+    for (const response of [first, r1, r2, anon, a304]) {
+      const quota = rate(response.headers);
+      expect(quota.limit).toBe(quota.remaining + quota.used);
     }
     expect(fake.stats().notModified).toBe(3);
     expect(fake.stats().quotaSpent).toBe(3);
   });
 
   it("revalidating token A's ETag with token B gives a full 200 that costs B quota", async () => {
-    const a = await get(repoUrl, auth(ALICE_REPO));
+    const alice = await get(repoUrl, auth(ALICE_REPO));
     const b1 = await get(repoUrl, auth(BOB_PUBLIC));
-    const b2 = await get(repoUrl, { ...auth(BOB_PUBLIC), 'if-none-match': a.headers.get('etag')! });
+    const b2 = await get(repoUrl, { ...auth(BOB_PUBLIC), 'if-none-match': alice.headers.get('etag')! });
     expect(b2.status).toBe(200);
     expect(b2.text.length).toBeGreaterThan(0);
     expect(rate(b2.headers).used).toBe(rate(b1.headers).used + 1);
@@ -126,8 +129,8 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
       ['', 200],
     ];
     for (const [inm, status] of cases) {
-      const r = await get(repoUrl, { ...auth(ALICE_REPO), 'if-none-match': inm });
-      expect(r.status, inm).toBe(status);
+      const response = await get(repoUrl, { ...auth(ALICE_REPO), 'if-none-match': inm });
+      expect(response.status, inm).toBe(status);
     }
   });
 
@@ -146,12 +149,12 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
 
   it('Last-Modified follows updated_at and moves forward on mutation', async () => {
     const before = await get(repoUrl);
-    expect(Date.parse(before.headers.get('last-modified')!)).toBe(Date.parse(before.json().updated_at));
+    expect(Date.parse(before.headers.get('last-modified')!)).toBe(Date.parse(before.json<RepoBody>().updated_at));
     await fetch(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path: '/repos/octocat/hello-world' }) });
     const after = await get(repoUrl, { 'if-modified-since': before.headers.get('last-modified')! });
     expect(after.status).toBe(200);
     expect(Date.parse(after.headers.get('last-modified')!)).toBeGreaterThan(Date.parse(before.headers.get('last-modified')!));
-    expect(after.json().stargazers_count).toBe(before.json().stargazers_count + 1);
+    expect(after.json<RepoBody>().stargazers_count).toBe(before.json<RepoBody>().stargazers_count + 1);
   });
 
   it('lists and user records support conditional requests too; different pages have different ETags', async () => {
@@ -160,7 +163,7 @@ describe('fake upstream: ETags, conditional requests and API versions', () => {
     expect(p1.headers.get('etag')).not.toBe(p2.headers.get('etag'));
     const again = await get(`${fake.url}/orgs/etagere-org/repos?page=1`, { ...auth(ALICE_REPO), 'if-none-match': p1.headers.get('etag')! });
     expect(again.status).toBe(304);
-    const u = await get(`${fake.url}/user`, auth(ALICE_REPO));
-    expect((await get(`${fake.url}/user`, { ...auth(ALICE_REPO), 'if-none-match': u.headers.get('etag')! })).status).toBe(304);
+    const user = await get(`${fake.url}/user`, auth(ALICE_REPO));
+    expect((await get(`${fake.url}/user`, { ...auth(ALICE_REPO), 'if-none-match': user.headers.get('etag')! })).status).toBe(304);
   });
 });

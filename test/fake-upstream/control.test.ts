@@ -5,7 +5,37 @@ import { startFakeUpstream } from '../../src/fake-upstream/index.js';
 import { createPipeline } from '../../src/fake-upstream/server.js';
 import { FakeState } from '../../src/fake-upstream/state.js';
 import { DEMO_TOKENS } from '../../src/fake-upstream/tokens.js';
-import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, post, rate, useFake } from './helpers.js';
+import {
+  ALICE_PUBLIC,
+  ALICE_REPO,
+  BOB_PUBLIC,
+  auth,
+  get,
+  post,
+  rate,
+  useFake,
+  type AccountBody,
+  type ErrorBody,
+  type RepoBody,
+} from './helpers.js';
+
+/** A member that POST /__fake/mutate changed: its old and its new value. */
+interface ChangedMember {
+  from: unknown;
+  to: unknown;
+}
+
+/** What POST /__fake/mutate answers: the resource changed, and its changed members (those named by `Members`). */
+interface MutationBody<Members extends string = never> {
+  path: string;
+  kind: string;
+  changed: Record<Members, ChangedMember>;
+}
+
+/** What GET and POST /__fake/config answer. */
+interface ConfigBody {
+  config: Record<string, unknown>;
+}
 
 describe('fake upstream: control endpoints', () => {
   const fake = useFake({ anonymousLimit: 1000, tokenLimit: 1000 });
@@ -22,11 +52,11 @@ describe('fake upstream: control endpoints', () => {
     await get(`${fake.url}/users/octocat`, auth('wrong_token'));
     await get(`${fake.url}/bicyclists/spb`);
     await get(`${fake.url}/__fake/config`);
-    const r = await get(`${fake.url}/__fake/stats`);
-    expect(r.status).toBe(200);
-    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    expect(r.headers.get('x-ratelimit-limit')).toBeNull();
-    const stats = r.json();
+    const response = await get(`${fake.url}/__fake/stats`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(response.headers.get('x-ratelimit-limit')).toBeNull();
+    const stats = response.json();
     expect(stats).toEqual({
       total: 7,
       byPath: { '/repos/octocat/hello-world': 4, '/users/nobody-at-all': 1, '/users/octocat': 1, '/bicyclists/spb': 1 },
@@ -37,56 +67,56 @@ describe('fake upstream: control endpoints', () => {
       maxInFlight: 1,
     });
     expect(fake.stats()).toEqual(stats);
-    expect(r.text).not.toContain('demo_token');
+    expect(response.text).not.toContain('demo_token');
   });
 
   it('POST /__fake/mutate changes a repository: body, ETag and Last-Modified change, lists follow', async () => {
     const before = await get(`${fake.url}/repos/octocat/hello-world`);
     const listBefore = await get(`${fake.url}/users/octocat/repos`);
-    const m = await post(`${fake.url}/__fake/mutate`, { path: '/repos/octocat/hello-world' });
-    expect(m.status).toBe(200);
-    const change = m.json();
+    const mutation = await post(`${fake.url}/__fake/mutate`, { path: '/repos/octocat/hello-world' });
+    expect(mutation.status).toBe(200);
+    const change = mutation.json<MutationBody<'stargazers_count' | 'updated_at'>>();
     expect(change.path).toBe('/repos/octocat/hello-world');
     expect(change.kind).toBe('repository');
     expect(change.changed.stargazers_count).toEqual({ from: 2800, to: 2801 });
     expect(change.changed.updated_at.from).toBe('2024-06-20T10:00:00Z');
     const after = await get(`${fake.url}/repos/octocat/hello-world`);
-    expect(after.json().stargazers_count).toBe(2801);
-    expect(after.json().updated_at).toBe(change.changed.updated_at.to);
+    expect(after.json<RepoBody>().stargazers_count).toBe(2801);
+    expect(after.json<RepoBody>().updated_at).toBe(change.changed.updated_at.to);
     expect(after.headers.get('etag')).not.toBe(before.headers.get('etag'));
     expect(after.headers.get('last-modified')).not.toBe(before.headers.get('last-modified'));
     const listAfter = await get(`${fake.url}/users/octocat/repos`);
     expect(listAfter.headers.get('etag')).not.toBe(listBefore.headers.get('etag'));
     // Absolute URLs and query strings are accepted too
     const again = await post(`${fake.url}/__fake/mutate`, { path: `${fake.url}/repos/octocat/hello-world?x=1` });
-    expect(again.json().changed.stargazers_count.to).toBe(2802);
+    expect(again.json<MutationBody<'stargazers_count'>>().changed.stargazers_count.to).toBe(2802);
   });
 
   it('POST /__fake/mutate changes users, organizations and cyclist counts', async () => {
     const u0 = await get(`${fake.url}/users/bob`);
     const mu = await post(`${fake.url}/__fake/mutate`, { path: '/users/bob' });
-    expect(mu.json().kind).toBe('user');
+    expect(mu.json<MutationBody>().kind).toBe('user');
     const u1 = await get(`${fake.url}/users/bob`);
-    expect(u1.json().followers).toBe(u0.json().followers + 1);
+    expect(u1.json<AccountBody>().followers).toBe(u0.json<AccountBody>().followers + 1);
     expect(u1.headers.get('etag')).not.toBe(u0.headers.get('etag'));
 
     const mo = await post(`${fake.url}/__fake/mutate`, { path: '/orgs/etagere-org' });
     expect(mo.status).toBe(200);
-    expect(mo.json().kind).toBe('organization');
+    expect(mo.json<MutationBody>().kind).toBe('organization');
 
     const c0 = (await get(`${fake.url}/bicyclists/helsinki`)).text;
     const mc = await post(`${fake.url}/__fake/mutate`, { path: '/bicyclists/helsinki' });
-    expect(mc.json().changed.count.from).toBe(Number(c0));
+    expect(mc.json<MutationBody<'count'>>().changed.count.from).toBe(Number(c0));
     const c1 = (await get(`${fake.url}/bicyclists/helsinki`)).text;
     expect(Number(c1)).toBeGreaterThan(Number(c0));
-    expect(Number(c1)).toBe(mc.json().changed.count.to);
+    expect(Number(c1)).toBe(mc.json<MutationBody<'count'>>().changed.count.to);
   });
 
   it('POST /__fake/mutate answers 404 for unknown resources and 400 for bad input', async () => {
     for (const path of ['/repos/octocat/nope', '/users/nobody', '/orgs/alice', '/bicyclists/atlantis', '/zen', 'relative']) {
-      const r = await post(`${fake.url}/__fake/mutate`, { path });
-      expect(r.status, path).toBe(404);
-      expect(typeof r.json().message).toBe('string');
+      const response = await post(`${fake.url}/__fake/mutate`, { path });
+      expect(response.status, path).toBe(404);
+      expect(typeof response.json<ErrorBody>().message).toBe('string');
     }
     const bad: Array<[unknown, boolean]> = [
       ['{not json', true],
@@ -98,9 +128,9 @@ describe('fake upstream: control endpoints', () => {
       [{ path: '/users/bob', extra: 1 }, false],
     ];
     for (const [body, raw] of bad) {
-      const r = await post(`${fake.url}/__fake/mutate`, body, raw);
-      expect(r.status, String(body)).toBe(400);
-      expect(typeof r.json().message).toBe('string');
+      const response = await post(`${fake.url}/__fake/mutate`, body, raw);
+      expect(response.status, String(body)).toBe(400);
+      expect(typeof response.json<ErrorBody>().message).toBe('string');
     }
     expect((await get(`${fake.url}/__fake/mutate`)).status).toBe(405);
   });
@@ -112,7 +142,7 @@ describe('fake upstream: control endpoints', () => {
     const reset = await post(`${fake.url}/__fake/reset`, {});
     expect(reset.status).toBe(200);
     expect(fake.stats().total).toBe(0);
-    expect((await get(`${fake.url}/__fake/secondary`)).json().secondary.count).toBe(0);
+    expect((await get(`${fake.url}/__fake/secondary`)).json<{ secondary: { count: number } }>().secondary.count).toBe(0);
     const r1 = await get(`${fake.url}/repos/octocat/hello-world`, auth(ALICE_REPO));
     expect(r1.status).toBe(200);
     expect(r1.text).toBe(r0.text);
@@ -125,17 +155,17 @@ describe('fake upstream: control endpoints', () => {
   });
 
   it('POST /__fake/config changes limits and latency at runtime; reset {config:true} restores them', async () => {
-    const c = await post(`${fake.url}/__fake/config`, { anonymousLimit: 2, tokenLimit: 7 });
-    expect(c.status).toBe(200);
-    expect(c.json().config).toMatchObject({ anonymousLimit: 2, tokenLimit: 7, windowSeconds: 3600, latencyMs: 0 });
+    const configured = await post(`${fake.url}/__fake/config`, { anonymousLimit: 2, tokenLimit: 7 });
+    expect(configured.status).toBe(200);
+    expect(configured.json<ConfigBody>().config).toMatchObject({ anonymousLimit: 2, tokenLimit: 7, windowSeconds: 3600, latencyMs: 0 });
     expect(rate((await get(`${fake.url}/users/bob`)).headers).limit).toBe(2);
     expect(rate((await get(`${fake.url}/users/bob`, auth(ALICE_REPO))).headers).limit).toBe(7);
-    expect((await get(`${fake.url}/__fake/config`)).json().config.anonymousLimit).toBe(2);
+    expect((await get(`${fake.url}/__fake/config`)).json<ConfigBody>().config.anonymousLimit).toBe(2);
     // reset without config keeps the configuration
     await post(`${fake.url}/__fake/reset`, {});
-    expect((await get(`${fake.url}/__fake/config`)).json().config.anonymousLimit).toBe(2);
+    expect((await get(`${fake.url}/__fake/config`)).json<ConfigBody>().config.anonymousLimit).toBe(2);
     await post(`${fake.url}/__fake/reset`, { config: true });
-    expect((await get(`${fake.url}/__fake/config`)).json().config).toEqual({
+    expect((await get(`${fake.url}/__fake/config`)).json<ConfigBody>().config).toEqual({
       anonymousLimit: 1000,
       tokenLimit: 1000,
       windowSeconds: 3600,
@@ -158,9 +188,9 @@ describe('fake upstream: control endpoints', () => {
       ['/__fake/config', 'x'.repeat(70 * 1024), true, 413],
     ];
     for (const [path, body, raw, status] of cases) {
-      const r = await post(`${fake.url}${path}`, body, raw);
-      expect(r.status, `${path} ${String(body).slice(0, 30)}`).toBe(status);
-      expect(typeof r.json().message).toBe('string');
+      const response = await post(`${fake.url}${path}`, body, raw);
+      expect(response.status, `${path} ${String(body).slice(0, 30)}`).toBe(status);
+      expect(typeof response.json<ErrorBody>().message).toBe('string');
     }
     const wrongMethod = await get(`${fake.url}/__fake/stats`, {}, 'DELETE');
     expect(wrongMethod.status).toBe(405);
@@ -193,11 +223,11 @@ describe('fake upstream: robustness', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const r = await get(`${url}/users/octocat`);
-      expect(r.status).toBe(500);
-      expect(r.json().message).toBe('Server Error');
-      const c = await get(`${url}/bicyclists/helsinki`);
-      expect(c.status).toBe(500);
+      const user = await get(`${url}/users/octocat`);
+      expect(user.status).toBe(500);
+      expect(user.json<ErrorBody>().message).toBe('Server Error');
+      const cyclists = await get(`${url}/bicyclists/helsinki`);
+      expect(cyclists.status).toBe(500);
       broken = false;
       expect((await get(`${url}/users/octocat`)).status).toBe(200);
     } finally {
@@ -213,7 +243,7 @@ describe('fake upstream: robustness', () => {
     try {
       expect((await get(`${small.url}/orgs/etagere-org/repos`)).json()).toHaveLength(3);
       const me = await get(`${small.url}/user`, auth('custom_tok'));
-      expect(me.json().login).toBe('zed');
+      expect(me.json<AccountBody>().login).toBe('zed');
       expect(me.headers.get('x-oauth-scopes')).toBe('');
       expect((await get(`${small.url}/user`, auth(ALICE_REPO))).status).toBe(401);
     } finally {

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Faults, FaultSpecError, parseFaultRule, parseFaultSpec } from '../../src/fake-upstream/faults.js';
 import { startFakeUpstream } from '../../src/fake-upstream/index.js';
 import { runCli } from '../helpers/cli.js';
-import { get, post, until, useFake } from './helpers.js';
+import { get, post, until, useFake, type ErrorBody } from './helpers.js';
 
 interface Raw {
   /** Every byte received. */
@@ -28,13 +28,13 @@ interface Raw {
 
 /** One request over a fresh TCP connection (Connection: close), recorded byte for byte. */
 function raw(base: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Raw> {
-  const u = new URL(base);
+  const target = new URL(base);
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     const started = Date.now();
     let first: number | undefined;
     let settled = false;
-    const socket = connect(Number(u.port), u.hostname);
+    const socket = connect(Number(target.port), target.hostname);
     const finish = (ended: string): void => {
       if (settled) return;
       settled = true;
@@ -44,28 +44,28 @@ function raw(base: string, path: string, headers: Record<string, string> = {}, m
       const end = data.indexOf('\r\n\r\n');
       const head = end < 0 ? '' : data.subarray(0, end).toString('latin1');
       const lines = head.split('\r\n');
-      const h: Record<string, string> = {};
-      for (const l of lines.slice(1)) {
-        const c = l.indexOf(':');
-        if (c > 0) h[l.slice(0, c).trim().toLowerCase()] = l.slice(c + 1).trim();
+      const headerFields: Record<string, string> = {};
+      for (const line of lines.slice(1)) {
+        const colon = line.indexOf(':');
+        if (colon > 0) headerFields[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }
-      const m = /^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '');
+      const statusLine = /^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '');
       resolve({
         data,
         ended,
         firstByteMs: first === undefined ? undefined : first - started,
         afterFirstMs: Date.now() - (first ?? started),
-        status: end < 0 || m === null ? undefined : Number(m[1]),
-        headers: h,
+        status: end < 0 || statusLine === null ? undefined : Number(statusLine[1]),
+        headers: headerFields,
         body: end < 0 ? data : data.subarray(end + 4),
         headComplete: end >= 0,
       });
     };
     // Every request here is bounded: a hang fails the test instead of stalling it.
     const deadline = setTimeout(() => finish('client-deadline'), 10_000);
-    socket.on('data', (c: Buffer) => {
+    socket.on('data', (chunk: Buffer) => {
       first ??= Date.now();
-      chunks.push(c);
+      chunks.push(chunk);
     });
     socket.on('end', () => finish('end'));
     socket.on('error', (err: NodeJS.ErrnoException) => finish(err.code ?? 'error'));
@@ -73,14 +73,19 @@ function raw(base: string, path: string, headers: Record<string, string> = {}, m
     const extra = Object.entries(headers)
       .map(([k, v]) => `${k}: ${v}\r\n`)
       .join('');
-    socket.write(`${method} ${path} HTTP/1.1\r\nhost: ${u.host}\r\nconnection: close\r\n${extra}\r\n`);
+    socket.write(`${method} ${path} HTTP/1.1\r\nhost: ${target.host}\r\nconnection: close\r\n${extra}\r\n`);
   });
 }
 
+/** What GET, POST and DELETE /__fake/faults answer: the rules, each with its injected count. */
+interface FaultsBody {
+  faults: Array<Record<string, unknown>>;
+}
+
 const setFaults = async (url: string, faults: unknown[]) => {
-  const r = await post(`${url}/__fake/faults`, { faults });
-  expect(r.status, r.text).toBe(200);
-  return r.json() as { faults: Array<Record<string, unknown>> };
+  const response = await post(`${url}/__fake/faults`, { faults });
+  expect(response.status, response.text).toBe(200);
+  return response.json<FaultsBody>();
 };
 
 const REPO = '/repos/octocat/hello-world';
@@ -120,21 +125,21 @@ describe('fake upstream: fault rules', () => {
 
   it('first matching rule wins; rates share one roll; counts and path prefixes limit a rule', () => {
     let roll = 0;
-    const f = new Faults(() => roll);
-    f.set([
+    const faults = new Faults(() => roll);
+    faults.set([
       parseFaultRule({ kind: 'refuse', path: '/repos', rate: 0.25, count: 1 }),
       parseFaultRule({ kind: 'status', rate: 0.5 }),
       parseFaultRule({ kind: 'truncate', rate: 0 }),
     ]);
     roll = 0.1;
-    expect(f.pick('/users/bob')?.kind).toBe('status'); // /repos rule does not match
-    expect(f.pick('/repos/a/b')?.kind).toBe('refuse');
-    expect(f.pick('/repos/a/b')?.kind).toBe('status'); // refuse used its one injection
+    expect(faults.pick('/users/bob')?.kind).toBe('status'); // /repos rule does not match
+    expect(faults.pick('/repos/a/b')?.kind).toBe('refuse');
+    expect(faults.pick('/repos/a/b')?.kind).toBe('status'); // refuse used its one injection
     roll = 0.6;
-    expect(f.pick('/repos/a/b')).toBeNull(); // past status's 0.5; rate 0 never fires
+    expect(faults.pick('/repos/a/b')).toBeNull(); // past status's 0.5; rate 0 never fires
     roll = 0.99;
-    expect(f.pick('/users/bob')).toBeNull();
-    expect(f.describe().map((r) => r.injected)).toEqual([1, 2, 0]);
+    expect(faults.pick('/users/bob')).toBeNull();
+    expect(faults.describe().map((r) => r.injected)).toEqual([1, 2, 0]);
   });
 });
 
@@ -156,10 +161,10 @@ describe('fake upstream: /__fake/faults', () => {
     expect((await get(`${fake.url}${REPO}`)).status).toBe(503);
     expect((await get(`${fake.url}${REPO}`)).status).toBe(503);
     expect((await get(`${fake.url}${REPO}`)).status).toBe(200); // count used up
-    const g = await get(`${fake.url}/__fake/faults`);
-    expect(g.status).toBe(200);
-    expect(g.headers.get('cache-control')).toBe('no-store');
-    expect(g.json().faults[0].injected).toBe(2);
+    const listed = await get(`${fake.url}/__fake/faults`);
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('cache-control')).toBe('no-store');
+    expect(listed.json<FaultsBody>().faults[0]!.injected).toBe(2);
 
     await setFaults(fake.url, [{ kind: 'status' }]);
     const del = await fetch(`${fake.url}/__fake/faults`, { method: 'DELETE' });
@@ -195,14 +200,14 @@ describe('fake upstream: /__fake/faults', () => {
       [{ faults: Array.from({ length: 101 }, () => ({ kind: 'status' })) }],
     ];
     for (const [body, isRaw] of bad) {
-      const r = await post(`${fake.url}/__fake/faults`, body, isRaw === true);
-      expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(typeof r.json().message).toBe('string');
+      const response = await post(`${fake.url}/__fake/faults`, body, isRaw === true);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(typeof response.json<ErrorBody>().message).toBe('string');
     }
     const put = await fetch(`${fake.url}/__fake/faults`, { method: 'PUT' });
     expect(put.status).toBe(405);
     expect(put.headers.get('allow')).toBe('GET, POST, DELETE');
-    expect((await get(`${fake.url}/__fake/faults`)).json().faults).toHaveLength(1);
+    expect((await get(`${fake.url}/__fake/faults`)).json<FaultsBody>().faults).toHaveLength(1);
     expect((await get(`${fake.url}${REPO}`)).status).toBe(502);
   });
 
@@ -216,109 +221,109 @@ describe('fake upstream: /__fake/faults', () => {
     expect((await get(`${fake.url}${REPO}`)).status).toBe(200);
     await setFaults(fake.url, [{ kind: 'refuse' }]);
     expect((await get(`${fake.url}/__fake/stats`)).status).toBe(200);
-    expect((await get(`${fake.url}/__fake/faults`)).json().faults[0].injected).toBe(0);
+    expect((await get(`${fake.url}/__fake/faults`)).json<FaultsBody>().faults[0]!.injected).toBe(0);
   });
 
   it('refuse: the connection closes with nothing written', async () => {
     await setFaults(fake.url, [{ kind: 'refuse' }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.data.length).toBe(0);
-    expect(r.firstByteMs).toBeUndefined();
+    const answer = await raw(fake.url, REPO);
+    expect(answer.data.length).toBe(0);
+    expect(answer.firstByteMs).toBeUndefined();
   });
 
   it('reset-headers: part of a head, then a TCP reset', async () => {
     await setFaults(fake.url, [{ kind: 'reset-headers' }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.data.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
-    expect(r.headComplete).toBe(false);
-    expect(r.ended).toMatch(RESET);
+    const answer = await raw(fake.url, REPO);
+    expect(answer.data.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer.headComplete).toBe(false);
+    expect(answer.ended).toMatch(RESET);
   });
 
   it('reset-body: the real head and content-length, half the body, then a reset', async () => {
     const normal = await raw(fake.url, REPO);
     await setFaults(fake.url, [{ kind: 'reset-body' }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.status).toBe(200);
-    expect(r.headers['content-length']).toBe(normal.headers['content-length']);
-    expect(r.headers.etag).toBe(normal.headers.etag);
-    expect(r.body.length).toBe(Math.floor(normal.body.length / 2));
-    expect(normal.body.subarray(0, r.body.length).equals(r.body)).toBe(true);
-    expect(r.ended).toMatch(RESET);
+    const answer = await raw(fake.url, REPO);
+    expect(answer.status).toBe(200);
+    expect(answer.headers['content-length']).toBe(normal.headers['content-length']);
+    expect(answer.headers.etag).toBe(normal.headers.etag);
+    expect(answer.body.length).toBe(Math.floor(normal.body.length / 2));
+    expect(normal.body.subarray(0, answer.body.length).equals(answer.body)).toBe(true);
+    expect(answer.ended).toMatch(RESET);
   });
 
   it('truncate: the real head, part of the body, then a clean close (FIN) short of content-length', async () => {
     const normal = await raw(fake.url, REPO);
     await setFaults(fake.url, [{ kind: 'truncate' }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.status).toBe(200);
-    expect(Number(r.headers['content-length'])).toBe(normal.body.length);
-    expect(r.body.length).toBeGreaterThan(0);
-    expect(r.body.length).toBeLessThan(normal.body.length);
-    expect(r.ended).toBe('end');
+    const answer = await raw(fake.url, REPO);
+    expect(answer.status).toBe(200);
+    expect(Number(answer.headers['content-length'])).toBe(normal.body.length);
+    expect(answer.body.length).toBeGreaterThan(0);
+    expect(answer.body.length).toBeLessThan(normal.body.length);
+    expect(answer.ended).toBe('end');
   });
 
   it('a body fault answers a conditional request in full, so there is a body to cut', async () => {
     const normal = await raw(fake.url, REPO);
     expect((await raw(fake.url, REPO, { 'if-none-match': normal.headers.etag! })).status).toBe(304);
     await setFaults(fake.url, [{ kind: 'truncate' }]);
-    const r = await raw(fake.url, REPO, { 'if-none-match': normal.headers.etag! });
-    expect(r.status).toBe(200);
-    expect(r.body.length).toBeGreaterThan(0);
+    const answer = await raw(fake.url, REPO, { 'if-none-match': normal.headers.etag! });
+    expect(answer.status).toBe(200);
+    expect(answer.body.length).toBeGreaterThan(0);
   });
 
   it('slow-headers: no byte for `ms`, then the normal answer', async () => {
     await setFaults(fake.url, [{ kind: 'slow-headers', ms: 300 }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.firstByteMs).toBeGreaterThanOrEqual(280);
-    expect(r.status).toBe(200);
-    expect(r.body.length).toBe(Number(r.headers['content-length']));
+    const answer = await raw(fake.url, REPO);
+    expect(answer.firstByteMs).toBeGreaterThanOrEqual(280);
+    expect(answer.status).toBe(200);
+    expect(answer.body.length).toBe(Number(answer.headers['content-length']));
   });
 
   it('slow-body: the head at once, the body dripped over `ms`, complete in the end', async () => {
     const normal = await raw(fake.url, REPO);
     await setFaults(fake.url, [{ kind: 'slow-body', ms: 400 }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.firstByteMs).toBeLessThan(250);
-    expect(r.afterFirstMs).toBeGreaterThanOrEqual(350);
-    expect(r.status).toBe(200);
-    expect(r.body.equals(normal.body)).toBe(true);
+    const answer = await raw(fake.url, REPO);
+    expect(answer.firstByteMs).toBeLessThan(250);
+    expect(answer.afterFirstMs).toBeGreaterThanOrEqual(350);
+    expect(answer.status).toBe(200);
+    expect(answer.body.equals(normal.body)).toBe(true);
   });
 
   it('status: a GitHub-shaped JSON error with the chosen status (head only for HEAD)', async () => {
     for (const status of [500, 502, 503, 504]) {
       await setFaults(fake.url, [{ kind: 'status', status }]);
-      const r = await get(`${fake.url}${REPO}`);
-      expect(r.status).toBe(status);
-      expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
-      expect(Object.keys(r.json()).sort()).toEqual(['documentation_url', 'message']);
+      const response = await get(`${fake.url}${REPO}`);
+      expect(response.status).toBe(status);
+      expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(Object.keys(response.json<ErrorBody>()).sort()).toEqual(['documentation_url', 'message']);
     }
-    const h = await raw(fake.url, REPO, {}, 'HEAD');
-    expect(h.status).toBe(504);
-    expect(h.body.length).toBe(0);
+    const head = await raw(fake.url, REPO, {}, 'HEAD');
+    expect(head.status).toBe(504);
+    expect(head.body.length).toBe(0);
   });
 
   it('bad-json: 200 with normal headers (etag, cache-control, right content-length) and a body that is not JSON', async () => {
     await setFaults(fake.url, [{ kind: 'bad-json' }]);
     for (const path of [REPO, '/users/nobody-here']) {
-      const r = await raw(fake.url, path);
-      expect(r.status).toBe(200);
-      expect(r.headers.etag).toMatch(/^W\/"/);
-      expect(r.headers['cache-control']).toMatch(/max-age=60/);
-      expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
-      expect(Number(r.headers['content-length'])).toBe(r.body.length);
-      expect(() => JSON.parse(r.body.toString('utf8'))).toThrow();
+      const answer = await raw(fake.url, path);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.etag).toMatch(/^W\/"/);
+      expect(answer.headers['cache-control']).toMatch(/max-age=60/);
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(Number(answer.headers['content-length'])).toBe(answer.body.length);
+      expect(() => JSON.parse(answer.body.toString('utf8'))).toThrow();
     }
   });
 
   it('huge: 200 with a valid, cacheable JSON body of `bytes` bytes', async () => {
     await setFaults(fake.url, [{ kind: 'huge', bytes: 100_000 }]);
-    const r = await raw(fake.url, REPO);
-    expect(r.status).toBe(200);
-    expect(r.body.length).toBe(100_000);
-    expect(Number(r.headers['content-length'])).toBe(100_000);
-    expect(r.headers['cache-control']).toBe('public, max-age=60, s-maxage=60');
-    expect(r.headers.etag).toMatch(/^W\/"/);
-    expect(JSON.parse(r.body.toString('utf8'))).toHaveProperty('huge');
+    const answer = await raw(fake.url, REPO);
+    expect(answer.status).toBe(200);
+    expect(answer.body.length).toBe(100_000);
+    expect(Number(answer.headers['content-length'])).toBe(100_000);
+    expect(answer.headers['cache-control']).toBe('public, max-age=60, s-maxage=60');
+    expect(answer.headers.etag).toMatch(/^W\/"/);
+    expect(JSON.parse(answer.body.toString('utf8'))).toHaveProperty('huge');
   });
 
   it('a rate of 0.5 faults about half of the requests', async () => {
@@ -327,7 +332,7 @@ describe('fake upstream: /__fake/faults', () => {
     const faulted = statuses.filter((s) => s === 503).length;
     expect(faulted).toBeGreaterThan(140); // 200 expected; far outside chance otherwise
     expect(faulted).toBeLessThan(260);
-    expect((await get(`${fake.url}/__fake/faults`)).json().faults[0].injected).toBe(faulted);
+    expect((await get(`${fake.url}/__fake/faults`)).json<FaultsBody>().faults[0]!.injected).toBe(faulted);
   });
 });
 
@@ -342,7 +347,7 @@ describe('fake upstream: faults and close()', () => {
     await fake.close();
     expect(Date.now() - started).toBeLessThan(2_000);
     const results = await Promise.all(pending);
-    for (const r of results) expect(r.ended).not.toBe('client-deadline');
+    for (const result of results) expect(result.ended).not.toBe('client-deadline');
   });
 
   it('startFakeUpstream rejects invalid rules', async () => {
@@ -366,7 +371,7 @@ describe('etagere fake-upstream --faults', () => {
     await until(async () => (/listening on (http:\/\/\S+)/.test(cli.stdout()) ? true : undefined), 15_000, 25);
     const url = /listening on (http:\/\/\S+)/.exec(cli.stdout())![1]!;
     expect(cli.stdout()).toContain('fault injection on: status:1, reset-body:0.5');
-    const rules = (await get(`${url}/__fake/faults`)).json().faults as Array<Record<string, unknown>>;
+    const rules = (await get(`${url}/__fake/faults`)).json<FaultsBody>().faults;
     expect(rules.map((r) => [r.kind, r.rate])).toEqual([
       ['status', 1],
       ['reset-body', 0.5],

@@ -9,17 +9,63 @@ export const BOB_PUBLIC = 'demo_token_bob_public';
 export const CAROL_REPO = 'demo_token_carol_repo';
 export const OCTOCAT_REPO = 'demo_token_octocat_repo';
 
+/** An answer read in full. */
 export interface Got {
   status: number;
   headers: Headers;
   text: string;
-  json: () => any;
+  /**
+   * The body parsed as JSON, typed as the shape the caller names (`unknown` when it names none).
+   * Nothing checks that shape: the test's assertions on the body do.
+   */
+  json: <Body = unknown>() => Body;
+}
+
+/** A JSON object whose members the test reads by name; each is `unknown` until narrowed. */
+export type JsonObject = Record<string, unknown>;
+
+/** GitHub's error body, also used by the fake's control endpoints. */
+export interface ErrorBody {
+  message: string;
+  documentation_url: string;
+}
+
+/** An account record or summary, with the members the tests compute with. */
+export type AccountBody = JsonObject & { node_id: string; followers: number };
+
+/** A repository record or list item, with the members the tests compute with or descend into. */
+export type RepoBody = JsonObject & {
+  full_name: string;
+  private: boolean;
+  updated_at: string;
+  stargazers_count: number;
+  owner: JsonObject;
+  license: JsonObject;
+  /** Only on a repository an organization owns. */
+  organization?: JsonObject;
+  /** Only for an authenticated caller. */
+  permissions?: JsonObject;
+};
+
+/** A rate-limit window as GET /rate_limit lists it. */
+export interface RateWindowBody {
+  limit: number;
+  remaining: number;
+  reset: number;
+  used: number;
+  resource: string;
+}
+
+/** The body of GET /rate_limit. */
+export interface RateLimitBody {
+  resources: { core: RateWindowBody };
+  rate?: RateWindowBody;
 }
 
 export async function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Got> {
   const res = await fetch(url, { method, headers });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+  return { status: res.status, headers: res.headers, text, json: <Body>() => JSON.parse(text) as Body };
 }
 
 export const auth = (token: string): Record<string, string> => ({ authorization: `token ${token}` });
@@ -31,16 +77,16 @@ export async function post(url: string, body: unknown, raw = false): Promise<Got
     body: raw ? (body as string) : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+  return { status: res.status, headers: res.headers, text, json: <Body>() => JSON.parse(text) as Body };
 }
 
 /** Rate-limit headers as numbers. */
-export function rate(h: Headers): { limit: number; remaining: number; used: number; reset: number } {
+export function rate(headers: Headers): { limit: number; remaining: number; used: number; reset: number } {
   return {
-    limit: Number(h.get('x-ratelimit-limit')),
-    remaining: Number(h.get('x-ratelimit-remaining')),
-    used: Number(h.get('x-ratelimit-used')),
-    reset: Number(h.get('x-ratelimit-reset')),
+    limit: Number(headers.get('x-ratelimit-limit')),
+    remaining: Number(headers.get('x-ratelimit-remaining')),
+    used: Number(headers.get('x-ratelimit-used')),
+    reset: Number(headers.get('x-ratelimit-reset')),
   };
 }
 
@@ -65,8 +111,8 @@ export function rawGet(
 export async function until<T>(check: () => Promise<T | undefined>, deadlineMs = 4000, stepMs = 25): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
+    const result = await check();
+    if (result !== undefined) return result;
     if (Date.now() > end) throw new Error('condition not met before the deadline');
     await new Promise((r) => setTimeout(r, stepMs));
   }
@@ -78,9 +124,9 @@ export function urlFields(value: unknown, path = ''): Array<[string, unknown]> {
   if (Array.isArray(value)) {
     value.forEach((v, i) => out.push(...urlFields(v, `${path}[${i}]`)));
   } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k === 'url' || k.endsWith('_url')) out.push([`${path}.${k}`, v]);
-      out.push(...urlFields(v, `${path}.${k}`));
+    for (const [key, member] of Object.entries(value)) {
+      if (key === 'url' || key.endsWith('_url')) out.push([`${path}.${key}`, member]);
+      out.push(...urlFields(member, `${path}.${key}`));
     }
   }
   return out;

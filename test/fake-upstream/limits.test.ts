@@ -1,5 +1,22 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ALICE_REPO, BOB_PUBLIC, CAROL_REPO, auth, get, post, rate, until, useFake } from './helpers.js';
+import {
+  ALICE_REPO,
+  BOB_PUBLIC,
+  CAROL_REPO,
+  auth,
+  get,
+  post,
+  rate,
+  until,
+  useFake,
+  type ErrorBody,
+  type RateLimitBody,
+} from './helpers.js';
+
+/** What GET and POST /__fake/secondary answer: the scripted secondary-limit failures still to come. */
+interface SecondaryBody {
+  secondary: { count: number; status: number; retryAfter: number | null; token: string | null };
+}
 
 describe('fake upstream: credentials and 401s', () => {
   const fake = useFake();
@@ -15,10 +32,10 @@ describe('fake upstream: credentials and 401s', () => {
   });
 
   it('an unknown token gets 401 Bad credentials', async () => {
-    const r = await get(`${fake.url}/users/octocat`, auth('no_such_token'));
-    expect(r.status).toBe(401);
-    expect(r.json()).toEqual({ message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
-    expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    const response = await get(`${fake.url}/users/octocat`, auth('no_such_token'));
+    expect(response.status).toBe(401);
+    expect(response.json()).toEqual({ message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
   });
 
   it('malformed Authorization headers get 401 and never crash the server', async () => {
@@ -33,18 +50,18 @@ describe('fake upstream: credentials and 401s', () => {
       'x'.repeat(2000),
     ];
     for (const value of bad) {
-      const r = await get(`${fake.url}/users/octocat`, { authorization: value });
-      expect(r.status, value).toBe(401);
-      expect(r.json().message).toBe('Bad credentials');
+      const response = await get(`${fake.url}/users/octocat`, { authorization: value });
+      expect(response.status, value).toBe(401);
+      expect(response.json<ErrorBody>().message).toBe('Bad credentials');
     }
     expect((await get(`${fake.url}/users/octocat`, auth(ALICE_REPO))).status).toBe(200);
   });
 
   it('/user and /user/repos without credentials get 401 Requires authentication', async () => {
     for (const path of ['/user', '/user/repos']) {
-      const r = await get(`${fake.url}${path}`);
-      expect(r.status, path).toBe(401);
-      expect(r.json()).toEqual({ message: 'Requires authentication', documentation_url: 'https://docs.github.com/rest' });
+      const response = await get(`${fake.url}${path}`);
+      expect(response.status, path).toBe(401);
+      expect(response.json()).toEqual({ message: 'Requires authentication', documentation_url: 'https://docs.github.com/rest' });
     }
   });
 });
@@ -63,7 +80,7 @@ describe('fake upstream: primary rate limit', () => {
     expect(over.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(over.headers.get('x-ratelimit-used')).toBe('3');
     expect(over.headers.get('x-ratelimit-limit')).toBe('3');
-    const body = over.json();
+    const body = over.json<ErrorBody>();
     expect(body.message).toMatch(/^API rate limit exceeded for 127\.0\.0\.1\./);
     expect(body.documentation_url).toBe('https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting');
     // zen, 404s and lists are all refused too; /rate_limit still answers
@@ -71,7 +88,7 @@ describe('fake upstream: primary rate limit', () => {
     expect((await get(`${fake.url}/nope`)).status).toBe(403);
     const rl = await get(`${fake.url}/rate_limit`);
     expect(rl.status).toBe(200);
-    expect(rl.json().resources.core.remaining).toBe(0);
+    expect(rl.json<RateLimitBody>().resources.core.remaining).toBe(0);
     // the cyclist service has no quota
     expect((await get(`${fake.url}/bicyclists/malaga`)).status).toBe(200);
   });
@@ -80,7 +97,7 @@ describe('fake upstream: primary rate limit', () => {
     for (let i = 0; i < 4; i++) expect((await get(`${fake.url}/users/bob`, auth(ALICE_REPO))).status).toBe(200);
     const over = await get(`${fake.url}/users/bob`, auth(ALICE_REPO));
     expect(over.status).toBe(403);
-    expect(over.json().message).toBe('API rate limit exceeded for user ID 100001.');
+    expect(over.json<ErrorBody>().message).toBe('API rate limit exceeded for user ID 100001.');
     expect(rate(over.headers)).toMatchObject({ limit: 4, remaining: 0, used: 4 });
     // an authorised conditional request is refused as well while exhausted
     expect((await get(`${fake.url}/users/bob`, { ...auth(ALICE_REPO), 'if-none-match': '*' })).status).toBe(403);
@@ -91,9 +108,9 @@ describe('fake upstream: primary rate limit', () => {
 
   it('limit = remaining + used on every answer, including errors', async () => {
     for (const path of ['/users/octocat', '/nope', '/zen', '/users/octocat', '/users/octocat']) {
-      const r = await get(`${fake.url}${path}`, auth(CAROL_REPO));
-      const q = rate(r.headers);
-      expect(q.limit, path).toBe(q.remaining + q.used);
+      const response = await get(`${fake.url}${path}`, auth(CAROL_REPO));
+      const quota = rate(response.headers);
+      expect(quota.limit, path).toBe(quota.remaining + quota.used);
     }
   });
 
@@ -107,8 +124,8 @@ describe('fake upstream: primary rate limit', () => {
       const reset = rate(first.headers).reset;
       expect(reset).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 1);
       const fresh = await until(async () => {
-        const r = await get(`${fake.url}/users/octocat`);
-        return r.status === 200 ? r : undefined;
+        const response = await get(`${fake.url}/users/octocat`);
+        return response.status === 200 ? response : undefined;
       });
       expect(Date.now() / 1000).toBeGreaterThanOrEqual(reset - 1);
       expect(rate(fresh.headers)).toMatchObject({ limit: 2, remaining: 1, used: 1 });
@@ -126,27 +143,27 @@ describe('fake upstream: secondary rate limits', () => {
   it('scripted 429 with retry-after for the next N requests, then normal service', async () => {
     const set = await post(`${fake.url}/__fake/secondary`, { count: 2, status: 429, retryAfter: 7 });
     expect(set.status).toBe(200);
-    expect(set.json().secondary).toEqual({ count: 2, status: 429, retryAfter: 7, token: null });
+    expect(set.json<SecondaryBody>().secondary).toEqual({ count: 2, status: 429, retryAfter: 7, token: null });
     const before = rate((await get(`${fake.url}/rate_limit`)).headers).used;
     for (let i = 0; i < 2; i++) {
-      const r = await get(`${fake.url}/repos/octocat/hello-world`);
-      expect(r.status).toBe(429);
-      expect(r.headers.get('retry-after')).toBe('7');
-      expect(r.json().message).toContain('You have exceeded a secondary rate limit');
-      expect(r.headers.get('x-ratelimit-remaining')).not.toBeNull();
+      const response = await get(`${fake.url}/repos/octocat/hello-world`);
+      expect(response.status).toBe(429);
+      expect(response.headers.get('retry-after')).toBe('7');
+      expect(response.json<ErrorBody>().message).toContain('You have exceeded a secondary rate limit');
+      expect(response.headers.get('x-ratelimit-remaining')).not.toBeNull();
     }
     expect((await get(`${fake.url}/repos/octocat/hello-world`)).status).toBe(200);
     // the failures spent no primary quota
     expect(rate((await get(`${fake.url}/rate_limit`)).headers).used).toBe(before + 1);
-    expect((await get(`${fake.url}/__fake/secondary`)).json().secondary.count).toBe(0);
+    expect((await get(`${fake.url}/__fake/secondary`)).json<SecondaryBody>().secondary.count).toBe(0);
   });
 
   it('403 without retry-after when retryAfter is null', async () => {
     await post(`${fake.url}/__fake/secondary`, { count: 1, status: 403, retryAfter: null });
-    const r = await get(`${fake.url}/users/octocat`);
-    expect(r.status).toBe(403);
-    expect(r.headers.get('retry-after')).toBeNull();
-    expect(r.json().message).toContain('secondary rate limit');
+    const response = await get(`${fake.url}/users/octocat`);
+    expect(response.status).toBe(403);
+    expect(response.headers.get('retry-after')).toBeNull();
+    expect(response.json<ErrorBody>().message).toContain('secondary rate limit');
   });
 
   it('can target one token (by login or value) or anonymous callers', async () => {
@@ -178,9 +195,9 @@ describe('fake upstream: secondary rate limits', () => {
       { count: 1, token: 5 },
       { count: 1, extra: true },
     ]) {
-      const r = await post(`${fake.url}/__fake/secondary`, body);
-      expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(typeof r.json().message).toBe('string');
+      const response = await post(`${fake.url}/__fake/secondary`, body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(typeof response.json<ErrorBody>().message).toBe('string');
     }
   });
 });
@@ -190,8 +207,8 @@ describe('fake upstream: concurrency limit and latency', () => {
 
   it('delays responses by latencyMs', async () => {
     const t0 = performance.now();
-    const r = await get(`${fake.url}/users/octocat`);
-    expect(r.status).toBe(200);
+    const response = await get(`${fake.url}/users/octocat`);
+    expect(response.status).toBe(200);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(140);
   });
 
@@ -201,9 +218,9 @@ describe('fake upstream: concurrency limit and latency', () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(2);
     const refused = all.filter((r) => r.status === 403);
     expect(refused).toHaveLength(4);
-    for (const r of refused) {
-      expect(r.json().message).toContain('secondary rate limit');
-      expect(r.headers.get('retry-after')).toBe('1');
+    for (const response of refused) {
+      expect(response.json<ErrorBody>().message).toContain('secondary rate limit');
+      expect(response.headers.get('retry-after')).toBe('1');
     }
     expect(fake.stats().maxInFlight).toBeGreaterThanOrEqual(6);
   });

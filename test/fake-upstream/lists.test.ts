@@ -1,12 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, CAROL_REPO, OCTOCAT_REPO, auth, get, useFake } from './helpers.js';
+import {
+  ALICE_PUBLIC,
+  ALICE_REPO,
+  BOB_PUBLIC,
+  CAROL_REPO,
+  OCTOCAT_REPO,
+  auth,
+  get,
+  useFake,
+  type ErrorBody,
+  type RepoBody,
+} from './helpers.js';
 
 /** Parses a Link header into {rel: url}. */
 function links(header: string | null): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of (header ?? '').split(', ')) {
-    const m = /^<([^>]+)>; rel="(\w+)"$/.exec(part);
-    if (m) out[m[2]!] = m[1]!;
+    const link = /^<([^>]+)>; rel="(\w+)"$/.exec(part);
+    if (link) out[link[2]!] = link[1]!;
   }
   return out;
 }
@@ -17,27 +28,27 @@ describe('fake upstream: lists, pagination and private repositories', () => {
   const fake = useFake({ anonymousLimit: 10_000, tokenLimit: 10_000 });
 
   it('list items carry id, node_id, name, full_name, private and owner (beginning with login)', async () => {
-    const body = (await get(`${fake.url}/users/octocat/repos`)).json();
+    const body = (await get(`${fake.url}/users/octocat/repos`)).json<RepoBody[]>();
     expect(body.length).toBeGreaterThan(0);
     for (const item of body) {
-      for (const f of ['id', 'node_id', 'name', 'full_name', 'private', 'owner']) expect(item).toHaveProperty(f);
+      for (const field of ['id', 'node_id', 'name', 'full_name', 'private', 'owner']) expect(item).toHaveProperty(field);
       expect(Object.keys(item.owner)[0]).toBe('login');
     }
   });
 
   it('paginates with per_page 30 by default and a Link header with next and last', async () => {
-    const r = await get(`${fake.url}/orgs/etagere-org/repos`);
-    expect(r.json()).toHaveLength(30);
-    const l = links(r.headers.get('link'));
-    expect(Object.keys(l).sort()).toEqual(['last', 'next']);
-    expect(l.next).toBe(`${fake.url}/orgs/etagere-org/repos?page=2`);
-    expect(l.last).toBe(`${fake.url}/orgs/etagere-org/repos?page=3`);
+    const response = await get(`${fake.url}/orgs/etagere-org/repos`);
+    expect(response.json()).toHaveLength(30);
+    const linked = links(response.headers.get('link'));
+    expect(Object.keys(linked).sort()).toEqual(['last', 'next']);
+    expect(linked.next).toBe(`${fake.url}/orgs/etagere-org/repos?page=2`);
+    expect(linked.last).toBe(`${fake.url}/orgs/etagere-org/repos?page=3`);
   });
 
   it('middle pages link prev, next, last and first, keeping the other query parameters', async () => {
-    const r = await get(`${fake.url}/orgs/etagere-org/repos?sort=full_name&per_page=10&page=3`);
-    expect(r.json()).toHaveLength(10);
-    expect(r.headers.get('link')).toBe(
+    const response = await get(`${fake.url}/orgs/etagere-org/repos?sort=full_name&per_page=10&page=3`);
+    expect(response.json()).toHaveLength(10);
+    expect(response.headers.get('link')).toBe(
       [
         `<${fake.url}/orgs/etagere-org/repos?sort=full_name&per_page=10&page=2>; rel="prev"`,
         `<${fake.url}/orgs/etagere-org/repos?sort=full_name&per_page=10&page=4>; rel="next"`,
@@ -45,7 +56,7 @@ describe('fake upstream: lists, pagination and private repositories', () => {
         `<${fake.url}/orgs/etagere-org/repos?sort=full_name&per_page=10&page=1>; rel="first"`,
       ].join(', '),
     );
-    expect(names(r.json())[0]).toBe('etagere-org/repo-021');
+    expect(names(response.json())[0]).toBe('etagere-org/repo-021');
     const last = await get(`${fake.url}/orgs/etagere-org/repos?sort=full_name&per_page=10&page=8`);
     expect(last.json()).toHaveLength(5);
     expect(Object.keys(links(last.headers.get('link'))).sort()).toEqual(['first', 'prev']);
@@ -58,9 +69,9 @@ describe('fake upstream: lists, pagination and private repositories', () => {
     const seen: string[] = [];
     let pages = 0;
     while (url) {
-      const r = await get(url);
-      seen.push(...names(r.json()));
-      url = links(r.headers.get('link')).next;
+      const response = await get(url);
+      seen.push(...names(response.json()));
+      url = links(response.headers.get('link')).next;
       pages++;
     }
     expect(pages).toBe(4);
@@ -98,18 +109,18 @@ describe('fake upstream: lists, pagination and private repositories', () => {
       ['/repos/octocat/private-notes', auth(OCTOCAT_REPO), 200],
     ];
     for (const [path, headers, status] of cases) {
-      const r = await get(`${fake.url}${path}`, headers);
-      expect(r.status, `${path} ${JSON.stringify(headers)}`).toBe(status);
-      if (status === 404) expect(r.json().message).toBe('Not Found');
-      else expect(r.json().private).toBe(true);
+      const response = await get(`${fake.url}${path}`, headers);
+      expect(response.status, `${path} ${JSON.stringify(headers)}`).toBe(status);
+      if (status === 404) expect(response.json<ErrorBody>().message).toBe('Not Found');
+      else expect(response.json<RepoBody>().private).toBe(true);
     }
-    const own = (await get(`${fake.url}/repos/alice/secret-project`, auth(ALICE_REPO))).json();
-    expect(own.permissions.admin).toBe(true);
+    const own = (await get(`${fake.url}/repos/alice/secret-project`, auth(ALICE_REPO))).json<RepoBody>();
+    expect(own.permissions!.admin).toBe(true);
     expect(own.visibility).toBe('private');
   });
 
   it('lists hide private repositories from tokens without repo scope', async () => {
-    const anon = (await get(`${fake.url}/orgs/etagere-org/repos?per_page=100`)).json();
+    const anon = (await get(`${fake.url}/orgs/etagere-org/repos?per_page=100`)).json<RepoBody[]>();
     const member = await get(`${fake.url}/orgs/etagere-org/repos?per_page=100`, auth(ALICE_REPO));
     const outsider = (await get(`${fake.url}/orgs/etagere-org/repos?per_page=100`, auth(CAROL_REPO))).json();
     expect(anon).toHaveLength(75);
@@ -117,7 +128,7 @@ describe('fake upstream: lists, pagination and private repositories', () => {
     expect(member.json()).toHaveLength(77);
     expect(names(member.json())).toContain('etagere-org/internal-tools');
     expect(outsider).toHaveLength(75);
-    const priv = (await get(`${fake.url}/orgs/etagere-org/repos?type=private`, auth(ALICE_REPO))).json();
+    const priv = (await get(`${fake.url}/orgs/etagere-org/repos?type=private`, auth(ALICE_REPO))).json<RepoBody[]>();
     expect(names(priv).sort()).toEqual(['etagere-org/internal-tools', 'etagere-org/roadmap']);
 
     const aliceAnon = names((await get(`${fake.url}/users/alice/repos`)).json());
@@ -130,14 +141,14 @@ describe('fake upstream: lists, pagination and private repositories', () => {
     const withRepo = await get(`${fake.url}/user/repos?per_page=100`, auth(ALICE_REPO));
     const withoutRepo = await get(`${fake.url}/user/repos?per_page=100`, auth(ALICE_PUBLIC));
     expect(withRepo.status).toBe(200);
-    const a = names(withRepo.json());
-    const b = names(withoutRepo.json());
-    expect(a).toHaveLength(80);
-    expect(a).toContain('alice/secret-project');
-    expect(a).toContain('etagere-org/roadmap');
-    expect(b).toHaveLength(77);
-    expect(b).not.toContain('alice/secret-project');
-    expect([...a].sort()).toEqual(a); // full_name order
+    const withRepoNames = names(withRepo.json());
+    const withoutRepoNames = names(withoutRepo.json());
+    expect(withRepoNames).toHaveLength(80);
+    expect(withRepoNames).toContain('alice/secret-project');
+    expect(withRepoNames).toContain('etagere-org/roadmap');
+    expect(withoutRepoNames).toHaveLength(77);
+    expect(withoutRepoNames).not.toContain('alice/secret-project');
+    expect([...withRepoNames].sort()).toEqual(withRepoNames); // full_name order
     expect(withRepo.headers.get('etag')).not.toBe(withoutRepo.headers.get('etag'));
     const owner = names((await get(`${fake.url}/user/repos?type=owner`, auth(ALICE_REPO))).json());
     expect(owner).toEqual(['alice/dotfiles', 'alice/secret-project', 'alice/website']);

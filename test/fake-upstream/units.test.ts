@@ -41,7 +41,7 @@ describe('parseTokenSpec', () => {
   it('the demo set has a repo-scoped alice and a bob without repo, all obviously fake', () => {
     expect(DEMO_TOKENS.find((t) => t.login === 'alice' && t.scopes.includes('repo'))).toBeDefined();
     expect(DEMO_TOKENS.find((t) => t.login === 'bob' && !t.scopes.includes('repo'))).toBeDefined();
-    for (const t of DEMO_TOKENS) expect(t.token).toMatch(/^demo_token_/);
+    for (const demoToken of DEMO_TOKENS) expect(demoToken.token).toMatch(/^demo_token_/);
   });
 
   it('describes every CLI flag', () => {

@@ -99,19 +99,19 @@ async function startRecordingUpstream(): Promise<Upstream> {
     seen,
     malformed,
     close: () =>
-      new Promise<void>((r) => {
+      new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => r());
+        server.close(() => resolve());
       }),
   };
 }
 
 /** What is wrong with a request an upstream received (path outside its base, foreign Host, consumer key), or undefined. */
-function upstreamRequestProblem(s: Seen, upstreamHost: string, consumers: boolean): string | undefined {
-  const url = s.url;
+function upstreamRequestProblem(seen: Seen, upstreamHost: string, consumers: boolean): string | undefined {
+  const url = seen.url;
   if (!url.startsWith('/')) return 'not an origin-form target';
-  const q = url.indexOf('?');
-  const pathname = q === -1 ? url : url.slice(0, q);
+  const queryStart = url.indexOf('?');
+  const pathname = queryStart === -1 ? url : url.slice(0, queryStart);
   if (/[\\\x00-\x20\x7f]/.test(pathname)) return 'backslash, space or control byte in path';
   if (/%(2f|5c|00)/i.test(pathname)) return 'encoded "/", "\\" or NUL in path';
   let decoded: string;
@@ -126,13 +126,13 @@ function upstreamRequestProblem(s: Seen, upstreamHost: string, consumers: boolea
   if (base === undefined) return 'outside every upstream base path';
   const normalised = new URL(pathname, 'http://upstream.invalid').pathname;
   if (normalised !== base && !normalised.startsWith(`${base}/`)) return `normalises outside ${base}`;
-  if (base !== '/pt' && s.method !== 'GET' && s.method !== 'HEAD') return `${s.method} reached a read-only upstream`;
-  if (s.headers.host !== upstreamHost) return `Host ${JSON.stringify(s.headers.host)} instead of the upstream's own`;
+  if (base !== '/pt' && seen.method !== 'GET' && seen.method !== 'HEAD') return `${seen.method} reached a read-only upstream`;
+  if (seen.headers.host !== upstreamHost) return `Host ${JSON.stringify(seen.headers.host)} instead of the upstream's own`;
   if (!consumers) return undefined; // the consumer key is only a key where consumers are enabled
-  if (s.headers['x-etagere-key'] !== undefined) return 'X-Etagere-Key travelled upstream';
+  if (seen.headers['x-etagere-key'] !== undefined) return 'X-Etagere-Key travelled upstream';
   // A key presented as the user of well-formed Basic credentials is the consumer's, never an
   // upstream credential. (Other Authorization values are the client's own and travel as sent.)
-  const auth = s.headers.authorization;
+  const auth = seen.headers.authorization;
   const basic = typeof auth === 'string' ? /^\s*basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(auth) : null;
   if (basic !== null && Buffer.from(basic[1]!, 'base64').toString('utf8').split(':', 1)[0] === CONSUMER_KEY) {
     return 'the consumer key travelled upstream as Basic credentials';
@@ -176,9 +176,9 @@ interface Case {
 
 const latin1 = (s: string): Buffer => Buffer.from(s, 'latin1');
 
-function serialize(r: Req): string {
-  const line = r.version === '' ? `${r.method} ${r.target}` : `${r.method} ${r.target} ${r.version}`;
-  return [line, ...r.headers].join(r.eol) + r.eol + r.eol + r.body;
+function serialize(req: Req): string {
+  const line = req.version === '' ? `${req.method} ${req.target}` : `${req.method} ${req.target} ${req.version}`;
+  return [line, ...req.headers].join(req.eol) + req.eol + req.eol + req.body;
 }
 
 const b64 = (s: string): string => Buffer.from(s, 'latin1').toString('base64');
@@ -243,13 +243,13 @@ const querySafe = fc.constantFrom(
   '?redirect=http://evil.example/',
 );
 
-function prefixesFor(v: Variant): readonly string[] {
-  return v === 'consumers' ? ['/api', '/rw', '/'] : ['/api', '/rw', '/raw'];
+function prefixesFor(variant: Variant): readonly string[] {
+  return variant === 'consumers' ? ['/api', '/rw', '/'] : ['/api', '/rw', '/raw'];
 }
 
 function join(prefix: string, segs: readonly string[]): string {
-  const p = prefix === '/' ? '' : prefix;
-  const path = p + segs.map((s) => `/${s}`).join('');
+  const pathPrefix = prefix === '/' ? '' : prefix;
+  const path = pathPrefix + segs.map((s) => `/${s}`).join('');
   return path === '' ? '/' : path;
 }
 
@@ -257,7 +257,7 @@ const hostLine = (port: number) =>
   fc.constantFrom('Host: localhost', `Host: 127.0.0.1:${port}`, 'host: localhost:8080', 'Host: api.internal');
 
 /** A plainly valid request for a variant. */
-function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
+function validReq(variant: Variant, port: number): fc.Arbitrary<Req> {
   return fc
     .record({
       method: fc.oneof(
@@ -265,7 +265,7 @@ function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
         { weight: 2, arbitrary: fc.constant('HEAD') },
         { weight: 2, arbitrary: fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS') },
       ),
-      prefix: fc.constantFrom(...prefixesFor(v)),
+      prefix: fc.constantFrom(...prefixesFor(variant)),
       segs: fc.array(plainSeg, { maxLength: 4 }),
       query: querySafe,
       host: hostLine(port),
@@ -283,19 +283,19 @@ function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
       connection: fc.constantFrom('', '', 'Connection: keep-alive', 'Connection: close'),
       body: fc.constantFrom('', '{"a":1}'),
     })
-    .map((r): Req => {
-      const headers = [r.host, ...r.extra];
-      if (r.cred === 'token') headers.push('Authorization: token ghp_fuzz000000000000000000000000000000');
-      if (r.cred === 'basic-user') headers.push(`Authorization: Basic ${b64('someone:ghp_fuzz0000')}`);
-      if (v === 'consumers' && r.cred === 'key') headers.push(`X-Etagere-Key: ${CONSUMER_KEY}`);
-      if (v === 'consumers' && r.cred === 'basic-key') headers.push(`Authorization: Basic ${b64(`${CONSUMER_KEY}:`)}`);
-      if (r.connection !== '') headers.push(r.connection);
-      const unsafe = r.method !== 'GET' && r.method !== 'HEAD';
-      const body = unsafe ? r.body : '';
+    .map((fields): Req => {
+      const headers = [fields.host, ...fields.extra];
+      if (fields.cred === 'token') headers.push('Authorization: token ghp_fuzz000000000000000000000000000000');
+      if (fields.cred === 'basic-user') headers.push(`Authorization: Basic ${b64('someone:ghp_fuzz0000')}`);
+      if (variant === 'consumers' && fields.cred === 'key') headers.push(`X-Etagere-Key: ${CONSUMER_KEY}`);
+      if (variant === 'consumers' && fields.cred === 'basic-key') headers.push(`Authorization: Basic ${b64(`${CONSUMER_KEY}:`)}`);
+      if (fields.connection !== '') headers.push(fields.connection);
+      const unsafe = fields.method !== 'GET' && fields.method !== 'HEAD';
+      const body = unsafe ? fields.body : '';
       if (unsafe) headers.push(`Content-Length: ${body.length}`);
       return {
-        method: r.method,
-        target: join(r.prefix, r.segs) + r.query,
+        method: fields.method,
+        target: join(fields.prefix, fields.segs) + fields.query,
         version: 'HTTP/1.1',
         headers,
         body,
@@ -306,24 +306,24 @@ function validReq(v: Variant, port: number): fc.Arbitrary<Req> {
     });
 }
 
-const mutate = (base: fc.Arbitrary<Req>, f: (r: Req) => fc.Arbitrary<Req>): fc.Arbitrary<Req> => base.chain(f);
+const mutate = (base: fc.Arbitrary<Req>, f: (req: Req) => fc.Arbitrary<Req>): fc.Arbitrary<Req> => base.chain(f);
 const patch = (r: Req, p: Partial<Req>): Req => ({ ...r, ...p, valid: false });
 const withoutHost = (r: Req): string[] => r.headers.filter((h) => !/^host:/i.test(h));
 const headersWithout = (r: Req, name: string): string[] => r.headers.filter((h) => !h.toLowerCase().startsWith(`${name}:`));
 
 /** One mutated request per kind; `reject` marks what the proxy must refuse. */
-function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
-  const base = validReq(v, port);
+function kinds(variant: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
+  const base = validReq(variant, port);
   // GETs, a third of them on one hot path (so that some are answered from the cache, synchronously).
-  const getBase = fc.tuple(base, fc.nat(2)).map(([r, hot]) => ({
-    ...r,
+  const getBase = fc.tuple(base, fc.nat(2)).map(([req, hot]) => ({
+    ...req,
     method: 'GET',
-    target: hot === 0 ? HOT_PATH : r.target,
+    target: hot === 0 ? HOT_PATH : req.target,
     body: '',
-    headers: r.headers.filter((h) => !/^content-length:/i.test(h)),
+    headers: req.headers.filter((h) => !/^content-length:/i.test(h)),
   }));
   return {
-    'odd method': mutate(base, (r) =>
+    'odd method': mutate(base, (req) =>
       fc
         .oneof(
           fc.constantFrom(
@@ -352,15 +352,15 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
         .map((method) => {
           // Tokens Node's parser does not know (lowercase, unknown, long, junk) are refused by it.
           const known = ['PRI', 'M-SEARCH', 'PROPFIND', 'MKCOL', 'PURGE', 'SEARCH', 'LINK', 'SOURCE', 'TRACE'].includes(method);
-          return patch(r, { method, reject: !known });
+          return patch(req, { method, reject: !known });
         }),
     ),
-    CONNECT: mutate(base, (r) =>
+    CONNECT: mutate(base, (req) =>
       fc
         .constantFrom('evil.example:443', `127.0.0.1:${port}`, '/api/x', 'http://evil.example/')
-        .map((target) => patch(r, { method: 'CONNECT', target, reject: true })),
+        .map((target) => patch(req, { method: 'CONNECT', target, reject: true })),
     ),
-    'absolute-form / asterisk / authority target': mutate(base, (r) =>
+    'absolute-form / asterisk / authority target': mutate(base, (req) =>
       fc
         .constantFrom(
           'http://evil.example/repos/a/b',
@@ -381,65 +381,68 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           'http:/api/x',
           '\\\\evil.example\\api',
         )
-        .map((target) => patch(r, { target, reject: true })),
+        .map((target) => patch(req, { target, reject: true })),
     ),
-    'traversal in path': mutate(base, (r) =>
+    'traversal in path': mutate(base, (req) =>
       fc
         .record({
-          prefix: fc.constantFrom(...prefixesFor(v), '/api/', '/API', '/apix'),
+          prefix: fc.constantFrom(...prefixesFor(variant), '/api/', '/API', '/apix'),
           before: fc.array(plainSeg, { maxLength: 2 }),
           evil: fc.array(evilSeg, { minLength: 1, maxLength: 4 }),
           after: fc.array(plainSeg, { maxLength: 2 }),
           query: querySafe,
         })
-        .map((p) => patch(r, { target: join(p.prefix, [...p.before, ...p.evil, ...p.after]) + p.query, reject: true })),
+        .map((p) => patch(req, { target: join(p.prefix, [...p.before, ...p.evil, ...p.after]) + p.query, reject: true })),
     ),
-    'double slashes': mutate(base, (r) =>
+    'double slashes': mutate(base, (req) =>
       fc
         .record({
-          prefix: fc.constantFrom(...prefixesFor(v)),
+          prefix: fc.constantFrom(...prefixesFor(variant)),
           segs: fc.array(fc.oneof(plainSeg, fc.constant('')), { minLength: 1, maxLength: 5 }),
         })
-        .map((p) => {
-          const target = join(p.prefix, p.segs).replace(/^\/\/+/, '/') + '//';
-          return patch(r, { target, reject: false });
+        .map((path) => {
+          const target = join(path.prefix, path.segs).replace(/^\/\/+/, '/') + '//';
+          return patch(req, { target, reject: false });
         }),
     ),
-    'very long URL': mutate(base, (r) =>
-      fc.integer({ min: 7_000, max: 70_000 }).map((n) => {
-        const target = `/api/${'a'.repeat(n)}`;
-        return patch(r, { target, reject: target.length > 8192 });
+    'very long URL': mutate(base, (req) =>
+      fc.integer({ min: 7_000, max: 70_000 }).map((length) => {
+        const target = `/api/${'a'.repeat(length)}`;
+        return patch(req, { target, reject: target.length > 8192 });
       }),
     ),
-    'very long header': mutate(base, (r) =>
+    'very long header': mutate(base, (req) =>
       fc
         .record({
           n: fc.integer({ min: 1_000, max: 60_000 }),
           name: fc.constantFrom('X-Long', 'Accept', 'Authorization', 'Cookie', 'X-Forwarded-Host', 'X-Etagere-Key'),
         })
-        .map((p) => {
-          const value = p.name === 'Authorization' ? `token ${'t'.repeat(p.n)}` : 'v'.repeat(p.n);
-          return patch(r, { headers: [...headersWithout(r, p.name.toLowerCase()), `${p.name}: ${value}`], reject: p.n > 17_000 });
+        .map((longHeader) => {
+          const value = longHeader.name === 'Authorization' ? `token ${'t'.repeat(longHeader.n)}` : 'v'.repeat(longHeader.n);
+          return patch(req, {
+            headers: [...headersWithout(req, longHeader.name.toLowerCase()), `${longHeader.name}: ${value}`],
+            reject: longHeader.n > 17_000,
+          });
         }),
     ),
-    'many headers': mutate(base, (r) =>
-      fc.integer({ min: 50, max: 4_000 }).map((n) => {
-        const many = Array.from({ length: n }, (_, i) => `X-Fuzz-${i}: ${i % 7 === 0 ? 'a, b' : 'v'}`);
+    'many headers': mutate(base, (req) =>
+      fc.integer({ min: 50, max: 4_000 }).map((count) => {
+        const many = Array.from({ length: count }, (_, i) => `X-Fuzz-${i}: ${i % 7 === 0 ? 'a, b' : 'v'}`);
         // Node stops keeping headers after 2000 (maxHeadersCount) rather than refusing them.
-        return patch(r, { headers: [...r.headers, ...many], reject: false });
+        return patch(req, { headers: [...req.headers, ...many], reject: false });
       }),
     ),
-    'duplicate Host': mutate(base, (r) =>
+    'duplicate Host': mutate(base, (req) =>
       fc
         .constantFrom('evil.example', 'localhost', 'attacker.test:8443', '')
-        .map((second) => patch(r, { headers: [...r.headers, `Host: ${second}`], reject: true })),
+        .map((second) => patch(req, { headers: [...req.headers, `Host: ${second}`], reject: true })),
     ),
-    'missing Host': mutate(base, (r) =>
+    'missing Host': mutate(base, (req) =>
       fc
         .constantFrom('HTTP/1.1', 'HTTP/1.0')
-        .map((version) => patch(r, { headers: withoutHost(r), version, reject: version === 'HTTP/1.1', valid: false })),
+        .map((version) => patch(req, { headers: withoutHost(req), version, reject: version === 'HTTP/1.1', valid: false })),
     ),
-    'duplicate Authorization': mutate(base, (r) =>
+    'duplicate Authorization': mutate(base, (req) =>
       fc
         .constantFrom(
           ['Authorization: token aaa', 'Authorization: token bbb'],
@@ -450,20 +453,23 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           ['Authorization: ', 'Authorization: token x'],
         )
         .map((extra) =>
-          patch(r, { headers: [...headersWithout(headersWithoutReq(r, 'authorization'), 'x-etagere-key'), ...extra], reject: false }),
+          patch(req, { headers: [...headersWithout(headersWithoutReq(req, 'authorization'), 'x-etagere-key'), ...extra], reject: false }),
         ),
     ),
-    'CR, LF or NUL in a header': mutate(base, (r) =>
+    'CR, LF or NUL in a header': mutate(base, (req) =>
       fc
         .record({
           name: fc.constantFrom('X-A', 'Accept', 'Authorization', 'X-Etagere-Key', 'Host', 'X-Forwarded-Host'),
           value: fc.constantFrom('a\x00b', 'a\rb', 'a\nb', '\x00', 'a\r', 'a\x7fb', 'a\x01b', 'a\x1bb'),
         })
-        .map((p) =>
-          patch(r, { headers: [...headersWithout(r, p.name.toLowerCase()), `${p.name}: ${p.value}`], reject: p.value !== 'a\x7fb' }),
+        .map((badHeader) =>
+          patch(req, {
+            headers: [...headersWithout(req, badHeader.name.toLowerCase()), `${badHeader.name}: ${badHeader.value}`],
+            reject: badHeader.value !== 'a\x7fb',
+          }),
         ),
     ),
-    'header injection (CRLF)': mutate(base, (r) =>
+    'header injection (CRLF)': mutate(base, (req) =>
       fc
         .constantFrom(
           'X-A: a\r\nX-Injected: 1',
@@ -472,9 +478,9 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           'X-A: a\r\nContent-Length: 5',
           'X-A: a\r\nX-Forwarded-Host: evil.example',
         )
-        .map((line) => patch(r, { headers: [...r.headers, line], reject: /Host: evil/.test(line) && !/Forwarded/.test(line) })),
+        .map((line) => patch(req, { headers: [...req.headers, line], reject: /Host: evil/.test(line) && !/Forwarded/.test(line) })),
     ),
-    'malformed header line': mutate(base, (r) =>
+    'malformed header line': mutate(base, (req) =>
       fc
         .constantFrom(
           'X-A: a\r\n folded',
@@ -488,9 +494,9 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           ' Leading: v',
           'X-"q": v',
         )
-        .map((line) => patch(r, { headers: [...r.headers, line], reject: !['X-A:\x80\xff'].includes(line) })),
+        .map((line) => patch(req, { headers: [...req.headers, line], reject: !['X-A:\x80\xff'].includes(line) })),
     ),
-    'invalid Basic': mutate(base, (r) =>
+    'invalid Basic': mutate(base, (req) =>
       fc
         .constantFrom(
           'Basic',
@@ -513,13 +519,13 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           `token ${CONSUMER_KEY}`,
         )
         .map((value) =>
-          patch(r, {
-            headers: [...headersWithout(headersWithoutReq(r, 'authorization'), 'x-etagere-key'), `Authorization: ${value}`],
+          patch(req, {
+            headers: [...headersWithout(headersWithoutReq(req, 'authorization'), 'x-etagere-key'), `Authorization: ${value}`],
             reject: false,
           }),
         ),
     ),
-    'X-Etagere-Key junk': mutate(base, (r) =>
+    'X-Etagere-Key junk': mutate(base, (req) =>
       fc
         .constantFrom(
           '',
@@ -534,9 +540,9 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           'k'.repeat(5000),
           '\x80\x81',
         )
-        .map((value) => patch(r, { headers: [...headersWithout(r, 'x-etagere-key'), `X-Etagere-Key: ${value}`], reject: false })),
+        .map((value) => patch(req, { headers: [...headersWithout(req, 'x-etagere-key'), `X-Etagere-Key: ${value}`], reject: false })),
     ),
-    'body framing': mutate(getBase, (r) =>
+    'body framing': mutate(getBase, (req) =>
       fc
         .constantFrom(
           { h: ['Transfer-Encoding: chunked'], body: '5\r\nhello\r\n0\r\n\r\n', reject: false },
@@ -559,25 +565,30 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           { h: ['Transfer-Encoding: chunked'], body: `5;${'e'.repeat(20_000)}\r\nhello\r\n0\r\n\r\n`, reject: false },
           { h: ['Transfer-Encoding: chunked'], body: '5\r\nhello\r\n0\r\nTrailer: x\r\n\r\n', reject: false },
         )
-        .chain((f) =>
+        .chain((framing) =>
           fc.constantFrom('GET', 'HEAD', 'POST').map((method) => {
-            const target = method === 'POST' ? r.target.replace(/^\/(api|raw|rw)?/, '/rw') : r.target;
-            return patch(r, { method, target, headers: [...r.headers, ...f.h], body: f.body, reject: f.reject });
+            const target = method === 'POST' ? req.target.replace(/^\/(api|raw|rw)?/, '/rw') : req.target;
+            return patch(req, { method, target, headers: [...req.headers, ...framing.h], body: framing.body, reject: framing.reject });
           }),
         ),
     ),
-    'body larger than declared': mutate(getBase, (r) =>
+    'body larger than declared': mutate(getBase, (req) =>
       fc
         .record({
           method: fc.constantFrom('GET', 'POST'),
           extra: fc.constantFrom('GARBAGE', 'x', '\r\n', 'GET /api/x HTTP/1.1\r\nHo', '\x00\x01\x02'),
         })
-        .map((p) => {
-          const target = p.method === 'POST' ? r.target.replace(/^\/(api|raw|rw)?/, '/rw') : r.target;
-          return patch(r, { method: p.method, target, headers: [...r.headers, 'Content-Length: 5'], body: `hello${p.extra}` });
+        .map((choice) => {
+          const target = choice.method === 'POST' ? req.target.replace(/^\/(api|raw|rw)?/, '/rw') : req.target;
+          return patch(req, {
+            method: choice.method,
+            target,
+            headers: [...req.headers, 'Content-Length: 5'],
+            body: `hello${choice.extra}`,
+          });
         }),
     ),
-    'forwarded host': mutate(getBase, (r) =>
+    'forwarded host': mutate(getBase, (req) =>
       fc
         .record({
           host: fc.constantFrom(
@@ -592,13 +603,15 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           proto: fc.constantFrom('', 'https', 'javascript', 'http, https'),
           asHost: fc.boolean(),
         })
-        .map((p) => {
-          const headers = p.asHost ? [...withoutHost(r), `Host: ${p.host}`] : [...r.headers, `X-Forwarded-Host: ${p.host}`];
-          if (p.proto !== '') headers.push(`X-Forwarded-Proto: ${p.proto}`);
-          return patch(r, { headers, reject: false });
+        .map((forwarded) => {
+          const headers = forwarded.asHost
+            ? [...withoutHost(req), `Host: ${forwarded.host}`]
+            : [...req.headers, `X-Forwarded-Host: ${forwarded.host}`];
+          if (forwarded.proto !== '') headers.push(`X-Forwarded-Proto: ${forwarded.proto}`);
+          return patch(req, { headers, reject: false });
         }),
     ),
-    'HTTP version': mutate(getBase, (r) =>
+    'HTTP version': mutate(getBase, (req) =>
       fc
         .record({
           version: fc.constantFrom(
@@ -616,17 +629,17 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           ),
           keepAlive: fc.boolean(),
         })
-        .map((p) => {
-          const headers = p.keepAlive && p.version === 'HTTP/1.0' ? [...r.headers, 'Connection: keep-alive'] : r.headers;
-          return patch(r, {
-            version: p.version,
+        .map((choice) => {
+          const headers = choice.keepAlive && choice.version === 'HTTP/1.0' ? [...req.headers, 'Connection: keep-alive'] : req.headers;
+          return patch(req, {
+            version: choice.version,
             headers,
-            reject: ['http/1.1', 'HTTP/1.1 extra', 'HTTP/11', 'HTTP/1.'].includes(p.version),
+            reject: ['http/1.1', 'HTTP/1.1 extra', 'HTTP/11', 'HTTP/1.'].includes(choice.version),
           });
         }),
     ),
     'bare LF line endings': mutate(getBase, (r) => fc.constantFrom('\n', '\r').map((eol) => patch(r, { eol, reject: true }))),
-    'Expect / Upgrade': mutate(getBase, (r) =>
+    'Expect / Upgrade': mutate(getBase, (req) =>
       fc
         .constantFrom(
           { h: ['Expect: 100-continue'], reject: false },
@@ -640,18 +653,18 @@ function kinds(v: Variant, port: number): Record<string, fc.Arbitrary<Req>> {
           },
           { h: ['Upgrade: h2c'], reject: false },
         )
-        .map((p) => {
-          const post = 'post' in p;
-          const target = post ? r.target.replace(/^\/(api|raw|rw)?/, '/rw') : r.target;
-          const headers = [...headersWithout(r, 'expect'), ...p.h, ...(post ? ['Content-Length: 2'] : [])];
-          return patch(r, { method: post ? 'POST' : r.method, target, headers, body: post ? '{}' : '', reject: p.reject });
+        .map((choice) => {
+          const post = 'post' in choice;
+          const target = post ? req.target.replace(/^\/(api|raw|rw)?/, '/rw') : req.target;
+          const headers = [...headersWithout(req, 'expect'), ...choice.h, ...(post ? ['Content-Length: 2'] : [])];
+          return patch(req, { method: post ? 'POST' : req.method, target, headers, body: post ? '{}' : '', reject: choice.reject });
         }),
     ),
   };
 }
 
-function headersWithoutReq(r: Req, name: string): Req {
-  return { ...r, headers: headersWithout(r, name) };
+function headersWithoutReq(req: Req, name: string): Req {
+  return { ...req, headers: headersWithout(req, name) };
 }
 
 const GARBAGE = [
@@ -669,21 +682,21 @@ const GARBAGE = [
   '{"query": "{ viewer { login } }"}',
 ];
 
-function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
-  const k = kinds(v, port);
+function caseArb(variant: Variant, port: number): fc.Arbitrary<Case> {
+  const mutations = kinds(variant, port);
   const one = (kind: string, weight: number): fc.WeightedArbitrary<Case> => ({
     weight,
     arbitrary: fc
-      .record({ req: k[kind]!, split: fc.array(fc.nat(), { maxLength: 3 }), halfClose: fc.integer({ min: 0, max: 9 }) })
-      .map((p) => makeCase(kind, v, [p.req], p.split, p.halfClose === 0)),
+      .record({ req: mutations[kind]!, split: fc.array(fc.nat(), { maxLength: 3 }), halfClose: fc.integer({ min: 0, max: 9 }) })
+      .map((p) => makeCase(kind, variant, [p.req], p.split, p.halfClose === 0)),
   });
-  const reqAny = fc.oneof(...Object.keys(k).map((name) => k[name]!));
+  const reqAny = fc.oneof(...Object.keys(mutations).map((name) => mutations[name]!));
   return fc.oneof(
     {
       weight: 20,
       arbitrary: fc
-        .record({ req: validReq(v, port), split: fc.array(fc.nat(), { maxLength: 2 }) })
-        .map((p) => makeCase('valid', v, [p.req], p.split, false)),
+        .record({ req: validReq(variant, port), split: fc.array(fc.nat(), { maxLength: 2 }) })
+        .map((p) => makeCase('valid', variant, [p.req], p.split, false)),
     },
     one('odd method', 5),
     one('CONNECT', 1),
@@ -700,10 +713,10 @@ function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
     one('header injection (CRLF)', 2),
     one('malformed header line', 3),
     one('invalid Basic', 4),
-    one('X-Etagere-Key junk', v === 'consumers' ? 4 : 1),
+    one('X-Etagere-Key junk', variant === 'consumers' ? 4 : 1),
     one('body framing', 6),
     one('body larger than declared', 2),
-    one('forwarded host', v === 'plain' ? 2 : 4),
+    one('forwarded host', variant === 'plain' ? 2 : 4),
     one('HTTP version', 3),
     one('bare LF line endings', 1),
     one('Expect / Upgrade', 2),
@@ -711,29 +724,29 @@ function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
       weight: 6,
       arbitrary: fc
         .record({
-          reqs: fc.array(fc.oneof({ weight: 3, arbitrary: validReq(v, port) }, { weight: 1, arbitrary: reqAny }), {
+          reqs: fc.array(fc.oneof({ weight: 3, arbitrary: validReq(variant, port) }, { weight: 1, arbitrary: reqAny }), {
             minLength: 2,
             maxLength: 4,
           }),
           split: fc.array(fc.nat(), { maxLength: 3 }),
           halfClose: fc.boolean(),
         })
-        .map((p) => makeCase('pipelined', v, p.reqs, p.split, p.halfClose)),
+        .map((p) => makeCase('pipelined', variant, p.reqs, p.split, p.halfClose)),
     },
     {
       weight: 2,
       arbitrary: fc
         .record({
-          reqs: fc.array(validReq(v, port), { minLength: 2, maxLength: 5 }),
+          reqs: fc.array(validReq(variant, port), { minLength: 2, maxLength: 5 }),
           leave: fc.constantFrom('after-write' as const, 'after-first-answer' as const),
         })
-        .map((p): Case => ({ ...makeCase('client leaves mid-pipeline', v, p.reqs, [], false), leave: p.leave })),
+        .map((p): Case => ({ ...makeCase('client leaves mid-pipeline', variant, p.reqs, [], false), leave: p.leave })),
     },
     {
       weight: 4,
       arbitrary: fc
-        .record({ req: fc.oneof({ weight: 3, arbitrary: validReq(v, port) }, { weight: 1, arbitrary: reqAny }) })
-        .map((p) => makeCase('half-closed', v, [p.req], [], true)),
+        .record({ req: fc.oneof({ weight: 3, arbitrary: validReq(variant, port) }, { weight: 1, arbitrary: reqAny }) })
+        .map((p) => makeCase('half-closed', variant, [p.req], [], true)),
     },
     {
       weight: 3,
@@ -746,10 +759,10 @@ function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
           terminate: fc.boolean(),
           split: fc.array(fc.nat(), { maxLength: 3 }),
         })
-        .map((p): Case => {
+        .map((garbage): Case => {
           // Garbage always ends the client's side (or a blank line), so a server waiting for more is not a hang.
-          const bytes = p.terminate ? Buffer.concat([p.bytes, latin1('\r\n\r\n')]) : p.bytes;
-          return { kind: 'garbage / preface bytes', variant: v, reqs: [], bytes, splits: p.split, halfClose: true, chosenHosts: [] };
+          const bytes = garbage.terminate ? Buffer.concat([garbage.bytes, latin1('\r\n\r\n')]) : garbage.bytes;
+          return { kind: 'garbage / preface bytes', variant, reqs: [], bytes, splits: garbage.split, halfClose: true, chosenHosts: [] };
         }),
     },
   );
@@ -758,24 +771,24 @@ function caseArb(v: Variant, port: number): fc.Arbitrary<Case> {
 function makeCase(kind: string, variant: Variant, reqs: Req[], split: number[], halfClose: boolean): Case {
   const text = reqs.map(serialize).join('');
   const chosenHosts: string[] = [];
-  for (const r of reqs) {
-    for (const h of r.headers) {
-      const m = /^(?:host|x-forwarded-host):\s*(.*)$/i.exec(h);
-      if (m !== null && m[1] !== undefined)
+  for (const req of reqs) {
+    for (const line of req.headers) {
+      const match = /^(?:host|x-forwarded-host):\s*(.*)$/i.exec(line);
+      if (match !== null && match[1] !== undefined)
         chosenHosts.push(
-          ...m[1]
+          ...match[1]
             .split(',')
             .map((s) => s.trim().toLowerCase())
             .filter((s) => s.length > 0),
         );
     }
-    for (const m of r.target.matchAll(/^[a-z]+:\/\/([^/]+)/gi)) chosenHosts.push(m[1]!.toLowerCase());
+    for (const match of req.target.matchAll(/^[a-z]+:\/\/([^/]+)/gi)) chosenHosts.push(match[1]!.toLowerCase());
   }
   const bytes = latin1(text);
   // A request whose declared body is not all there needs the client's EOF to end.
-  const short = reqs.some((r) => {
-    const cl = r.headers.map((h) => /^content-length:\s*(\d+)\s*$/i.exec(h)).find((m) => m !== null);
-    return cl !== undefined && cl !== null && Number(cl[1]) > Buffer.byteLength(r.body, 'latin1');
+  const short = reqs.some((req) => {
+    const cl = req.headers.map((h) => /^content-length:\s*(\d+)\s*$/i.exec(h)).find((m) => m !== null);
+    return cl !== undefined && cl !== null && Number(cl[1]) > Buffer.byteLength(req.body, 'latin1');
   });
   return {
     kind,
@@ -804,8 +817,8 @@ interface Parsed {
   error: string | undefined;
 }
 
-function header(r: Response, name: string): string[] {
-  return r.headers.filter(([n]) => n === name).map(([, v]) => v);
+function header(res: Response, name: string): string[] {
+  return res.headers.filter(([n]) => n === name).map(([, v]) => v);
 }
 
 /** Parses as many complete responses as `buf` holds; `heads[i]` marks the i-th as a HEAD answer. */
@@ -817,25 +830,26 @@ function parseResponses(buf: Buffer, heads: readonly boolean[], closed: boolean)
     const end = buf.indexOf('\r\n\r\n', pos, 'latin1');
     if (end === -1) return { responses, rest: buf.length - pos, error: closed ? 'truncated response head' : undefined };
     const lines = buf.toString('latin1', pos, end).split('\r\n');
-    const m = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(lines[0] ?? '');
-    if (m === null) return { responses, rest: buf.length - pos, error: `bad status line ${JSON.stringify((lines[0] ?? '').slice(0, 80))}` };
-    const status = Number(m[1]);
+    const statusLine = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(lines[0] ?? '');
+    if (statusLine === null)
+      return { responses, rest: buf.length - pos, error: `bad status line ${JSON.stringify((lines[0] ?? '').slice(0, 80))}` };
+    const status = Number(statusLine[1]);
     const headers: Array<[string, string]> = [];
-    for (const l of lines.slice(1)) {
-      const c = l.indexOf(':');
-      if (c <= 0) return { responses, rest: buf.length - pos, error: `bad header line ${JSON.stringify(l.slice(0, 80))}` };
-      headers.push([l.slice(0, c).toLowerCase(), l.slice(c + 1).trim()]);
+    for (const line of lines.slice(1)) {
+      const colon = line.indexOf(':');
+      if (colon <= 0) return { responses, rest: buf.length - pos, error: `bad header line ${JSON.stringify(line.slice(0, 80))}` };
+      headers.push([line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()]);
     }
     let bodyStart = end + 4;
-    const r: Response = { status, headers, body: Buffer.alloc(0) };
+    const res: Response = { status, headers, body: Buffer.alloc(0) };
     if (status >= 100 && status < 200) {
       pos = bodyStart; // interim (100 Continue): not a final response
       continue;
     }
     const head = heads[responses.length] === true;
     const noBody = head || status === 204 || status === 304;
-    const te = header(r, 'transfer-encoding').join(',').toLowerCase();
-    const cl = header(r, 'content-length');
+    const te = header(res, 'transfer-encoding').join(',').toLowerCase();
+    const cl = header(res, 'content-length');
     if (noBody) {
       pos = bodyStart;
     } else if (te.includes('chunked')) {
@@ -855,22 +869,22 @@ function parseResponses(buf: Buffer, heads: readonly boolean[], closed: boolean)
         chunks.push(buf.subarray(le + 2, le + 2 + size));
         bodyStart = le + 2 + size + 2;
       }
-      r.body = Buffer.concat(chunks);
+      res.body = Buffer.concat(chunks);
     } else if (cl.length > 0) {
-      const n = Number(cl[0]);
-      if (bodyStart + n > buf.length) return { responses, rest: buf.length - pos, error: closed ? 'truncated body' : undefined };
-      r.body = buf.subarray(bodyStart, bodyStart + n);
-      pos = bodyStart + n;
+      const length = Number(cl[0]);
+      if (bodyStart + length > buf.length) return { responses, rest: buf.length - pos, error: closed ? 'truncated body' : undefined };
+      res.body = buf.subarray(bodyStart, bodyStart + length);
+      pos = bodyStart + length;
     } else {
       if (!closed) return { responses, rest: buf.length - pos, error: undefined }; // delimited by close
-      r.body = buf.subarray(bodyStart);
+      res.body = buf.subarray(bodyStart);
       pos = buf.length;
     }
-    responses.push(r);
+    responses.push(res);
     // The proxy's raw answer to a request it could not parse carries a JSON body even when that
     // request was a HEAD (the method is not known then); the connection closes, so a client
     // reads the head and drops the rest (RFC 9112 section 6.3), as here.
-    if (head && header(r, 'connection').includes('close')) return { responses, rest: 0, error: undefined };
+    if (head && header(res, 'connection').includes('close')) return { responses, rest: 0, error: undefined };
   }
 }
 
@@ -887,25 +901,25 @@ interface Conn {
 function openConn(port: number, variant: Variant): Promise<Conn> {
   return new Promise((resolve, reject) => {
     const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
-    const c: Conn = { socket, variant, buf: Buffer.alloc(0), closed: false, reset: false, wake: undefined };
-    socket.on('data', (d: Buffer) => {
-      c.buf = c.buf.length === 0 ? d : Buffer.concat([c.buf, d]);
-      c.wake?.();
+    const conn: Conn = { socket, variant, buf: Buffer.alloc(0), closed: false, reset: false, wake: undefined };
+    socket.on('data', (data: Buffer) => {
+      conn.buf = conn.buf.length === 0 ? data : Buffer.concat([conn.buf, data]);
+      conn.wake?.();
     });
     socket.on('end', () => {
-      c.closed = true;
-      c.wake?.();
+      conn.closed = true;
+      conn.wake?.();
     });
     socket.on('close', () => {
-      c.closed = true;
-      c.wake?.();
+      conn.closed = true;
+      conn.wake?.();
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ECONNRESET' || err.code === 'EPIPE') c.reset = true;
-      c.closed = true;
-      c.wake?.();
+      if (err.code === 'ECONNRESET' || err.code === 'EPIPE') conn.reset = true;
+      conn.closed = true;
+      conn.wake?.();
     });
-    socket.once('connect', () => resolve(c));
+    socket.once('connect', () => resolve(conn));
     socket.once('error', reject);
   });
 }
@@ -948,9 +962,9 @@ async function runCase(cs: Case, conn: Conn): Promise<Result> {
       hung = true;
       break;
     }
-    await new Promise<void>((r) => {
-      conn.wake = r;
-      timer = setTimeout(r, left);
+    await new Promise<void>((resolve) => {
+      conn.wake = resolve;
+      timer = setTimeout(resolve, left);
     });
     conn.wake = undefined;
     clearTimeout(timer);
@@ -974,28 +988,28 @@ async function runCase(cs: Case, conn: Conn): Promise<Result> {
   const problems: string[] = [];
   const { responses } = parsed;
   if (parsed.error !== undefined && !conn.reset) problems.push(`unparseable answer: ${parsed.error}`);
-  for (const [i, res] of responses.entries()) {
-    const req = cs.reqs[i];
-    problems.push(...checkResponse(cs, res, req, heads[i] === true));
+  for (const [index, res] of responses.entries()) {
+    const req = cs.reqs[index];
+    problems.push(...checkResponse(cs, res, req, heads[index] === true));
   }
   // Plainly valid requests are answered, in order, by the proxy's handler: never only closed, and
   // never by the connection-level error meant for a later request of the pipeline.
-  for (const [i, req] of cs.reqs.entries()) {
+  for (const [index, req] of cs.reqs.entries()) {
     if (!req.valid) break;
-    const res = responses[i];
+    const res = responses[index];
     if (res === undefined) {
-      if (!hung) problems.push(`valid request ${i + 1} of ${cs.reqs.length} was closed without an answer`);
+      if (!hung) problems.push(`valid request ${index + 1} of ${cs.reqs.length} was closed without an answer`);
       break;
     }
     if (/malformed HTTP request|header fields too large/.test(res.body.toString('latin1')))
-      problems.push(`valid request ${i + 1} got the parse error of another request`);
+      problems.push(`valid request ${index + 1} got the parse error of another request`);
     const clientCloses = req.headers.some((h) => /^connection:\s*close/i.test(h));
     const serverCloses = header(res, 'connection').some((v) => /close/i.test(v));
     // (Node closes after a request that asked for 100 Continue without getting one: it cannot know
     // whether the body is still coming. A pipelined one never gets it: see src/server/connections.ts.)
     const expects = req.headers.some((h) => /^expect:/i.test(h));
     if (serverCloses && !clientCloses && !expects && res.status < 400)
-      problems.push(`valid request ${i + 1} got a ${res.status} that closes the connection`);
+      problems.push(`valid request ${index + 1} got a ${res.status} that closes the connection`);
     if (clientCloses || serverCloses) break; // nothing more is read (or answered) on this connection
   }
   const outcome: Outcome = hung ? 'hang' : responses.length > 0 ? 'answered' : 'closed';
@@ -1038,23 +1052,24 @@ function checkResponse(cs: Case, res: Response, req: Req | undefined, head: bool
     for (const value of header(res, name)) {
       const urls = name === 'link' ? [...value.matchAll(/<([^>]*)>/g)].map((m) => m[1]!) : [value];
       if (name === 'link' && urls.length !== 2) out.push(`Link header mangled: ${JSON.stringify(value.slice(0, 200))}`);
-      for (const u of urls) {
+      for (const href of urls) {
         let url: URL;
         try {
-          url = new URL(u);
+          url = new URL(href);
         } catch {
-          out.push(`${name} URL does not parse: ${JSON.stringify(u.slice(0, 120))}`);
+          out.push(`${name} URL does not parse: ${JSON.stringify(href.slice(0, 120))}`);
           continue;
         }
         if (cs.variant === 'forwarded') {
           // trust_forwarded: a client-chosen host is expected, but only a syntactically valid one.
           if (!HOST_RE.test(url.host) || !/^https?:$/.test(url.protocol) || url.username !== '')
-            out.push(`${name} points at an invalid host: ${u.slice(0, 120)}`);
+            out.push(`${name} points at an invalid host: ${href.slice(0, 120)}`);
           continue;
         }
         if (cs.chosenHosts.includes(url.host.toLowerCase()) && !allowedOrigins[cs.variant].has(url.origin))
-          out.push(`${name} points at a client-chosen host: ${u.slice(0, 120)}`);
-        else if (!allowedOrigins[cs.variant].has(url.origin)) out.push(`${name} points outside the proxy and upstream: ${u.slice(0, 120)}`);
+          out.push(`${name} points at a client-chosen host: ${href.slice(0, 120)}`);
+        else if (!allowedOrigins[cs.variant].has(url.origin))
+          out.push(`${name} points outside the proxy and upstream: ${href.slice(0, 120)}`);
       }
     }
   }
@@ -1074,7 +1089,7 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
   beforeAll(async () => {
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
-    for (const v of VARIANTS) upstreams[v] = await startRecordingUpstream();
+    for (const variant of VARIANTS) upstreams[variant] = await startRecordingUpstream();
     const ups = (upstream: Upstream, pool: boolean, root: boolean) => [
       { name: 'api', prefix: '/api', url: `${upstream.url}/base`, strip_prefix: true, token_pool: pool, timeouts: { headers_ms: 3_000 } },
       {
@@ -1113,7 +1128,7 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
       consumers: { enabled: true, keys: [{ name: 'web', value: CONSUMER_KEY }] },
     });
     proxies.forwarded = await startTestProxy({ trust_forwarded: true, upstreams: ups(upstreams.forwarded, false, false) });
-    for (const v of VARIANTS) ports[v] = Number(new URL(proxies[v].url).port);
+    for (const variant of VARIANTS) ports[variant] = Number(new URL(proxies[variant].url).port);
     const origin = (v: Variant): string => new URL(upstreams[v].url).origin;
     allowedOrigins = {
       plain: new Set([origin('plain'), new URL(proxies.plain.url).origin]),
@@ -1125,8 +1140,8 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
   afterAll(async () => {
     process.off('uncaughtException', onCrash);
     process.off('unhandledRejection', onCrash);
-    for (const v of VARIANTS) await proxies[v]?.close();
-    for (const v of VARIANTS) await upstreams[v]?.close();
+    for (const variant of VARIANTS) await proxies[variant]?.close();
+    for (const variant of VARIANTS) await upstreams[variant]?.close();
   });
 
   it(
@@ -1157,9 +1172,9 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
         const idle = new Map<Variant, Conn>();
         for (;;) {
           if (Date.now() - started > TIME_BUDGET_MS) break;
-          const i = next++;
-          if (i >= cases.length) break;
-          const cs = cases[i]!;
+          const caseIndex = next++;
+          if (caseIndex >= cases.length) break;
+          const cs = cases[caseIndex]!;
           let conn = idle.get(cs.variant);
           idle.delete(cs.variant);
           // Any case may run on a connection that already served plainly valid requests.
@@ -1175,42 +1190,42 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
             conn?.socket.destroy();
             conn = await openConn(ports[cs.variant], cs.variant);
           }
-          const r = await runCase(cs, conn!);
+          const result = await runCase(cs, conn!);
           run++;
-          if (r.outcome === 'hang') counts.hang++;
-          else if (r.outcome === 'left') counts.left++;
-          else if (r.outcome === 'closed') {
+          if (result.outcome === 'hang') counts.hang++;
+          else if (result.outcome === 'left') counts.left++;
+          else if (result.outcome === 'closed') {
             counts.closed++;
             closedByKind.set(cs.kind, (closedByKind.get(cs.kind) ?? 0) + 1);
             closedSamples.push(`${cs.kind}: ${JSON.stringify(cs.bytes.toString('latin1', 0, 80))}`);
           } else {
-            const cls = `${Math.floor(r.statuses[0]! / 100)}xx` as '2xx' | '3xx' | '4xx' | '5xx';
+            const cls = `${Math.floor(result.statuses[0]! / 100)}xx` as '2xx' | '3xx' | '4xx' | '5xx';
             counts[cls]++;
           }
           const byKind = statusByKind.get(cs.kind) ?? new Map<string, number>();
-          const label = r.outcome === 'answered' ? String(r.statuses[0]) : r.outcome;
-          if (r.outcome === 'left') conn = undefined;
+          const label = result.outcome === 'answered' ? String(result.statuses[0]) : result.outcome;
+          if (result.outcome === 'left') conn = undefined;
           byKind.set(label, (byKind.get(label) ?? 0) + 1);
           statusByKind.set(cs.kind, byKind);
-          if (only !== undefined) console.log(`got (${r.outcome}):`, JSON.stringify(r.received));
-          if (r.problems.length > 0) failed++;
-          if (r.problems.length > 0 && failures.length < 40) {
+          if (only !== undefined) console.log(`got (${result.outcome}):`, JSON.stringify(result.received));
+          if (result.problems.length > 0) failed++;
+          if (result.problems.length > 0 && failures.length < 40) {
             failures.push(
-              `#${i} [${cs.variant}] ${cs.kind}: ${r.problems.join('; ')}\n    sent ${JSON.stringify(cs.bytes.toString('latin1').slice(0, 300))}${cs.halfClose ? ' + EOF' : ''}\n    got ${JSON.stringify(r.received)}${conn?.closed === true ? ' + close' : ''}`,
+              `#${caseIndex} [${cs.variant}] ${cs.kind}: ${result.problems.join('; ')}\n    sent ${JSON.stringify(cs.bytes.toString('latin1').slice(0, 300))}${cs.halfClose ? ' + EOF' : ''}\n    got ${JSON.stringify(result.received)}${conn?.closed === true ? ' + close' : ''}`,
             );
           }
-          if (r.reusable) idle.set(cs.variant, conn!);
+          if (result.reusable) idle.set(cs.variant, conn!);
           else conn?.socket.destroy();
         }
-        for (const c of idle.values()) c.socket.destroy();
+        for (const idleConn of idle.values()) idleConn.socket.destroy();
       };
       await Promise.all(Array.from({ length: CONCURRENCY }, worker));
       const elapsed = (Date.now() - started) / 1000;
 
       // Every request an upstream saw stays under its base path (and carries nothing it should not).
-      const escapes = VARIANTS.flatMap((v) =>
-        upstreams[v].seen
-          .map((s) => ({ s, why: upstreamRequestProblem(s, new URL(upstreams[v].url).host, v === 'consumers') }))
+      const escapes = VARIANTS.flatMap((variant) =>
+        upstreams[variant].seen
+          .map((s) => ({ s, why: upstreamRequestProblem(s, new URL(upstreams[variant].url).host, variant === 'consumers') }))
           .filter((e) => e.why !== undefined),
       );
       const seen = VARIANTS.reduce((n, v) => n + upstreams[v].seen.length, 0);
@@ -1224,30 +1239,33 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
         `fuzz: ${run} cases (seed ${SEED}, ${reused} on reused keep-alive connections) in ${elapsed.toFixed(1)} s | answered 2xx ${counts['2xx']}, 3xx ${counts['3xx']}, 4xx ${counts['4xx']}, 5xx ${counts['5xx']} | closed by server without an answer ${counts.closed}${closedList === '' ? '' : ` (${closedList})`} | client left mid-pipeline ${counts.left} | crashes ${crashes.length}, hangs ${counts.hang} | upstream requests ${seen}, outside their base path ${escapes.length}, malformed ${malformed.length}`,
       );
       if (process.env.FUZZ_VERBOSE !== undefined) {
-        for (const [i, bytes] of closedSamples.entries()) if (i < 20) console.log(`  closed without an answer: ${bytes}`);
-        for (const [kind, m] of statusByKind) console.log(`  ${kind}: ${[...m.entries()].map(([s, n]) => `${s}=${n}`).join(' ')}`);
+        for (const [index, bytes] of closedSamples.entries()) if (index < 20) console.log(`  closed without an answer: ${bytes}`);
+        for (const [kind, byStatus] of statusByKind)
+          console.log(`  ${kind}: ${[...byStatus.entries()].map(([s, n]) => `${s}=${n}`).join(' ')}`);
         const why = new Map<string, string[]>();
-        for (const e of escapes) why.set(e.why!, [...(why.get(e.why!) ?? []), `${e.s.method} ${e.s.url.slice(0, 100)}`]);
-        for (const [w, l] of why) console.log(`  escape ${w}: ${l.length} e.g. ${l.slice(0, 5).join(' | ')}`);
+        for (const escape of escapes)
+          why.set(escape.why!, [...(why.get(escape.why!) ?? []), `${escape.s.method} ${escape.s.url.slice(0, 100)}`]);
+        for (const [reason, examples] of why)
+          console.log(`  escape ${reason}: ${examples.length} e.g. ${examples.slice(0, 5).join(' | ')}`);
         console.log('  malformed upstream:', malformed.slice(0, 5));
       }
 
       // The proxies are still healthy: nothing left in flight, a normal request is answered.
       const health: string[] = [];
-      for (const v of VARIANTS) {
-        await until(() => proxies[v].inFlight() === 0, 10_000, `${v}: requests to finish`).catch(() =>
-          health.push(`${v}: ${proxies[v].inFlight()} requests still counted in flight`),
+      for (const variant of VARIANTS) {
+        await until(() => proxies[variant].inFlight() === 0, 10_000, `${variant}: requests to finish`).catch(() =>
+          health.push(`${variant}: ${proxies[variant].inFlight()} requests still counted in flight`),
         );
-        const headers = v === 'consumers' ? { 'x-etagere-key': CONSUMER_KEY } : {};
-        const res = await request(`${proxies[v].url}/api/repos/octocat/hello-world?after=fuzz`, { headers });
+        const headers = variant === 'consumers' ? { 'x-etagere-key': CONSUMER_KEY } : {};
+        const res = await request(`${proxies[variant].url}/api/repos/octocat/hello-world?after=fuzz`, { headers });
         await res.body.text();
-        if (res.statusCode !== 200) health.push(`${v}: a normal request after the fuzzing got ${res.statusCode}`);
+        if (res.statusCode !== 200) health.push(`${variant}: a normal request after the fuzzing got ${res.statusCode}`);
       }
-      const errorLogs = VARIANTS.flatMap((v) =>
-        proxies[v]
+      const errorLogs = VARIANTS.flatMap((variant) =>
+        proxies[variant]
           .logs()
           .filter((l) => typeof l.level === 'number' && l.level >= 50)
-          .map((l) => `${v}: ${String(l.msg)}`),
+          .map((l) => `${variant}: ${String(l.msg)}`),
       );
 
       expect(crashes, 'uncaught exceptions / unhandled rejections').toEqual([]);

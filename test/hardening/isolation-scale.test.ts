@@ -38,7 +38,7 @@ const CONCURRENCY = 48;
 //   carol (repo):         nothing private here (owns none, member of nothing)
 //   octocat (repo):       octocat/private-notes, etagere-org/* private (member)
 const gh = (label: string): string => `ghp_${label}`.padEnd(40, '0');
-const T = {
+const TOKENS = {
   poolAlice: testSecret('isolation-scale pool token alice (repo)', gh('IsoPoolAliceRepo')),
   poolBob: testSecret('isolation-scale pool token bob (public_repo)', gh('IsoPoolBobPublic')),
   poolOctocat: testSecret('isolation-scale pool token octocat (repo)', gh('IsoPoolOctocatRepo')),
@@ -50,16 +50,20 @@ const T = {
 };
 const FAKE_TOKENS = parseTokenSpec(
   [
-    `${T.poolAlice}@alice:repo+read:org`,
-    `${T.poolBob}@bob:public_repo`,
-    `${T.poolOctocat}@octocat:repo`,
-    `${T.aliceRepo}@alice:repo`,
-    `${T.alicePublic}@alice:public_repo`,
-    `${T.bobRepo}@bob:repo`,
-    `${T.carolRepo}@carol:repo`,
+    `${TOKENS.poolAlice}@alice:repo+read:org`,
+    `${TOKENS.poolBob}@bob:public_repo`,
+    `${TOKENS.poolOctocat}@octocat:repo`,
+    `${TOKENS.aliceRepo}@alice:repo`,
+    `${TOKENS.alicePublic}@alice:public_repo`,
+    `${TOKENS.bobRepo}@bob:repo`,
+    `${TOKENS.carolRepo}@carol:repo`,
   ].join(','),
 );
-const POOL: Readonly<Record<string, string>> = { 'pool-alice': T.poolAlice, 'pool-bob': T.poolBob, 'pool-octocat': T.poolOctocat };
+const POOL: Readonly<Record<string, string>> = {
+  'pool-alice': TOKENS.poolAlice,
+  'pool-bob': TOKENS.poolBob,
+  'pool-octocat': TOKENS.poolOctocat,
+};
 
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
@@ -68,14 +72,14 @@ type Who = { kind: 'pool' } | { kind: 'anonymous' } | { kind: 'client'; authoriz
 const WHO: ReadonlyArray<{ label: string; who: Who }> = [
   { label: 'pool consumer', who: { kind: 'pool' } },
   { label: 'anonymous', who: { kind: 'anonymous' } },
-  { label: 'token alice (repo)', who: { kind: 'client', authorization: `token ${T.aliceRepo}` } },
-  { label: 'Bearer alice (repo)', who: { kind: 'client', authorization: `Bearer ${T.aliceRepo}` } },
-  { label: 'Basic alice:alice (repo)', who: { kind: 'client', authorization: basic('alice', T.aliceRepo) } },
-  { label: 'token alice (public_repo)', who: { kind: 'client', authorization: `token ${T.alicePublic}` } },
-  { label: 'token bob (repo)', who: { kind: 'client', authorization: `token ${T.bobRepo}` } },
-  { label: 'token carol (repo)', who: { kind: 'client', authorization: `token ${T.carolRepo}` } },
-  { label: 'unknown token', who: { kind: 'client', authorization: `token ${T.unknown}` } },
-  { label: 'Basic bob:<unknown>', who: { kind: 'client', authorization: basic('bob', T.unknown) } },
+  { label: 'token alice (repo)', who: { kind: 'client', authorization: `token ${TOKENS.aliceRepo}` } },
+  { label: 'Bearer alice (repo)', who: { kind: 'client', authorization: `Bearer ${TOKENS.aliceRepo}` } },
+  { label: 'Basic alice:alice (repo)', who: { kind: 'client', authorization: basic('alice', TOKENS.aliceRepo) } },
+  { label: 'token alice (public_repo)', who: { kind: 'client', authorization: `token ${TOKENS.alicePublic}` } },
+  { label: 'token bob (repo)', who: { kind: 'client', authorization: `token ${TOKENS.bobRepo}` } },
+  { label: 'token carol (repo)', who: { kind: 'client', authorization: `token ${TOKENS.carolRepo}` } },
+  { label: 'unknown token', who: { kind: 'client', authorization: `token ${TOKENS.unknown}` } },
+  { label: 'Basic bob:<unknown>', who: { kind: 'client', authorization: basic('bob', TOKENS.unknown) } },
 ];
 
 const ENDPOINTS = [
@@ -152,7 +156,7 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
       redis: { url: redis.url, key_prefix: `iso-scale-${SEED}:` },
     };
     replicas = [await startTestProxy(config), await startTestProxy(config)];
-    for (const r of replicas) await until(async () => r.redisUp() === true, 5_000, 'a replica to reach Redis');
+    for (const replica of replicas) await until(async () => replica.redisUp() === true, 5_000, 'a replica to reach Redis');
     agent = new Agent({ connections: CONCURRENCY, pipelining: 1 });
 
     // The oracle: every upstream credential's direct answer to every endpoint.
@@ -164,12 +168,12 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
     await Promise.all(
       credentials.flatMap((authorization) =>
         ENDPOINTS.map(async (endpoint) => {
-          const r = await request(fake.url + endpoint, { headers: authorization === '' ? {} : { authorization }, dispatcher: agent });
+          const res = await request(fake.url + endpoint, { headers: authorization === '' ? {} : { authorization }, dispatcher: agent });
           oracle.set(oracleKey(authorization, endpoint), {
-            status: r.statusCode,
-            body: await r.body.text(),
-            etag: one(r.headers.etag),
-            scopes: one(r.headers['x-oauth-scopes']),
+            status: res.statusCode,
+            body: await res.body.text(),
+            etag: one(res.headers.etag),
+            scopes: one(res.headers['x-oauth-scopes']),
           });
         }),
       ),
@@ -178,7 +182,7 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
 
   afterAll(async () => {
     await agent?.close();
-    for (const r of replicas) await r.close();
+    for (const replica of replicas) await replica.close();
     await fake?.close();
     await redis?.stop();
   });
@@ -198,9 +202,9 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
     /** The upstream credentials whose direct answer for `endpoint` is a 200 with an ETag. */
     const etagsOf = (endpoint: string): Array<{ authorization: string; etag: string }> => {
       const out: Array<{ authorization: string; etag: string }> = [];
-      for (const [key, d] of oracle) {
+      for (const [key, direct] of oracle) {
         const [authorization, ep] = key.split('\n') as [string, string];
-        if (ep === endpoint && d.status === 200 && d.etag !== undefined) out.push({ authorization, etag: d.etag });
+        if (ep === endpoint && direct.status === 200 && direct.etag !== undefined) out.push({ authorization, etag: direct.etag });
       }
       return out;
     };
@@ -221,8 +225,8 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
       const candidates = etagTable.get(endpoint)!;
       let inmFrom: string | undefined;
       if (step.inm === 'own' && who.kind !== 'pool') {
-        const d = oracle.get(oracleKey(own, endpoint))!;
-        if (d.etag !== undefined) headers['if-none-match'] = d.etag;
+        const direct = oracle.get(oracleKey(own, endpoint))!;
+        if (direct.etag !== undefined) headers['if-none-match'] = direct.etag;
         inmFrom = own;
       } else if (step.inm === 'own' || step.inm === 'other') {
         // A pool consumer's "own" ETag is one a pool token got; 'other' is any other credential's.
@@ -237,14 +241,14 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
       } else if (step.inm === 'star') headers['if-none-match'] = '*';
       else if (step.inm === 'bogus') headers['if-none-match'] = 'W/"00000000000000000000"';
 
-      const r = await request(url, { method: step.method, headers, dispatcher: agent });
-      const body = await r.body.text();
+      const res = await request(url, { method: step.method, headers, dispatcher: agent });
+      const body = await res.body.text();
       requests++;
-      statuses.set(r.statusCode, (statuses.get(r.statusCode) ?? 0) + 1);
-      const etag = one(r.headers.etag);
-      const tokenName = one(r.headers['x-etagere-token']);
-      if (one(r.headers['cache-status'])?.startsWith('etagere; hit') === true) hits++;
-      const what = `seed ${SEED} sequence ${seq} step ${index}: ${step.method} ${pooledRoute ? '' : '/plain'}${endpoint} as ${label} on replica ${(seq + index) % 2} (inm=${step.inm}${inmFrom === undefined ? '' : ` from ${inmFrom === own ? 'self' : 'another credential'}`}, noCache=${step.noCache}) -> ${r.statusCode}${tokenName === undefined ? '' : ` via ${tokenName}`}`;
+      statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+      const etag = one(res.headers.etag);
+      const tokenName = one(res.headers['x-etagere-token']);
+      if (one(res.headers['cache-status'])?.startsWith('etagere; hit') === true) hits++;
+      const what = `seed ${SEED} sequence ${seq} step ${index}: ${step.method} ${pooledRoute ? '' : '/plain'}${endpoint} as ${label} on replica ${(seq + index) % 2} (inm=${step.inm}${inmFrom === undefined ? '' : ` from ${inmFrom === own ? 'self' : 'another credential'}`}, noCache=${step.noCache}) -> ${res.statusCode}${tokenName === undefined ? '' : ` via ${tokenName}`}`;
 
       // The credential the answer must match: the client's own, none, or the pool token it names.
       let upstreamAuth: string | undefined = own;
@@ -256,35 +260,35 @@ describe('credential isolation at scale: 2 replicas, one Redis, pool and client 
         // Only an answer that carries nothing may come without a token name: the same error every pool token gets.
         const same = Object.values(POOL).map((t) => oracle.get(oracleKey(`token ${t}`, endpoint))!);
         const carriesNothing =
-          r.statusCode >= 400 && same.every((d) => d.status === r.statusCode && (step.method === 'HEAD' || d.body === body));
+          res.statusCode >= 400 && same.every((d) => d.status === res.statusCode && (step.method === 'HEAD' || d.body === body));
         if (!carriesNothing) leaks.push(`${what}: a pool answer that names no pool token`);
         return;
       }
-      const d = oracle.get(oracleKey(upstreamAuth, endpoint))!;
-      if (r.statusCode === 200 || r.statusCode === 304) {
-        if (d.status !== 200) {
-          leaks.push(`${what}: the credential gets ${d.status} directly`);
+      const direct = oracle.get(oracleKey(upstreamAuth, endpoint))!;
+      if (res.statusCode === 200 || res.statusCode === 304) {
+        if (direct.status !== 200) {
+          leaks.push(`${what}: the credential gets ${direct.status} directly`);
           return;
         }
-        if (etag !== undefined && etag !== d.etag) leaks.push(`${what}: ETag of another credential`);
-        const scopes = one(r.headers['x-oauth-scopes']);
-        if (scopes !== undefined && scopes !== d.scopes) leaks.push(`${what}: X-OAuth-Scopes of another credential`);
+        if (etag !== undefined && etag !== direct.etag) leaks.push(`${what}: ETag of another credential`);
+        const scopes = one(res.headers['x-oauth-scopes']);
+        if (scopes !== undefined && scopes !== direct.scopes) leaks.push(`${what}: X-OAuth-Scopes of another credential`);
         if (PRIVATE.test(endpoint)) privateOk++;
       }
-      if (r.statusCode === 200) {
-        if (step.method === 'GET' && body !== d.body) leaks.push(`${what}: body differs from the credential's direct answer`);
+      if (res.statusCode === 200) {
+        if (step.method === 'GET' && body !== direct.body) leaks.push(`${what}: body differs from the credential's direct answer`);
         if (step.method === 'HEAD' && body !== '') wrong.push(`${what}: HEAD with a body`);
         if (etag === undefined) wrong.push(`${what}: 200 without its ETag`);
-      } else if (r.statusCode === 304) {
+      } else if (res.statusCode === 304) {
         notModified++;
         const inm = headers['if-none-match'];
         if (inm === undefined) wrong.push(`${what}: 304 to an unconditional request`);
-        else if (inm !== '*' && opaque(inm) !== opaque(d.etag ?? ''))
+        else if (inm !== '*' && opaque(inm) !== opaque(direct.etag ?? ''))
           leaks.push(`${what}: 304 confirms an ETag the credential does not get`);
         if (body !== '') wrong.push(`${what}: 304 with a body`);
-      } else if (r.statusCode === 401 || r.statusCode === 404) {
-        if (d.status !== r.statusCode) wrong.push(`${what}: the credential gets ${d.status} directly`);
-        if (step.method === 'GET' && body !== d.body) leaks.push(`${what}: error body differs from the direct one`);
+      } else if (res.statusCode === 401 || res.statusCode === 404) {
+        if (direct.status !== res.statusCode) wrong.push(`${what}: the credential gets ${direct.status} directly`);
+        if (step.method === 'GET' && body !== direct.body) leaks.push(`${what}: error body differs from the direct one`);
       } else {
         wrong.push(`${what}: unexpected status (${body.slice(0, 200)})`);
       }

@@ -83,7 +83,7 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
     raw.on('error', () => undefined); // it sees the kill too
     replicas = await startReplicas(2, { LOG_LEVEL: 'error', UPSTREAM_URL: fake.url, REDIS_URL: redis.url });
     // The hot paths in both L1s.
-    for (const r of replicas) for (const p of HOT) await (await request(r.url + p, { dispatcher: agent })).body.dump();
+    for (const replica of replicas) for (const path of HOT) await (await request(replica.url + path, { dispatcher: agent })).body.dump();
   }, 90_000);
 
   /**
@@ -127,15 +127,15 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
 
   /** One request of the mix, to alternate replicas: a third L1 hits, a third L2 hits, a third misses. */
   async function one(samples: Sample[]): Promise<void> {
-    const n = seq++;
-    const replica = n % 2;
-    const k: Kind = (['l1', 'l2', 'miss'] as const)[Math.floor(n / 2) % 3]!;
+    const requestNumber = seq++;
+    const replica = requestNumber % 2;
+    const kind: Kind = (['l1', 'l2', 'miss'] as const)[Math.floor(requestNumber / 2) % 3]!;
     const path =
-      k === 'l1'
-        ? HOT[n % HOT.length]!
-        : k === 'l2'
+      kind === 'l1'
+        ? HOT[requestNumber % HOT.length]!
+        : kind === 'l2'
           ? l2Keys[replica]!.shift()
-          : `/repos/etagere-org/repo-0${String(10 + (n % 60))}?miss=${missSeq++}`;
+          : `/repos/etagere-org/repo-0${String(10 + (requestNumber % 60))}?miss=${missSeq++}`;
     if (path === undefined) throw new Error('ran out of warm L2 keys: raise L2_KEYS_PER_REPLICA');
     const at = performance.now();
     let status = 0;
@@ -148,7 +148,7 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
     } catch {
       status = 0;
     }
-    samples.push({ at, ms: performance.now() - at, status, kind: k, replica, hit });
+    samples.push({ at, ms: performance.now() - at, status, kind, replica, hit });
   }
 
   /**
@@ -164,14 +164,20 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
     const ticker = setInterval(() => {
       const due = Math.floor(((performance.now() - started) / 1000) * RATE);
       for (; sent < due; sent++) {
-        const p = one(samples);
-        pending.add(p);
-        p.then(
-          () => pending.delete(p),
-          (err: unknown) => (crashes.push(err), pending.delete(p)),
+        const inFlight = one(samples);
+        pending.add(inFlight);
+        inFlight.then(
+          () => pending.delete(inFlight),
+          (err: unknown) => (crashes.push(err), pending.delete(inFlight)),
         );
       }
     }, 4);
+    /** Stops sending and waits for every request already sent to end. */
+    const stopLoad = async (): Promise<void> => {
+      clearInterval(ticker);
+      await Promise.allSettled(pending);
+    };
+    let faultWindow: { from: number; to: number };
     try {
       await until(() => samples.length >= RATE / 2, 10_000, 'the load to settle'); // ~0.5 s of steady load first
       const from = performance.now();
@@ -179,12 +185,15 @@ describe.skipIf(!canDebug && !canSignal)('Redis faults under a steady load on 2 
       const to = performance.now();
       const after = samples.length;
       await until(() => samples.length >= after + RATE / 4, 10_000, 'some load after the fault');
-      return { samples, from, to };
-    } finally {
-      clearInterval(ticker);
-      await Promise.allSettled(pending);
-      if (crashes.length > 0) throw crashes[0];
+      faultWindow = { from, to };
+    } catch (err) {
+      await stopLoad();
+      // A crash of the load itself is reported in place of the error it may have caused.
+      throw crashes.length > 0 ? crashes[0] : err;
     }
+    await stopLoad();
+    if (crashes.length > 0) throw crashes[0];
+    return { samples, ...faultWindow };
   }
 
   /** Resolves once every replica has had an L2 lookup answered by Redis after this call. */

@@ -103,7 +103,7 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
 
   it('answers every in-flight request, refuses new connections, and exits 0 within the drain timeout', async () => {
     // The hot paths are cached before the load: those requests are L1 hits.
-    for (const p of HOT_PATHS) await (await request(proxy.url + p)).body.dump();
+    for (const path of HOT_PATHS) await (await request(proxy.url + path)).body.dump();
     const setLatency = await request(`${fake.url}/__fake/config`, {
       method: 'POST',
       body: JSON.stringify({ latencyMs: UPSTREAM_LATENCY_MS }),
@@ -115,34 +115,36 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
     const outcomes: Outcome[] = [];
     // "Sent" is when the client wrote the request on its connection (a request can wait in the
     // client's queue for a free connection): undici publishes that moment just before the write.
-    const onSend = (m: unknown): void => {
-      const seq = /^x-load-seq: (\d+)\r$/m.exec((m as DiagnosticsChannel.ClientSendHeadersMessage).headers);
-      const o = seq === null ? undefined : outcomes[Number(seq[1])];
-      if (o !== undefined) o.sentAt = performance.now();
+    const onSend = (message: unknown): void => {
+      const seq = /^x-load-seq: (\d+)\r$/m.exec((message as DiagnosticsChannel.ClientSendHeadersMessage).headers);
+      const outcome = seq === null ? undefined : outcomes[Number(seq[1])];
+      if (outcome !== undefined) outcome.sentAt = performance.now();
     };
     subscribe('undici:client:sendHeaders', onSend);
     let signalAt = Number.POSITIVE_INFINITY;
     let exited = false;
-    const worker = async (w: number): Promise<void> => {
+    const worker = async (workerIndex: number): Promise<void> => {
       // Even workers ask for a new key each time (a miss held UPSTREAM_LATENCY_MS by the upstream),
       // odd ones for the hot paths (hits). They keep going after the signal, as real clients would,
       // until their first failure.
       for (let i = 0; !exited; i++) {
-        const kind = w % 2 === 0 ? 'miss' : 'hit';
+        const kind = workerIndex % 2 === 0 ? 'miss' : 'hit';
         const path =
-          kind === 'miss' ? `/repos/etagere-org/repo-0${String(10 + (w % 60))}?w=${w}&i=${i}` : HOT_PATHS[(w + i) % HOT_PATHS.length]!;
-        const o: Outcome = { sentAt: undefined, endedAt: 0, status: 0, bodyOk: false, kind };
-        const seq = outcomes.push(o) - 1;
+          kind === 'miss'
+            ? `/repos/etagere-org/repo-0${String(10 + (workerIndex % 60))}?w=${workerIndex}&i=${i}`
+            : HOT_PATHS[(workerIndex + i) % HOT_PATHS.length]!;
+        const outcome: Outcome = { sentAt: undefined, endedAt: 0, status: 0, bodyOk: false, kind };
+        const seq = outcomes.push(outcome) - 1;
         try {
-          const r = await pool.request({ method: 'GET', path, headers: { 'x-load-seq': String(seq) } });
-          o.status = r.statusCode;
-          const body = await r.body.text();
-          o.bodyOk = body.length > 0 && JSON.parse(body) !== undefined;
+          const res = await pool.request({ method: 'GET', path, headers: { 'x-load-seq': String(seq) } });
+          outcome.status = res.statusCode;
+          const body = await res.body.text();
+          outcome.bodyOk = body.length > 0 && JSON.parse(body) !== undefined;
         } catch (err) {
-          o.error = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          outcome.error = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
         }
-        o.endedAt = performance.now();
-        if (!sentBefore(o) && (o.error !== undefined || o.status !== 200)) return;
+        outcome.endedAt = performance.now();
+        if (!sentBefore(outcome) && (outcome.error !== undefined || outcome.status !== 200)) return;
       }
     };
     const sentBefore = (o: Outcome): boolean => o.sentAt !== undefined && o.sentAt < signalAt;
@@ -171,15 +173,15 @@ describe('SIGTERM under a 500-connection keep-alive load', () => {
     const late: string[] = [];
     const readyz: number[] = [];
     const probe = async (): Promise<void> => {
-      const c = new Client(proxy.url, { pipelining: 1 });
+      const client = new Client(proxy.url, { pipelining: 1 });
       try {
-        const r = await c.request({ method: 'GET', path: HOT_PATHS[0]! });
-        const body = await r.body.text();
-        late.push(r.statusCode === 503 && /shutting down/.test(body) ? '503 shutting down' : `served ${r.statusCode}`);
+        const res = await client.request({ method: 'GET', path: HOT_PATHS[0]! });
+        const body = await res.body.text();
+        late.push(res.statusCode === 503 && /shutting down/.test(body) ? '503 shutting down' : `served ${res.statusCode}`);
       } catch (err) {
         late.push((err as NodeJS.ErrnoException).code ?? (err as Error).message);
       } finally {
-        c.destroy().catch(() => undefined);
+        client.destroy().catch(() => undefined);
       }
       readyz.push(
         await fetch(`${proxy.adminUrl}/readyz`).then(
@@ -231,7 +233,7 @@ describe('SIGKILL, then a new process on the same Redis', () => {
     raw = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   }, 30_000);
   afterAll(async () => {
-    for (const p of alive) p.cli.child.kill('SIGKILL');
+    for (const proxy of alive) proxy.cli.child.kill('SIGKILL');
     raw?.disconnect();
     await fake?.close();
     await redis?.stop();
@@ -241,8 +243,8 @@ describe('SIGKILL, then a new process on the same Redis', () => {
     upstreams: [{ name: 'github', prefix: '/', url: fake.url }],
     redis: { url: redis.url, key_prefix: 'etagere-restart:' },
   });
-  const redisUp = async (p: Proxy): Promise<boolean> => {
-    const text = await fetch(`${p.adminUrl}/metrics`).then(
+  const redisUp = async (proxy: Proxy): Promise<boolean> => {
+    const text = await fetch(`${proxy.adminUrl}/metrics`).then(
       (r) => r.text(),
       () => '',
     );
@@ -253,11 +255,11 @@ describe('SIGKILL, then a new process on the same Redis', () => {
     const first = await startProxy(config());
     alive.push(first);
     await until(() => redisUp(first), 10_000, 'first proxy to reach Redis');
-    for (const p of PATHS) {
-      const r = await request(first.url + p);
-      expect(r.statusCode).toBe(200);
-      expect(String(r.headers['cache-status'])).toMatch(/fwd=miss; fwd-status=200; ttl=\d+; stored/);
-      await r.body.dump();
+    for (const path of PATHS) {
+      const res = await request(first.url + path);
+      expect(res.statusCode).toBe(200);
+      expect(String(res.headers['cache-status'])).toMatch(/fwd=miss; fwd-status=200; ttl=\d+; stored/);
+      await res.body.dump();
     }
     // Written to L2 (in the background, after each response): wait until all 20 are there.
     await until(async () => (await raw.keys('etagere-restart:v1:*:e')).length === PATHS.length, 5_000, 'L2 writes');
@@ -270,11 +272,11 @@ describe('SIGKILL, then a new process on the same Redis', () => {
     await until(() => redisUp(second), 10_000, 'second proxy to reach Redis');
     const upstreamBefore = fake.stats().total;
     const statuses: string[] = [];
-    for (const p of PATHS) {
-      const r = await request(second.url + p);
-      expect(r.statusCode).toBe(200);
-      expect(JSON.parse(await r.body.text())).toMatchObject({ name: p.split('/').pop() });
-      statuses.push(String(r.headers['cache-status']));
+    for (const path of PATHS) {
+      const res = await request(second.url + path);
+      expect(res.statusCode).toBe(200);
+      expect(JSON.parse(await res.body.text())).toMatchObject({ name: path.split('/').pop() });
+      statuses.push(String(res.headers['cache-status']));
     }
     const upstreamAfter = fake.stats().total - upstreamBefore;
     console.log(

@@ -92,23 +92,23 @@ describe('proxy under upstream faults', () => {
   });
 
   const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<Got> => {
-    const r = await request(`${proxy.url}${path}`, { method, headers, dispatcher: client, signal: AbortSignal.timeout(DEADLINE_MS) });
-    const body = Buffer.from(await r.body.arrayBuffer());
-    return { status: r.statusCode, headers: r.headers, body, text: body.toString('utf8') };
+    const res = await request(`${proxy.url}${path}`, { method, headers, dispatcher: client, signal: AbortSignal.timeout(DEADLINE_MS) });
+    const body = Buffer.from(await res.body.arrayBuffer());
+    return { status: res.statusCode, headers: res.headers, body, text: body.toString('utf8') };
   };
   const direct = async (path: string): Promise<string> => (await fetch(`${fake.url}${path}`)).text();
   const setFaults = async (faults: FaultRuleInput[]): Promise<void> => {
-    const r = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
-    expect(r.status, await r.clone().text()).toBe(200);
+    const res = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
+    expect(res.status, await res.clone().text()).toBe(200);
   };
   const clearFaults = async (): Promise<void> => {
     expect((await fetch(`${fake.url}/__fake/faults`, { method: 'DELETE' })).status).toBe(200);
   };
   const upstreamHits = (path: string): number => fake.stats().byPath[path] ?? 0;
-  const expectGitHubError = (r: Got, status: number): void => {
-    expect(r.status, r.text).toBe(status);
-    expect(r.headers['content-type']).toBe('application/json; charset=utf-8');
-    const body = JSON.parse(r.text) as Record<string, unknown>;
+  const expectGitHubError = (answer: Got, status: number): void => {
+    expect(answer.status, answer.text).toBe(status);
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    const body = JSON.parse(answer.text) as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(['documentation_url', 'message']);
     expect(typeof body.message).toBe('string');
   };
@@ -131,16 +131,17 @@ describe('proxy under upstream faults', () => {
     { rule: { kind: 'status', status: 503 }, cold: 503, fwd: 503 },
   ];
 
-  describe.each(KINDS.map((k, i) => ({ ...k, i, name: `${k.rule.kind}${k.rule.status ?? ''}` })))('$name', ({ rule, cold, fwd, i }) => {
+  const KIND_CASES = KINDS.map((k, i) => ({ ...k, i, name: `${k.rule.kind}${k.rule.status ?? ''}` }));
+  describe.each(KIND_CASES)('$name', ({ rule, cold, fwd, i: index }) => {
     // Distinct resources per kind, so that one kind's entries never help another's.
-    const coldPath = `/repos/etagere-org/repo-${String(i + 1).padStart(3, '0')}`;
-    const warmPath = `/repos/etagere-org/repo-${String(i + 31).padStart(3, '0')}`;
+    const coldPath = `/repos/etagere-org/repo-${String(index + 1).padStart(3, '0')}`;
+    const warmPath = `/repos/etagere-org/repo-${String(index + 31).padStart(3, '0')}`;
 
     it('without a stored entry: a GitHub-shaped error, and nothing is stored', async () => {
       await setFaults([rule]);
       const before = upstreamHits(coldPath);
-      const r = await get(coldPath);
-      expectGitHubError(r, cold);
+      const answer = await get(coldPath);
+      expectGitHubError(answer, cold);
       expect(upstreamHits(coldPath) - before).toBeLessThanOrEqual(1);
       await clearFaults();
       // The next request goes upstream and gets the whole body.
@@ -157,16 +158,16 @@ describe('proxy under upstream faults', () => {
       expect(stored.status).toBe(200);
       expect(stored.headers['cache-status']).toMatch(/^etagere; fwd=miss; fwd-status=200; ttl=-?\d+; stored$/);
       await setFaults([rule]);
-      const r = await get(`/stale${warmPath}`);
-      expect(r.status).toBe(200);
-      expect(r.headers['cache-status']).toMatch(STALE);
-      expect(STALE.exec(String(r.headers['cache-status']))![1]).toBe(String(fwd));
-      expect(r.text).toBe(stored.text);
-      expect(r.headers.etag).toBe(stored.headers.etag);
+      const answer = await get(`/stale${warmPath}`);
+      expect(answer.status).toBe(200);
+      expect(answer.headers['cache-status']).toMatch(STALE);
+      expect(STALE.exec(String(answer.headers['cache-status']))![1]).toBe(String(fwd));
+      expect(answer.text).toBe(stored.text);
+      expect(answer.headers.etag).toBe(stored.headers.etag);
       // HEAD is answered from the same entry.
-      const h = await get(`/stale${warmPath}`, {}, 'HEAD');
-      expect(h.status).toBe(200);
-      expect(h.headers['cache-status']).toMatch(STALE);
+      const head = await get(`/stale${warmPath}`, {}, 'HEAD');
+      expect(head.status).toBe(200);
+      expect(head.headers['cache-status']).toMatch(STALE);
       await clearFaults();
       const next = await get(`/stale${warmPath}`);
       expect(next.status).toBe(200);
@@ -179,12 +180,12 @@ describe('proxy under upstream faults', () => {
     const path = '/repos/etagere-org/repo-020';
     await setFaults([{ kind: 'slow-body', ms: 600 }]); // 10 pieces, 60 ms apart: under body_ms
     const started = Date.now();
-    const r = await get(path);
+    const answer = await get(path);
     expect(Date.now() - started).toBeGreaterThanOrEqual(500);
     await clearFaults();
-    expect(r.status).toBe(200);
-    expect(r.headers['cache-status']).toMatch(STORED);
-    expect(JSON.parse(r.text)).toEqual(JSON.parse(await direct(path)));
+    expect(answer.status).toBe(200);
+    expect(answer.headers['cache-status']).toMatch(STORED);
+    expect(JSON.parse(answer.text)).toEqual(JSON.parse(await direct(path)));
     expect((await get(path)).headers['cache-status']).toMatch(/^etagere; hit; ttl=\d+$/);
   });
 
@@ -195,11 +196,11 @@ describe('proxy under upstream faults', () => {
     const stored = await get(warmPath);
     await setFaults([{ kind: 'huge', bytes }]);
     for (const path of [coldPath, warmPath]) {
-      const r = await get(path);
-      expect(r.status).toBe(200);
-      expect(r.body.length).toBe(bytes);
-      expect(r.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
-      expect(JSON.parse(r.text)).toHaveProperty('huge');
+      const answer = await get(path);
+      expect(answer.status).toBe(200);
+      expect(answer.body.length).toBe(bytes);
+      expect(answer.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
+      expect(JSON.parse(answer.text)).toHaveProperty('huge');
     }
     await clearFaults();
     const cold = await get(coldPath);
@@ -213,7 +214,7 @@ describe('proxy under upstream faults', () => {
   it('coalesced waiters share a fault: all get the error or the entry, none hangs', async () => {
     await setFaults([{ kind: 'reset-body' }]);
     const cold = await Promise.all(Array.from({ length: 20 }, () => get('/repos/etagere-org/repo-022')));
-    for (const r of cold) expectGitHubError(r, 502);
+    for (const answer of cold) expectGitHubError(answer, 502);
     await setFaults([{ kind: 'slow-headers' }]);
     const stored = await get('/stale/repos/etagere-org/repo-052').catch(() => undefined);
     expect(stored?.status).toBe(504); // nothing stored yet
@@ -222,18 +223,18 @@ describe('proxy under upstream faults', () => {
     await setFaults([{ kind: 'slow-headers' }]);
     const warm = await Promise.all(Array.from({ length: 20 }, () => get('/stale/repos/etagere-org/repo-052')));
     await clearFaults();
-    for (const r of warm) {
-      expect(r.status).toBe(200);
-      expect(r.headers['cache-status']).toMatch(/fwd=stale; fwd-status=504; .*detail=stale-if-error/);
+    for (const answer of warm) {
+      expect(answer.status).toBe(200);
+      expect(answer.headers['cache-status']).toMatch(/fwd=stale; fwd-status=504; .*detail=stale-if-error/);
     }
   });
 
   /** GET or HEAD on another proxy: the answer, or the client-side error that took its place. */
   const ask = async (base: string, path: string, method: 'GET' | 'HEAD'): Promise<Got | string> => {
     try {
-      const r = await request(`${base}${path}`, { method, dispatcher: client, signal: AbortSignal.timeout(DEADLINE_MS) });
-      const body = Buffer.from(await r.body.arrayBuffer());
-      return { status: r.statusCode, headers: r.headers, body, text: body.toString('utf8') };
+      const res = await request(`${base}${path}`, { method, dispatcher: client, signal: AbortSignal.timeout(DEADLINE_MS) });
+      const body = Buffer.from(await res.body.arrayBuffer());
+      return { status: res.statusCode, headers: res.headers, body, text: body.toString('utf8') };
     } catch (err) {
       return `${(err as Error).name}: ${(err as { code?: string }).code ?? (err as Error).message}`;
     }
@@ -260,15 +261,19 @@ describe('proxy under upstream faults', () => {
       res.writeHead(200, { ...JSON_HEADERS, 'content-length': small.length });
       res.write(small.subarray(0, 10), () => setImmediate(() => res.socket?.resetAndDestroy()));
     });
-    const p = await startTestProxy({
+    const joinProxy = await startTestProxy({
       cache: { max_entry_bytes: MAX_ENTRY },
       upstreams: [{ name: 'join', prefix: '/', url: up.url, timeouts: TIMEOUTS }],
     });
     try {
-      const first = ask(p.url, '/join', 'GET');
+      const first = ask(joinProxy.url, '/join', 'GET');
       await until(() => release !== undefined, DEADLINE_MS, 'the upstream to receive the first request');
-      const waiters = Promise.all([ask(p.url, '/join', 'GET'), ask(p.url, '/join', 'GET'), ask(p.url, '/join', 'HEAD')]);
-      await until(() => p.inFlight() === 4, DEADLINE_MS, 'the waiters to join the flight');
+      const waiters = Promise.all([
+        ask(joinProxy.url, '/join', 'GET'),
+        ask(joinProxy.url, '/join', 'GET'),
+        ask(joinProxy.url, '/join', 'HEAD'),
+      ]);
+      await until(() => joinProxy.inFlight() === 4, DEADLINE_MS, 'the waiters to join the flight');
       release!();
       const leader = await first;
       if (typeof leader === 'string') throw new Error(`the first client got ${leader}`);
@@ -276,15 +281,15 @@ describe('proxy under upstream faults', () => {
       expect(leader.body.length).toBe(big.length);
       expect(leader.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
       const [get1, get2, head] = await waiters;
-      for (const w of [get1, get2]) {
-        if (typeof w === 'string') throw new Error(`a waiter got ${w}`);
-        expectGitHubError(w, 502);
+      for (const waiter of [get1, get2]) {
+        if (typeof waiter === 'string') throw new Error(`a waiter got ${waiter}`);
+        expectGitHubError(waiter, 502);
       }
       if (typeof head === 'string') throw new Error(`the HEAD waiter got ${head}`);
       expect(head.status).toBe(502);
       expect(up.seen).toHaveLength(4); // the flight, then one fetch per waiter
     } finally {
-      await p.close();
+      await joinProxy.close();
       await up.close();
     }
   });
@@ -298,21 +303,21 @@ describe('proxy under upstream faults', () => {
       res.writeHead(200, { ...JSON_HEADERS, 'content-length': big.length });
       res.write(big.subarray(0, big.length / 2), () => setTimeout(() => res.socket?.resetAndDestroy(), 100));
     });
-    const p = await startTestProxy({
+    const headProxy = await startTestProxy({
       cache: { max_entry_bytes: MAX_ENTRY },
       upstreams: [{ name: 'head', prefix: '/', url: up.url, timeouts: TIMEOUTS }],
     });
     try {
-      const head = await ask(p.url, '/head', 'HEAD');
+      const head = await ask(headProxy.url, '/head', 'HEAD');
       if (typeof head === 'string') throw new Error(`the HEAD got ${head}`);
       expect(head.status).toBe(200);
       expect(head.headers['content-length']).toBe(String(big.length));
       expect(head.headers['cache-status']).toBe('etagere; fwd=miss; fwd-status=200; detail=too-large');
       // Documented: a streamed body that fails is cut, never ended short.
-      expect(typeof (await ask(p.url, '/head', 'GET')), 'a GET of that body is cut').toBe('string');
-      await until(() => p.inFlight() === 0, DEADLINE_MS, 'nothing left in flight');
+      expect(typeof (await ask(headProxy.url, '/head', 'GET')), 'a GET of that body is cut').toBe('string');
+      await until(() => headProxy.inFlight() === 0, DEADLINE_MS, 'nothing left in flight');
     } finally {
-      await p.close();
+      await headProxy.close();
       await up.close();
     }
   });
@@ -341,10 +346,10 @@ describe('proxy under upstream faults', () => {
     const stored = await get('/gone/repos/octocat/hello-world');
     expect(stored.status).toBe(200);
     await gone.close(); // nothing listens on its port any more
-    const r = await get('/gone/repos/octocat/hello-world');
-    expect(r.status).toBe(200);
-    expect(r.headers['cache-status']).toMatch(/^etagere; fwd=stale; fwd-status=502; ttl=-?\d+; detail=stale-if-error$/);
-    expect(r.text).toBe(stored.text);
+    const answer = await get('/gone/repos/octocat/hello-world');
+    expect(answer.status).toBe(200);
+    expect(answer.headers['cache-status']).toMatch(/^etagere; fwd=stale; fwd-status=502; ttl=-?\d+; detail=stale-if-error$/);
+    expect(answer.text).toBe(stored.text);
     const cold = await get('/gone/users/bob');
     expectGitHubError(cold, 502);
     expect(JSON.parse(cold.text).message).toContain('ECONNREFUSED');
@@ -408,37 +413,38 @@ describe('proxy under 10,000 faulted requests', () => {
 
   type Outcome = { status: number } | { error: string };
 
-  /** `n` requests at CONCURRENCY through a fresh client pool, closed at the end. */
-  const run = async (n: number): Promise<Outcome[]> => {
+  /** `count` requests at CONCURRENCY through a fresh client pool, closed at the end. */
+  const run = async (count: number): Promise<Outcome[]> => {
     const pool = new Pool(app.url, { connections: CONCURRENCY });
     const outcomes: Outcome[] = [];
     let next = 0;
-    const one = async (i: number): Promise<Outcome> => {
-      const method = i % 10 === 9 ? 'HEAD' : 'GET';
+    const one = async (requestIndex: number): Promise<Outcome> => {
+      const method = requestIndex % 10 === 9 ? 'HEAD' : 'GET';
       // Every 50th client gives up after 20 ms: the proxy must clean up after it too.
-      const patience = i % 50 === 49 ? 20 : DEADLINE_MS;
+      const patience = requestIndex % 50 === 49 ? 20 : DEADLINE_MS;
       try {
-        const r = await pool.request({ path: pathOf(i), method, signal: AbortSignal.timeout(patience) });
-        const body = Buffer.from(await r.body.arrayBuffer());
+        const res = await pool.request({ path: pathOf(requestIndex), method, signal: AbortSignal.timeout(patience) });
+        const body = Buffer.from(await res.body.arrayBuffer());
         if (method === 'GET') {
           // Whatever the status, a client never receives a broken JSON body.
           const json = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-          if (r.statusCode >= 400 && (typeof json.message !== 'string' || typeof json.documentation_url !== 'string')) {
-            return { error: `not GitHub-shaped: ${r.statusCode}` };
+          if (res.statusCode >= 400 && (typeof json.message !== 'string' || typeof json.documentation_url !== 'string')) {
+            return { error: `not GitHub-shaped: ${res.statusCode}` };
           }
         }
-        return { status: r.statusCode };
+        return { status: res.statusCode };
       } catch (err) {
-        const e = err as Error & { code?: string };
-        if (patience < DEADLINE_MS && (e.name === 'TimeoutError' || e.name === 'AbortError')) return { error: 'client-gave-up' };
-        return { error: `${e.name}: ${e.code ?? e.message}` };
+        const failure = err as Error & { code?: string };
+        if (patience < DEADLINE_MS && (failure.name === 'TimeoutError' || failure.name === 'AbortError'))
+          return { error: 'client-gave-up' };
+        return { error: `${failure.name}: ${failure.code ?? failure.message}` };
       }
     };
     const workers = Array.from({ length: CONCURRENCY }, async () => {
       for (;;) {
-        const i = next++;
-        if (i >= n) return;
-        outcomes.push(await one(i));
+        const requestIndex = next++;
+        if (requestIndex >= count) return;
+        outcomes.push(await one(requestIndex));
       }
     });
     await Promise.all(workers);
@@ -446,7 +452,7 @@ describe('proxy under 10,000 faulted requests', () => {
     return outcomes;
   };
 
-  const connections = (server: { getConnections(cb: (err: Error | null, n: number) => void): void }): Promise<number> =>
+  const connections = (server: { getConnections(cb: (err: Error | null, count: number) => void): void }): Promise<number> =>
     new Promise((resolve) => server.getConnections((_e, n) => resolve(n)));
 
   /** Waits until nothing is in flight and every client connection is gone, then measures. */
@@ -460,13 +466,13 @@ describe('proxy under 10,000 faulted requests', () => {
       gc?.();
     }
     const resources: Record<string, number> = {};
-    for (const r of process.getActiveResourcesInfo()) resources[r] = (resources[r] ?? 0) + 1;
-    const m = process.memoryUsage();
+    for (const resource of process.getActiveResourcesInfo()) resources[resource] = (resources[resource] ?? 0) + 1;
+    const memory = process.memoryUsage();
     return {
       resources,
       handles: process.getActiveResourcesInfo().length,
-      heapMiB: m.heapUsed / 2 ** 20,
-      externalMiB: (m.external + m.arrayBuffers) / 2 ** 20,
+      heapMiB: memory.heapUsed / 2 ** 20,
+      externalMiB: (memory.external + memory.arrayBuffers) / 2 ** 20,
       proxySockets: await connections(app.server),
       upstreamSockets: await connections(fake.server),
     };
@@ -482,8 +488,8 @@ describe('proxy under 10,000 faulted requests', () => {
       gc = undefined;
     }
     const setFaults = async (faults: FaultRuleInput[]) => {
-      const r = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
-      expect(r.status).toBe(200);
+      const res = await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults }) });
+      expect(res.status).toBe(200);
     };
     // Warm-up with the same mix: entries stored, lazy structures and JIT in place.
     await setFaults(MIX);
@@ -508,9 +514,9 @@ describe('proxy under 10,000 faulted requests', () => {
     JSON.parse(await ok.body.text());
 
     const byStatus: Record<string, number> = {};
-    for (const o of outcomes) {
-      const k = 'status' in o ? String(o.status) : o.error;
-      byStatus[k] = (byStatus[k] ?? 0) + 1;
+    for (const outcome of outcomes) {
+      const label = 'status' in outcome ? String(outcome.status) : outcome.error;
+      byStatus[label] = (byStatus[label] ?? 0) + 1;
     }
     const kinds = injected.map((f) => `${f.kind}${f.status ?? ''}=${f.injected}`).join(' ');
     const res = (r: Record<string, number>) => `TCP ${r.TCPSocketWrap ?? 0}, timers ${r.Timeout ?? 0}`;

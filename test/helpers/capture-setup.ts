@@ -74,11 +74,12 @@ if (capturing()) {
     'undici:request:create',
     safe((message) => {
       const { request } = message as { request: UndiciRequest };
-      let n = 0;
+      let credentialCount = 0;
       for (const [name, value] of pairs(request.headers)) {
         if (name === 'authorization') {
           const scheme = /^([A-Za-z]{1,12}) /.exec(value.trim())?.[1] ?? 'no scheme';
-          for (const c of credentialsIn(value)) recordSecret(`credential #${++n} of an Authorization (${scheme}) sent${inTestFile()}`, c);
+          for (const credential of credentialsIn(value))
+            recordSecret(`credential #${++credentialCount} of an Authorization (${scheme}) sent${inTestFile()}`, credential);
         } else if (name === 'x-etagere-key') {
           recordSecret(`a consumer key (X-Etagere-Key) sent${inTestFile()}`, value);
         }
@@ -107,19 +108,19 @@ if (capturing()) {
     'undici:request:bodyChunkReceived',
     safe((message) => {
       const { request, chunk } = message as { request: object; chunk: Buffer };
-      const w = watched.get(request);
-      if (w === undefined || w.bytes >= MAX_BODY) return;
-      w.chunks.push(Buffer.from(chunk));
-      w.bytes += chunk.length;
+      const answer = watched.get(request);
+      if (answer === undefined || answer.bytes >= MAX_BODY) return;
+      answer.chunks.push(Buffer.from(chunk));
+      answer.bytes += chunk.length;
     }),
   );
 
   const finish = safe((message) => {
     const { request } = message as { request: object };
-    const w = watched.get(request);
-    if (w === undefined) return;
+    const answer = watched.get(request);
+    if (answer === undefined) return;
     watched.delete(request);
-    capture(`${w.label}: body`, Buffer.concat(w.chunks).toString('utf8'));
+    capture(`${answer.label}: body`, Buffer.concat(answer.chunks).toString('utf8'));
   });
   subscribe('undici:request:trailers', finish);
   subscribe('undici:request:error', finish);

@@ -71,15 +71,15 @@ export function capturing(): boolean {
 
 /** Writes the secrets recorded since the last call to this process's secrets file. */
 export function persistSecrets(): void {
-  let f: ReturnType<typeof files>;
+  let paths: ReturnType<typeof files>;
   try {
-    f = files();
+    paths = files();
   } catch {
     return;
   }
-  if (f === undefined) return;
+  if (paths === undefined) return;
   const secrets = takeRecordedSecrets();
-  if (secrets.length > 0) append(f.secrets, secrets.map((s) => `${JSON.stringify(s)}\n`).join(''));
+  if (secrets.length > 0) append(paths.secrets, secrets.map((s) => `${JSON.stringify(s)}\n`).join(''));
 }
 
 /**
@@ -87,18 +87,18 @@ export function persistSecrets(): void {
  * no header values). A text already captured by this process is skipped.
  */
 export function capture(label: string, text: string): void {
-  let f: ReturnType<typeof files>;
+  let paths: ReturnType<typeof files>;
   try {
-    f = files();
+    paths = files();
   } catch {
     return;
   }
-  if (f === undefined || text.length === 0) return;
+  if (paths === undefined || text.length === 0) return;
   const digest = text.length <= 256 ? text : createHash('sha1').update(text).digest('base64');
   if (seen.has(digest)) return;
   seen.add(digest);
   persistSecrets(); // the values this text must be scanned for are on disk before it
-  append(f.captures, `${SECTION_MARK}${label.replace(/\s+/g, ' ')}\n${text}\n`);
+  append(paths.captures, `${SECTION_MARK}${label.replace(/\s+/g, ' ')}\n${text}\n`);
 }
 
 /** Marks a base URL as a proxy listener or an admin listener (their answers are captured). */
@@ -123,10 +123,10 @@ export function atFileEnd(capture: () => void): { done(): void } {
 
 /** Runs the captures still pending (the setup file's afterAll). */
 export function flushPending(): void {
-  for (const c of [...pending]) {
-    pending.delete(c);
+  for (const pendingCapture of [...pending]) {
+    pending.delete(pendingCapture);
     try {
-      c();
+      pendingCapture();
     } catch {
       // a capture never fails a test
     }

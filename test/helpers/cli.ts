@@ -76,10 +76,10 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
           .split('\n')
           .map((l) => l.trim())
           .filter((l) => l !== '' && !l.startsWith('#'))
-          .forEach((l, i) =>
+          .forEach((line, index) =>
             recordSecret(
-              `ETAGERE_TOKENS_FILE line ${i + 1} of a CLI process${inTestFile()}`,
-              l.includes('=') ? l.slice(l.indexOf('=') + 1) : l,
+              `ETAGERE_TOKENS_FILE line ${index + 1} of a CLI process${inTestFile()}`,
+              line.includes('=') ? line.slice(line.indexOf('=') + 1) : line,
             ),
           );
       } catch {
@@ -90,8 +90,8 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
     }
   }
   const flag = (name: string): string | undefined => {
-    const i = args.indexOf(name);
-    return i < 0 ? undefined : args[i + 1];
+    const index = args.indexOf(name);
+    return index < 0 ? undefined : args[index + 1];
   };
   const tokens = flag('--tokens');
   if (tokens !== undefined) {

@@ -36,8 +36,9 @@ export async function startTestProxy(raw: Record<string, unknown>): Promise<Test
     },
   });
   const logger = createLogger({ level: 'info', destination: dest as unknown as pino.DestinationStream });
-  for (const t of config.pool.tokens) recordSecret(`pool token ${t.name ?? '(unnamed)'} of a test proxy${inTestFile()}`, t.value);
-  for (const k of config.consumers.keys) recordSecret(`consumer key ${k.name} of a test proxy${inTestFile()}`, k.value);
+  for (const token of config.pool.tokens)
+    recordSecret(`pool token ${token.name ?? '(unnamed)'} of a test proxy${inTestFile()}`, token.value);
+  for (const key of config.consumers.keys) recordSecret(`consumer key ${key.name} of a test proxy${inTestFile()}`, key.value);
   if (config.cache.partition_secret !== null)
     recordSecret(`cache.partition_secret of a test proxy${inTestFile()}`, config.cache.partition_secret);
   const app = await startApp(config, { logger });

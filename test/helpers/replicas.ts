@@ -14,17 +14,17 @@ export interface Replica {
 }
 
 export async function metric(adminUrl: string, name: string): Promise<string> {
-  const r = await request(`${adminUrl}/metrics`);
-  const text = await r.body.text();
+  const res = await request(`${adminUrl}/metrics`);
+  const text = await res.body.text();
   return text
     .split('\n')
     .filter((l) => l.startsWith(name))
     .join('\n');
 }
 
-export async function startReplicas(n: number, env: Record<string, string | undefined>): Promise<Replica[]> {
+export async function startReplicas(count: number, env: Record<string, string | undefined>): Promise<Replica[]> {
   const replicas: Replica[] = [];
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < count; i++) {
     const [port, adminPort] = [await deadPort(), await deadPort()];
     const cli = runCli(['serve'], {
       PORT: String(port),
@@ -36,11 +36,11 @@ export async function startReplicas(n: number, env: Record<string, string | unde
     });
     replicas.push({ cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` });
   }
-  for (const r of replicas) {
+  for (const replica of replicas) {
     await until(
       async () => {
         try {
-          return (await metric(r.adminUrl, 'etagere_redis_up')).endsWith(' 1');
+          return (await metric(replica.adminUrl, 'etagere_redis_up')).endsWith(' 1');
         } catch {
           return false;
         }
@@ -53,6 +53,6 @@ export async function startReplicas(n: number, env: Record<string, string | unde
 }
 
 export async function stopReplicas(replicas: readonly Replica[]): Promise<void> {
-  for (const r of replicas) r.cli.child.kill('SIGTERM');
+  for (const replica of replicas) replica.cli.child.kill('SIGTERM');
   await Promise.all(replicas.map((r) => r.cli.exited));
 }

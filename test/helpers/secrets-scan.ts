@@ -56,8 +56,8 @@ export function recordedSecrets(dir: string): NamedSecret[] {
   for (const file of files) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       if (line.trim() === '') continue;
-      const s = JSON.parse(line) as Partial<NamedSecret>;
-      if (typeof s.name === 'string' && typeof s.value === 'string') out.push({ name: s.name, value: s.value });
+      const parsed = JSON.parse(line) as Partial<NamedSecret>;
+      if (typeof parsed.name === 'string' && typeof parsed.value === 'string') out.push({ name: parsed.name, value: parsed.value });
     }
   }
   return out;
@@ -78,13 +78,13 @@ function sectionAt(text: string, offset: number): string {
 export function scanForSecrets(dir: string, secrets: readonly NamedSecret[]): ScanResult {
   const byValue = new Map<string, string>();
   let skipped = 0;
-  for (const s of secrets) {
-    if (byValue.has(s.value)) continue;
-    if (s.value.length < MIN_SECRET_LENGTH) {
+  for (const secret of secrets) {
+    if (byValue.has(secret.value)) continue;
+    if (secret.value.length < MIN_SECRET_LENGTH) {
       skipped++;
       continue;
     }
-    byValue.set(s.value, s.name);
+    byValue.set(secret.value, secret.name);
   }
   const secretsDir = join(dir, 'secrets');
   const files = walk(dir).filter((f) => !f.startsWith(secretsDir + '/') && f !== secretsDir);
@@ -98,9 +98,9 @@ export function scanForSecrets(dir: string, secrets: readonly NamedSecret[]): Sc
       const at = text.indexOf(value);
       if (at >= 0) hits.push({ file: rel, section: sectionAt(text, at), secret: name });
     }
-    for (const p of SECRET_PATTERNS) {
-      const m = p.re.exec(text);
-      if (m !== null) hits.push({ file: rel, section: sectionAt(text, m.index), secret: p.name });
+    for (const pattern of SECRET_PATTERNS) {
+      const match = pattern.re.exec(text);
+      if (match !== null) hits.push({ file: rel, section: sectionAt(text, match.index), secret: pattern.name });
     }
   }
   return { files: files.length, bytes, tokens: byValue.size, skipped, hits };

@@ -69,12 +69,12 @@ const known = new Map<string, string>(KNOWN_SECRETS.map((s) => [s.value, s.name]
  */
 export function recordSecret(name: string, value: string | undefined): void {
   if (value === undefined) return;
-  const v = value.trim();
-  if (v.length === 0 || known.has(v) || recorded.has(v)) return;
-  recorded.set(v, name);
+  const trimmed = value.trim();
+  if (trimmed.length === 0 || known.has(trimmed) || recorded.has(trimmed)) return;
+  recorded.set(trimmed, name);
 }
 
-/** A token for a test, registered under `name`: `const T = testSecret('my-test alice', 'tok_...')`. */
+/** A token for a test, registered under `name`: `const TOKEN = testSecret('my-test alice', 'tok_...')`. */
 export function testSecret(name: string, value: string): string {
   recordSecret(name, value);
   return value;
@@ -83,7 +83,7 @@ export function testSecret(name: string, value: string): string {
 /** The secrets recorded so far in this process (and forgets them: the caller persists them). */
 export function takeRecordedSecrets(): NamedSecret[] {
   const out = [...recorded].map(([value, name]) => ({ name, value }));
-  for (const s of out) known.set(s.value, s.name);
+  for (const secret of out) known.set(secret.value, secret.name);
   recorded.clear();
   return out;
 }

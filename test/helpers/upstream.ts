@@ -30,18 +30,18 @@ export async function startScriptedUpstream(
     server,
     seen,
     close: () =>
-      new Promise<void>((r) => {
+      new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => r());
+        server.close(() => resolve());
       }),
   };
 }
 
 /** A port that nothing listens on (bound then released). */
 export async function deadPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((r) => server.close(() => r()));
   return port;
 }

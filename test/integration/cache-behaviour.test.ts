@@ -24,49 +24,49 @@ describe('cache behaviour', () => {
   let version = 1;
 
   const etagOf = (body: string) => `W/"${createHash('sha1').update(body).digest('hex')}"`;
-  const script = (path: string, s: Partial<Script> & { body?: string }) => {
-    const body = s.body ?? `{"path":"${path}","v":${version}}`;
+  const script = (path: string, overrides: Partial<Script> & { body?: string }) => {
+    const body = overrides.body ?? `{"path":"${path}","v":${version}}`;
     scripts.set(path, {
       status: 200,
       headers: {
         'content-type': 'application/json; charset=utf-8',
         'cache-control': 'public, max-age=60, s-maxage=60',
         etag: etagOf(body),
-        ...s.headers,
+        ...overrides.headers,
       },
       body,
-      ...(s.hold === undefined ? {} : { hold: s.hold }),
-      ...(s.cut === undefined ? {} : { cut: s.cut }),
-      ...(s.status === undefined ? {} : { status: s.status }),
+      ...(overrides.hold === undefined ? {} : { hold: overrides.hold }),
+      ...(overrides.cut === undefined ? {} : { cut: overrides.cut }),
+      ...(overrides.status === undefined ? {} : { status: overrides.status }),
     });
   };
   const hits = (path: string) => upstream.seen.filter((s) => s.url === path).length;
 
   beforeAll(async () => {
     upstream = await startScriptedUpstream((req, res) => {
-      const s = scripts.get(req.url ?? '') ?? {
+      const scripted = scripts.get(req.url ?? '') ?? {
         status: 404,
         headers: { 'content-type': 'application/json' },
         body: '{"message":"Not Found"}',
       };
       const send = () => {
-        if (s.cut) {
-          res.writeHead(s.status, { ...s.headers, 'content-length': String(Buffer.byteLength(s.body) + 50) });
-          res.write(s.body);
+        if (scripted.cut) {
+          res.writeHead(scripted.status, { ...scripted.headers, 'content-length': String(Buffer.byteLength(scripted.body) + 50) });
+          res.write(scripted.body);
           setImmediate(() => res.socket?.destroy());
           return;
         }
         const inm = req.headers['if-none-match'];
-        if (inm !== undefined && inm === s.headers.etag && s.status === 200) {
-          const { 'content-type': _ct, ...rest } = s.headers;
+        if (inm !== undefined && inm === scripted.headers.etag && scripted.status === 200) {
+          const { 'content-type': _ct, ...rest } = scripted.headers;
           res.writeHead(304, rest);
           res.end();
           return;
         }
-        res.writeHead(s.status, s.headers);
-        res.end(s.body);
+        res.writeHead(scripted.status, scripted.headers);
+        res.end(scripted.body);
       };
-      if (s.hold) held.push(send);
+      if (scripted.hold) held.push(send);
       else send();
     });
     proxy = await startTestProxy({
@@ -81,7 +81,7 @@ describe('cache behaviour', () => {
     });
   });
   afterEach(() => {
-    for (const h of held.splice(0)) h();
+    for (const release of held.splice(0)) release();
   });
   afterAll(async () => {
     await proxy?.close();
@@ -89,8 +89,8 @@ describe('cache behaviour', () => {
   });
 
   const get = async (path: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') => {
-    const r = await request(`${proxy.url}${path}`, { headers, method });
-    return { status: r.statusCode, headers: r.headers, body: await r.body.text() };
+    const response = await request(`${proxy.url}${path}`, { headers, method });
+    return { status: response.statusCode, headers: response.headers, body: await response.body.text() };
   };
 
   it('serves a stored 200 without going upstream, with Cache-Status and Age', async () => {
@@ -109,22 +109,22 @@ describe('cache behaviour', () => {
 
   it('answers HEAD from the same entry, without a body', async () => {
     script('/head', {});
-    const g = await get('/head');
-    const h = await get('/head', {}, 'HEAD');
-    expect(h.status).toBe(200);
-    expect(h.body).toBe('');
-    expect(h.headers['content-length']).toBe(String(Buffer.byteLength(g.body)));
-    expect(h.headers['cache-status']).toMatch(/hit/);
+    const getReply = await get('/head');
+    const headReply = await get('/head', {}, 'HEAD');
+    expect(headReply.status).toBe(200);
+    expect(headReply.body).toBe('');
+    expect(headReply.headers['content-length']).toBe(String(Buffer.byteLength(getReply.body)));
+    expect(headReply.headers['cache-status']).toMatch(/hit/);
     expect(hits('/head')).toBe(1);
   });
 
   it('a HEAD miss fills the entry that a later GET uses', async () => {
     script('/head-first', {});
-    const h = await get('/head-first', {}, 'HEAD');
-    expect(h.body).toBe('');
-    const g = await get('/head-first');
-    expect(JSON.parse(g.body)).toMatchObject({ path: '/head-first' });
-    expect(g.headers['cache-status']).toMatch(/hit/);
+    const headReply = await get('/head-first', {}, 'HEAD');
+    expect(headReply.body).toBe('');
+    const getReply = await get('/head-first');
+    expect(JSON.parse(getReply.body)).toMatchObject({ path: '/head-first' });
+    expect(getReply.headers['cache-status']).toMatch(/hit/);
     expect(hits('/head-first')).toBe(1);
   });
 
@@ -166,15 +166,15 @@ describe('cache behaviour', () => {
   it('forces a revalidation on client no-cache, and a 304 refreshes the entry', async () => {
     script('/nc', {});
     await get('/nc');
-    const r = await get('/nc', { 'cache-control': 'no-cache' });
-    expect(r.status).toBe(200);
-    expect(r.headers['cache-status']).toMatch(/fwd=request; fwd-status=304/);
+    const reply = await get('/nc', { 'cache-control': 'no-cache' });
+    expect(reply.status).toBe(200);
+    expect(reply.headers['cache-status']).toMatch(/fwd=request; fwd-status=304/);
     expect(upstream.seen.filter((s) => s.url === '/nc').map((s) => s.headers['if-none-match'])).toEqual([
       undefined,
       scripts.get('/nc')!.headers.etag,
     ]);
-    const p = await get('/nc', { pragma: 'no-cache' });
-    expect(p.headers['cache-status']).toMatch(/fwd=request/);
+    const pragmaReply = await get('/nc', { pragma: 'no-cache' });
+    expect(pragmaReply.headers['cache-status']).toMatch(/fwd=request/);
   });
 
   it('a changed resource replaces the stored body', async () => {
@@ -192,10 +192,10 @@ describe('cache behaviour', () => {
   it('answers a client If-None-Match that matches with 304 and no body', async () => {
     script('/inm', {});
     const first = await get('/inm');
-    const r = await get('/inm', { 'if-none-match': first.headers.etag as string });
-    expect(r.status).toBe(304);
-    expect(r.body).toBe('');
-    expect(r.headers.etag).toBe(first.headers.etag);
+    const reply = await get('/inm', { 'if-none-match': first.headers.etag as string });
+    expect(reply.status).toBe(304);
+    expect(reply.body).toBe('');
+    expect(reply.headers.etag).toBe(first.headers.etag);
     const other = await get('/inm', { 'if-none-match': 'W/"other"' });
     expect(other.status).toBe(200);
     expect(hits('/inm')).toBe(1);
@@ -214,11 +214,11 @@ describe('cache behaviour', () => {
   it('streams bodies above the entry cap through uncached', async () => {
     const big = 'x'.repeat(5000);
     script('/big', { body: big });
-    const a = await get('/big');
-    const b = await get('/big');
-    expect(a.body).toBe(big);
-    expect(b.body).toBe(big);
-    expect(a.headers['cache-status']).toMatch(/detail=too-large/);
+    const first = await get('/big');
+    const second = await get('/big');
+    expect(first.body).toBe(big);
+    expect(second.body).toBe(big);
+    expect(first.headers['cache-status']).toMatch(/detail=too-large/);
     expect(hits('/big')).toBe(2);
   });
 
@@ -226,33 +226,33 @@ describe('cache behaviour', () => {
     script('/e404', { status: 404, body: '{"message":"Not Found"}' });
     script('/nostore', { headers: { 'cache-control': 'no-store' } });
     script('/cookie', { headers: { 'set-cookie': 'a=1' } });
-    for (const p of ['/e404', '/nostore', '/cookie']) {
-      await get(p);
-      await get(p);
-      expect(hits(p)).toBe(2);
+    for (const path of ['/e404', '/nostore', '/cookie']) {
+      await get(path);
+      await get(path);
+      expect(hits(path)).toBe(2);
     }
   });
 
   it('rewrites Link headers to the public URL', async () => {
     script('/list?page=1', { headers: { link: `<${upstream.url}/list?page=2>; rel="next", <https://other.example/x>; rel="help"` } });
-    const r = await get('/list?page=1');
-    expect(r.headers.link).toBe('<http://proxy.example:8080/list?page=2>; rel="next", <https://other.example/x>; rel="help"');
+    const reply = await get('/list?page=1');
+    expect(reply.headers.link).toBe('<http://proxy.example:8080/list?page=2>; rel="next", <https://other.example/x>; rel="help"');
     const again = await get('/list?page=1');
-    expect(again.headers.link).toBe(r.headers.link);
+    expect(again.headers.link).toBe(reply.headers.link);
   });
 
   it('treats query parameter order as the same resource', async () => {
     script('/q?a=1&b=2', {});
     await get('/q?a=1&b=2');
-    const r = await get('/q?b=2&a=1');
-    expect(r.headers['cache-status']).toMatch(/hit/);
+    const reply = await get('/q?b=2&a=1');
+    expect(reply.headers['cache-status']).toMatch(/hit/);
   });
 
   it('keeps Vary-selected variants apart', async () => {
     script('/vary', { headers: { vary: 'Accept, X-Tenant' } });
     await get('/vary', { 'x-tenant': 'a' });
-    const b = await get('/vary', { 'x-tenant': 'b' });
-    expect(b.headers['cache-status']).toMatch(/fwd=miss/);
+    const tenantB = await get('/vary', { 'x-tenant': 'b' });
+    expect(tenantB.headers['cache-status']).toMatch(/fwd=miss/);
     const b2 = await get('/vary', { 'x-tenant': 'b' });
     expect(b2.headers['cache-status']).toMatch(/hit/);
     script('/star', { headers: { vary: '*' } });
@@ -275,9 +275,9 @@ describe('cache behaviour', () => {
     script('/reval/r', {});
     const first = await get('/reval/r');
     for (let i = 0; i < 4; i++) {
-      const r = await get('/reval/r');
-      expect(r.body).toBe(first.body);
-      expect(r.headers['cache-status']).toBe('etagere; fwd=stale; fwd-status=304; ttl=0; stored');
+      const reply = await get('/reval/r');
+      expect(reply.body).toBe(first.body);
+      expect(reply.headers['cache-status']).toBe('etagere; fwd=stale; fwd-status=304; ttl=0; stored');
     }
     expect(hits('/reval/r')).toBe(5);
   });
@@ -286,10 +286,10 @@ describe('cache behaviour', () => {
     script('/sie', { headers: { 'cache-control': 'public, max-age=0' } });
     const good = await get('/sie');
     script('/sie', { status: 503, body: '{"message":"down"}' });
-    const r = await get('/sie');
-    expect(r.status).toBe(200);
-    expect(r.body).toBe(good.body);
-    expect(r.headers['cache-status']).toMatch(/fwd=stale; fwd-status=503; ttl=-?\d+; detail=stale-if-error/);
+    const reply = await get('/sie');
+    expect(reply.status).toBe(200);
+    expect(reply.body).toBe(good.body);
+    expect(reply.headers['cache-status']).toMatch(/fwd=stale; fwd-status=503; ttl=-?\d+; detail=stale-if-error/);
     script('/sie', { status: 403, headers: { 'x-ratelimit-remaining': '0' }, body: '{"message":"API rate limit exceeded"}' });
     const limited = await get('/sie');
     expect(limited.body).toBe(good.body);

@@ -43,9 +43,9 @@ describe('answers to requests the parser gives up on', () => {
     // so the error is raised on the server-side socket the way Node raises it).
     const serverSide = new Promise<Socket>((resolve) => proxy.server.once('connection', resolve));
     const answer = await exchange(proxy.url, 'GET /slow HTTP/1.1\r\nHost: x\r\n', () => {
-      void serverSide.then((s) => {
+      void serverSide.then((socket) => {
         const err = Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
-        proxy.server.emit('clientError', err, s);
+        proxy.server.emit('clientError', err, socket);
       });
     });
     expect(answer.startsWith('HTTP/1.1 408 Request Timeout\r\n')).toBe(true);

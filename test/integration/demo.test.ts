@@ -25,8 +25,8 @@ describe('demo', () => {
       const lines = cli.stdout().match(/^requests \d+ \| hit ratio .*$/gm)!;
       expect(lines.at(-1)).toMatch(/quota saved \d+ \| alice-public \d+\/\d+/);
       expect(cli.stdout()).toContain(`http://127.0.0.1:${port}`);
-      const r = await request(`http://127.0.0.1:${adminPort}/admin/status`);
-      const status = JSON.parse(await r.body.text()) as { recent: { requests: number } };
+      const res = await request(`http://127.0.0.1:${adminPort}/admin/status`);
+      const status = JSON.parse(await res.body.text()) as { recent: { requests: number } };
       expect(status.recent.requests).toBeGreaterThan(0);
       cli.child.kill('SIGTERM');
       expect(await cli.exited).toEqual({ code: 0, signal: null });

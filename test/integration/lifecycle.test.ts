@@ -19,7 +19,7 @@ describe('admin endpoints and graceful shutdown', () => {
     });
   });
   afterAll(async () => {
-    for (const h of held.splice(0)) h();
+    for (const release of held.splice(0)) release();
     await upstream.close();
   });
 

@@ -34,8 +34,8 @@ interface Panel {
 }
 
 async function text(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  const r = await request(url, { headers });
-  return { status: r.statusCode, body: await r.body.text() };
+  const res = await request(url, { headers });
+  return { status: res.statusCode, body: await res.body.text() };
 }
 
 describe('observability with real Prometheus tools', () => {
@@ -75,9 +75,9 @@ describe('observability with real Prometheus tools', () => {
     await load(3);
     const lines = proxy.logs().filter((l) => l.msg === 'request');
     expect(lines.length).toBeGreaterThan(10);
-    for (const l of lines) {
-      expect(typeof l.reqId).toBe('string');
-      expect(String(l.reqId).length).toBeGreaterThan(0);
+    for (const line of lines) {
+      expect(typeof line.reqId).toBe('string');
+      expect(String(line.reqId).length).toBeGreaterThan(0);
     }
     expect(lines.some((l) => l.route === '/repos/:owner/:repo' && typeof l.tokenName === 'string')).toBe(true);
     for (const secret of [...TOKENS, 'demo_token_alice_repo']) expect(proxy.logText()).not.toContain(secret);
@@ -123,8 +123,8 @@ describe('observability with real Prometheus tools', () => {
         prom.stderr!.on('data', (d: Buffer) => (output += d.toString()));
         const api = `http://127.0.0.1:${port}/api/v1`;
         const query = async (expr: string): Promise<{ status: string; error?: string; data?: { result: unknown[] } }> => {
-          const r = await request(`${api}/query?query=${encodeURIComponent(expr)}`);
-          return (await r.body.json()) as { status: string; error?: string; data?: { result: unknown[] } };
+          const res = await request(`${api}/query?query=${encodeURIComponent(expr)}`);
+          return (await res.body.json()) as { status: string; error?: string; data?: { result: unknown[] } };
         };
         await until(
           async () =>
@@ -140,9 +140,9 @@ describe('observability with real Prometheus tools', () => {
         for (;;) {
           await load(3);
           const scrapes = await query('count_over_time(up{job="etagere"}[1m])');
-          const n = Number((scrapes.data?.result[0] as { value?: [number, string] } | undefined)?.value?.[1] ?? 0);
-          if (n >= 4) break;
-          if (Date.now() > deadline) throw new Error(`prometheus scraped etagere only ${n} times:\n${output}`);
+          const scrapeCount = Number((scrapes.data?.result[0] as { value?: [number, string] } | undefined)?.value?.[1] ?? 0);
+          if (scrapeCount >= 4) break;
+          if (Date.now() > deadline) throw new Error(`prometheus scraped etagere only ${scrapeCount} times:\n${output}`);
         }
         await load(3);
         await until(
@@ -159,10 +159,10 @@ describe('observability with real Prometheus tools', () => {
           for (const target of panel.targets) {
             // Grafana's $__rate_interval is resolved by Grafana; here a minute covers the test's scrapes.
             const expr = target.expr.replaceAll('$__rate_interval', '1m');
-            const r = await query(expr);
+            const answer = await query(expr);
             evaluated++;
-            if (r.status !== 'success') failures.push(`${panel.title}: ${expr}: ${r.error ?? 'error'}`);
-            else if ((r.data?.result.length ?? 0) === 0) failures.push(`${panel.title}: ${expr}: no series`);
+            if (answer.status !== 'success') failures.push(`${panel.title}: ${expr}: ${answer.error ?? 'error'}`);
+            else if ((answer.data?.result.length ?? 0) === 0) failures.push(`${panel.title}: ${expr}: no series`);
           }
         }
         expect(evaluated).toBeGreaterThanOrEqual(20);

@@ -10,7 +10,7 @@ const BINARY = Buffer.from([0, 1, 2, 255, 254, 0xc3, 0x28, 10, 13, 0x7f]);
 describe('pass-through proxy', () => {
   let upstream: ScriptedUpstream;
   let proxy: TestProxy;
-  let hang: Array<() => void> = [];
+  const hang: Array<() => void> = [];
 
   beforeAll(async () => {
     upstream = await startScriptedUpstream((req, res, body) => {
@@ -63,7 +63,7 @@ describe('pass-through proxy', () => {
     });
   });
   afterAll(async () => {
-    for (const h of hang) h();
+    for (const release of hang) release();
     await proxy?.close();
     await upstream?.close();
   });

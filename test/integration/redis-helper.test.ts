@@ -15,7 +15,7 @@ const FAST = {
 } as const;
 
 /** Runs `fn` with a fresh client on `url`, always closing it. */
-async function withClient<T>(url: string, fn: (r: Redis) => Promise<T>): Promise<T> {
+async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis(url, FAST);
   client.on('error', () => {}); // connection errors surface through the rejected commands
   try {
@@ -54,9 +54,9 @@ describe('startRedis', () => {
 
   it('gives a Redis that stores and returns values', async () => {
     expect(redis.url).toMatch(/^rediss?:\/\//);
-    await withClient(redis.url, async (r) => {
-      await r.set('helper:k', 'v1');
-      expect(await r.get('helper:k')).toBe('v1');
+    await withClient(redis.url, async (client) => {
+      await client.set('helper:k', 'v1');
+      expect(await client.get('helper:k')).toBe('v1');
     });
   });
 
@@ -71,10 +71,10 @@ describe('startRedis', () => {
     redis.signal('SIGKILL');
     await redis.restart();
     expect(redis.url).toBe(url);
-    await withClient(url, async (r) => {
-      expect(await r.get('helper:k')).toBeNull(); // a new, empty server (no persistence)
-      await r.set('helper:k', 'v2');
-      expect(await r.get('helper:k')).toBe('v2');
+    await withClient(url, async (client) => {
+      expect(await client.get('helper:k')).toBeNull(); // a new, empty server (no persistence)
+      await client.set('helper:k', 'v2');
+      expect(await client.get('helper:k')).toBe('v2');
     });
   });
 });
@@ -101,8 +101,8 @@ describe('startRedisCluster', () => {
 
       const seed = cluster.nodes[0];
       if (!seed) throw new Error('no seed node');
-      await withClient(`redis://${seed.host}:${seed.port}`, async (r) => {
-        expect(await r.cluster('INFO')).toContain('cluster_state:ok');
+      await withClient(`redis://${seed.host}:${seed.port}`, async (client) => {
+        expect(await client.cluster('INFO')).toContain('cluster_state:ok');
       });
     } finally {
       client.disconnect();

@@ -25,10 +25,10 @@ interface Answer {
 }
 
 async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const t = performance.now();
-  const r = await request(url, { headers });
-  const body = await r.body.text();
-  return { status: r.statusCode, headers: r.headers, body, ms: performance.now() - t };
+  const started = performance.now();
+  const res = await request(url, { headers });
+  const body = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, body, ms: performance.now() - started };
 }
 
 const PREFIX = 'etagere-test:';
@@ -44,29 +44,29 @@ function replicaConfig(fake: FakeUpstream, redisUrl: string, extra: Record<strin
 describe('Redis L2 shared by replicas', () => {
   let redis: TestRedis;
   let fake: FakeUpstream;
-  let a: TestProxy;
-  let b: TestProxy;
+  let replicaA: TestProxy;
+  let replicaB: TestProxy;
   let raw: Redis;
 
   beforeAll(async () => {
     redis = await startRedis();
     fake = await startFakeUpstream({ anonymousLimit: 1_000_000 });
-    a = await startTestProxy(replicaConfig(fake, redis.url));
-    b = await startTestProxy(replicaConfig(fake, redis.url));
+    replicaA = await startTestProxy(replicaConfig(fake, redis.url));
+    replicaB = await startTestProxy(replicaConfig(fake, redis.url));
     raw = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 50, 500) });
-    await until(() => a.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'replica a connected');
-    await until(() => b.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'replica b connected');
+    await until(() => replicaA.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'replica a connected');
+    await until(() => replicaB.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'replica b connected');
   });
   afterAll(async () => {
     raw?.disconnect();
-    await a?.close();
-    await b?.close();
+    await replicaA?.close();
+    await replicaB?.close();
     await fake?.close();
     await redis?.stop();
   });
 
   it('an entry stored by replica A is served by replica B from L2, with no upstream call', async () => {
-    const first = await get(`${a.url}/repos/octocat/hello-world`);
+    const first = await get(`${replicaA.url}/repos/octocat/hello-world`);
     expect(first.headers['cache-status']).toMatch(/fwd=miss; fwd-status=200; ttl=\d+; stored/);
     const before = fake.stats().total;
     await until(
@@ -77,29 +77,29 @@ describe('Redis L2 shared by replicas', () => {
       2_000,
       'L2 write',
     );
-    const fromB = await get(`${b.url}/repos/octocat/hello-world`);
+    const fromB = await get(`${replicaB.url}/repos/octocat/hello-world`);
     expect(fromB.status).toBe(200);
     expect(fromB.body).toBe(first.body);
     expect(fromB.headers['cache-status']).toMatch(/^etagere; hit; ttl=\d+/);
     expect(fake.stats().total).toBe(before);
     // Promoted into B's L1: the next hit needs no Redis round trip.
-    const l2Before = (await b.metrics.l2Lookups.get()).values.reduce((n, v) => n + v.value, 0);
-    await get(`${b.url}/repos/octocat/hello-world`);
-    expect((await b.metrics.l2Lookups.get()).values.reduce((n, v) => n + v.value, 0)).toBe(l2Before);
+    const l2Before = (await replicaB.metrics.l2Lookups.get()).values.reduce((n, v) => n + v.value, 0);
+    await get(`${replicaB.url}/repos/octocat/hello-world`);
+    expect((await replicaB.metrics.l2Lookups.get()).values.reduce((n, v) => n + v.value, 0)).toBe(l2Before);
   });
 
   it('a client credential is shared across replicas only within its own partition', async () => {
     const alice = { authorization: 'token demo_token_alice_repo' };
-    await get(`${a.url}/user`, alice);
+    await get(`${replicaA.url}/user`, alice);
     const before = fake.stats().total;
     const fromB = await until(
-      async () => /hit/.test(String((await get(`${b.url}/user`, alice)).headers['cache-status'])),
+      async () => /hit/.test(String((await get(`${replicaB.url}/user`, alice)).headers['cache-status'])),
       2_000,
       'alice hit on b',
     ).then(() => true);
     expect(fromB).toBe(true);
     expect(fake.stats().total).toBe(before);
-    const bob = await get(`${b.url}/user`, { authorization: 'token demo_token_bob_public' });
+    const bob = await get(`${replicaB.url}/user`, { authorization: 'token demo_token_bob_public' });
     expect(JSON.parse(bob.body).login).toBe('bob');
   });
 
@@ -116,27 +116,27 @@ describe('Redis L2 shared by replicas', () => {
     const redisKey = `${PREFIX}v1:{${keyTag(key)}}:e`;
     for (const garbage of [Buffer.from('not an entry'), Buffer.from([1, 0, 0, 0, 9, 123]), Buffer.from([1, 255, 255, 255, 255])]) {
       await raw.set(redisKey, garbage, 'PX', 60_000);
-      const r = await get(`${b.url}${path}?g=${garbage.length}`);
-      expect(r.status).toBe(200);
-      const direct = await get(`${b.url}${path}`, { 'cache-control': 'no-cache' });
+      const answer = await get(`${replicaB.url}${path}?g=${garbage.length}`);
+      expect(answer.status).toBe(200);
+      const direct = await get(`${replicaB.url}${path}`, { 'cache-control': 'no-cache' });
       expect(JSON.parse(direct.body).login).toBe('carol');
     }
-    const corrupt = (await b.metrics.l2Lookups.get()).values.find((v) => v.labels.result === 'corrupt');
+    const corrupt = (await replicaB.metrics.l2Lookups.get()).values.find((v) => v.labels.result === 'corrupt');
     expect(corrupt?.value).toBeGreaterThanOrEqual(1);
-    expect(b.logs().filter((l) => String(l.msg).includes('does not decode')).length).toBe(1);
+    expect(replicaB.logs().filter((l) => String(l.msg).includes('does not decode')).length).toBe(1);
   });
 
   it('a change stored by one replica drops the older L1 copy in the other', async () => {
     const path = '/repos/octocat/spoon-knife';
-    const v1 = await get(`${a.url}${path}`);
-    await until(async () => /hit/.test(String((await get(`${b.url}${path}`)).headers['cache-status'])), 2_000, 'b holds it');
-    const m = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }) });
-    await m.body.dump();
-    const v2 = await get(`${a.url}${path}`, { 'cache-control': 'no-cache' });
+    const v1 = await get(`${replicaA.url}${path}`);
+    await until(async () => /hit/.test(String((await get(`${replicaB.url}${path}`)).headers['cache-status'])), 2_000, 'b holds it');
+    const mutation = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }) });
+    await mutation.body.dump();
+    const v2 = await get(`${replicaA.url}${path}`, { 'cache-control': 'no-cache' });
     expect(v2.body).not.toBe(v1.body);
     // B's L1 copy was dropped by the notice; B now serves the new body from L2 (no upstream call).
     const before = fake.stats().total;
-    await until(async () => (await get(`${b.url}${path}`)).body === v2.body, 2_000, 'b to serve the new body');
+    await until(async () => (await get(`${replicaB.url}${path}`)).body === v2.body, 2_000, 'b to serve the new body');
     expect(fake.stats().total).toBe(before);
   });
 });
@@ -165,11 +165,12 @@ describe('Redis outages', () => {
   async function load(during: (answers: Answer[]) => Promise<void>): Promise<Answer[]> {
     const answers: Answer[] = [];
     let stop = false;
-    let n = 0;
+    let nextIndex = 0;
     const worker = async (): Promise<void> => {
       while (!stop) {
-        const i = n++;
-        const path = i % 3 === 0 ? '/repos/octocat/hello-world' : `/repos/etagere-org/repo-0${String(10 + (i % 60))}?outage=${i}`;
+        const index = nextIndex++;
+        const path =
+          index % 3 === 0 ? '/repos/octocat/hello-world' : `/repos/etagere-org/repo-0${String(10 + (index % 60))}?outage=${index}`;
         answers.push(await get(proxy.url + path));
       }
     };
@@ -241,8 +242,8 @@ describe('Redis outages', () => {
 describe('on a 3-node Redis Cluster', () => {
   let cluster: TestRedisCluster;
   let fake: FakeUpstream;
-  let a: TestProxy;
-  let b: TestProxy;
+  let replicaA: TestProxy;
+  let replicaB: TestProxy;
   const TOKENS = ['cluster_pool_token_1', 'cluster_pool_token_2'];
 
   beforeAll(async () => {
@@ -254,13 +255,14 @@ describe('on a 3-node Redis Cluster', () => {
       cache: { partition_secret: 'shared-secret-of-the-replicas' },
       pool: { tokens: TOKENS.map((value, i) => ({ name: `c${i}`, value })) },
     });
-    a = await startTestProxy(config());
-    b = await startTestProxy(config());
-    for (const p of [a, b]) await until(async () => (await p.metrics.redisUp.get()).values[0]?.value === 1, 10_000, 'cluster connection');
+    replicaA = await startTestProxy(config());
+    replicaB = await startTestProxy(config());
+    for (const replica of [replicaA, replicaB])
+      await until(async () => (await replica.metrics.redisUp.get()).values[0]?.value === 1, 10_000, 'cluster connection');
   }, 60_000);
   afterAll(async () => {
-    await a?.close();
-    await b?.close();
+    await replicaA?.close();
+    await replicaB?.close();
     await fake?.close();
     await cluster?.stop();
   });
@@ -269,22 +271,22 @@ describe('on a 3-node Redis Cluster', () => {
     const paths = ['/repos/octocat/hello-world', '/users/octocat', '/users/alice', '/orgs/etagere-org/repos?per_page=5'];
     for (const path of paths) {
       const before = fake.stats().total;
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get((i % 2 === 0 ? a : b).url + path)));
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => get((i % 2 === 0 ? replicaA : replicaB).url + path)));
       expect(answers.every((x) => x.status === 200)).toBe(true);
       expect(fake.stats().total - before).toBe(1);
     }
     // An entry written through A (a new key) is then a hit on B with no upstream call.
-    await get(`${a.url}/users/bob`);
+    await get(`${replicaA.url}/users/bob`);
     const before = fake.stats().total;
-    await until(async () => /hit/.test(String((await get(`${b.url}/users/bob`)).headers['cache-status'])), 3_000, 'b to hit');
+    await until(async () => /hit/.test(String((await get(`${replicaB.url}/users/bob`)).headers['cache-status'])), 3_000, 'b to hit');
     expect(fake.stats().total).toBe(before);
   });
 
   it('spends the shared token budget to the last unit with no upstream 403/429', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 60 && !statuses.includes(429); i++) {
-      const r = await get(`${(i % 2 === 0 ? a : b).url}/repos/octocat/hello-world?budget=${i}`);
-      statuses.push(r.status);
+      const answer = await get(`${(i % 2 === 0 ? replicaA : replicaB).url}/repos/octocat/hello-world?budget=${i}`);
+      statuses.push(answer.status);
     }
     expect(statuses.indexOf(429)).toBeGreaterThanOrEqual(40 - 5); // 2 x 20 minus what the first test spent
     expect(fake.stats().quotaSpent).toBe(40);
@@ -302,8 +304,8 @@ describe('readiness without Redis', () => {
     try {
       expect((await get(`${optional.adminUrl}/readyz`)).status).toBe(200);
       expect((await get(`${required.adminUrl}/readyz`)).status).toBe(503);
-      const r = await get(`${optional.url}/users/octocat`);
-      expect(r.status).toBe(200);
+      const answer = await get(`${optional.url}/users/octocat`);
+      expect(answer.status).toBe(200);
       expect((await get(`${optional.url}/users/octocat`)).headers['cache-status']).toMatch(/^etagere; hit/);
       expect((await optional.metrics.redisUp.get()).values[0]?.value).toBe(0);
     } finally {

@@ -30,9 +30,9 @@ describe('three replicas, one Redis', () => {
     const path = `/repos/octocat/hello-world?cold=${Date.now()}`;
     const before = fake.stats().total;
     const answers = await Promise.all(
-      Array.from({ length: 300 }, async (_, i) => {
-        const r = await request(replicas[i % 3]!.url + path);
-        return { status: r.statusCode, body: await r.body.text(), cacheStatus: String(r.headers['cache-status']) };
+      Array.from({ length: 300 }, async (_, index) => {
+        const res = await request(replicas[index % 3]!.url + path);
+        return { status: res.statusCode, body: await res.body.text(), cacheStatus: String(res.headers['cache-status']) };
       }),
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);
@@ -48,8 +48,8 @@ describe('three replicas, one Redis', () => {
     const first = await request(`${replicas[1]!.url}/user`, { headers: alice });
     expect(JSON.parse(await first.body.text()).login).toBe('alice');
     const before = fake.stats().total;
-    for (const r of [replicas[0]!, replicas[2]!]) {
-      const res = await request(`${r.url}/user`, { headers: alice });
+    for (const replica of [replicas[0]!, replicas[2]!]) {
+      const res = await request(`${replica.url}/user`, { headers: alice });
       expect(String(res.headers['cache-status'])).toMatch(/^etagere; hit/);
       await res.body.dump();
     }
@@ -63,8 +63,8 @@ describe('three replicas, one Redis', () => {
     const first = await request(replicas[0]!.url + path);
     await first.body.dump();
     const before = fake.stats().total;
-    for (const r of replicas.slice(1)) {
-      const res = await request(r.url + path);
+    for (const replica of replicas.slice(1)) {
+      const res = await request(replica.url + path);
       expect(res.statusCode).toBe(200);
       expect(String(res.headers['cache-status'])).toMatch(/^etagere; hit/);
       await res.body.dump();
@@ -101,11 +101,11 @@ describe('three replicas share one token budget', () => {
   it('149 uncached requests spread across replicas succeed with no upstream 403/429; request 151 gets 429', async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 149; i += 12) {
-      const batch = Array.from({ length: Math.min(12, 149 - i) }, async (_, j) => {
-        const n = i + j;
-        const r = await request(`${replicas[n % 3]!.url}/repos/octocat/hello-world?n=${n}`);
-        await r.body.dump();
-        return r.statusCode;
+      const batch = Array.from({ length: Math.min(12, 149 - i) }, async (_, offset) => {
+        const requestNumber = i + offset;
+        const res = await request(`${replicas[requestNumber % 3]!.url}/repos/octocat/hello-world?n=${requestNumber}`);
+        await res.body.dump();
+        return res.statusCode;
       });
       statuses.push(...(await Promise.all(batch)));
     }

@@ -15,11 +15,11 @@ import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const logger = createLogger({ level: 'silent' });
-const s = Math.floor(Date.now() / 1000);
+const nowSeconds = Math.floor(Date.now() / 1000);
 const rl =
-  (remaining: number, limit = 50, reset = s + 600) =>
-  (n: string) =>
-    ({ 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': String(reset) })[n];
+  (remaining: number, limit = 50, reset = nowSeconds + 600) =>
+  (name: string) =>
+    ({ 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': String(reset) })[name];
 
 describe('shared token budget (Lua scripts on a real Redis)', () => {
   let redis: TestRedis;
@@ -31,8 +31,8 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     redis = await startRedis();
   });
   afterAll(async () => {
-    for (const p of pools) p.close();
-    for (const c of conns) await c.close();
+    for (const pool of pools) pool.close();
+    for (const conn of conns) await conn.close();
     await redis?.stop();
   });
 
@@ -65,36 +65,36 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
   }
 
   it('replicas racing for the last units never hand out more than remain', async () => {
-    const [a, b, c] = await replicas(3);
-    a!.learn('a', 200, { limit: 50, remaining: 10, reset: s + 600, resource: 'core' });
+    const [replicaA, replicaB, replicaC] = await replicas(3);
+    replicaA!.learn('a', 200, { limit: 50, remaining: 10, reset: nowSeconds + 600, resource: 'core' });
     await until(
       async () => {
-        await b!.acquire().then((r) => r.kind === 'lease' && r.lease.cancel());
-        return b!.snapshot()[0]!.remaining === 10;
+        await replicaB!.acquire().then((r) => r.kind === 'lease' && r.lease.cancel());
+        return replicaB!.snapshot()[0]!.remaining === 10;
       },
       2_000,
       'the numbers to reach the other replicas',
     );
-    const results: Acquired[] = await Promise.all(Array.from({ length: 60 }, (_, i) => [a, b, c][i % 3]!.acquire()));
+    const results: Acquired[] = await Promise.all(Array.from({ length: 60 }, (_, i) => [replicaA, replicaB, replicaC][i % 3]!.acquire()));
     const leases = results.filter((r) => r.kind === 'lease');
     expect(leases).toHaveLength(10);
     expect(results.filter((r) => r.kind === 'unavailable').length).toBe(50);
     // Every lease spends its unit: the shared remaining reaches 0 and nobody gets more.
     let left = 10;
-    for (const r of leases) if (r.kind === 'lease') r.lease.settle(200, rl(--left), undefined);
-    await until(async () => (await c!.acquire()).kind === 'unavailable', 2_000, 'the pool to be spent');
+    for (const acquired of leases) if (acquired.kind === 'lease') acquired.lease.settle(200, rl(--left), undefined);
+    await until(async () => (await replicaC!.acquire()).kind === 'unavailable', 2_000, 'the pool to be spent');
   });
 
   it('a replica that dies mid-request frees its units when the reservation expires', async () => {
-    const [a, b] = await replicas(2, ['a'], 300);
-    a!.learn('a', 200, { limit: 50, remaining: 1, reset: s + 600, resource: 'core' });
-    const held = await a!.acquire();
+    const [replicaA, replicaB] = await replicas(2, ['a'], 300);
+    replicaA!.learn('a', 200, { limit: 50, remaining: 1, reset: nowSeconds + 600, resource: 'core' });
+    const held = await replicaA!.acquire();
     expect(held.kind).toBe('lease'); // never settled: as if replica a crashed
     const t0 = Date.now();
     let got: Acquired | undefined;
     await until(
       async () => {
-        got = await b!.acquire();
+        got = await replicaB!.acquire();
         return got.kind === 'lease';
       },
       3_000,
@@ -104,35 +104,35 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
   });
 
   it('a 401 or an exhaustion seen by one replica reaches the others', async () => {
-    const [a, b] = await replicas(2, ['x', 'y']);
-    for (const n of ['x', 'y']) a!.learn(n, 200, { limit: 50, remaining: 50, reset: s + 600, resource: 'core' });
-    const lx = await a!.acquire({ prefer: 'x' });
+    const [replicaA, replicaB] = await replicas(2, ['x', 'y']);
+    for (const name of ['x', 'y']) replicaA!.learn(name, 200, { limit: 50, remaining: 50, reset: nowSeconds + 600, resource: 'core' });
+    const lx = await replicaA!.acquire({ prefer: 'x' });
     if (lx.kind !== 'lease') throw new Error('no lease');
     lx.lease.settle(401, () => undefined, '{"message":"Bad credentials"}');
-    const ly = await a!.acquire({ prefer: 'y' });
+    const ly = await replicaA!.acquire({ prefer: 'y' });
     if (ly.kind !== 'lease') throw new Error('no lease');
-    ly.lease.settle(403, rl(0, 50, s + 900), '{"message":"API rate limit exceeded"}');
+    ly.lease.settle(403, rl(0, 50, nowSeconds + 900), '{"message":"API rate limit exceeded"}');
     await until(
       async () => {
-        const r = await b!.acquire();
-        if (r.kind === 'lease') r.lease.cancel();
-        return r.kind === 'unavailable';
+        const acquired = await replicaB!.acquire();
+        if (acquired.kind === 'lease') acquired.lease.cancel();
+        return acquired.kind === 'unavailable';
       },
       2_000,
       'b to see both',
     );
-    expect(b!.snapshot().map((t) => t.state)).toEqual(['dead', 'exhausted']);
+    expect(replicaB!.snapshot().map((t) => t.state)).toEqual(['dead', 'exhausted']);
   });
 
   it('keeps serving from a 1/N share when Redis is gone', async () => {
-    const [a, b] = await replicas(2);
-    a!.learn('a', 200, { limit: 50, remaining: 40, reset: s + 600, resource: 'core' });
-    await until(() => a!.replicas() === 2, 5_000, 'the heartbeat to see two replicas');
+    const [replicaA, replicaB] = await replicas(2);
+    replicaA!.learn('a', 200, { limit: 50, remaining: 40, reset: nowSeconds + 600, resource: 'core' });
+    await until(() => replicaA!.replicas() === 2, 5_000, 'the heartbeat to see two replicas');
     await until(
       async () => {
-        const r = await a!.acquire();
-        if (r.kind === 'lease') r.lease.cancel();
-        return a!.snapshot()[0]!.remaining === 40;
+        const acquired = await replicaA!.acquire();
+        if (acquired.kind === 'lease') acquired.lease.cancel();
+        return replicaA!.snapshot()[0]!.remaining === 40;
       },
       2_000,
       'a to know its numbers',
@@ -141,17 +141,17 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     try {
       let leases = 0;
       for (let i = 0; i < 40; i++) {
-        const r = await a!.acquire();
-        if (r.kind !== 'lease') break;
+        const acquired = await replicaA!.acquire();
+        if (acquired.kind !== 'lease') break;
         leases++;
-        r.lease.settle(200, rl(40 - leases), undefined);
+        acquired.lease.settle(200, rl(40 - leases), undefined);
       }
-      expect(a!.shared()).toBe(false);
+      expect(replicaA!.shared()).toBe(false);
       expect(leases).toBeLessThanOrEqual(21); // about half of 40, plus the request that found Redis gone
       expect(leases).toBeGreaterThanOrEqual(19);
     } finally {
       redis.signal('SIGCONT');
     }
-    void b;
+    void replicaB;
   }, 20_000);
 });

@@ -80,10 +80,10 @@ describe('admin status page', () => {
           trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => (td as { textContent: string | null }).textContent ?? '')),
         );
         expect(rows.map((r) => r[0])).toEqual(['alpha', 'beta']);
-        for (const r of rows) {
-          expect(r[1]).toMatch(/^\d+ \/ 40$/);
-          expect(r[3]).toBe('ok');
-          expect(r[4]).toMatch(/^\d+(m \d+s|s|h \d+m)$/);
+        for (const row of rows) {
+          expect(row[1]).toMatch(/^\d+ \/ 40$/);
+          expect(row[3]).toBe('ok');
+          expect(row[4]).toMatch(/^\d+(m \d+s|s|h \d+m)$/);
         }
         expect(await page.textContent('#hit-ratio')).toBe('50.0 %');
         expect(await page.textContent('#quota-saved')).toBe('3');

@@ -31,14 +31,14 @@ interface Answer {
 }
 
 async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const r = await request(url, { headers });
-  return { status: r.statusCode, headers: r.headers, body: await r.body.text() };
+  const res = await request(url, { headers });
+  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
 async function post(url: string, body: unknown): Promise<void> {
-  const r = await request(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  expect(r.statusCode).toBe(200);
-  await r.body.dump();
+  const res = await request(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  expect(res.statusCode).toBe(200);
+  await res.body.dump();
 }
 
 interface TokenRow {
@@ -53,9 +53,9 @@ interface TokenRow {
 }
 
 async function adminTokens(proxy: TestProxy): Promise<TokenRow[]> {
-  const a = await get(`${proxy.adminUrl}/admin/tokens`);
-  expect(a.status).toBe(200);
-  return (JSON.parse(a.body) as { tokens: TokenRow[] }).tokens;
+  const answer = await get(`${proxy.adminUrl}/admin/tokens`);
+  expect(answer.status).toBe(200);
+  return (JSON.parse(answer.body) as { tokens: TokenRow[] }).tokens;
 }
 
 const upstream = (fake: FakeUpstream, pool: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -67,32 +67,32 @@ const upstream = (fake: FakeUpstream, pool: Record<string, unknown>, extra: Reco
 const proxies: TestProxy[] = [];
 const fakes: FakeUpstream[] = [];
 async function start(raw: Record<string, unknown>): Promise<TestProxy> {
-  const p = await startTestProxy(raw);
-  proxies.push(p);
-  return p;
+  const proxy = await startTestProxy(raw);
+  proxies.push(proxy);
+  return proxy;
 }
 async function fakeWith(opts: Parameters<typeof startFakeUpstream>[0]): Promise<FakeUpstream> {
-  const f = await startFakeUpstream({ tokens: FAKE_TOKENS, ...opts });
-  fakes.push(f);
-  return f;
+  const fake = await startFakeUpstream({ tokens: FAKE_TOKENS, ...opts });
+  fakes.push(fake);
+  return fake;
 }
 
 afterEach(async () => {
   // No token value in any log line, /admin answer or metric, whatever the test did.
-  for (const p of proxies.splice(0)) {
-    const metrics = (await get(`${p.adminUrl}/metrics`)).body;
-    const admin = (await get(`${p.adminUrl}/admin/tokens`)).body;
-    await p.close();
+  for (const proxy of proxies.splice(0)) {
+    const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
+    const admin = (await get(`${proxy.adminUrl}/admin/tokens`)).body;
+    await proxy.close();
     for (const secret of ALL_SECRETS) {
-      expect(p.logText()).not.toContain(secret);
+      expect(proxy.logText()).not.toContain(secret);
       expect(metrics).not.toContain(secret);
       expect(admin).not.toContain(secret);
     }
   }
-  for (const f of fakes.splice(0)) await f.close();
+  for (const fake of fakes.splice(0)) await fake.close();
 });
 afterAll(async () => {
-  for (const f of fakes) await f.close();
+  for (const fake of fakes) await fake.close();
 });
 
 describe('token pool', () => {
@@ -200,9 +200,9 @@ describe('token pool', () => {
         ],
       }),
     );
-    const r = await get(`${proxy.url}/users/alice`);
-    expect(r.status).toBe(200);
-    expect(r.headers['x-etagere-token']).toBe('good');
+    const answer = await get(`${proxy.url}/users/alice`);
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-etagere-token']).toBe('good');
     const bad = (await adminTokens(proxy)).find((t) => t.name === 'bad')!;
     expect(bad.state).toBe('dead');
     expect(bad.last_error).toMatch(/401/);
@@ -238,9 +238,9 @@ describe('token pool', () => {
     const seen: string[] = [];
     await until(
       async () => {
-        const r = await get(`${proxy.url}/repos/octocat/hello-world?i=${seen.length}`);
-        expect(r.status).toBe(200);
-        seen.push(String(r.headers['x-etagere-token']));
+        const answer = await get(`${proxy.url}/repos/octocat/hello-world?i=${seen.length}`);
+        expect(answer.status).toBe(200);
+        seen.push(String(answer.headers['x-etagere-token']));
         return fake.stats().byStatus['429'] === 1;
       },
       5_000,
@@ -273,8 +273,8 @@ describe('token pool', () => {
     let mutations = 0;
     const before = fake.stats();
     for (let round = 0; round < 4; round++) {
-      for (const p of paths.filter((_, i) => (i + round) % 3 === 0)) {
-        await post(`${fake.url}/__fake/mutate`, { path: p });
+      for (const path of paths.filter((_, i) => (i + round) % 3 === 0)) {
+        await post(`${fake.url}/__fake/mutate`, { path });
         mutations++;
       }
       const answers = await Promise.all(paths.map((p) => get(proxy.url + p, { 'cache-control': 'no-cache' })));
@@ -293,9 +293,12 @@ describe('token pool', () => {
     const proxy = await start(upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }] }, { consumers }));
     const refused: Array<Record<string, string>> = [{}, { 'x-etagere-key': 'nope' }];
     for (const headers of refused) {
-      const r = await get(`${proxy.url}/users/octocat`, headers);
-      expect(r.status).toBe(401);
-      expect(JSON.parse(r.body)).toMatchObject({ message: expect.stringMatching(/consumer key/), documentation_url: expect.any(String) });
+      const answer = await get(`${proxy.url}/users/octocat`, headers);
+      expect(answer.status).toBe(401);
+      expect(JSON.parse(answer.body)).toMatchObject({
+        message: expect.stringMatching(/consumer key/),
+        documentation_url: expect.any(String),
+      });
     }
     const byHeader = await get(`${proxy.url}/users/octocat`, { 'x-etagere-key': CONSUMER_KEY });
     expect(byHeader.status).toBe(200);

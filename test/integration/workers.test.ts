@@ -16,8 +16,8 @@ import { deadPort } from '../helpers/upstream.js';
 const TOKENS = ['workers_tok_a1', 'workers_tok_b2'];
 
 async function get(url: string): Promise<{ status: number; body: string }> {
-  const r = await request(url);
-  return { status: r.statusCode, body: await r.body.text() };
+  const res = await request(url);
+  return { status: res.statusCode, body: await res.body.text() };
 }
 
 /** `etagere serve` with WORKERS=2 and the pool's tokens, against `fake`; resolves once the primary is ready. */

@@ -31,9 +31,9 @@ const base = {
 
 describe('access log', () => {
   it('writes one valid JSON line in pino shape', () => {
-    const c = capture();
-    c.access(base);
-    const lines = c.text().trim().split('\n');
+    const captured = capture();
+    captured.access(base);
+    const lines = captured.text().trim().split('\n');
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(line).toMatchObject({
@@ -54,26 +54,26 @@ describe('access log', () => {
     expect(line).not.toHaveProperty('aborted');
   });
   it('escapes hostile paths and masks credentials in the query', () => {
-    const c = capture();
+    const captured = capture();
     const secret = 'ghp_secretsecretsecret';
-    c.access({ ...base, path: `/x"y\\z?access_token=${secret}&a=1`, upstreamStatus: 304, aborted: true, cache: undefined });
-    const line = JSON.parse(c.text()) as Record<string, unknown>;
+    captured.access({ ...base, path: `/x"y\\z?access_token=${secret}&a=1`, upstreamStatus: 304, aborted: true, cache: undefined });
+    const line = JSON.parse(captured.text()) as Record<string, unknown>;
     expect(line.path).toBe('/x"y\\z?access_token=[REDACTED]&a=1');
     expect(line).toMatchObject({ upstreamStatus: 304, aborted: true });
     expect(line).not.toHaveProperty('cache');
-    expect(c.text()).not.toContain(secret);
+    expect(captured.text()).not.toContain(secret);
   });
   it('writes nothing when info is disabled', () => {
-    const c = capture('warn');
-    c.access(base);
-    expect(c.text()).toBe('');
+    const captured = capture('warn');
+    captured.access(base);
+    expect(captured.text()).toBe('');
   });
 
   it('escapes every string that needs it, and only those', () => {
     for (const path of ['/a/"quoted"', '/back\\slash', '/new\nline', '/tab\there', '/emoji/😀', '/lone/\ud800', '/plain/path']) {
-      const c = capture();
-      c.access({ ...base, path, reqId: `id-${path.length}` });
-      const line = JSON.parse(c.text().trim()) as Record<string, unknown>;
+      const captured = capture();
+      captured.access({ ...base, path, reqId: `id-${path.length}` });
+      const line = JSON.parse(captured.text().trim()) as Record<string, unknown>;
       expect(line.path).toBe(path);
     }
   });

@@ -28,8 +28,8 @@ describe('entry codec', () => {
     expect(decoded!.body.equals(entry.body)).toBe(true);
   });
   it('round-trips optional validators and an empty body', () => {
-    const e = { ...entry, etag: undefined, lastModified: undefined, body: Buffer.alloc(0), vary: null };
-    expect(decodeEntry(encodeEntry(e))).toEqual({ ...e });
+    const sparse = { ...entry, etag: undefined, lastModified: undefined, body: Buffer.alloc(0), vary: null };
+    expect(decodeEntry(encodeEntry(sparse))).toEqual({ ...sparse });
   });
   it('starts with the version byte', () => {
     expect(encodeEntry(entry)[0]).toBe(ENTRY_VERSION);
@@ -43,7 +43,7 @@ describe('entry codec', () => {
     const badJson = Buffer.from(good);
     badJson[6] = 0x7b;
     const wrongShape = Buffer.concat([Buffer.from([ENTRY_VERSION, 0, 0, 0, 2]), Buffer.from('{}')]);
-    for (const v of [
+    for (const stored of [
       null,
       undefined,
       Buffer.alloc(0),
@@ -54,7 +54,7 @@ describe('entry codec', () => {
       good.subarray(0, 10),
       wrongShape,
     ]) {
-      expect(decodeEntry(v)).toBeUndefined();
+      expect(decodeEntry(stored)).toBeUndefined();
     }
   });
 });

@@ -42,25 +42,25 @@ describe('cache key', () => {
   });
 
   it('never contains a credential', () => {
-    const p = createPartitioner('s'.repeat(32));
+    const partitioner = createPartitioner('s'.repeat(32));
     const token = 'ghp_0123456789abcdefghijklmnopqrstuvwxyz';
-    const key = cacheKey({ ...base, partition: p.partitionOf(`token ${token}`) });
+    const key = cacheKey({ ...base, partition: partitioner.partitionOf(`token ${token}`) });
     expect(key).not.toContain(token);
     expect(key).not.toContain(token.slice(4, 14));
   });
 });
 
 describe('partitions', () => {
-  const p = createPartitioner('secret-secret-secret-secret');
+  const partitioner = createPartitioner('secret-secret-secret-secret');
   it('puts anonymous requests in one partition', () => {
-    expect(p.partitionOf(undefined)).toBe(ANONYMOUS);
-    expect(p.partitionOf('')).toBe(ANONYMOUS);
+    expect(partitioner.partitionOf(undefined)).toBe(ANONYMOUS);
+    expect(partitioner.partitionOf('')).toBe(ANONYMOUS);
   });
   it('separates credentials and schemes, and is stable for one credential', () => {
-    const a = p.partitionOf('token A');
-    expect(p.partitionOf('token A')).toBe(a);
-    expect(p.partitionOf(' token A ')).toBe(a);
-    const all = ['token A', 'token B', 'Bearer A', 'Basic dXNlcjpB', 'Basic dXNlcjpC'].map((v) => p.partitionOf(v));
+    const tokenA = partitioner.partitionOf('token A');
+    expect(partitioner.partitionOf('token A')).toBe(tokenA);
+    expect(partitioner.partitionOf(' token A ')).toBe(tokenA);
+    const all = ['token A', 'token B', 'Bearer A', 'Basic dXNlcjpB', 'Basic dXNlcjpC'].map((v) => partitioner.partitionOf(v));
     expect(new Set(all).size).toBe(all.length);
     expect(all.every((x) => x.startsWith('c:'))).toBe(true);
   });
@@ -76,11 +76,11 @@ describe('partitions', () => {
     expect(small.partitionOf('token 1')).toBe(first);
   });
   it('digests Vary-listed headers only when present', () => {
-    const none = p.selectingDigest(() => undefined);
+    const none = partitioner.selectingDigest(() => undefined);
     expect(none).toBeUndefined();
-    const c1 = p.selectingDigest((n) => (n === 'cookie' ? 'a=1' : undefined));
-    const c2 = p.selectingDigest((n) => (n === 'cookie' ? 'a=2' : undefined));
-    const otp = p.selectingDigest((n) => (n === 'x-github-otp' ? 'a=1' : undefined));
+    const c1 = partitioner.selectingDigest((n) => (n === 'cookie' ? 'a=1' : undefined));
+    const c2 = partitioner.selectingDigest((n) => (n === 'cookie' ? 'a=2' : undefined));
+    const otp = partitioner.selectingDigest((n) => (n === 'x-github-otp' ? 'a=1' : undefined));
     expect(new Set([c1, c2, otp]).size).toBe(3);
   });
 });

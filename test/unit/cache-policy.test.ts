@@ -60,7 +60,7 @@ describe('Cache-Control parsing', () => {
 });
 
 describe('storability', () => {
-  const input = (o: Partial<StoreInput> = {}): StoreInput => ({
+  const input = (overrides: Partial<StoreInput> = {}): StoreInput => ({
     status: 200,
     method: 'GET',
     req: {},
@@ -70,7 +70,7 @@ describe('storability', () => {
     hasExpires: false,
     hasSetCookie: false,
     varyStar: false,
-    ...o,
+    ...overrides,
   });
   it('stores 200s under max-age, revalidate and ttl, private ones included (credential partitions)', () => {
     for (const kind of ['max-age', 'revalidate', 'ttl'] as const) {
@@ -88,37 +88,37 @@ describe('storability', () => {
     expect(notStorableReason(policy('none'), input())).toBe('policy-none');
   });
   it('follows RFC 9111 under rfc9111', () => {
-    const p = policy('rfc9111');
-    expect(notStorableReason(p, input())).toBeNull();
-    expect(notStorableReason(p, input({ res: { private: true, maxAge: 60 } }))).toBe('private');
-    expect(notStorableReason(p, input({ authorized: true, res: { maxAge: 60 } }))).toBe('authorization');
-    expect(notStorableReason(p, input({ authorized: true, res: { public: true } }))).toBeNull();
-    expect(notStorableReason(p, input({ authorized: true, res: { sMaxage: 5 } }))).toBeNull();
-    expect(notStorableReason(p, input({ authorized: true, res: { mustRevalidate: true } }))).toBeNull();
-    expect(notStorableReason(p, input({ status: 404, res: { maxAge: 5 } }))).toBeNull();
-    expect(notStorableReason(p, input({ status: 500, res: { maxAge: 5 } }))).toBe('status');
-    expect(notStorableReason(p, input({ res: {}, hasValidator: false }))).toBe('no-freshness');
+    const rfc9111Policy = policy('rfc9111');
+    expect(notStorableReason(rfc9111Policy, input())).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ res: { private: true, maxAge: 60 } }))).toBe('private');
+    expect(notStorableReason(rfc9111Policy, input({ authorized: true, res: { maxAge: 60 } }))).toBe('authorization');
+    expect(notStorableReason(rfc9111Policy, input({ authorized: true, res: { public: true } }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ authorized: true, res: { sMaxage: 5 } }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ authorized: true, res: { mustRevalidate: true } }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ status: 404, res: { maxAge: 5 } }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ status: 500, res: { maxAge: 5 } }))).toBe('status');
+    expect(notStorableReason(rfc9111Policy, input({ res: {}, hasValidator: false }))).toBe('no-freshness');
     expect(notStorableReason(policy('rfc9111', { heuristicFraction: 0.1 }), input({ res: {}, hasValidator: false }))).toBeNull();
-    expect(notStorableReason(p, input({ res: {}, hasValidator: true }))).toBeNull();
-    expect(notStorableReason(p, input({ res: {}, hasExpires: true, hasValidator: false }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ res: {}, hasValidator: true }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ res: {}, hasExpires: true, hasValidator: false }))).toBeNull();
   });
 });
 
 describe('freshness lifetime', () => {
-  const t = Date.UTC(2026, 0, 1);
-  const li = (res: ReturnType<typeof parseCacheControl>, o: { date?: number; expires?: number; lastModified?: number } = {}) => ({
+  const date = Date.UTC(2026, 0, 1);
+  const li = (res: ReturnType<typeof parseCacheControl>, times: { date?: number; expires?: number; lastModified?: number } = {}) => ({
     res,
-    date: o.date,
-    expires: o.expires,
-    lastModified: o.lastModified,
+    date: times.date,
+    expires: times.expires,
+    lastModified: times.lastModified,
   });
   it('max-age prefers s-maxage, then max-age, then Expires - Date', () => {
-    const p = policy('max-age');
-    expect(freshnessLifetime(p, li({ maxAge: 60, sMaxage: 30 }))).toBe(30);
-    expect(freshnessLifetime(p, li({ maxAge: 60 }))).toBe(60);
-    expect(freshnessLifetime(p, li({}, { date: t, expires: t + 90_000 }))).toBe(90);
-    expect(freshnessLifetime(p, li({}, { date: t, expires: t - 5_000 }))).toBe(0);
-    expect(freshnessLifetime(p, li({}))).toBe(0);
+    const maxAgePolicy = policy('max-age');
+    expect(freshnessLifetime(maxAgePolicy, li({ maxAge: 60, sMaxage: 30 }))).toBe(30);
+    expect(freshnessLifetime(maxAgePolicy, li({ maxAge: 60 }))).toBe(60);
+    expect(freshnessLifetime(maxAgePolicy, li({}, { date, expires: date + 90_000 }))).toBe(90);
+    expect(freshnessLifetime(maxAgePolicy, li({}, { date, expires: date - 5_000 }))).toBe(0);
+    expect(freshnessLifetime(maxAgePolicy, li({}))).toBe(0);
   });
   it('max-age applies the configured cap', () => {
     expect(freshnessLifetime(policy('max-age', { maxAgeCap: 10 }), li({ maxAge: 60 }))).toBe(10);
@@ -129,8 +129,8 @@ describe('freshness lifetime', () => {
   });
   it('rfc9111: no-cache means revalidate every time; heuristic only when configured', () => {
     expect(freshnessLifetime(policy('rfc9111'), li({ maxAge: 60, noCache: true }))).toBe(0);
-    expect(freshnessLifetime(policy('rfc9111'), li({}, { date: t, lastModified: t - 100_000 }))).toBe(0);
-    expect(freshnessLifetime(policy('rfc9111', { heuristicFraction: 0.1 }), li({}, { date: t, lastModified: t - 100_000 }))).toBe(10);
+    expect(freshnessLifetime(policy('rfc9111'), li({}, { date, lastModified: date - 100_000 }))).toBe(0);
+    expect(freshnessLifetime(policy('rfc9111', { heuristicFraction: 0.1 }), li({}, { date, lastModified: date - 100_000 }))).toBe(10);
   });
 });
 
@@ -143,7 +143,7 @@ describe('age and decisions', () => {
     expect(initialAge(undefined, now + 5000, now, now)).toBe(0);
   });
   const entry = (
-    o: Partial<{
+    overrides: Partial<{
       initialAge: number;
       storedAt: number;
       lifetime: number;
@@ -158,7 +158,7 @@ describe('age and decisions', () => {
     staleWhileRevalidate: 0,
     staleIfError: 100,
     mustRevalidate: false,
-    ...o,
+    ...overrides,
   });
   it('is fresh within the lifetime', () => {
     expect(decide(entry(), {}, now + 59_000)).toEqual({ kind: 'fresh', age: 59, ttl: 1 });

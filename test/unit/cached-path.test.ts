@@ -207,7 +207,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     const results = await Promise.all(pending);
     expect(exchanges).toHaveLength(1);
     expect(results.map((r) => r.served.outcome).sort()).toEqual(['coalesced', 'coalesced', 'coalesced', 'coalesced', 'miss']);
-    for (const r of results) expect(r.res.body).toBe('{"v":2}');
+    for (const result of results) expect(result.res.body).toBe('{"v":2}');
   });
 
   it('streams a body over the entry cap to the first request; a waiter fetches for itself; nothing is stored', async () => {
@@ -232,11 +232,11 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     const first = get();
     const second = get();
     release();
-    const [a, b] = await Promise.all([first, second]);
-    expect(a.res.body).toBe(big);
-    expect(b.res.body).toBe(big);
-    expect(a.served.outcome).toBe('bypass');
-    expect(a.res.headers['cache-status']).toContain('detail=too-large');
+    const [firstResult, secondResult] = await Promise.all([first, second]);
+    expect(firstResult.res.body).toBe(big);
+    expect(secondResult.res.body).toBe(big);
+    expect(firstResult.served.outcome).toBe('bypass');
+    expect(firstResult.res.headers['cache-status']).toContain('detail=too-large');
     expect(exchanges).toHaveLength(2);
     expect(tiers.l1.size).toBe(0);
   });

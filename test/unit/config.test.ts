@@ -13,30 +13,30 @@ function tmpFile(content: string): string {
 
 describe('config', () => {
   it('with no file and no env, fronts api.github.com on :8080 with admin on 127.0.0.1:9090', () => {
-    const c = loadConfig({ env: {} });
-    expect(c.listen).toEqual({ host: '0.0.0.0', port: 8080 });
-    expect(c.admin).toEqual({ host: '127.0.0.1', port: 9090 });
-    expect(c.redis.url).toBeNull();
-    expect(c.pool.tokens).toEqual([]);
-    expect(c.upstreams).toHaveLength(1);
-    expect(c.upstreams[0]).toMatchObject({
+    const config = loadConfig({ env: {} });
+    expect(config.listen).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090 });
+    expect(config.redis.url).toBeNull();
+    expect(config.pool.tokens).toEqual([]);
+    expect(config.upstreams).toHaveLength(1);
+    expect(config.upstreams[0]).toMatchObject({
       name: 'github',
       prefix: '/',
       url: 'https://api.github.com',
       pass_through: false,
       token_pool: true,
     });
-    expect(c.upstreams[0]!.cache.policy).toBe('max-age');
+    expect(config.upstreams[0]!.cache.policy).toBe('max-age');
   });
 
   it('loads config/default.yaml to the same defaults', () => {
-    const c = loadConfig({ file: 'config/default.yaml', env: {} });
-    expect(c.upstreams[0]!.url).toBe('https://api.github.com');
-    expect(c.listen.port).toBe(8080);
+    const config = loadConfig({ file: 'config/default.yaml', env: {} });
+    expect(config.upstreams[0]!.url).toBe('https://api.github.com');
+    expect(config.listen.port).toBe(8080);
   });
 
   it('applies environment overrides', () => {
-    const c = loadConfig({
+    const config = loadConfig({
       file: 'config/default.yaml',
       env: {
         PORT: '8181',
@@ -48,13 +48,13 @@ describe('config', () => {
         PUBLIC_URL: 'https://proxy.example',
       },
     });
-    expect(c.listen.port).toBe(8181);
-    expect(c.admin.port).toBe(9191);
-    expect(c.redis.url).toBe('redis://127.0.0.1:6379/1');
-    expect(c.pool.tokens).toEqual([{ value: 'a1' }, { value: 'b2' }]);
-    expect(c.upstreams[0]!.url).toBe('http://127.0.0.1:9100');
-    expect(c.log.level).toBe('debug');
-    expect(c.public_url).toBe('https://proxy.example');
+    expect(config.listen.port).toBe(8181);
+    expect(config.admin.port).toBe(9191);
+    expect(config.redis.url).toBe('redis://127.0.0.1:6379/1');
+    expect(config.pool.tokens).toEqual([{ value: 'a1' }, { value: 'b2' }]);
+    expect(config.upstreams[0]!.url).toBe('http://127.0.0.1:9100');
+    expect(config.log.level).toBe('debug');
+    expect(config.public_url).toBe('https://proxy.example');
   });
 
   it('ETAGERE_CONFIG names the file when --config is absent', () => {
@@ -63,23 +63,23 @@ describe('config', () => {
   });
 
   it('loads the demo example with two upstreams', () => {
-    const c = loadConfig({ file: 'config/examples/demo.yaml', env: {} });
-    expect(c.upstreams.map((u) => [u.name, u.prefix, u.cache.policy])).toEqual([
+    const config = loadConfig({ file: 'config/examples/demo.yaml', env: {} });
+    expect(config.upstreams.map((u) => [u.name, u.prefix, u.cache.policy])).toEqual([
       ['github', '/', 'max-age'],
       ['cyclists', '/bicyclists', 'ttl'],
     ]);
   });
 
   it('loads the shared-cache example with UPSTREAM_URL', () => {
-    const c = loadConfig({ file: 'config/examples/shared-cache.yaml', env: { UPSTREAM_URL: 'https://api.example.com' } });
-    expect(c.upstreams[0]).toMatchObject({ url: 'https://api.example.com', pass_through: true });
-    expect(c.upstreams[0]!.cache.policy).toBe('rfc9111');
+    const config = loadConfig({ file: 'config/examples/shared-cache.yaml', env: { UPSTREAM_URL: 'https://api.example.com' } });
+    expect(config.upstreams[0]).toMatchObject({ url: 'https://api.example.com', pass_through: true });
+    expect(config.upstreams[0]!.cache.policy).toBe('rfc9111');
   });
 
   it('has sane cache defaults', () => {
-    const c = loadConfig({ env: {} });
-    expect(c.cache).toEqual({ l1: true, max_bytes: 256 * 1024 * 1024, max_entry_bytes: 4 * 1024 * 1024, partition_secret: null });
-    expect(c.redis).toMatchObject({
+    const config = loadConfig({ env: {} });
+    expect(config.cache).toEqual({ l1: true, max_bytes: 256 * 1024 * 1024, max_entry_bytes: 4 * 1024 * 1024, partition_secret: null });
+    expect(config.redis).toMatchObject({
       url: null,
       cluster: null,
       key_prefix: 'etagere:',
@@ -87,7 +87,7 @@ describe('config', () => {
       command_timeout_ms: 100,
       shared_tokens: true,
     });
-    expect(c.upstreams[0]!.cache).toMatchObject({
+    expect(config.upstreams[0]!.cache).toMatchObject({
       policy: 'max-age',
       stale_if_error_seconds: 86_400,
       stale_while_revalidate_seconds: 0,
@@ -180,13 +180,13 @@ describe('config', () => {
 
   describe('token pool and consumers', () => {
     it('ETAGERE_TOKENS takes "token" and "name=token" items', () => {
-      const c = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS: 'ci=ghp_aaa, ghp_bbb=x==,ghp_ccc' } });
-      expect(c.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_aaa' }, { name: 'ghp_bbb', value: 'x==' }, { value: 'ghp_ccc' }]);
+      const config = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS: 'ci=ghp_aaa, ghp_bbb=x==,ghp_ccc' } });
+      expect(config.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_aaa' }, { name: 'ghp_bbb', value: 'x==' }, { value: 'ghp_ccc' }]);
     });
     it('a tokens file adds one token per line, with comments and names', () => {
       const file = tmpFile('# pool\nbot-1=ghp_one\n\nghp_two\r\n');
-      const c = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: file } });
-      expect(c.pool.tokens).toEqual([{ name: 'bot-1', value: 'ghp_one' }, { value: 'ghp_two' }]);
+      const config = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: file } });
+      expect(config.pool.tokens).toEqual([{ name: 'bot-1', value: 'ghp_one' }, { value: 'ghp_two' }]);
       expect(() => loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: '/nonexistent/etagere-tokens' } })).toThrow(
         /pool\.tokens_file: cannot read \/nonexistent\/etagere-tokens: ENOENT/,
       );
@@ -195,16 +195,16 @@ describe('config', () => {
       const file = tmpFile(
         'pool:\n  tokens:\n    - {name: ci, env: GH_CI}\nconsumers:\n  enabled: true\n  keys:\n    - {name: web, env: WEB_KEY}\n',
       );
-      const c = loadConfig({ file, env: { GH_CI: 'ghp_secret1', WEB_KEY: 'k1' } });
-      expect(c.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_secret1' }]);
-      expect(c.consumers.keys).toEqual([{ name: 'web', value: 'k1' }]);
+      const config = loadConfig({ file, env: { GH_CI: 'ghp_secret1', WEB_KEY: 'k1' } });
+      expect(config.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_secret1' }]);
+      expect(config.consumers.keys).toEqual([{ name: 'web', value: 'k1' }]);
       expect(() => loadConfig({ file, env: { WEB_KEY: 'k1' } })).toThrow(/pool\.tokens\[0\]\.env: environment variable GH_CI is not set/);
     });
     it('loads the token-pool example with its secrets from the environment', () => {
       const env = { GITHUB_TOKEN_CI_1: 'ghp_one', GITHUB_TOKEN_CI_2: 'ghp_two', ETAGERE_KEY_WEB: 'kw', ETAGERE_KEY_BATCH: 'kb' };
-      const c = loadConfig({ file: 'config/examples/token-pool.yaml', env });
-      expect(c.pool.tokens.map((t) => t.name)).toEqual(['ci-1', 'ci-2']);
-      expect(c.consumers).toMatchObject({ enabled: true, unknown: 'reject' });
+      const config = loadConfig({ file: 'config/examples/token-pool.yaml', env });
+      expect(config.pool.tokens.map((t) => t.name)).toEqual(['ci-1', 'ci-2']);
+      expect(config.consumers).toMatchObject({ enabled: true, unknown: 'reject' });
       expect(() => loadConfig({ file: 'config/examples/token-pool.yaml', env: {} })).toThrow(/GITHUB_TOKEN_CI_1 is not set/);
     });
     it('rejects bad tokens without repeating them', () => {
@@ -233,9 +233,9 @@ describe('config', () => {
       expect(() => parseConfig({ consumers: { enabled: true }, upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] })).toThrow(
         /consumers\.keys: consumers\.enabled needs at least one key/,
       );
-      const c = parseConfig({ upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] });
-      expect(c.pool).toMatchObject({ equivalent: true, per_token_concurrency: 10, max_concurrency: 90, queue_timeout_ms: 10_000 });
-      expect(c.consumers).toMatchObject({ enabled: false, unknown: 'reject' });
+      const config = parseConfig({ upstreams: [{ name: 'gh', prefix: '/', url: 'http://x' }] });
+      expect(config.pool).toMatchObject({ equivalent: true, per_token_concurrency: 10, max_concurrency: 90, queue_timeout_ms: 10_000 });
+      expect(config.consumers).toMatchObject({ enabled: false, unknown: 'reject' });
     });
   });
 });

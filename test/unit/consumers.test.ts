@@ -29,8 +29,8 @@ describe('whose credential goes upstream', () => {
   const guarded: CredentialRules = { pooled: true, consumers, unknown: 'reject' };
   const lenient: CredentialRules = { ...guarded, unknown: 'anonymous' };
   const run = (headers: IncomingHttpHeaders, rules: CredentialRules) => {
-    const h = { ...headers };
-    return { cred: resolveCredential(h, rules), headers: h };
+    const forwarded = { ...headers };
+    return { cred: resolveCredential(forwarded, rules), headers: forwarded };
   };
   it('without access control: own credential, else the pool, else anonymous', () => {
     expect(run({ authorization: 'token mine' }, open).cred).toEqual({ kind: 'client' });
@@ -39,9 +39,9 @@ describe('whose credential goes upstream', () => {
   });
   it('never forwards a consumer key', () => {
     expect(run({ 'x-etagere-key': 'key-web-0123456789' }, open).headers['x-etagere-key']).toBeUndefined();
-    const r = run({ authorization: basic('key-web-0123456789') }, guarded);
-    expect(r.cred).toEqual({ kind: 'pool', consumer: 'web' });
-    expect(r.headers.authorization).toBeUndefined();
+    const resolved = run({ authorization: basic('key-web-0123456789') }, guarded);
+    expect(resolved.cred).toEqual({ kind: 'pool', consumer: 'web' });
+    expect(resolved.headers.authorization).toBeUndefined();
     // Not even next to an X-Etagere-Key (found by test/hardening/fuzz.test.ts).
     const both = run({ 'x-etagere-key': 'junk', authorization: basic('key-web-0123456789') }, guarded);
     expect(both.cred).toEqual({ kind: 'pool', consumer: 'web' });

@@ -15,20 +15,20 @@ const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
 
 type Obj = Record<string, unknown>;
 
-function isObj(v: unknown): v is Obj {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
+function isObj(value: unknown): value is Obj {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
-function obj(v: unknown, what: string): Obj {
-  if (!isObj(v)) throw new Error(`${what}: expected a mapping, got ${JSON.stringify(v)}`);
-  return v;
+function obj(value: unknown, what: string): Obj {
+  if (!isObj(value)) throw new Error(`${what}: expected a mapping, got ${JSON.stringify(value)}`);
+  return value;
 }
-function arr(v: unknown, what: string): unknown[] {
-  if (!Array.isArray(v)) throw new Error(`${what}: expected a list, got ${JSON.stringify(v)}`);
-  return v;
+function arr(value: unknown, what: string): unknown[] {
+  if (!Array.isArray(value)) throw new Error(`${what}: expected a list, got ${JSON.stringify(value)}`);
+  return value;
 }
-function str(v: unknown, what: string): string {
-  if (typeof v !== 'string') throw new Error(`${what}: expected a string, got ${JSON.stringify(v)}`);
-  return v;
+function str(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new Error(`${what}: expected a string, got ${JSON.stringify(value)}`);
+  return value;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -41,9 +41,9 @@ const service = (name: string): Obj => obj(services[name], `services.${name}`);
 /** Short-syntax ("8080:8080", "127.0.0.1:9090:9090") and long-syntax ports as {host, container}. */
 function ports(svc: Obj): Array<{ host: string | undefined; container: number }> {
   if (svc.ports === undefined) return [];
-  return arr(svc.ports, 'ports').map((p) => {
-    if (isObj(p)) return { host: p.published === undefined ? undefined : String(p.published), container: Number(p.target) };
-    const parts = String(p).split('/')[0]!.split(':');
+  return arr(svc.ports, 'ports').map((port) => {
+    if (isObj(port)) return { host: port.published === undefined ? undefined : String(port.published), container: Number(port.target) };
+    const parts = String(port).split('/')[0]!.split(':');
     const container = Number(parts[parts.length - 1]);
     return { host: parts.length >= 2 ? parts[parts.length - 2] : undefined, container };
   });
@@ -55,10 +55,10 @@ function environment(svc: Obj): Record<string, string> {
   if (env === undefined) return {};
   if (Array.isArray(env)) {
     return Object.fromEntries(
-      env.map((e) => {
-        const s = String(e);
-        const i = s.indexOf('=');
-        return i < 0 ? [s, ''] : [s.slice(0, i), s.slice(i + 1)];
+      env.map((item) => {
+        const entry = String(item);
+        const equals = entry.indexOf('=');
+        return equals < 0 ? [entry, ''] : [entry.slice(0, equals), entry.slice(equals + 1)];
       }),
     );
   }
@@ -69,28 +69,28 @@ function environment(svc: Obj): Record<string, string> {
 function bindSources(svc: Obj): string[] {
   if (svc.volumes === undefined) return [];
   const out: string[] = [];
-  for (const v of arr(svc.volumes, 'volumes')) {
-    if (isObj(v)) {
-      if (v.type === 'bind') out.push(str(v.source, 'volumes[].source'));
+  for (const volume of arr(svc.volumes, 'volumes')) {
+    if (isObj(volume)) {
+      if (volume.type === 'bind') out.push(str(volume.source, 'volumes[].source'));
       continue;
     }
-    const source = String(v).split(':')[0]!;
+    const source = String(volume).split(':')[0]!;
     if (source.startsWith('.') || source.startsWith('/') || source.startsWith('~')) out.push(source);
   }
   return out;
 }
 
 function dependsOn(svc: Obj): string[] {
-  const d = svc.depends_on;
-  if (d === undefined) return [];
-  return Array.isArray(d) ? d.map(String) : Object.keys(obj(d, 'depends_on'));
+  const dependencies = svc.depends_on;
+  if (dependencies === undefined) return [];
+  return Array.isArray(dependencies) ? dependencies.map(String) : Object.keys(obj(dependencies, 'depends_on'));
 }
 
 function command(svc: Obj): string[] {
-  const c = svc.command;
-  return Array.isArray(c)
-    ? c.map(String)
-    : String(c ?? '')
+  const value = svc.command;
+  return Array.isArray(value)
+    ? value.map(String)
+    : String(value ?? '')
         .split(/\s+/)
         .filter((s) => s.length > 0);
 }
@@ -216,9 +216,9 @@ describe('Prometheus and Grafana configuration', () => {
     const dash = obj(parse(read('grafana/provisioning/dashboards/etagere.yml')), 'dashboards file');
     const providers = arr(dash.providers, 'providers').map((p) => obj(p, 'provider'));
     expect(providers.length).toBeGreaterThan(0);
-    for (const p of providers) {
-      expect(p.type).toBe('file');
-      expect(obj(p.options, 'options').path).toBe('/var/lib/grafana/dashboards');
+    for (const provider of providers) {
+      expect(provider.type).toBe('file');
+      expect(obj(provider.options, 'options').path).toBe('/var/lib/grafana/dashboards');
     }
   });
 
@@ -236,18 +236,18 @@ describe('Prometheus and Grafana configuration', () => {
         .map((v) => String(v.name)),
     );
     const uids: string[] = [];
-    const walk = (v: unknown): void => {
-      if (Array.isArray(v)) v.forEach(walk);
-      else if (isObj(v)) {
-        if (isObj(v.datasource) && typeof v.datasource.uid === 'string') uids.push(v.datasource.uid);
-        Object.values(v).forEach(walk);
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (isObj(node)) {
+        if (isObj(node.datasource) && typeof node.datasource.uid === 'string') uids.push(node.datasource.uid);
+        Object.values(node).forEach(walk);
       }
     };
     walk(dashboard);
     for (const uid of uids) {
       if (uid === 'prometheus' || uid === '-- Grafana --' || uid === 'grafana') continue;
-      const m = /^\$\{?([A-Za-z0-9_]+)/.exec(uid);
-      expect(m !== null && variables.has(m[1]!), `datasource uid ${uid} is "prometheus" or a dashboard variable`).toBe(true);
+      const variable = /^\$\{?([A-Za-z0-9_]+)/.exec(uid);
+      expect(variable !== null && variables.has(variable[1]!), `datasource uid ${uid} is "prometheus" or a dashboard variable`).toBe(true);
     }
   });
 });
@@ -264,16 +264,16 @@ interface Instruction {
 function dockerInstructions(text: string): Instruction[] {
   const joined = text
     .split('\n')
-    .filter((l) => !/^\s*#/.test(l))
+    .filter((line) => !/^\s*#/.test(line))
     .join('\n')
     .replace(/\\\r?\n/g, ' ');
   return joined
     .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l.length > 0)
-    .map((l) => {
-      const m = /^(\S+)\s*(.*)$/.exec(l)!;
-      return { op: m[1]!.toUpperCase(), args: m[2]!.trim() };
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const parts = /^(\S+)\s*(.*)$/.exec(line)!;
+      return { op: parts[1]!.toUpperCase(), args: parts[2]!.trim() };
     });
 }
 
@@ -382,9 +382,11 @@ describe('deploy/kubernetes/sidecar.yaml', () => {
     ...(podSpec.initContainers === undefined ? [] : arr(podSpec.initContainers, 'initContainers')),
   ].map((c) => obj(c, 'container'));
   const etagere = containers.find((c) => c.name === 'etagere');
-  const envOf = (c: Obj): Record<string, string> =>
+  const envOf = (container: Obj): Record<string, string> =>
     Object.fromEntries(
-      (c.env === undefined ? [] : arr(c.env, 'env')).map((e) => obj(e, 'env[]')).map((e) => [String(e.name), String(e.value)]),
+      (container.env === undefined ? [] : arr(container.env, 'env'))
+        .map((e) => obj(e, 'env[]'))
+        .map((e) => [String(e.name), String(e.value)]),
     );
 
   it('has a Deployment with an app container and the etagere sidecar', () => {
@@ -428,7 +430,7 @@ describe('deploy/kubernetes/sidecar.yaml', () => {
     const secretVolumes = volumes.filter((v) => isObj(v.secret));
     expect(secretVolumes.length).toBeGreaterThan(0);
     const secretNames = ofKind('Secret').map((s) => obj(s.metadata, 'metadata').name);
-    for (const v of secretVolumes) expect(secretNames).toContain(obj(v.secret, 'secret').secretName);
+    for (const volume of secretVolumes) expect(secretNames).toContain(obj(volume.secret, 'secret').secretName);
 
     const tokensVolume = secretVolumes.find((v) => obj(v.secret, 'secret').secretName === 'etagere-tokens');
     expect(tokensVolume).toBeDefined();
@@ -474,10 +476,10 @@ function deployFiles(): string[] {
   const out: string[] = [];
   const walk = (abs: string): void => {
     if (!existsSync(abs)) return;
-    if (statSync(abs).isDirectory()) for (const e of readdirSync(abs)) walk(join(abs, e));
+    if (statSync(abs).isDirectory()) for (const child of readdirSync(abs)) walk(join(abs, child));
     else out.push(abs);
   };
-  for (const e of entries) walk(join(root, e));
+  for (const entry of entries) walk(join(root, entry));
   return out;
 }
 
@@ -486,7 +488,7 @@ describe('secrets', () => {
     const files = deployFiles();
     expect(files.length).toBeGreaterThan(5);
     const tokenLike = /gh[pousr]_[A-Za-z0-9]{20,}/;
-    for (const f of files) expect(tokenLike.test(readFileSync(f, 'utf8')), relative(root, f)).toBe(false);
+    for (const file of files) expect(tokenLike.test(readFileSync(file, 'utf8')), relative(root, file)).toBe(false);
   });
 
   it('the Secret holds a placeholder, not a token', () => {

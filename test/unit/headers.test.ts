@@ -36,26 +36,26 @@ describe('Cache-Status (RFC 9211)', () => {
 });
 
 describe('Link rewriting', () => {
-  const r = { upstreamBase: 'https://api.github.com', proxyBase: 'http://proxy.local:8080' };
+  const rewrite = { upstreamBase: 'https://api.github.com', proxyBase: 'http://proxy.local:8080' };
   it('rewrites upstream URLs and keeps everything else', () => {
     const link =
       '<https://api.github.com/orgs/o/repos?page=2>; rel="next", <https://api.github.com/orgs/o/repos?page=5>; rel="last", <https://elsewhere.example/x>; rel="help"';
-    expect(rewriteLink(link, r)).toBe(
+    expect(rewriteLink(link, rewrite)).toBe(
       '<http://proxy.local:8080/orgs/o/repos?page=2>; rel="next", <http://proxy.local:8080/orgs/o/repos?page=5>; rel="last", <https://elsewhere.example/x>; rel="help"',
     );
   });
   it('does not rewrite look-alike hosts', () => {
     const link = '<https://api.github.com.evil.example/x>; rel="next"';
-    expect(rewriteLink(link, r)).toBe(link);
+    expect(rewriteLink(link, rewrite)).toBe(link);
   });
   it('takes the public base from config, or from trusted forwarded headers only', () => {
-    const h = (m: Record<string, string>) => (n: string) => m[n];
-    expect(publicBase('https://p.example/', false, h({ host: 'evil' }))).toBe('https://p.example');
-    expect(publicBase(null, false, h({ host: 'evil.example' }))).toBeUndefined();
-    expect(publicBase(null, true, h({ host: 'proxy:8080' }))).toBe('http://proxy:8080');
-    expect(publicBase(null, true, h({ 'x-forwarded-host': 'p.example', 'x-forwarded-proto': 'https', host: 'x' }))).toBe(
+    const header = (m: Record<string, string>) => (n: string) => m[n];
+    expect(publicBase('https://p.example/', false, header({ host: 'evil' }))).toBe('https://p.example');
+    expect(publicBase(null, false, header({ host: 'evil.example' }))).toBeUndefined();
+    expect(publicBase(null, true, header({ host: 'proxy:8080' }))).toBe('http://proxy:8080');
+    expect(publicBase(null, true, header({ 'x-forwarded-host': 'p.example', 'x-forwarded-proto': 'https', host: 'x' }))).toBe(
       'https://p.example',
     );
-    expect(publicBase(null, true, h({ host: 'evil.example/path?<>' }))).toBeUndefined();
+    expect(publicBase(null, true, header({ host: 'evil.example/path?<>' }))).toBeUndefined();
   });
 });

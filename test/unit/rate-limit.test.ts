@@ -5,26 +5,28 @@ import { mergeObservation, secondaryPauseMs, upstreamConcurrency } from '../../s
 import type { TokenState } from '../../src/tokens/types.js';
 
 const NOW = 1_800_000_000_000;
-const s = NOW / 1000;
-const h = (o: Record<string, string>) => (n: string) => o[n];
+const nowSeconds = NOW / 1000;
+const header = (o: Record<string, string>) => (n: string) => o[n];
 
 describe('rate-limit headers', () => {
   it('reads the x-ratelimit-* set, defaulting the resource to core', () => {
-    expect(readRateLimit(h({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(s + 60) }))).toEqual(
-      {
-        limit: 5000,
-        remaining: 4999,
-        reset: s + 60,
-        resource: 'core',
-      },
-    );
+    expect(
+      readRateLimit(header({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-reset': String(nowSeconds + 60) })),
+    ).toEqual({
+      limit: 5000,
+      remaining: 4999,
+      reset: nowSeconds + 60,
+      resource: 'core',
+    });
     expect(
       readRateLimit(
-        h({ 'x-ratelimit-limit': '30', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': '9', 'x-ratelimit-resource': 'Search' }),
+        header({ 'x-ratelimit-limit': '30', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': '9', 'x-ratelimit-resource': 'Search' }),
       )?.resource,
     ).toBe('search');
-    expect(readRateLimit(h({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': 'lots', 'x-ratelimit-reset': '1' }))).toBeUndefined();
-    expect(readRateLimit(h({}))).toBeUndefined();
+    expect(
+      readRateLimit(header({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': 'lots', 'x-ratelimit-reset': '1' })),
+    ).toBeUndefined();
+    expect(readRateLimit(header({}))).toBeUndefined();
   });
 
   const table: Array<[string, number, Record<string, string>, string | undefined, ReturnType<typeof classify>]> = [
@@ -34,9 +36,9 @@ describe('rate-limit headers', () => {
     [
       '403 remaining 0 is exhaustion',
       403,
-      { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(s + 90) },
+      { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(nowSeconds + 90) },
       '{"message":"API rate limit exceeded"}',
-      { kind: 'exhausted', reset: s + 90 },
+      { kind: 'exhausted', reset: nowSeconds + 90 },
     ],
     ['429 remaining 0 is exhaustion', 429, { 'x-ratelimit-remaining': '0' }, undefined, { kind: 'exhausted', reset: undefined }],
     [
@@ -71,7 +73,7 @@ describe('rate-limit headers', () => {
     ['404 is fine', 404, {}, undefined, { kind: 'ok' }],
   ];
   it.each(table)('classify: %s', (_w, status, headers, body, expected) => {
-    expect(classify(status, h(headers), body, NOW)).toEqual(expected);
+    expect(classify(status, header(headers), body, NOW)).toEqual(expected);
   });
 
   it('parses Retry-After as seconds or an HTTP date', () => {
@@ -83,32 +85,32 @@ describe('rate-limit headers', () => {
 });
 
 describe('token state updates', () => {
-  const t = { limit: 5000, remaining: 100, reset: s + 60 };
+  const current = { limit: 5000, remaining: 100, reset: nowSeconds + 60 };
   it('keeps the lowest remaining within a window (answers arrive out of order)', () => {
-    expect(mergeObservation(t, { limit: 5000, remaining: 120, reset: s + 60, resource: 'core' }, true)).toEqual({
+    expect(mergeObservation(current, { limit: 5000, remaining: 120, reset: nowSeconds + 60, resource: 'core' }, true)).toEqual({
       limit: 5000,
       remaining: 100,
-      reset: s + 60,
+      reset: nowSeconds + 60,
     });
-    expect(mergeObservation(t, { limit: 5000, remaining: 90, reset: s + 60, resource: 'core' }, true)).toEqual({
+    expect(mergeObservation(current, { limit: 5000, remaining: 90, reset: nowSeconds + 60, resource: 'core' }, true)).toEqual({
       limit: 5000,
       remaining: 90,
-      reset: s + 60,
+      reset: nowSeconds + 60,
     });
   });
   it('a later reset starts a new window; an earlier one is a late answer', () => {
-    expect(mergeObservation(t, { limit: 5000, remaining: 4999, reset: s + 3660, resource: 'core' }, true)).toEqual({
+    expect(mergeObservation(current, { limit: 5000, remaining: 4999, reset: nowSeconds + 3660, resource: 'core' }, true)).toEqual({
       limit: 5000,
       remaining: 4999,
-      reset: s + 3660,
+      reset: nowSeconds + 3660,
     });
-    expect(mergeObservation(t, { limit: 5000, remaining: 3, reset: s - 10, resource: 'core' }, true)).toEqual(t);
+    expect(mergeObservation(current, { limit: 5000, remaining: 3, reset: nowSeconds - 10, resource: 'core' }, true)).toEqual(current);
   });
   it('takes the first observation of an unknown token as it is, and ignores other resources', () => {
     expect(
-      mergeObservation({ limit: 1, remaining: 1, reset: 0 }, { limit: 50, remaining: 50, reset: s + 9, resource: 'core' }, false),
-    ).toEqual({ limit: 50, remaining: 50, reset: s + 9 });
-    expect(mergeObservation(t, { limit: 30, remaining: 0, reset: s + 9, resource: 'search' }, true)).toEqual(t);
+      mergeObservation({ limit: 1, remaining: 1, reset: 0 }, { limit: 50, remaining: 50, reset: nowSeconds + 9, resource: 'core' }, false),
+    ).toEqual({ limit: 50, remaining: 50, reset: nowSeconds + 9 });
+    expect(mergeObservation(current, { limit: 30, remaining: 0, reset: nowSeconds + 9, resource: 'search' }, true)).toEqual(current);
   });
   it('pauses after a secondary limit: Retry-After, else 60 s doubling, capped at an hour', () => {
     expect(secondaryPauseMs(30_000, 1)).toBe(30_000);
@@ -162,26 +164,30 @@ describe('token state updates', () => {
 });
 
 describe('the pool as one quota', () => {
-  const tok = (name: string, o: Partial<TokenState>): TokenState => ({
+  const tok = (name: string, overrides: Partial<TokenState>): TokenState => ({
     name,
     limit: 50,
     remaining: 50,
-    reset: s + 60,
+    reset: nowSeconds + 60,
     inFlight: 0,
     dead: false,
     pausedUntil: 0,
-    ...o,
+    ...overrides,
   });
   it('sums limits and remaining of live tokens, with the earliest reset', () => {
     const rl = poolRateLimit(
-      [tok('a', { remaining: 10, reset: s + 30 }), tok('b', { remaining: 40 }), tok('d', { dead: true, remaining: 50, reset: s + 1 })],
+      [
+        tok('a', { remaining: 10, reset: nowSeconds + 30 }),
+        tok('b', { remaining: 40 }),
+        tok('d', { dead: true, remaining: 50, reset: nowSeconds + 1 }),
+      ],
       NOW,
     );
-    expect(rl).toEqual({ limit: 100, remaining: 50, used: 50, reset: s + 30 });
+    expect(rl).toEqual({ limit: 100, remaining: 50, used: 50, reset: nowSeconds + 30 });
     expect(rl.limit).toBe(rl.remaining + rl.used);
   });
   it('counts a renewed window as full', () => {
-    expect(poolRateLimit([tok('a', { remaining: 0, reset: s - 10 })], NOW)).toMatchObject({ limit: 50, remaining: 50, used: 0 });
+    expect(poolRateLimit([tok('a', { remaining: 0, reset: nowSeconds - 10 })], NOW)).toMatchObject({ limit: 50, remaining: 50, used: 0 });
   });
   it('names each state', () => {
     expect(healthOf(tok('a', {}), NOW)).toBe('ok');

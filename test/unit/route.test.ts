@@ -27,8 +27,8 @@ describe('router', () => {
   });
 
   it('returns undefined when no prefix matches', () => {
-    const r = createRouter(parseConfig({ upstreams: [{ name: 'a', prefix: '/a', url: 'http://h' }] }).upstreams);
-    expect(r.match('/b')).toBeUndefined();
+    const onlyA = createRouter(parseConfig({ upstreams: [{ name: 'a', prefix: '/a', url: 'http://h' }] }).upstreams);
+    expect(onlyA.match('/b')).toBeUndefined();
   });
 
   it('builds upstream paths with the base path and optional prefix stripping', () => {

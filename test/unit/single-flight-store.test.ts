@@ -7,7 +7,7 @@ describe('single flight', () => {
   it('runs concurrent work for one key once and shares the result', async () => {
     const sf = createSingleFlight<number>();
     let runs = 0;
-    let release!: (v: number) => void;
+    let release!: (value: number) => void;
     const work = () => {
       runs++;
       return new Promise<number>((r) => (release = r));
@@ -23,19 +23,19 @@ describe('single flight', () => {
   });
   it('shares a failure with every waiter, then frees the key', async () => {
     const sf = createSingleFlight<number>();
-    const a = sf.run('k', () => Promise.reject(new Error('boom')));
-    const b = sf.run('k', () => Promise.resolve(1));
-    await expect(a.promise).rejects.toThrow('boom');
-    await expect(b.promise).rejects.toThrow('boom');
-    const c = sf.run('k', () => Promise.resolve(2));
-    expect(await c.promise).toBe(2);
+    const failing = sf.run('k', () => Promise.reject(new Error('boom')));
+    const waiter = sf.run('k', () => Promise.resolve(1));
+    await expect(failing.promise).rejects.toThrow('boom');
+    await expect(waiter.promise).rejects.toThrow('boom');
+    const after = sf.run('k', () => Promise.resolve(2));
+    expect(await after.promise).toBe(2);
   });
   it('keeps keys independent', async () => {
     const sf = createSingleFlight<string>();
-    const a = sf.run('a', async () => 'A');
-    const b = sf.run('b', async () => 'B');
-    expect([a.shared, b.shared]).toEqual([false, false]);
-    expect([await a.promise, await b.promise]).toEqual(['A', 'B']);
+    const keyA = sf.run('a', async () => 'A');
+    const keyB = sf.run('b', async () => 'B');
+    expect([keyA.shared, keyB.shared]).toEqual([false, false]);
+    expect([await keyA.promise, await keyB.promise]).toEqual(['A', 'B']);
   });
   it('turns a synchronous throw into a rejection', async () => {
     const sf = createSingleFlight<number>();
@@ -66,27 +66,27 @@ const entry = (bytes: number): CacheEntry => ({
 describe('memory store', () => {
   it('stays within its byte bound by evicting the least recently used', () => {
     let evicted = 0;
-    const s = createMemoryStore({ maxBytes: 10_000, maxEntryBytes: 5_000, onEvict: () => evicted++ });
-    for (let i = 0; i < 20; i++) s.set(`k${i}`, entry(1000), 60_000);
-    expect(s.bytes).toBeLessThanOrEqual(10_000);
+    const store = createMemoryStore({ maxBytes: 10_000, maxEntryBytes: 5_000, onEvict: () => evicted++ });
+    for (let i = 0; i < 20; i++) store.set(`k${i}`, entry(1000), 60_000);
+    expect(store.bytes).toBeLessThanOrEqual(10_000);
     expect(evicted).toBeGreaterThan(0);
-    expect(s.get('k19')).toBeDefined();
-    expect(s.get('k0')).toBeUndefined();
+    expect(store.get('k19')).toBeDefined();
+    expect(store.get('k0')).toBeUndefined();
   });
   it('refuses entries above the per-entry cap', () => {
-    const s = createMemoryStore({ maxBytes: 100_000, maxEntryBytes: 2_000 });
-    s.set('big', entry(5_000), 60_000);
-    expect(s.get('big')).toBeUndefined();
-    s.set('small', entry(100), 60_000);
-    expect(s.get('small')).toBeDefined();
-    s.delete('small');
-    expect(s.get('small')).toBeUndefined();
+    const store = createMemoryStore({ maxBytes: 100_000, maxEntryBytes: 2_000 });
+    store.set('big', entry(5_000), 60_000);
+    expect(store.get('big')).toBeUndefined();
+    store.set('small', entry(100), 60_000);
+    expect(store.get('small')).toBeDefined();
+    store.delete('small');
+    expect(store.get('small')).toBeUndefined();
   });
   it('drops entries after their retention time', async () => {
-    const s = createMemoryStore({ maxBytes: 100_000, maxEntryBytes: 20_000 });
-    s.set('k', entry(10), 1);
+    const store = createMemoryStore({ maxBytes: 100_000, maxEntryBytes: 20_000 });
+    store.set('k', entry(10), 1);
     const deadline = Date.now() + 2000;
-    while (s.get('k') !== undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
-    expect(s.get('k')).toBeUndefined();
+    while (store.get('k') !== undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+    expect(store.get('k')).toBeUndefined();
   });
 });

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { metricValue, verdict, type Sample } from '../../bench/soak.js';
 
 const MiB = 2 ** 20;
-const sample = (t: number, rss: number, heap: number, handles: number): Sample => ({
-  t,
+const sample = (seconds: number, rss: number, heap: number, handles: number): Sample => ({
+  t: seconds,
   rssBytes: rss * MiB,
   heapBytes: heap * MiB,
   handles,
@@ -21,18 +21,18 @@ describe('soak verdict', () => {
       sample(180, 123, 31, 30),
       sample(210, 125, 30, 32),
     ];
-    const v = verdict(samples, 60, 0);
-    expect(v.ok).toBe(true);
-    expect(v.lines.join('\n')).toContain('rss: 122.0 MiB -> 124.0 MiB');
+    const result = verdict(samples, 60, 0);
+    expect(result.ok).toBe(true);
+    expect(result.lines.join('\n')).toContain('rss: 122.0 MiB -> 124.0 MiB');
   });
 
   it('fails a steady growth of heap, rss or handles beyond 10 %', () => {
     const growing = [0, 1, 2, 3, 4, 5].map((i) => sample(60 + 30 * i, 100 + 10 * i, 20, 30));
     expect(verdict(growing, 60, 0).ok).toBe(false);
     const leakingHandles = [0, 1, 2, 3, 4, 5].map((i) => sample(60 + 30 * i, 100, 20, 30 + 20 * i));
-    const v = verdict(leakingHandles, 60, 0);
-    expect(v.ok).toBe(false);
-    expect(v.lines.find((l) => l.startsWith('handles'))).toContain('GROWING');
+    const result = verdict(leakingHandles, 60, 0);
+    expect(result.ok).toBe(false);
+    expect(result.lines.find((l) => l.startsWith('handles'))).toContain('GROWING');
   });
 
   it('fails on any client error, and on too few samples to judge', () => {

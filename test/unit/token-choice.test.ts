@@ -4,16 +4,16 @@ import { RESET_GRACE_MS, available } from '../../src/tokens/state.js';
 import type { TokenState } from '../../src/tokens/types.js';
 
 const NOW = 1_800_000_000_000; // epoch ms
-const s = NOW / 1000;
-const tok = (name: string, o: Partial<TokenState> = {}): TokenState => ({
+const nowSeconds = NOW / 1000;
+const tok = (name: string, overrides: Partial<TokenState> = {}): TokenState => ({
   name,
   limit: 5000,
   remaining: 1000,
-  reset: s + 3600,
+  reset: nowSeconds + 3600,
   inFlight: 0,
   dead: false,
   pausedUntil: 0,
-  ...o,
+  ...overrides,
 });
 const choose = (tokens: TokenState[], prefer?: string, maxInFlight = 10, exclude?: string[]) =>
   chooseToken({ tokens, now: NOW, maxInFlight, prefer, exclude: exclude === undefined ? undefined : new Set(exclude) });
@@ -36,26 +36,26 @@ describe('token choice', () => {
     // 200 left resetting in 2 min (1.67/s) beats 4000 left resetting in 59 min (1.13/s).
     [
       'a token about to reset may spend faster',
-      [tok('slow', { remaining: 4000, reset: s + 59 * 60 }), tok('soon', { remaining: 200, reset: s + 120 })],
+      [tok('slow', { remaining: 4000, reset: nowSeconds + 59 * 60 }), tok('soon', { remaining: 200, reset: nowSeconds + 120 })],
       undefined,
       { kind: 'token', name: 'soon', switched: false },
     ],
     [
       'same rate: the later reset is no better',
-      [tok('x', { remaining: 600, reset: s + 600 }), tok('y', { remaining: 60, reset: s + 60 })],
+      [tok('x', { remaining: 600, reset: nowSeconds + 600 }), tok('y', { remaining: 60, reset: nowSeconds + 60 })],
       undefined,
       { kind: 'token', name: 'x', switched: false },
     ],
     ['ties go to the lower name', [tok('b'), tok('a'), tok('c')], undefined, { kind: 'token', name: 'a', switched: false }],
     [
       'a renewed window counts as full',
-      [tok('a', { remaining: 4000 }), tok('r', { remaining: 0, reset: s - 5 })],
+      [tok('a', { remaining: 4000 }), tok('r', { remaining: 0, reset: nowSeconds - 5 })],
       undefined,
       { kind: 'token', name: 'r', switched: false },
     ],
     [
       'reset within the grace is not renewed yet',
-      [tok('r', { remaining: 0, reset: s }), tok('a', { remaining: 1 })],
+      [tok('r', { remaining: 0, reset: nowSeconds }), tok('a', { remaining: 1 })],
       undefined,
       { kind: 'token', name: 'a', switched: false },
     ],
@@ -92,7 +92,7 @@ describe('token choice', () => {
     ],
     [
       'spent, paused, dead: none, with the earliest return',
-      [tok('a', { remaining: 0, reset: s + 300 }), tok('b', { pausedUntil: NOW + 60_000 }), tok('d', { dead: true })],
+      [tok('a', { remaining: 0, reset: nowSeconds + 300 }), tok('b', { pausedUntil: NOW + 60_000 }), tok('d', { dead: true })],
       undefined,
       { kind: 'none', retryAt: NOW + 60_000 },
     ],
@@ -111,21 +111,21 @@ describe('token choice', () => {
     });
     expect(choose([tok('a', { remaining: 5000 })], 'a', 10, ['a'])).toEqual({ kind: 'none', retryAt: NOW });
     // Tried and spent, the other dead: the answer still says when the tried one comes back.
-    expect(choose([tok('a', { remaining: 0, reset: s + 30 }), tok('d', { dead: true })], undefined, 10, ['a'])).toEqual({
+    expect(choose([tok('a', { remaining: 0, reset: nowSeconds + 30 }), tok('d', { dead: true })], undefined, 10, ['a'])).toEqual({
       kind: 'none',
       retryAt: NOW + 30_000 + RESET_GRACE_MS,
     });
   });
 
   it('scores quota left per second until reset', () => {
-    expect(score(tok('x', { remaining: 120, reset: s + 60 }), NOW)).toBeCloseTo(2);
-    expect(score(tok('x', { remaining: 120, reset: s + 60, inFlight: 60 }), NOW)).toBeCloseTo(1);
-    expect(available(tok('r', { remaining: 0, limit: 50, reset: s - 2 }), NOW)).toBe(50);
+    expect(score(tok('x', { remaining: 120, reset: nowSeconds + 60 }), NOW)).toBeCloseTo(2);
+    expect(score(tok('x', { remaining: 120, reset: nowSeconds + 60, inFlight: 60 }), NOW)).toBeCloseTo(1);
+    expect(available(tok('r', { remaining: 0, limit: 50, reset: nowSeconds - 2 }), NOW)).toBe(50);
   });
 
   it('reports when the pool can take a request again', () => {
-    expect(earliestRetry([tok('a', { remaining: 0, reset: s + 300 })], NOW)).toBe(NOW + 300_000 + RESET_GRACE_MS);
-    expect(earliestRetry([tok('a', { remaining: 0, reset: s + 300, pausedUntil: NOW + 400_000 })], NOW)).toBe(NOW + 400_000);
+    expect(earliestRetry([tok('a', { remaining: 0, reset: nowSeconds + 300 })], NOW)).toBe(NOW + 300_000 + RESET_GRACE_MS);
+    expect(earliestRetry([tok('a', { remaining: 0, reset: nowSeconds + 300, pausedUntil: NOW + 400_000 })], NOW)).toBe(NOW + 400_000);
     expect(earliestRetry([tok('busy', { inFlight: 10 })], NOW)).toBe(NOW);
   });
 
@@ -133,9 +133,9 @@ describe('token choice', () => {
     let state = tok('a', { remaining: 3 });
     let handed = 0;
     for (let i = 0; i < 10; i++) {
-      const c = choose([state], undefined, 100);
-      if (c.kind !== 'token') {
-        expect(c.kind).toBe('wait');
+      const choice = choose([state], undefined, 100);
+      if (choice.kind !== 'token') {
+        expect(choice.kind).toBe('wait');
         break;
       }
       handed++;
@@ -148,10 +148,10 @@ describe('token choice', () => {
     let tokens = [tok('a', { remaining: 50 }), tok('b', { remaining: 50 }), tok('c', { remaining: 50 })];
     const picks: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const c = choose(tokens, undefined, 100);
-      if (c.kind !== 'token') throw new Error('no token');
-      picks.push(c.name);
-      tokens = tokens.map((t) => (t.name === c.name ? { ...t, inFlight: t.inFlight + 1 } : t));
+      const choice = choose(tokens, undefined, 100);
+      if (choice.kind !== 'token') throw new Error('no token');
+      picks.push(choice.name);
+      tokens = tokens.map((t) => (t.name === choice.name ? { ...t, inFlight: t.inFlight + 1 } : t));
     }
     expect(picks).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
   });
