@@ -2,10 +2,15 @@
 # A single etagere process (built dist/) in front of the fake, measured with wrk outside the
 # harness: the "by hand" runs of BENCHMARKS.md.
 #   npm run build && bench/by-hand.sh [--workers N] [--l1 false --redis URL] [--cpu-prof DIR] [--log-level L]
-# Prints req/s of three 5 s runs (after a 2 s warm-up) of GET /repos/octocat/hello-world, 64 connections.
+#                                     [--root DIR] [--path P]
+# Prints req/s of three 5 s runs (after a 2 s warm-up) of GET /repos/octocat/hello-world (or --path),
+# 64 connections, and (one worker) the server's CPU per request: user+system time of the etagere
+# process over each run (from /proc), divided by the requests wrk completed.
+# --root DIR measures the built dist/ of another checkout (e.g. a git worktree of an older commit),
+# with this checkout's fake upstream, so two versions can be run back to back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKERS=1 L1=true REDIS= PROF= LEVEL=info
+WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -13,11 +18,13 @@ while [ $# -gt 0 ]; do
     --redis) REDIS=$2; shift 2 ;;
     --cpu-prof) PROF=$2; shift 2 ;;
     --log-level) LEVEL=$2; shift 2 ;;
+    --root) ROOT=$2; shift 2 ;;
+    --path) URL_PATH=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 2; }
-[ -f dist/cli.js ] || { echo "run npm run build first" >&2; exit 2; }
+[ -f dist/cli.js ] && [ -f "$ROOT/dist/cli.js" ] || { echo "run npm run build first (here and in --root)" >&2; exit 2; }
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 FAKE=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
 DIR=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$DIR"' EXIT
@@ -34,13 +41,25 @@ upstreams:
   - {name: github, prefix: /, url: "http://127.0.0.1:$FAKE"}
 YAML
 node dist/cli.js fake-upstream --port "$FAKE" --anon-limit 1000000000 > /dev/null 2>&1 &
-node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} dist/cli.js serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
+node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} "$ROOT/dist/cli.js" serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
 SERVER=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null || { echo "etagere did not start:" >&2; cat "$DIR/stderr" >&2; exit 1; }
-URL="http://127.0.0.1:$PORT/repos/octocat/hello-world"
+URL="http://127.0.0.1:$PORT$URL_PATH"
 curl -s -o /dev/null "$URL"
 wrk -t1 -c64 -d2s "$URL" > /dev/null
-for _ in 1 2 3; do wrk -t1 -c64 -d5s "$URL" | awk '/Requests\/sec/ {printf "%s ", $2}'; done
-echo "req/s (workers $WORKERS, l1 $L1, log $LEVEL)"
+# utime + stime of the server process, in clock ticks (fields 14 and 15 of /proc/PID/stat).
+ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
+HZ=$(getconf CLK_TCK)
+RPS= CPU=
+for _ in 1 2 3; do
+  BEFORE=$(ticks)
+  OUT=$(wrk -t1 -c64 -d5s "$URL")
+  AFTER=$(ticks)
+  RPS="$RPS$(echo "$OUT" | awk '/Requests\/sec/ {printf "%s ", $2}')"
+  DONE=$(echo "$OUT" | awk '/requests in/ {print $1}')
+  CPU="$CPU$(awk -v t=$((AFTER - BEFORE)) -v hz="$HZ" -v n="$DONE" 'BEGIN {printf "%.1f ", t / hz * 1e6 / n}') "
+done
+echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, $ROOT)"
+[ "$WORKERS" = 1 ] && echo "${CPU}CPU us/request of the server process"
 kill -INT "$SERVER"; wait "$SERVER" 2>/dev/null || true
