@@ -83,7 +83,9 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     ready: () => !draining && server.listening && redisOk(),
     tokens: () => services.pool?.pool.snapshot(),
     budget: () => services.pool?.budget(),
+    consumers: () => services.consumerBudget?.report(),
     redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
+    allowedHosts: config.admin.allowed_hosts,
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
   await services.start();

@@ -4,6 +4,7 @@
  * receives these and builds nothing; `close()` releases them in order.
  */
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { createCoalescer, type Coalescer } from './cache/coalesce.js';
 import { createPartitioner, type Partitioner } from './cache/key.js';
 import { createTiers, type Tiers } from './cache/tiers.js';
@@ -12,6 +13,7 @@ import type { Logger } from './log/logger.js';
 import type { Metrics } from './metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from './proxy/upstreams.js';
 import { createRedisConnection, type RedisConnection } from './redis/connection.js';
+import { consumerBudgetFor, type ConsumerBudget } from './tokens/consumer-budget.js';
 import { createConsumers, type Consumers } from './tokens/consumers.js';
 import { createPoolRuntime, type PoolRuntime } from './tokens/runtime.js';
 import type { TokenPool } from './tokens/types.js';
@@ -32,6 +34,8 @@ export interface Services {
   readonly upstreams: readonly UpstreamRuntime[];
   /** Consumer access control, when enabled. */
   readonly consumers: Consumers | undefined;
+  /** The fair share between consumers, when consumer access control is on and there is a pool. */
+  readonly consumerBudget: ConsumerBudget | undefined;
   /** Agrees on the partition secret through Redis and learns the pool tokens' numbers; never throws. */
   start(): Promise<void>;
   close(): Promise<void>;
@@ -49,7 +53,12 @@ export function buildPool(config: Config, deps: ServiceDeps, redis?: RedisConnec
 export function buildServices(config: Config, deps: ServiceDeps, workerPool?: TokenPool): Services {
   const { logger, metrics } = deps;
   const redis = createRedisConnection(config.redis, logger, metrics);
-  const pool = buildPool(config, deps, redis, workerPool);
+  const runtime = buildPool(config, deps, redis, workerPool);
+  // A worker leasing tokens from the primary counts 1/workers of each consumer's share.
+  const workers = workerPool === undefined ? 1 : config.workers === 'auto' ? availableParallelism() : config.workers;
+  const consumerBudget = consumerBudgetFor(config, deps, runtime, redis, workers);
+  // The request path finds the fair share next to the pool it divides.
+  const pool = runtime === undefined || consumerBudget === undefined ? runtime : { ...runtime, consumers: consumerBudget };
   const tiers = createTiers(
     { l1: config.cache.l1, maxBytes: config.cache.max_bytes, maxEntryBytes: config.cache.max_entry_bytes, lockMs: config.redis.lock_ms },
     metrics,
@@ -57,7 +66,6 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     redis,
   );
   const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms);
-  metrics.watchCache({ l1Entries: () => tiers.l1.size, l1Bytes: () => tiers.l1.bytes, waiters: () => coalescer.waiters });
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
   const upstreams = config.upstreams.map((cfg) =>
@@ -66,6 +74,12 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
     }),
   );
+  metrics.watchCache({
+    l1Entries: () => tiers.l1.size,
+    l1Bytes: () => tiers.l1.bytes,
+    waiters: () => coalescer.waiters,
+    memoBytes: () => ({ partition: partitioner.memoBytes, routes: upstreams.reduce((sum, rt) => sum + rt.routes.memoBytes, 0) }),
+  });
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);
 
   return {
@@ -76,11 +90,13 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     pool,
     upstreams,
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
+    consumerBudget,
     async start() {
       if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
       if (pool !== undefined && probeTarget !== undefined && config.pool.probe_at_start) await pool.probe(probeTarget.client);
     },
     async close() {
+      consumerBudget?.close();
       pool?.close();
       tiers.close();
       await redis?.close();

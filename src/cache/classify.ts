@@ -7,7 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import { headerValue } from '../headers/value.js';
-import { responseHeadersForClient } from '../headers/hop-by-hop.js';
+import { describesToken, responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { isRateLimitHeader } from '../tokens/pool-headers.js';
 import type { Unavailable } from '../tokens/types.js';
 import type { UpstreamFailure } from '../upstream/client.js';
@@ -39,6 +39,8 @@ export type CacheResult =
       /** The upstream answered with a transient failure (5xx, 429, rate-limited 403). */
       transient: boolean;
       token: string | undefined;
+      /** The upstream rejected the request's credential (401, or a 403 without rate-limit meaning). */
+      rejected?: Rejection | undefined;
     }
   /** Another replica fetched it (distributed single flight): what it stored in L2. */
   | { kind: 'followed'; entry: CacheEntry }
@@ -47,6 +49,19 @@ export type CacheResult =
   | { kind: 'too-large'; status: number; headers: UpstreamHeaders; head: Buffer[]; rest: Readable; token: string | undefined }
   /** No pool token could take the request (every one spent, paused or dead; or no slot in time). */
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
+
+/**
+ * An upstream refusal of a credential (issue 14, row 5): what it drops and what the tiers remember
+ * so that no stale-serving path (max-stale, only-if-cached, stale-if-error) uses an older entry.
+ *   key         the entry of this credential for this request (any 401, a 403 without rate-limit meaning)
+ *   partition   every entry of this client credential, when the 401 says "Bad credentials" (GitHub's
+ *               answer to an unknown or revoked token on every endpoint); undefined otherwise, and
+ *               for the pool, whose tokens the pool itself judges
+ */
+export interface Rejection {
+  readonly key: string;
+  readonly partition: string | undefined;
+}
 
 export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequest): CacheResult {
   if (got.kind === 'unavailable') return got;
@@ -83,9 +98,22 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   if (reason === null)
     return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: key, dropKey: undefined, transient: false, token };
   // A changed or vanished resource replaces the old entry even when the new answer is not
-  // storable; a transient failure (or a credential error) never evicts it.
+  // storable; a transient failure never evicts it; a rejected credential loses its entry.
+  const rejected = rejection(req, key, fetched, transient);
   const replaces = stale !== undefined && !transient && (fetched.status < 400 || fetched.status === 404 || fetched.status === 410);
-  return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: undefined, dropKey: replaces ? key : undefined, transient, token };
+  const dropKey = replaces || rejected !== undefined ? key : undefined;
+  return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: undefined, dropKey, transient, token, rejected };
+}
+
+/** GitHub's message for an unknown or revoked token, on every endpoint. */
+const BAD_CREDENTIALS = /"message"\s*:\s*"Bad credentials"/;
+
+function rejection(req: CacheRequest, key: string, fetched: Response, transient: boolean): Rejection | undefined {
+  if (req.credential === 'anonymous') return undefined;
+  if (fetched.status !== 401 && (fetched.status !== 403 || transient)) return undefined;
+  const badCredentials =
+    req.credential === 'client' && fetched.status === 401 && BAD_CREDENTIALS.test(fetched.body.subarray(0, 1024).toString('utf8'));
+  return { key, partition: badCredentials ? req.keys.partition : undefined };
 }
 
 /** Upstream statuses after which a stored entry is still the best answer (stale-if-error). */
@@ -97,7 +125,8 @@ function isTransient(status: number, headers: UpstreamHeaders): boolean {
 
 /**
  * Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. A response
- * fetched with a pool token keeps no x-ratelimit-*: consumers see the pool's, added at serve time.
+ * fetched with a pool token keeps no x-ratelimit-* (consumers see the pool's, added at serve time)
+ * and nothing that describes the token (its scopes, its expiry).
  */
 function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[string, string]> {
   const headers = responseHeadersForClient(upstream);
@@ -105,7 +134,7 @@ function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[strin
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || name === 'content-length' || name === 'age') continue;
-    if (pooled && isRateLimitHeader(name)) continue;
+    if (pooled && (isRateLimitHeader(name) || describesToken(name))) continue;
     if (Array.isArray(value)) for (const item of value) out.push([name, item]);
     else out.push([name, value]);
   }

@@ -43,9 +43,10 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
     if (lock.kind === 'won') {
       try {
         // Checked again under the lock: a winner that finished between our L2 miss and our lock
-        // has left its entry in L2.
+        // has left its entry in L2. (One this request may not use, such as an entry of a
+        // credential the upstream has since rejected, is no answer: fetch.)
         const again = await shared.l2.lookup(key);
-        if (again.kind === 'hit') return followed(again.entry);
+        if (again.kind === 'hit' && tiers.usable(req, again.entry) !== undefined) return followed(again.entry);
         metrics.flightLocks.inc({ result: 'won' });
         return await fetch();
       } finally {
@@ -54,8 +55,8 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
     }
     if (lock.kind === 'lost') {
       const waited = await shared.lock.waitFor(key, Date.now() + waitMs);
-      if (waited.kind === 'entry') return followed(waited.entry);
-      metrics.flightLocks.inc({ result: waited.kind });
+      if (waited.kind === 'entry' && tiers.usable(req, waited.entry) !== undefined) return followed(waited.entry);
+      metrics.flightLocks.inc({ result: waited.kind === 'entry' ? 'gone' : waited.kind });
     } else {
       metrics.flightLocks.inc({ result: 'unavailable' });
     }

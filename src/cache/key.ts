@@ -4,7 +4,9 @@
  *   <upstream> \n <path> \n <sorted query> \n <accept> \n <api version> \n <partition> [\n <selecting headers>]
  *
  * - GET and HEAD share keys (HEAD is answered from the GET entry).
- * - The query is normalised: parameters sorted, empty ones dropped, so order does not matter.
+ * - The query is normalised: parameters sorted by (decoded) name, empty ones dropped, so the order
+ *   of different names does not matter. The sort is stable: repeated names keep their relative
+ *   order, because the upstream reads them in order (the last value wins, or a list).
  * - Accept and X-GitHub-Api-Version always select the representation (GitHub varies on the
  *   version without listing it in Vary).
  * - Cookie, X-GitHub-OTP and X-Requested-With, which GitHub lists in Vary, are folded in (hashed)
@@ -14,6 +16,7 @@
  *   different bodies never share a key.
  */
 import { createHmac } from 'node:crypto';
+import { createBoundedMemo } from './bounded-memo.js';
 
 export const ANONYMOUS = 'anon';
 export const POOL = 'pool';
@@ -43,9 +46,37 @@ export function normalizeQuery(search: string): string {
   if (search.length <= 1) return '';
   const body = search.charCodeAt(0) === 63 /* ? */ ? search.slice(1) : search;
   if (body.indexOf('&') === -1) return body.length === 0 ? '' : body;
-  const parts = body.split('&').filter((p) => p.length > 0);
-  parts.sort();
+  const parts = body.split('&').filter((part) => part.length > 0);
+  const names = parts.map(paramName);
+  // Insertion sort by name (queries have a handful of parameters): stable, so equal names keep
+  // the order the client gave them.
+  for (let index = 1; index < parts.length; index++) {
+    const part = parts[index]!;
+    const name = names[index]!;
+    let at = index - 1;
+    for (; at >= 0 && names[at]! > name; at--) {
+      parts[at + 1] = parts[at]!;
+      names[at + 1] = names[at]!;
+    }
+    parts[at + 1] = part;
+    names[at + 1] = name;
+  }
   return parts.join('&');
+}
+
+/**
+ * A parameter's name as the upstream reads it: percent-decoded, "+" as a space. A name that does
+ * not decode is compared as it is (so it keeps its place among its own spellings).
+ */
+function paramName(part: string): string {
+  const eq = part.indexOf('=');
+  const raw = eq === -1 ? part : part.slice(0, eq);
+  if (raw.indexOf('%') === -1 && raw.indexOf('+') === -1) return raw;
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
 }
 
 export function cacheKey(input: KeyInput): string {
@@ -71,10 +102,17 @@ export interface Partitioner {
   selectingDigest(header: (name: string) => string | undefined): string | undefined;
   /** Replaces the secret (replicas agreeing on one through Redis at start-up). */
   rekey(secret: string | Buffer): void;
+  /** Bytes the credential -> partition memo holds (bounded by PARTITION_MEMO_BYTES). */
+  readonly memoBytes: number;
 }
 
-export function createPartitioner(initialSecret: string | Buffer, memoSize = 10_000): Partitioner {
-  const memo = new Map<string, string>();
+/** Bound of the credential -> partition memo; an HMAC is about 2 µs, a memo hit 0.02 µs. */
+export const PARTITION_MEMO_BYTES = 2 * 1024 * 1024;
+/** Longer Authorization values are hashed every time rather than kept (real tokens are far shorter). */
+const PARTITION_MEMO_KEY_CHARS = 2048;
+
+export function createPartitioner(initialSecret: string | Buffer, memoBytes = PARTITION_MEMO_BYTES): Partitioner {
+  const memo = createBoundedMemo(memoBytes, PARTITION_MEMO_KEY_CHARS);
   let secret = initialSecret;
   const hmac = (value: string): string => createHmac('sha256', secret).update(value).digest('base64url').slice(0, 22);
   return {
@@ -85,7 +123,6 @@ export function createPartitioner(initialSecret: string | Buffer, memoSize = 10_
       let partition = memo.get(value);
       if (partition === undefined) {
         partition = `c:${hmac(value)}`;
-        if (memo.size >= memoSize) memo.clear();
         memo.set(value, partition);
       }
       return partition;
@@ -104,6 +141,9 @@ export function createPartitioner(initialSecret: string | Buffer, memoSize = 10_
     rekey(next) {
       secret = next;
       memo.clear();
+    },
+    get memoBytes() {
+      return memo.bytes;
     },
   };
 }

@@ -16,12 +16,17 @@ export interface Keys {
   readonly candidates: readonly string[];
   /** Each pool token has its own key (non-equivalent tokens): look in every candidate. */
   readonly perToken: boolean;
+  /** The credential partition of the request (ANONYMOUS, POOL or a client's keyed hash): never a credential. */
+  readonly partition: string;
 }
 
 /** The common case: one key for everything (no pool, or a pool of equivalent tokens). */
 class SingleKey implements Keys {
   readonly perToken = false;
-  constructor(readonly flight: string) {}
+  constructor(
+    readonly flight: string,
+    readonly partition: string,
+  ) {}
   store(): string {
     return this.flight;
   }
@@ -35,10 +40,12 @@ class PerTokenKeys implements Keys {
   readonly perToken = true;
   readonly flight: string;
   readonly candidates: readonly string[];
+  readonly partition: string;
   constructor(
     private readonly input: KeyInput,
     tokens: readonly string[],
   ) {
+    this.partition = input.partition;
     this.flight = this.store(undefined);
     this.candidates = tokens.map((token) => this.store(token));
   }
@@ -49,7 +56,7 @@ class PerTokenKeys implements Keys {
 
 /** `perToken`: the names of non-equivalent pool tokens when the request uses the pool, else undefined. */
 export function keysFor(input: KeyInput, perToken: readonly string[] | undefined): Keys {
-  return perToken === undefined ? new SingleKey(cacheKey(input)) : new PerTokenKeys(input, perToken);
+  return perToken === undefined ? new SingleKey(cacheKey(input), input.partition) : new PerTokenKeys(input, perToken);
 }
 
 export interface CacheRequest {

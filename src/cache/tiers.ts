@@ -5,20 +5,22 @@
  *
  *   fromL1   synchronous: the hit path touches nothing else
  *   lookup   L2 when L1 had nothing (every candidate key), promoting what it finds into L1
- *   usable   the entry if this request may use it (Vary matches, path not invalidated since)
+ *   usable   the entry if this request may use it (Vary matches, path not invalidated since, its
+ *            credential not rejected by the upstream since)
  *   apply    stores or drops what an upstream exchange produced, in L1 and L2, and tells the others
  */
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { createInvalidationBus, type InvalidationBus, type InvalidationHandlers } from '../redis/invalidation-bus.js';
-import type { CacheResult } from './classify.js';
+import type { CacheResult, Rejection } from './classify.js';
 import type { CacheEntry } from './entry.js';
 import { createFlightLock, type FlightLock } from './flight-lock.js';
 import { pathScope, varyMatches } from './key.js';
 import { createDisabledStore, createMemoryStore, type MemoryStore } from './memory-store.js';
 import { currentAge, retentionSeconds } from './policy.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';
+import { createRejectionMemo, rememberBounded } from './rejections.js';
 import type { CacheRequest } from './request.js';
 
 export interface TierSettings {
@@ -74,15 +76,21 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
         maxEntryBytes: settings.maxEntryBytes,
         onEvict: () => metrics.cacheEvictions.inc(),
       });
-  /** Path scope -> when it was invalidated: entries stored before then are not used. */
+  /** Path scope -> when it was invalidated: entries stored before then are not used. Likewise what the upstream rejected. */
   const invalidations = new Map<string, number>();
+  const rejections = createRejectionMemo();
 
   const markInvalidated = (scope: string, at: number): void => {
-    invalidations.delete(scope);
-    invalidations.set(scope, at);
-    if (invalidations.size > MAX_INVALIDATIONS) {
-      const oldest = invalidations.keys().next();
-      if (!oldest.done) invalidations.delete(oldest.value);
+    if (rejections.isRejection(scope)) rejections.remember(scope, at);
+    else rememberBounded(invalidations, scope, at, MAX_INVALIDATIONS);
+  };
+
+  /** Remembers what the upstream rejected, here and on every replica. */
+  const markRejected = (rejected: Rejection): void => {
+    const at = Date.now();
+    for (const scope of rejections.scopesOf(rejected)) {
+      rejections.remember(scope, at);
+      shared?.bus.path(scope, at);
     }
   };
 
@@ -148,6 +156,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
 
   const usable = (req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined => {
     if (entry === undefined || !varyMatches(entry.vary, req.header)) return undefined;
+    if (rejections.size > 0 && rejections.rejectedSince(req.keys.flight, req.keys.partition, entry.storedAt)) return undefined;
     if (invalidations.size === 0) return entry;
     const at = invalidations.get(pathScope(req.upstream, req.pathname));
     return at !== undefined && entry.storedAt <= at ? undefined : entry;
@@ -162,6 +171,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     promote,
     apply(result) {
       if (result.kind !== 'entry') return;
+      if (result.rejected !== undefined) markRejected(result.rejected);
       if (result.storeKey !== undefined) store(result.storeKey, result.entry);
       else if (result.dropKey !== undefined) drop(result.dropKey);
     },

@@ -161,6 +161,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   };
 
   const admin = createAdminServer(metrics, {
+    allowedHosts: config.admin.allowed_hosts,
     ready: () => !draining && listening.size === clusterSize,
     // Without Redis the primary holds the pool; with it, every worker sees the shared numbers.
     tokens: () => poolRt?.pool.snapshot() ?? (config.pool.tokens.length === 0 ? undefined : ([...recent.values()][0]?.tokens ?? [])),

@@ -4,6 +4,7 @@
  * overrides before validating, so an invalid value from either source is reported by key.
  */
 import { z } from 'zod';
+import { isLoopbackAddress } from '../headers/host.js';
 import { tokenName } from '../tokens/name.js';
 
 const port = z.number().int().min(0).max(65535);
@@ -102,6 +103,29 @@ export const poolSchema = z
     max_queue: z.number().int().min(0).max(1_000_000).default(10_000),
     /** Ask GET /rate_limit for each token at start-up (free on GitHub). */
     probe_at_start: z.boolean().default(true),
+    /**
+     * How often dead tokens (a 401 confirmed by GET /rate_limit) are probed again; one that answers
+     * comes back. The shared dead flag in Redis expires after 15 minutes unless a probe renews it.
+     */
+    revive_interval_ms: z.number().int().min(100).max(86_400_000).default(300_000),
+    /**
+     * Serve the pool without consumer keys on a non-loopback listen.host, on purpose. Without it
+     * such a config refuses to start: anyone who reaches the port would spend the pool.
+     */
+    open: z.boolean().default(false),
+  })
+  .strict();
+
+/** One consumer key, its fair-share weight and its optional caps (src/tokens/fair-share.ts). */
+export const consumerKeySchema = secretSchema
+  .extend({
+    name: secretName,
+    /** Its share of the pool's quota is weight / (sum of the weights), per resource and window. */
+    weight: z.number().min(0.001).max(1000).default(1),
+    /** At most this many upstream requests on the pool per clock hour (every resource); null: no cap. */
+    max_per_hour: z.number().int().min(0).max(100_000_000).nullable().default(null),
+    /** At most this many of its requests in flight on the pool at once (the others wait); null: no cap. */
+    max_concurrency: z.number().int().min(1).max(10_000).nullable().default(null),
   })
   .strict();
 
@@ -110,9 +134,11 @@ export const consumersSchema = z
     /** When true, only requests with a known consumer key may use the token pool. */
     enabled: z.boolean().default(false),
     /** Consumer keys: { name, value } or { name, env }. Sent as X-Etagere-Key or as the Basic user. */
-    keys: z.array(secretSchema.extend({ name: secretName })).default([]),
+    keys: z.array(consumerKeySchema).default([]),
     /** What a request without a known key gets: a 401 (reject) or plain anonymous upstream access. */
     unknown: z.enum(['reject', 'anonymous']).default('reject'),
+    /** The part of each consumer's share that is never lent to other consumers (src/tokens/fair-share.ts). */
+    reserve_fraction: z.number().min(0).max(1).default(0.5),
   })
   .strict();
 
@@ -164,11 +190,20 @@ export const redisSchema = z
 export const configSchema = z
   .object({
     listen: z
-      .object({ host: host.default('0.0.0.0'), port: port.default(8080) })
+      .object({ host: host.default('127.0.0.1'), port: port.default(8080) })
       .strict()
       .prefault({}),
     admin: z
-      .object({ host: host.default('127.0.0.1'), port: port.default(9090) })
+      .object({
+        host: host.default('127.0.0.1'),
+        port: port.default(9090),
+        /** Host header names (or addresses) the admin port answers besides 127.0.0.1, localhost and [::1], with any port. */
+        allowed_hosts: z
+          .array(
+            z.string().regex(/^(?:[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]+\])$/, 'must be a host name or address, without port'),
+          )
+          .default([]),
+      })
       .strict()
       .prefault({}),
     /** The proxy's address as clients see it (used to rewrite Link headers). */
@@ -236,6 +271,15 @@ export const configSchema = z
     if (config.consumers.enabled && config.consumers.keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['consumers', 'keys'], message: 'consumers.enabled needs at least one key' });
     }
+    if (config.pool.tokens.length > 0 && !config.consumers.enabled && !config.pool.open && !isLoopbackAddress(config.listen.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['listen', 'host'],
+        message:
+          `is ${config.listen.host}, not a loopback address, and consumer keys are off: anyone who reaches the port would spend the token pool. ` +
+          'Turn on consumer keys (consumers.enabled), listen on loopback (HOST=127.0.0.1), or set pool.open: true to serve the pool openly on purpose',
+      });
+    }
     const tokenNames = new Map<string, number>();
     const tokenValues = new Map<string, number>();
     config.pool.tokens.forEach((token, index) => {
@@ -261,6 +305,7 @@ export type Config = z.infer<typeof configSchema>;
 export type PoolConfig = z.infer<typeof poolSchema>;
 export type RedisConfig = z.infer<typeof redisSchema>;
 export type ConsumersConfig = z.infer<typeof consumersSchema>;
+export type ConsumerKeyConfig = z.infer<typeof consumerKeySchema>;
 export type SecretConfig = z.infer<typeof secretSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
 export type CachePolicyConfig = z.infer<typeof cachePolicySchema>;

@@ -51,6 +51,8 @@ export class Credentials {
   private readonly byToken = new Map<string, Viewer>();
   /** Memo of header value → credential; bounded. */
   private readonly memo = new Map<string, Credential>();
+  /** Token values revoked at runtime (POST /__fake/tokens): they answer 401 Bad credentials everywhere. */
+  private readonly revoked = new Set<string>();
 
   constructor(tokens: FakeToken[]) {
     for (const token of tokens) {
@@ -67,14 +69,40 @@ export class Credentials {
 
   resolve(header: string | undefined): Credential {
     if (header === undefined || header.trim() === '') return ANONYMOUS;
-    const hit = this.memo.get(header);
-    if (hit) return hit;
-    const token = tokenFromAuthorization(header);
-    const viewer = token === null ? undefined : this.byToken.get(token);
-    const cred: Credential = viewer ? { kind: 'token', viewer, authorization: header } : INVALID;
-    if (this.memo.size > 10_000) this.memo.clear();
-    this.memo.set(header, cred);
-    return cred;
+    let cred = this.memo.get(header);
+    if (cred === undefined) {
+      const token = tokenFromAuthorization(header);
+      const viewer = token === null ? undefined : this.byToken.get(token);
+      cred = viewer ? { kind: 'token', viewer, authorization: header } : INVALID;
+      if (this.memo.size > 10_000) this.memo.clear();
+      this.memo.set(header, cred);
+    }
+    return cred.kind === 'token' && this.revoked.size > 0 && this.revoked.has(cred.viewer.token.token) ? INVALID : cred;
+  }
+
+  /**
+   * Revokes (or restores) the configured tokens that match `selector` (a token value or a login);
+   * returns how many matched.
+   */
+  setRevoked(selector: string, revoked: boolean): number {
+    let matched = 0;
+    for (const viewer of this.byToken.values()) {
+      if (!this.matches(viewer, selector)) continue;
+      matched++;
+      if (revoked) this.revoked.add(viewer.token.token);
+      else this.revoked.delete(viewer.token.token);
+    }
+    return matched;
+  }
+
+  /** How many configured tokens are revoked now. */
+  revokedCount(): number {
+    return this.revoked.size;
+  }
+
+  /** Every revoked token is valid again (POST /__fake/reset). */
+  restoreAll(): void {
+    this.revoked.clear();
   }
 
   /** Finds a token by its value or by login (for control endpoints). */

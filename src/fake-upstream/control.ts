@@ -7,6 +7,7 @@
  *   GET|POST /__fake/secondary         scripted secondary-limit failures
  *   GET|POST /__fake/config            runtime configuration
  *   GET|POST|DELETE /__fake/faults     fault injection rules (faults.ts)
+ *   GET|POST /__fake/tokens            revoke or restore a token ({"token": value or login, "revoked": bool})
  * Bad input answers 400 JSON; the process never crashes on it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -154,6 +155,11 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         }
         return sendJson(res, 200, { faults: state.faults.describe() });
       }
+      case '/__fake/tokens': {
+        methodGuard(req, ['GET', 'POST']);
+        if (req.method === 'POST') revoke(state, await readJsonObject(req, false));
+        return sendJson(res, 200, { revoked: state.credentials.revokedCount() });
+      }
       default:
         throw new HttpError(404, `Unknown control endpoint ${path}`);
     }
@@ -167,8 +173,26 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
   }
 }
 
+/** Revokes or restores a configured token, as an operator would on GitHub (then 401 Bad credentials everywhere). */
+function revoke(state: FakeState, body: Record<string, unknown>): void {
+  onlyKeys(body, ['token', 'revoked']);
+  if (typeof body.token !== 'string' || body.token === '') throw new HttpError(400, '"token" must be a token value or a login');
+  if (typeof body.revoked !== 'boolean') throw new HttpError(400, '"revoked" must be a boolean');
+  if (state.credentials.setRevoked(body.token, body.revoked) === 0) throw new HttpError(404, 'No configured token matches "token"');
+}
+
 function configure(state: FakeState, body: Record<string, unknown>): void {
-  onlyKeys(body, ['anonymousLimit', 'tokenLimit', 'windowSeconds', 'latencyMs', 'enforceConcurrency']);
+  onlyKeys(body, [
+    'anonymousLimit',
+    'tokenLimit',
+    'windowSeconds',
+    'searchLimit',
+    'codeSearchLimit',
+    'graphqlLimit',
+    'searchWindowSeconds',
+    'latencyMs',
+    'enforceConcurrency',
+  ]);
   const patch: Partial<RuntimeConfig> = {};
   const set = (key: keyof RuntimeConfig, min: number, max: number): void => {
     const value = intField(body, key, min, max);
@@ -177,6 +201,10 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
   set('anonymousLimit', 0, 1e9);
   set('tokenLimit', 0, 1e9);
   set('windowSeconds', 1, 1e7);
+  set('searchLimit', 0, 1e9);
+  set('codeSearchLimit', 0, 1e9);
+  set('graphqlLimit', 0, 1e9);
+  set('searchWindowSeconds', 1, 1e7);
   set('latencyMs', 0, 600_000);
   if (body.enforceConcurrency === null) patch.enforceConcurrency = 0;
   else set('enforceConcurrency', 0, 1e6);

@@ -25,6 +25,8 @@ export interface RateView {
   limit: number;
   used: number;
   reset: number;
+  /** The rate-limit resource (x-ratelimit-resource); core when not given. */
+  resource?: string;
 }
 
 export interface ApiHeaderInput {
@@ -63,7 +65,7 @@ export function apiHeaders(input: ApiHeaderInput): OutgoingHttpHeaders {
     out['x-ratelimit-remaining'] = String(input.rate.limit - input.rate.used);
     out['x-ratelimit-reset'] = String(input.rate.reset);
     out['x-ratelimit-used'] = String(input.rate.used);
-    out['x-ratelimit-resource'] = 'core';
+    out['x-ratelimit-resource'] = input.rate.resource ?? 'core';
   }
   if (input.retryAfter !== null) out['retry-after'] = String(input.retryAfter);
   out['access-control-expose-headers'] = EXPOSE_HEADERS;
@@ -107,6 +109,11 @@ export function errorJson(message: string, documentationUrl = DOCS_URL): Buffer 
 export const NOT_FOUND_BODY = errorJson('Not Found');
 export const BAD_CREDENTIALS_BODY = errorJson('Bad credentials');
 export const REQUIRES_AUTH_BODY = errorJson('Requires authentication');
+/** What GitHub answers on App-only endpoints to any credential that is not an App's JWT. */
+export const JWT_REQUIRED_BODY = errorJson(
+  'A JSON web token could not be decoded',
+  'https://docs.github.com/rest/apps/apps#get-the-authenticated-app',
+);
 export const SERVER_ERROR_BODY = errorJson('Server Error');
 
 /** Opaque request ids shaped like GitHub's (`XXXX:XXXX:...`). */

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FaultSpecError, parseFaultRule, parseFaultSpec, type FaultRuleInput } from './faults.js';
 import { createPipeline } from './server.js';
-import { FakeState, type RuntimeConfig } from './state.js';
+import { FakeState, RESOURCE_DEFAULTS, type RuntimeConfig } from './state.js';
 import type { FakeStats } from './stats.js';
 import { DEMO_TOKENS, parseTokenSpec, type FakeToken } from './tokens.js';
 
@@ -27,8 +27,16 @@ export interface FakeUpstreamOptions {
   anonymousLimit?: number;
   /** Requests per window per token. Default 5000. */
   tokenLimit?: number;
-  /** Length of a quota window. Default 3600. */
+  /** Length of a quota window (core and graphql). Default 3600. */
   windowSeconds?: number;
+  /** `search` requests per search window per token (anonymous: at most 10). Default 30. */
+  searchLimit?: number;
+  /** `code_search` requests per search window per token. Default 10. */
+  codeSearchLimit?: number;
+  /** `graphql` points per window per token (one per request). Default 5000. */
+  graphqlLimit?: number;
+  /** Length of the `search` and `code_search` windows. Default 60. */
+  searchWindowSeconds?: number;
   /** Artificial delay before each API/cyclist response. Default 0. */
   latencyMs?: number;
   /** Public repositories of the seed organization (plus its private ones). Default 75. */
@@ -77,6 +85,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     anonymousLimit: checkInt('anonymousLimit', opts.anonymousLimit ?? 60, 0),
     tokenLimit: checkInt('tokenLimit', opts.tokenLimit ?? 5000, 0),
     windowSeconds: checkInt('windowSeconds', opts.windowSeconds ?? 3600, 1),
+    searchLimit: checkInt('searchLimit', opts.searchLimit ?? RESOURCE_DEFAULTS.searchLimit, 0),
+    codeSearchLimit: checkInt('codeSearchLimit', opts.codeSearchLimit ?? RESOURCE_DEFAULTS.codeSearchLimit, 0),
+    graphqlLimit: checkInt('graphqlLimit', opts.graphqlLimit ?? RESOURCE_DEFAULTS.graphqlLimit, 0),
+    searchWindowSeconds: checkInt('searchWindowSeconds', opts.searchWindowSeconds ?? RESOURCE_DEFAULTS.searchWindowSeconds, 1),
     latencyMs: checkInt('latencyMs', opts.latencyMs ?? 0, 0),
     enforceConcurrency: checkInt('enforceConcurrency', opts.enforceConcurrency ?? 0, 0),
   };

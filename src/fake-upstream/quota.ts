@@ -1,14 +1,60 @@
 /**
- * Primary rate limit: one fixed window per credential (anonymous callers per client address,
- * each token on its own). A window starts at its first use and lasts `windowSeconds`;
- * `x-ratelimit-reset` is the end of the window in epoch seconds. Spending never goes past the
- * limit, so limit = remaining + used always holds.
+ * Primary rate limits: one fixed window per credential and per rate-limit resource (anonymous
+ * callers per client address, each token on its own). GitHub keeps a separate budget per resource:
+ * `core` (most of REST), `search` (`/search/*` but code), `code_search` (`/search/code`), `graphql`,
+ * and a few others that the fake only reports. A window starts at its first use and lasts the
+ * resource's window length; `x-ratelimit-reset` is its end in epoch seconds. Spending never goes
+ * past the limit, so limit = remaining + used always holds.
  */
+
+/** Every resource GitHub's GET /rate_limit lists, in its order. */
+export const RESOURCES = [
+  'core',
+  'search',
+  'code_search',
+  'graphql',
+  'integration_manifest',
+  'dependency_snapshots',
+  'code_scanning_upload',
+  'actions_runner_registration',
+  'source_import',
+  'audit_log',
+] as const;
+export type Resource = (typeof RESOURCES)[number];
 
 export interface QuotaSettings {
   anonymousLimit: number;
   tokenLimit: number;
   windowSeconds: number;
+  /** `search` per token and window (GitHub: 30 a minute); anonymous callers get at most 10. */
+  searchLimit: number;
+  /** `code_search` per token and window (GitHub: 10 a minute). */
+  codeSearchLimit: number;
+  /** `graphql` points per token and window (GitHub: 5000 an hour); anonymous callers get none. */
+  graphqlLimit: number;
+  /** Window of `search` and `code_search` (GitHub: 60 s). */
+  searchWindowSeconds: number;
+}
+
+/** The resources the fake only reports in /rate_limit (GitHub's documented sizes, an hour each). */
+const REPORTED_ONLY: Readonly<Record<string, number>> = {
+  integration_manifest: 5000,
+  dependency_snapshots: 100,
+  code_scanning_upload: 1000,
+  actions_runner_registration: 10000,
+  source_import: 100,
+  audit_log: 1750,
+};
+
+/** Anonymous callers' search budget (GitHub: 10 a minute). */
+const ANONYMOUS_SEARCH = 10;
+
+/** The resource of an API path (below the base): GitHub's own classification. */
+export function resourceOfPath(path: string): Resource {
+  if (path === '/search/code' || path.startsWith('/search/code/')) return 'code_search';
+  if (path === '/search' || path.startsWith('/search/')) return 'search';
+  if (path === '/graphql') return 'graphql';
+  return 'core';
 }
 
 export interface QuotaWindow {
@@ -17,6 +63,7 @@ export interface QuotaWindow {
   endMs: number;
   /** Epoch seconds of the window end. */
   reset: number;
+  resource: Resource;
 }
 
 export interface QuotaSnapshot {
@@ -24,7 +71,7 @@ export interface QuotaSnapshot {
   remaining: number;
   used: number;
   reset: number;
-  resource: 'core';
+  resource: Resource;
 }
 
 export class Quotas {
@@ -42,30 +89,56 @@ export class Quotas {
     this.windows.clear();
   }
 
-  /** The live window of a key (creating it at first use, or when the old one has ended). */
-  window(key: string, anonymous: boolean, now = Date.now()): QuotaWindow {
-    let window = this.windows.get(key);
+  /** A window's size and length for a resource. */
+  private shape(resource: Resource, anonymous: boolean): { limit: number; seconds: number } {
+    const set = this.settings;
+    switch (resource) {
+      case 'core':
+        return { limit: anonymous ? set.anonymousLimit : set.tokenLimit, seconds: set.windowSeconds };
+      case 'search':
+        return { limit: anonymous ? Math.min(ANONYMOUS_SEARCH, set.searchLimit) : set.searchLimit, seconds: set.searchWindowSeconds };
+      case 'code_search':
+        return { limit: set.codeSearchLimit, seconds: set.searchWindowSeconds };
+      case 'graphql':
+        return { limit: anonymous ? 0 : set.graphqlLimit, seconds: set.windowSeconds };
+      default:
+        return { limit: REPORTED_ONLY[resource] ?? 0, seconds: 3600 };
+    }
+  }
+
+  /** The live window of a key and resource (creating it at first use, or when the old one has ended). */
+  window(key: string, anonymous: boolean, resource: Resource = 'core', now = Date.now()): QuotaWindow {
+    const id = `${key}|${resource}`;
+    let window = this.windows.get(id);
     if (window === undefined || now >= window.endMs) {
-      const endMs = now + this.settings.windowSeconds * 1000;
-      window = {
-        limit: anonymous ? this.settings.anonymousLimit : this.settings.tokenLimit,
-        used: 0,
-        endMs,
-        reset: Math.ceil(endMs / 1000),
-      };
-      this.windows.set(key, window);
+      const shape = this.shape(resource, anonymous);
+      const endMs = now + shape.seconds * 1000;
+      window = { limit: shape.limit, used: 0, endMs, reset: Math.ceil(endMs / 1000), resource };
+      this.windows.set(id, window);
     }
     return window;
   }
 
   /** The state without starting a window (for GET /rate_limit). */
-  peek(key: string, anonymous: boolean, now = Date.now()): QuotaSnapshot {
-    const window = this.windows.get(key);
+  peek(key: string, anonymous: boolean, resource: Resource = 'core', now = Date.now()): QuotaSnapshot {
+    const window = this.windows.get(`${key}|${resource}`);
     if (window === undefined || now >= window.endMs) {
-      const limit = anonymous ? this.settings.anonymousLimit : this.settings.tokenLimit;
-      return { limit, remaining: limit, used: 0, reset: Math.ceil((now + this.settings.windowSeconds * 1000) / 1000), resource: 'core' };
+      const shape = this.shape(resource, anonymous);
+      const reset = Math.ceil((now + shape.seconds * 1000) / 1000);
+      return { limit: shape.limit, remaining: shape.limit, used: 0, reset, resource };
     }
     return snapshot(window);
+  }
+
+  /** GET /rate_limit's body: every resource in GitHub's order, and `rate` (a copy of core) when asked. */
+  document(key: string, anonymous: boolean, withRate: boolean): { resources: Record<string, QuotaSnapshot>; rate?: QuotaSnapshot } {
+    const resources: Record<string, QuotaSnapshot> = {};
+    for (const name of RESOURCES) {
+      const snap = this.peek(key, anonymous, name);
+      // GitHub's key order: limit, used, remaining, reset, resource.
+      resources[name] = { limit: snap.limit, used: snap.used, remaining: snap.remaining, reset: snap.reset, resource: name };
+    }
+    return withRate ? { resources, rate: resources.core } : { resources };
   }
 }
 
@@ -81,7 +154,7 @@ export function spend(window: QuotaWindow): boolean {
 }
 
 export function snapshot(window: QuotaWindow): QuotaSnapshot {
-  return { limit: window.limit, remaining: window.limit - window.used, used: window.used, reset: window.reset, resource: 'core' };
+  return { limit: window.limit, remaining: window.limit - window.used, used: window.used, reset: window.reset, resource: window.resource };
 }
 
 export const anonymousKey = (address: string): string => `ip:${address}`;

@@ -10,6 +10,7 @@ import { bodyHash } from './etag.js';
 import { JSON_TYPE, NOT_FOUND_BODY, REQUIRES_AUTH_BODY, TEXT_TYPE } from './headers.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { privateAccount, publicAccount, repoJson, type ApiVersion } from './render.js';
+import { appOnly, searchRoute } from './search.js';
 import type { FakeState, Rendered } from './state.js';
 
 export interface RouteContext {
@@ -29,6 +30,10 @@ export interface ApiResult {
   /** Set on cacheable 200 answers: the server derives ETag/Last-Modified and 304s from it. */
   rendered: Rendered | null;
   acceptedScopes: string;
+  /** Cache-Control of an answer that has no validators (search: no-cache). */
+  cacheControl?: string;
+  /** Link of an answer that has no validators (search pages). */
+  link?: string | null;
 }
 
 const notFound = (): ApiResult => ({
@@ -70,7 +75,7 @@ function segment(text: string | undefined): string | null {
   }
 }
 
-/** Routes one GET/HEAD request of the API (everything but /rate_limit). */
+/** Routes one GET/HEAD request of the API (everything but /rate_limit and POST /graphql). */
 export function route(ctx: RouteContext): ApiResult {
   const parts = ctx.path.split('/');
   const [, first] = parts;
@@ -91,12 +96,17 @@ export function route(ctx: RouteContext): ApiResult {
       return notFound();
     }
     case 'repos': {
+      if (segmentCount === 5 && parts[4] === 'installation') return appOnly();
       if (segmentCount !== 4) return notFound();
       const owner = segment(parts[2]);
       const name = segment(parts[3]);
       if (owner === null || name === null) return notFound();
       return repoRecord(ctx, owner, name);
     }
+    case 'app':
+      return segmentCount === 2 ? appOnly() : notFound();
+    case 'search':
+      return (segmentCount === 3 ? searchRoute(ctx, parts[2] ?? '') : undefined) ?? notFound();
     case 'orgs': {
       const org = segment(parts[2]);
       if (org === null || segmentCount !== 4 || parts[3] !== 'repos') return notFound();

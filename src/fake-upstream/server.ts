@@ -1,8 +1,11 @@
 /**
  * The HTTP request pipeline of the fake. For an API request, in order:
- *   OPTIONS preflight → credentials (invalid: 401) → /rate_limit (free)
- *   → secondary limits (scripted, concurrency) → primary quota exhausted (403) → API version (400)
- *   → method (non-GET/HEAD: 404, like GitHub) → route → conditional (304) → spend → headers.
+ *   OPTIONS preflight → credentials (invalid: 401) → /rate_limit (free, every resource)
+ *   → secondary limits (scripted, concurrency) → GraphQL without credentials (401)
+ *   → primary quota of the path's resource exhausted (403) → API version (400)
+ *   → method (POST /graphql answers; other non-GET/HEAD: 404, like GitHub) → route → conditional (304)
+ *   → spend → headers.
+ * Each answer spends, and its x-ratelimit-* describe, the budget of its path's resource (quota.ts).
  * Control endpoints (/__fake/*) branch off first; then fault rules (faults.ts) may break the
  * request or corrupt its answer; then cyclist requests branch off. Any exception answers 500 JSON;
  * the process never crashes on a request.
@@ -28,9 +31,10 @@ import {
   SERVER_ERROR_BODY,
   type RateView,
 } from './headers.js';
-import { anonymousKey, remaining, spend, tokenKey, type QuotaWindow } from './quota.js';
+import { anonymousKey, remaining, resourceOfPath, spend, tokenKey, type QuotaWindow } from './quota.js';
 import { API_VERSIONS, DEFAULT_API_VERSION, type ApiVersion } from './render.js';
 import { route } from './routes.js';
+import { GRAPHQL_AUTH_BODY } from './search.js';
 import { CONCURRENCY_FAILURE, type SecondaryFailure } from './secondary.js';
 import type { FakeState } from './state.js';
 
@@ -280,13 +284,12 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
       answer(400, UNSUPPORTED_VERSION(versionHeader ?? ''), null, false);
       return;
     }
-    const snap = state.quotas.peek(quotaKey, anonymous);
-    const core = { limit: snap.limit, used: snap.used, remaining: snap.remaining, reset: snap.reset, resource: 'core' };
     // Version 2026-03-10 dropped the deprecated top-level `rate` (as on GitHub).
-    const doc = version === DEFAULT_API_VERSION ? { resources: { core }, rate: core } : { resources: { core } };
-    answer(200, Buffer.from(JSON.stringify(doc)), snap, false, { cacheControl: 'no-cache' });
+    const doc = state.quotas.document(quotaKey, anonymous, version === DEFAULT_API_VERSION);
+    answer(200, Buffer.from(JSON.stringify(doc)), state.quotas.peek(quotaKey, anonymous), false, { cacheControl: 'no-cache' });
     return;
   }
+  const budget = resourceOfPath(path);
 
   // Secondary limits: a real concurrency cap (optional) and scripted failures.
   const failure: SecondaryFailure | null =
@@ -294,7 +297,7 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
       ? CONCURRENCY_FAILURE
       : state.secondary.check((selector) => state.credentials.matches(viewer, selector));
   if (failure !== null) {
-    const window = state.quotas.window(quotaKey, anonymous);
+    const window = state.quotas.window(quotaKey, anonymous, budget);
     const body = errorJson(
       'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. ' +
         `If you reach out to GitHub Support for help, please include the request ID ${requestId}.`,
@@ -304,7 +307,12 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     return;
   }
 
-  const window = state.quotas.window(quotaKey, anonymous);
+  if (budget === 'graphql' && anonymous) {
+    answer(401, GRAPHQL_AUTH_BODY, null, false);
+    return;
+  }
+
+  const window = state.quotas.window(quotaKey, anonymous, budget);
   if (remaining(window) <= 0) {
     const who = anonymous ? address : `user ID ${state.world.account(viewer.login)?.id ?? 0}`;
     const message = anonymous
@@ -320,6 +328,14 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     return;
   }
 
+  if (path === '/graphql' && method === 'POST') {
+    // One point per request, whatever the query (the fake does not compute query costs).
+    req.resume();
+    const spent = spend(window);
+    const body = Buffer.from(JSON.stringify({ data: { viewer: { login: viewer!.token.login } } }));
+    answer(200, body, window, spent, { cacheControl: CACHE_PRIVATE });
+    return;
+  }
   if (method !== 'GET' && method !== 'HEAD') {
     // GitHub answers an unsupported method with 404, not 405.
     const spent = spend(window);
@@ -343,7 +359,13 @@ function resource(
   const rendered = result.rendered;
   if (rendered === null) {
     const spent = spend(window);
-    answer(result.status, result.body, window, spent, { contentType: result.contentType, acceptedScopes: result.acceptedScopes });
+    const { contentType, acceptedScopes, cacheControl, link } = result;
+    answer(result.status, result.body, window, spent, {
+      contentType,
+      acceptedScopes,
+      cacheControl: cacheControl ?? null,
+      link: link ?? null,
+    });
     return;
   }
 

@@ -15,10 +15,30 @@ export interface RuntimeConfig {
   anonymousLimit: number;
   tokenLimit: number;
   windowSeconds: number;
+  /** `search` per token and window (30); anonymous callers get at most 10. */
+  searchLimit: number;
+  /** `code_search` per token and window (10). */
+  codeSearchLimit: number;
+  /** `graphql` points per token and window (5000; one per request). */
+  graphqlLimit: number;
+  /** Window of `search` and `code_search` (60 s). */
+  searchWindowSeconds: number;
   latencyMs: number;
   /** Maximum requests in flight before secondary-limit answers; 0 = off. */
   enforceConcurrency: number;
 }
+
+/** The budgets added with rate-limit resources: optional when a state is built, GitHub's sizes by default. */
+type ResourceSettings = 'searchLimit' | 'codeSearchLimit' | 'graphqlLimit' | 'searchWindowSeconds';
+export type RuntimeConfigInput = Omit<RuntimeConfig, ResourceSettings> & Partial<Pick<RuntimeConfig, ResourceSettings>>;
+
+/** GitHub's sizes: search 30 and code search 10 a minute, 5000 GraphQL points an hour. */
+export const RESOURCE_DEFAULTS: Pick<RuntimeConfig, ResourceSettings> = {
+  searchLimit: 30,
+  codeSearchLimit: 10,
+  graphqlLimit: 5000,
+  searchWindowSeconds: 60,
+};
 
 /** A cached, fully rendered response body with its validators. */
 export interface Rendered {
@@ -29,6 +49,17 @@ export interface Rendered {
 }
 
 const LIST_CACHE_MAX = 5000;
+
+/** The settings whose change restarts every quota window. */
+const QUOTA_SETTINGS = [
+  'anonymousLimit',
+  'tokenLimit',
+  'windowSeconds',
+  'searchLimit',
+  'codeSearchLimit',
+  'graphqlLimit',
+  'searchWindowSeconds',
+] as const;
 
 export class FakeState {
   config: RuntimeConfig;
@@ -42,12 +73,15 @@ export class FakeState {
   /** Rendered list pages, keyed by path+query, viewer, base, version and world generation. */
   private listCache = new Map<string, Rendered>();
 
+  private readonly initialConfig: RuntimeConfig;
+
   constructor(
-    private readonly initialConfig: RuntimeConfig,
+    initialConfig: RuntimeConfigInput,
     readonly tokens: FakeToken[],
     readonly orgRepoCount: number,
   ) {
-    this.config = { ...initialConfig };
+    this.initialConfig = { ...RESOURCE_DEFAULTS, ...initialConfig };
+    this.config = { ...this.initialConfig };
     this.world = new World({ orgRepoCount, tokens });
     this.credentials = new Credentials(tokens);
     this.quotas = new Quotas(this.config);
@@ -60,13 +94,14 @@ export class FakeState {
     this.listCache = new Map();
     this.quotas.configure(this.config);
     this.secondary.reset();
+    this.credentials.restoreAll();
     this.faults.clear();
     this.stats.reset();
   }
 
   /** Applies a partial configuration; quota windows start afresh when a quota setting changes. */
   configure(patch: Partial<RuntimeConfig>): void {
-    const quotaChanged = patch.anonymousLimit !== undefined || patch.tokenLimit !== undefined || patch.windowSeconds !== undefined;
+    const quotaChanged = QUOTA_SETTINGS.some((key) => patch[key] !== undefined);
     this.config = { ...this.config, ...patch };
     if (quotaChanged) this.quotas.configure(this.config);
   }

@@ -28,14 +28,51 @@ export interface LoggerOptions {
   destination?: DestinationStream;
 }
 
+/** Lines below warn wait at most this long in the stdout buffer (a lone info line is out within a second). */
+export const LOG_FLUSH_MS = 500;
+/** pino's level number for warn: warn, error and fatal lines are written at once. */
+const WARN = 40;
+
+/**
+ * On stdout, lines are buffered up to 4 KiB (one write for many access lines on the hit path),
+ * flushed every LOG_FLUSH_MS, and a warn or error line flushes the buffer at once: a "token dead"
+ * line is in the log when it happens, not at shutdown.
+ */
 export function createLogger(opts: LoggerOptions): Logger {
-  const dest = opts.destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  const options = {
+    level: opts.level,
+    base: { service: 'etagere' },
+    redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+    formatters: { level: (label: string) => ({ level: label }) },
+  };
+  if (opts.destination !== undefined) return pino(options, opts.destination);
+  const dest = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS });
+  let flushOnDrain = false;
+  const flushNow = (): void => {
+    try {
+      dest.flush();
+    } catch {
+      // destroyed at exit: nothing left to write to
+    }
+  };
   return pino(
     {
-      level: opts.level,
-      base: { service: 'etagere' },
-      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
-      formatters: { level: (label) => ({ level: label }) },
+      ...options,
+      hooks: {
+        logMethod(args, method, level) {
+          method.apply(this, args);
+          if (level < WARN) return;
+          flushNow();
+          // A write already in flight leaves the new line buffered: flush again once it is done.
+          if (!flushOnDrain) {
+            flushOnDrain = true;
+            dest.once('drain', () => {
+              flushOnDrain = false;
+              flushNow();
+            });
+          }
+        },
+      },
     },
     dest,
   );

@@ -25,6 +25,10 @@ type Observed =
   | 'queueWait'
   | 'consumerRequests'
   | 'consumerRejections'
+  | 'consumerHits'
+  | 'consumerUpstreamRequests'
+  | 'consumerQuotaSpent'
+  | 'consumerShareRejections'
   | 'redisUp'
   | 'redisOps'
   | 'redisErrors'
@@ -76,6 +80,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     queueWait: built.queueWait,
     consumerRequests: built.consumerRequests,
     consumerRejections: built.consumerRejections,
+    consumerHits: built.consumerHits,
+    consumerUpstreamRequests: built.consumerUpstreamRequests,
+    consumerQuotaSpent: built.consumerQuotaSpent,
+    consumerShareRejections: built.consumerShareRejections,
     redisUp: built.redisUp,
     redisOps: built.redisOps,
     redisErrors: built.redisErrors,

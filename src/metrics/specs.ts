@@ -102,6 +102,24 @@ export const METRIC_SPECS = {
     labelNames: ['token'],
   },
   tokenInflight: { type: 'gauge', name: 'etagere_token_inflight', help: 'Requests in flight on a pool token.', labelNames: ['token'] },
+  tokenResourceRemaining: {
+    type: 'gauge',
+    name: 'etagere_token_resource_remaining',
+    help: 'Quota a pool token has left in the window of one rate-limit resource (core, search, code_search, graphql, ...), as last seen.',
+    labelNames: ['token', 'resource'],
+  },
+  tokenResourceLimit: {
+    type: 'gauge',
+    name: 'etagere_token_resource_limit',
+    help: "Size of a pool token's window in one rate-limit resource.",
+    labelNames: ['token', 'resource'],
+  },
+  tokenResourceReset: {
+    type: 'gauge',
+    name: 'etagere_token_resource_reset_timestamp_seconds',
+    help: "When a pool token's window in one rate-limit resource resets, as a Unix timestamp.",
+    labelNames: ['token', 'resource'],
+  },
   tokenState: {
     type: 'gauge',
     name: 'etagere_token_state',
@@ -118,7 +136,7 @@ export const METRIC_SPECS = {
   cacheBytes: {
     type: 'gauge',
     name: 'etagere_cache_bytes',
-    help: 'Bytes held by a cache tier (l1: in process, as counted against cache.max_bytes).',
+    help: 'Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels).',
     labelNames: ['tier'],
   },
   coalescedWaiters: {
@@ -159,7 +177,9 @@ export const METRIC_SPECS = {
   tokenEvents: {
     type: 'counter',
     name: 'etagere_token_events_total',
-    help: 'Pool token events by token name: dead (401), exhausted (primary limit), secondary (secondary limit).',
+    help:
+      'Pool token events by token name: dead (a 401 confirmed by GET /rate_limit), revived (a dead token answers again), ' +
+      'exhausted (primary limit, any resource), secondary (secondary limit).',
     labelNames: ['token', 'event'],
   },
   tokenSwitchRevalidations: {
@@ -186,6 +206,32 @@ export const METRIC_SPECS = {
     name: 'etagere_consumer_rejections_total',
     help: 'Requests refused with 401 for lack of a known consumer key.',
     labelNames: [],
+  },
+  consumerHits: {
+    type: 'counter',
+    name: 'etagere_consumer_hits_total',
+    help: 'Pool requests answered from the cache (fresh hits), by consumer name.',
+    labelNames: ['consumer'],
+  },
+  consumerUpstreamRequests: {
+    type: 'counter',
+    name: 'etagere_consumer_upstream_requests_total',
+    help: 'Requests sent upstream on pool tokens for a consumer (retries on another token included), by consumer name.',
+    labelNames: ['consumer'],
+  },
+  consumerQuotaSpent: {
+    type: 'counter',
+    name: 'etagere_consumer_quota_spent_total',
+    help: 'Units of pool quota a consumer spent (answers other than 304 and 401/403/429), by consumer name and rate-limit resource.',
+    labelNames: ['consumer', 'resource'],
+  },
+  consumerShareRejections: {
+    type: 'counter',
+    name: 'etagere_consumer_share_rejections_total',
+    help:
+      'Pool requests refused for one consumer while the others go on: share (429: its fair share and what it may borrow are spent), ' +
+      'max_per_hour (429: its hourly cap), max_concurrency (503: no slot of its own freed up in time).',
+    labelNames: ['consumer', 'reason'],
   },
   // min: summed over cluster workers, "up" would count workers; the machine is up only if all are.
   redisUp: {

@@ -17,6 +17,8 @@ export interface PoolGaugeSource {
     remaining: number | null;
     reset: number | null;
     in_flight: number;
+    /** Each rate-limit resource whose numbers are known (the fields above are core's). */
+    resources?: Readonly<Partial<Record<string, { limit: number; remaining: number; reset: number }>>>;
   }>;
   queueLength(): number;
 }
@@ -27,6 +29,8 @@ export interface CacheGaugeSource {
   l1Bytes(): number;
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
+  /** Bytes held by the memos of the key (credential -> partition) and of route labels (path -> template). */
+  memoBytes?(): { partition: number; routes: number };
 }
 
 /** The sources registered so far (filled in by watchPool / watchCache). */
@@ -48,11 +52,24 @@ function perToken(gauge: Gauge<'token'>, sources: GaugeSources, read: (token: To
   }
 }
 
+/** One series per token and rate-limit resource it knows (resource names come from a fixed list, never the upstream). */
+function perResource(gauge: Gauge<'token' | 'resource'>, sources: GaugeSources, field: 'limit' | 'remaining' | 'reset'): void {
+  gauge.reset();
+  for (const token of sources.pool?.tokens() ?? []) {
+    for (const [resource, numbers] of Object.entries(token.resources ?? {})) {
+      if (numbers !== undefined) gauge.set({ token: token.name, resource }, numbers[field]);
+    }
+  }
+}
+
 export const WATCHED_GAUGES = {
   tokenRemaining: (gauge, sources) => perToken(gauge, sources, (t) => t.remaining),
   tokenLimit: (gauge, sources) => perToken(gauge, sources, (t) => t.limit),
   tokenReset: (gauge, sources) => perToken(gauge, sources, (t) => t.reset),
   tokenInflight: (gauge, sources) => perToken(gauge, sources, (t) => t.in_flight),
+  tokenResourceRemaining: (gauge, sources) => perResource(gauge, sources, 'remaining'),
+  tokenResourceLimit: (gauge, sources) => perResource(gauge, sources, 'limit'),
+  tokenResourceReset: (gauge, sources) => perResource(gauge, sources, 'reset'),
   tokenState: (gauge, sources) => {
     gauge.reset();
     for (const token of sources.pool?.tokens() ?? []) {
@@ -61,7 +78,12 @@ export const WATCHED_GAUGES = {
   },
   poolQueueLength: (gauge, sources) => gauge.set(sources.pool?.queueLength() ?? 0),
   cacheEntries: (gauge, sources) => gauge.set({ tier: 'l1' }, sources.cache?.l1Entries() ?? 0),
-  cacheBytes: (gauge, sources) => gauge.set({ tier: 'l1' }, sources.cache?.l1Bytes() ?? 0),
+  cacheBytes: (gauge, sources) => {
+    gauge.set({ tier: 'l1' }, sources.cache?.l1Bytes() ?? 0);
+    const memos = sources.cache?.memoBytes?.();
+    gauge.set({ tier: 'partition_memo' }, memos?.partition ?? 0);
+    gauge.set({ tier: 'route_memo' }, memos?.routes ?? 0);
+  },
   coalescedWaiters: (gauge, sources) => gauge.set(sources.cache?.waiters() ?? 0),
 } satisfies { [K in WatchedGauge]: (gauge: Gauge<LabelName<K>>, sources: GaugeSources) => void };
 
@@ -71,6 +93,9 @@ export type WatchedGauge =
   | 'tokenLimit'
   | 'tokenReset'
   | 'tokenInflight'
+  | 'tokenResourceRemaining'
+  | 'tokenResourceLimit'
+  | 'tokenResourceReset'
   | 'tokenState'
   | 'poolQueueLength'
   | 'cacheEntries'

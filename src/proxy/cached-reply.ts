@@ -12,11 +12,12 @@ import type { Logger } from '../log/logger.js';
 import type { RequestContext } from './context.js';
 import { errors } from './errors.js';
 import type { PoolHeaders } from '../tokens/pool-headers.js';
+import { resourceOf } from '../tokens/resource.js';
 import { streamReply, type Reply, type Served } from './reply.js';
 
-/** The pool's headers for pool consumers, undefined for everyone else. */
+/** The pool's headers for pool consumers, in the request's rate-limit resource; undefined for everyone else. */
 export function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
-  return ctx.cred.kind === 'pool' ? pool : undefined;
+  return ctx.cred.kind === 'pool' ? pool?.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath)) : undefined;
 }
 
 /** A stored entry as the reply: `status` is its Cache-Status. */
@@ -83,7 +84,7 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
         return entryReply(ctx, pool, stale, { hit: true, ttl: stale.lifetime - age, detail }, age, STALE);
       }
       return errors.poolUnavailable(result.reason, result.retryAfterSeconds, {
-        ...pool?.record(),
+        ...poolHeadersFor(ctx, pool)?.record(),
         'cache-status': cacheStatus({ fwd: 'miss', detail }),
       });
     }

@@ -25,6 +25,7 @@ import { errors } from './errors.js';
 import type { UpstreamExchange } from './exchange.js';
 import type { PoolContext } from '../tokens/pooled-fetch.js';
 import type { Served } from './reply.js';
+import { isConsumerRefusal } from '../tokens/fair-share.js';
 
 export interface CachedPathDeps {
   readonly tiers: Tiers;
@@ -37,6 +38,12 @@ export interface CachedPathDeps {
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
 export type CachedPath = (ctx: RequestContext) => Served | Promise<Served>;
+
+/** Whether a flight's result answers every request coalesced onto it (else a joiner fetches for itself). */
+function sharable(result: CacheResult): boolean {
+  if (result.kind === 'too-large') return false;
+  return result.kind !== 'unavailable' || !isConsumerRefusal(result.reason);
+}
 
 export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger }: CachedPathDeps): CachedPath {
   const poolHeaders = pool?.headers;
@@ -94,12 +101,13 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   const fetchThrough = async (ctx: RequestContext, req: CacheRequest, plan: Extract<Plan, { kind: 'fetch' }>, redisAnswered: boolean) => {
     const { promise, joined } = coalescer.run(req, plan.stale, redisAnswered, () => fetchAndStore(ctx, req, plan.stale));
     const result = await promise;
-    if (result.kind === 'too-large' && joined) {
+    if (joined && !sharable(result)) {
       // The flight's body was over the entry cap: it went to the request that started the flight
       // and nothing was stored. A joiner fetches for itself, through this same path rather than a
       // plain streamed forward: its answer is read up to the cap before anything goes out, so a
       // fault on this second exchange is a 502/504 (or the stale entry), never a body cut after
-      // its headers; only a body that is again over the cap is streamed.
+      // its headers; only a body that is again over the cap is streamed. Likewise a joiner never
+      // takes another consumer's refusal (its share spent) as its own answer.
       if (ctx.res.destroyed) return { outcome: undefined, upstreamStatus: undefined, token: undefined }; // the client has gone
       const own = await fetchAndStore(ctx, req, plan.stale);
       return answer(ctx, resultReply(ctx, poolHeaders, logger, own, { plan, joined: false, now: Date.now() }));

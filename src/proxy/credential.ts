@@ -4,7 +4,8 @@
  *   pool       a pool token (the request carried no credential of its own);
  *   anonymous  no credential at all.
  * With consumer access control on, only a known consumer key (X-Etagere-Key, or the user of Basic
- * credentials) may use the pool; the key never travels upstream.
+ * credentials) may use the pool; the key never travels upstream. An empty or blank Authorization
+ * counts as none.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { CONSUMER_KEY_HEADER, basicUser, type Consumers } from '../tokens/consumers.js';
@@ -26,6 +27,9 @@ export interface CredentialRules {
 
 /** undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`. */
 export function resolveCredential(headers: IncomingHttpHeaders, rules: CredentialRules): Credential | undefined {
+  // An empty or blank Authorization is no credential: it must not pass as a client's own one
+  // (that would reach the upstream anonymously, past the consumer-key rules).
+  if (headers.authorization !== undefined && headers.authorization.trim().length === 0) delete headers.authorization;
   const keyHeader = headers[CONSUMER_KEY_HEADER];
   if (keyHeader !== undefined) delete headers[CONSUMER_KEY_HEADER];
   const { consumers } = rules;

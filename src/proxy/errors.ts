@@ -3,6 +3,7 @@
  * {"message": "...", "documentation_url": "..."}. One place declares them all; each is a reply
  * value that `answer()` (or `writeError` outside a routed request) writes.
  */
+import type { ConsumerRefusal, Unavailable } from '../tokens/types.js';
 import type { UpstreamFailure } from '../upstream/client.js';
 import { NOT_SERVED, type ErrorReply, type Served } from './reply.js';
 
@@ -24,6 +25,27 @@ const gatewayTimeout = (upstream: string, detail: string, served?: Served): Erro
 /** The outcome of a request that failed after it reached the cache or the upstream. */
 const FAILED: Served = { outcome: 'error', upstreamStatus: undefined, token: undefined };
 
+/**
+ * One consumer held back (consumer keys on) while the pool still serves the others: 429 when it
+ * spent its share and all it may borrow (the rest of the window's quota is other consumers'
+ * reserves) or reached its max_per_hour; 503 when no slot of its own (max_concurrency) freed up
+ * in time. The message names no consumer and no figure of another consumer.
+ */
+function consumerHeldBack(reason: ConsumerRefusal, retryAfterSeconds: number, headers: Record<string, string>): ErrorReply {
+  if (reason === 'max_concurrency')
+    return error(
+      503,
+      "Service Unavailable: this consumer key has reached its max_concurrency of requests in flight on the proxy's token pool; retry shortly",
+      headers,
+      FAILED,
+    );
+  const why =
+    reason === 'share'
+      ? "this consumer key has spent its fair share of the proxy's token pool for this window, and what is left is held for other consumers' reserves"
+      : "this consumer key has reached its max_per_hour cap of upstream requests on the proxy's token pool";
+  return error(429, `API rate limit exceeded for this consumer: ${why}; retry after ${retryAfterSeconds} s`, headers, FAILED);
+}
+
 export const errors = {
   badRequest: (reason: string) => error(400, `Bad request: ${reason}`),
   noRoute: () => error(404, 'Not Found: no upstream is configured for this path'),
@@ -36,9 +58,14 @@ export const errors = {
     failure.status === 504 ? gatewayTimeout(upstream, failure.detail, served) : badGateway(upstream, failure.detail, served),
   /** The request path itself threw: a bug, answered as a 502 rather than a hung request. */
   internal: (upstream: string) => badGateway(upstream, 'internal error', FAILED),
-  /** No pool token can take the request: 429 when every token is spent or paused, else 503. */
-  poolUnavailable: (reason: 'exhausted' | 'dead' | 'busy', retryAfterSeconds: number, headers: Record<string, string>) => {
+  /**
+   * No pool token can take the request: 429 when every token is spent or paused, or when this
+   * consumer is over its fair share or its hourly cap (the others go on); else 503.
+   */
+  poolUnavailable: (reason: Unavailable, retryAfterSeconds: number, headers: Record<string, string>) => {
     const withRetryAfter = { ...headers, 'retry-after': String(retryAfterSeconds) };
+    if (reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency')
+      return consumerHeldBack(reason, retryAfterSeconds, withRetryAfter);
     if (reason === 'exhausted') {
       return error(
         429,

@@ -10,7 +10,7 @@ import { requestHeadersForUpstream } from '../headers/hop-by-hop.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RequestContext } from './context.js';
-import { fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
+import { consumerOf, fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
 
 /** Request headers never forwarded on cached fetches: the cache sets its own validators. */
 const CACHE_OWNED = [
@@ -42,7 +42,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
   };
 
   return async (ctx, stale) => {
-    const headers = requestHeadersForUpstream(ctx.req.headers);
+    const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
     for (const name of CACHE_OWNED) delete headers[name];
     headers['x-request-id'] = ctx.id;
     if (stale?.etag !== undefined) headers['if-none-match'] = stale.etag;
@@ -50,7 +50,8 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
 
     const tokens = ctx.cred.kind === 'pool' ? pool?.pool : undefined;
     const request = { method: 'GET' as const, path: ctx.path, headers };
-    const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, poolTokenOf(stale?.fetchedBy));
+    const prefer = poolTokenOf(stale?.fetchedBy);
+    const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, prefer, consumerOf(pool, ctx.cred));
     if (pooled.kind === 'unavailable') return pooled;
     const { f: fetched, token } = pooled;
     if (pooled.switched) metrics.tokenSwitchRevalidations.inc();

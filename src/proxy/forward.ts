@@ -13,7 +13,8 @@ import type { Fetched } from '../upstream/fetch.js';
 import { answer } from './answer.js';
 import type { RequestContext } from './context.js';
 import { errors } from './errors.js';
-import { fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
+import { consumerOf, fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
+import { resourceOf } from '../tokens/resource.js';
 import { streamReply, type Reply, type Served } from './reply.js';
 
 const BYPASS = cacheStatus({ fwd: 'bypass' });
@@ -65,18 +66,20 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
   };
 
   const pooled = async (ctx: RequestContext, headers: Record<string, string | string[]>, tokens: PoolContext): Promise<Reply> => {
-    const got = await fetchPooled(ctx.upstream.client, { method: ctx.method, path: ctx.path, headers }, POOLED_HEAD_BYTES, tokens.pool);
-    if (got.kind === 'unavailable') return errors.poolUnavailable(got.reason, got.retryAfterSeconds, tokens.headers.record());
+    const request = { method: ctx.method, path: ctx.path, headers };
+    const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, undefined, consumerOf(tokens, ctx.cred));
+    const headersOf = tokens.headers.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath));
+    if (got.kind === 'unavailable') return errors.poolUnavailable(got.reason, got.retryAfterSeconds, headersOf.record());
     const { f: fetched, token } = got;
     if (fetched.kind === 'failed') return failed(ctx, fetched.failure, token);
     metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, fetched.status, seconds(fetched));
     const body = fetched.kind === 'response' ? { head: [fetched.body], rest: undefined } : { head: fetched.head, rest: fetched.rest };
-    const streamed = { status: fetched.status, upstreamHeaders: fetched.headers, cacheStatus: bypass(ctx), pool: tokens.headers, token };
+    const streamed = { status: fetched.status, upstreamHeaders: fetched.headers, cacheStatus: bypass(ctx), pool: headersOf, token };
     return streamReply({ ...streamed, ...body, headersOnly: false, onBodyError: bodyFailed(ctx) });
   };
 
   return async (ctx) => {
-    const headers = requestHeadersForUpstream(ctx.req.headers);
+    const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
     headers['x-request-id'] = ctx.id;
     try {
       const reply = ctx.cred.kind === 'pool' && pool !== undefined ? await pooled(ctx, headers, pool) : await direct(ctx, headers);

@@ -1,12 +1,13 @@
 /**
  * The request handler. Read top to bottom, it is the request path:
- *   target check -> route -> method gate (pass-through or 405) -> credential
+ *   target check -> route -> method gate (pass-through or 405) -> end-to-end headers -> credential
  *   -> pool rate_limit | streaming forward (policy none, Range) | cached path (GET/HEAD)
  * Each step returns a reply or what was served; the access line and the metrics are written
  * once, when the response closes, from what the path returned.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config/schema.js';
+import { dropHopByHop, keepPoolHeaders } from '../headers/hop-by-hop.js';
 import { createAccessLog } from '../log/access.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { ServiceDeps, Services } from '../services.js';
@@ -88,12 +89,15 @@ export function createHandler(config: Config, services: Services, { logger, metr
       return NOT_SERVED;
     }
     drain(req);
+    // From here on the headers are what goes upstream: the key is built from the same ones.
+    dropHopByHop(req.headers);
 
     const cred = resolveCredential(req.headers, rules[match.index]!);
     if (cred === undefined) {
       metrics.consumerRejections.inc();
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
+    if (cred.kind === 'pool') keepPoolHeaders(req.headers);
     if (cred.kind === 'pool' && cred.consumer !== undefined) metrics.consumerRequests.inc({ consumer: cred.consumer });
     const ctx: RequestContext = {
       req,
@@ -109,7 +113,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     };
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
-      return answer(ctx, { kind: 'body', status: 200, ...poolRateLimitBody(pool.headers, pool.pool.rateLimit()), ...NOT_SERVED });
+      return answer(ctx, { kind: 'body', status: 200, ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
     }
     if (upstream.cfg.cache.policy === 'none' || req.headers.range !== undefined) return forward(ctx);
     return cached(ctx);
@@ -147,6 +151,8 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
       seconds,
       ctx !== undefined && ctx.cred.kind !== 'anonymous',
     );
+    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined)
+      metrics.consumerHits.inc({ consumer: ctx.cred.consumer });
     access({
       reqId: id,
       method: req.method ?? '-',

@@ -1,12 +1,19 @@
 /**
  * The admin listener (its own port, loopback by default): / (the status page), /healthz,
- * /readyz, /metrics, /admin/status (what the status page shows) and /admin/tokens (each pool
- * token's name, numbers, state and last error).
- * Nothing here ever prints a token.
+ * /readyz, /metrics, /admin/status (what the status page shows), /admin/tokens (each pool
+ * token's name, numbers, state and last error) and /admin/consumers (each consumer's share and
+ * figures, by name).
+ * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
+ * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
+ * that rebinds its own name to this address (DNS rebinding) gets a 403, never the metrics or the
+ * token report.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RecentSummary } from '../metrics/recent.js';
+import { adminHostAllowed } from '../headers/host.js';
 import type { Metrics } from '../metrics/registry.js';
+import type { ConsumersReport } from '../tokens/consumer-budget.js';
+import { consumersAnswer } from './admin-consumers.js';
 import { STATUS_PAGE } from './status-page.js';
 
 export interface AdminState {
@@ -14,6 +21,8 @@ export interface AdminState {
   ready(): boolean;
   /** The pool tokens' state, by name (never values); undefined without a pool. */
   tokens?(): unknown[] | undefined;
+  /** The fair share between consumers, by name (never keys); undefined when consumer keys are off. */
+  consumers?(): ConsumersReport | undefined;
   /** Where the pool's budget lives (shared through Redis, or local). */
   budget?(): { shared: boolean; replicas: number } | undefined;
   /** Redis: configured, and connected with its breaker closed. */
@@ -22,6 +31,16 @@ export interface AdminState {
   metricsText?(): Promise<string>;
   /** Recent activity when not this process's alone (a cluster primary sums its workers). */
   recent?(): RecentSummary;
+  /** admin.allowed_hosts: Host names answered besides the loopback ones. */
+  allowedHosts?: readonly string[];
+}
+
+/** A JSON answer once its value is ready (a 500 that says why if it fails). */
+function later(res: ServerResponse, value: Promise<unknown>): void {
+  value.then(
+    (ready) => json(res, 200, ready),
+    (err: unknown) => json(res, 500, { message: `admin answer failed: ${(err as Error).message}` }),
+  );
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
@@ -31,7 +50,12 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 }
 
 export function createAdminServer(metrics: Metrics, state: AdminState): Server {
+  const allowed = new Set((state.allowedHosts ?? []).map((name) => name.toLowerCase()));
   return createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
+      json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
+      return;
+    }
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
@@ -69,7 +93,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
       }
       case '/admin/status': {
         const budget = state.budget?.();
-        json(res, 200, {
+        const status = {
           time: Date.now(),
           ready: state.ready(),
           recent: state.recent?.() ?? metrics.recent.summary(),
@@ -77,9 +101,16 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
           budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
           replicas: budget?.replicas ?? 1,
           tokens: state.tokens?.() ?? [],
-        });
+        };
+        later(
+          res,
+          consumersAnswer(metrics, state.consumers?.()).then((answer) => ({ ...status, consumers: answer.consumers })),
+        );
         return;
       }
+      case '/admin/consumers':
+        later(res, consumersAnswer(metrics, state.consumers?.()));
+        return;
       case '/admin/tokens': {
         const tokens = state.tokens?.();
         const budget = state.budget?.();
@@ -92,7 +123,10 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
         return;
       }
       default:
-        json(res, 404, { message: 'Not Found', endpoints: ['/', '/healthz', '/readyz', '/metrics', '/admin/status', '/admin/tokens'] });
+        json(res, 404, {
+          message: 'Not Found',
+          endpoints: ['/', '/healthz', '/readyz', '/metrics', '/admin/status', '/admin/tokens', '/admin/consumers'],
+        });
     }
   });
 }

@@ -2,7 +2,7 @@
  * The operator status page served at GET / on the admin port: one self-contained HTML document
  * (no external assets) that polls /admin/status every 2 s and shows each pool token's remaining
  * quota against its limit, its state and reset countdown; the hit ratio and quota saved over the
- * last minutes; and Redis and upstream health. Token names only: the JSON never holds a value,
+ * last minutes; each consumer's figures and share (consumer keys on); and Redis and upstream health. Token names only: the JSON never holds a value,
  * and every string is put in the page with textContent.
  */
 export const STATUS_PAGE = `<!doctype html>
@@ -42,6 +42,11 @@ export const STATUS_PAGE = `<!doctype html>
   <tbody></tbody>
 </table>
 <p class="muted" id="no-pool" hidden>No token pool is configured.</p>
+<h2 id="consumers-title" hidden>Consumers</h2>
+<table id="consumers" hidden>
+  <thead><tr><th>consumer</th><th>weight</th><th>requests</th><th>hits</th><th>upstream</th><th>quota spent</th><th>core this window / share (reserve)</th><th>in flight</th><th>refused</th></tr></thead>
+  <tbody></tbody>
+</table>
 <h2>Upstreams</h2>
 <table id="upstreams">
   <thead><tr><th>upstream</th><th>requests</th><th>errors (5xx, failures)</th><th>last status</th></tr></thead>
@@ -75,7 +80,13 @@ function render(st) {
     tr.dataset.token = t.name;
     tr.className = 'state-' + t.state;
     cell(tr, t.name);
-    cell(tr, t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
+    const quota = cell(tr, t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
+    const others = ['search', 'code_search', 'graphql'].filter((n) => t.resources && t.resources[n]);
+    if (others.length > 0) {
+      const small = document.createElement('div'); small.className = 'muted';
+      small.textContent = others.map((n) => n + ' ' + t.resources[n].remaining + ' / ' + t.resources[n].limit).join(' · ');
+      quota.appendChild(small);
+    }
     const td = cell(tr, '');
     const bar = document.createElement('div'); bar.className = 'bar';
     const fill = document.createElement('span');
@@ -87,6 +98,7 @@ function render(st) {
     cell(tr, t.last_error || '', 'muted');
     body.appendChild(tr);
   }
+  renderConsumers(st.consumers || []);
   const ub = document.querySelector('#upstreams tbody');
   ub.textContent = '';
   for (const u of r.upstreams) {
@@ -97,6 +109,28 @@ function render(st) {
     cell(tr, String(u.errors), u.errors > 0 ? 'bad' : 'ok');
     cell(tr, u.lastStatus === null ? '-' : String(u.lastStatus), u.lastStatus === 'error' || u.lastStatus >= 500 ? 'bad' : '');
     ub.appendChild(tr);
+  }
+}
+function renderConsumers(list) {
+  $('consumers').hidden = list.length === 0;
+  $('consumers-title').hidden = list.length === 0;
+  const body = document.querySelector('#consumers tbody');
+  body.textContent = '';
+  for (const c of list) {
+    const tr = document.createElement('tr');
+    tr.dataset.consumer = c.name;
+    cell(tr, c.name);
+    cell(tr, c.weight === undefined ? '-' : String(c.weight));
+    cell(tr, String(c.requests));
+    cell(tr, String(c.hits));
+    cell(tr, String(c.upstream_requests));
+    cell(tr, String(c.quota_spent));
+    const core = c.resources && c.resources.core;
+    cell(tr, core ? core.spent + ' / ' + Math.floor(core.share) + ' (' + Math.floor(core.reserve) + ')' : '-');
+    cell(tr, c.in_flight === undefined ? '-' : String(c.in_flight));
+    const refused = Object.entries(c.refused || {}).map((e) => e[0] + ' ' + e[1]).join(', ');
+    cell(tr, refused || '0', refused ? 'bad' : 'muted');
+    body.appendChild(tr);
   }
 }
 async function refresh() {

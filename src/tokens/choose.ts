@@ -1,5 +1,7 @@
 /**
- * Pure token choice for the pool: which token the next request spends, or why none can.
+ * Pure token choice for the pool: which token the next request spends, or why none can. The
+ * tokens are given as seen in the request's rate-limit resource (state.ts), so a spent search
+ * budget never stands in the way of a core request.
  *
  * Rule: among usable tokens, take the one whose quota left after in-flight reservations is the
  * largest per second until its reset ("use it or lose it": a token resetting in 2 minutes may
@@ -59,7 +61,9 @@ export function chooseToken(input: ChooseInput): Choice {
   }
   if (best !== undefined) return { kind: 'token', name: best.name, switched: preferred !== undefined };
   const live = input.tokens.filter((t) => !excluded(t));
-  if (live.some((t) => !t.dead && t.pausedUntil <= input.now && t.inFlight > 0 && quotaLeft(t, input.now) > 0)) return { kind: 'wait' };
+  // Units or slots held by requests in flight (in any resource: they share the per-token cap) come back soon.
+  if (live.some((t) => !t.dead && t.pausedUntil <= input.now && (t.concurrent ?? t.inFlight) > 0 && quotaLeft(t, input.now) > 0))
+    return { kind: 'wait' };
   // The earliest return over every token, tried ones included: a token this request already
   // tried (and found spent) still comes back at its reset.
   return { kind: 'none', retryAt: earliestRetry(input.tokens, input.now) };

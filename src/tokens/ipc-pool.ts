@@ -4,15 +4,19 @@
  * cluster IPC channel and reports what the upstream said. Token values never cross the channel:
  * workers know them from their own config and map names to Authorization values themselves.
  *
- * worker -> primary  { t: 'etagere:pool', op: 'acquire', id, prefer?, exclude? }
+ * worker -> primary  { t: 'etagere:pool', op: 'acquire', id, prefer?, exclude?, resource? }
  *                    { t: 'etagere:pool', op: 'settle', lease, status, headers, body? }
  *                    { t: 'etagere:pool', op: 'cancel', lease }
+ *                    { t: 'etagere:pool', op: 'confirm', id, name, kind? }   (a 401 met on a token: GET /rate_limit)
  * primary -> worker  { t: 'etagere:pool', op: 'acquired', id, result }
- *                    { t: 'etagere:pool', op: 'state', tokens, rateLimit, queue }   (after changes)
+ *                    { t: 'etagere:pool', op: 'confirmed', id, result }
+ *                    { t: 'etagere:pool', op: 'state', tokens, rateLimit, rateLimits, queue }   (after changes)
+ * A lease is reserved in the request's rate-limit resource; the primary confirms 401s and probes.
  */
 import { classify } from './rate-limit.js';
 import { unknownReport } from './report.js';
-import type { Acquired, AcquireOptions, Lease, PoolRateLimit, TokenPool, TokenReport } from './types.js';
+import { resourceNamed, type Resource } from './resource.js';
+import type { Acquired, AcquireOptions, Confirmation, Lease, PoolRateLimit, TokenPool, TokenReport, UnauthorizedKind } from './types.js';
 
 /** The `t` of every pool message, which tells them apart from other IPC traffic. */
 const MESSAGE_TAG = 'etagere:pool';
@@ -27,14 +31,19 @@ const SETTLE_HEADERS = [
   'retry-after',
 ];
 
-type Result = { kind: 'lease'; lease: number; name: string; switched: boolean } | Extract<Acquired, { kind: 'unavailable' }>;
+type Result =
+  { kind: 'lease'; lease: number; name: string; switched: boolean; resource: Resource } | Extract<Acquired, { kind: 'unavailable' }>;
+
+type RateLimits = Partial<Record<Resource, PoolRateLimit>>;
 
 export type PoolMessage =
-  | { t: typeof MESSAGE_TAG; op: 'acquire'; id: number; prefer?: string; exclude?: string[] }
+  | { t: typeof MESSAGE_TAG; op: 'acquire'; id: number; prefer?: string; exclude?: string[]; resource?: string }
   | { t: typeof MESSAGE_TAG; op: 'settle'; lease: number; status: number; headers: Record<string, string>; body?: string }
   | { t: typeof MESSAGE_TAG; op: 'cancel'; lease: number }
+  | { t: typeof MESSAGE_TAG; op: 'confirm'; id: number; name: string; kind?: UnauthorizedKind }
   | { t: typeof MESSAGE_TAG; op: 'acquired'; id: number; result: Result }
-  | { t: typeof MESSAGE_TAG; op: 'state'; tokens: TokenReport[]; rateLimit: PoolRateLimit; queue: number };
+  | { t: typeof MESSAGE_TAG; op: 'confirmed'; id: number; result: Confirmation }
+  | { t: typeof MESSAGE_TAG; op: 'state'; tokens: TokenReport[]; rateLimit: PoolRateLimit; rateLimits?: RateLimits; queue: number };
 
 export function isPoolMessage(message: unknown): message is PoolMessage {
   return typeof message === 'object' && message !== null && (message as { t?: unknown }).t === MESSAGE_TAG;
@@ -63,7 +72,8 @@ export function servePool(pool: TokenPool, worker: Channel): { push(): void; clo
   };
   const pushNow = (): void => {
     timer = undefined;
-    send({ t: MESSAGE_TAG, op: 'state', tokens: pool.snapshot(), rateLimit: pool.rateLimit(), queue: pool.queueLength() });
+    const state = { tokens: pool.snapshot(), rateLimit: pool.rateLimit(), rateLimits: pool.rateLimits(), queue: pool.queueLength() };
+    send({ t: MESSAGE_TAG, op: 'state', ...state });
   };
   const push = (): void => {
     timer ??= setTimeout(pushNow, 50);
@@ -71,23 +81,18 @@ export function servePool(pool: TokenPool, worker: Channel): { push(): void; clo
   worker.on('message', (message: unknown) => {
     if (!isPoolMessage(message)) return;
     if (message.op === 'acquire') {
-      pool
-        .acquire({ prefer: message.prefer, exclude: message.exclude === undefined ? undefined : new Set(message.exclude) })
-        .then((acquired) => {
-          if (acquired.kind === 'lease') {
-            const id = ++next;
-            leases.set(id, acquired.lease);
-            send({
-              t: MESSAGE_TAG,
-              op: 'acquired',
-              id: message.id,
-              result: { kind: 'lease', lease: id, name: acquired.lease.name, switched: acquired.lease.switched },
-            });
-          } else {
-            send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: acquired });
-          }
-          push();
-        });
+      const exclude = message.exclude === undefined ? undefined : new Set(message.exclude);
+      pool.acquire({ prefer: message.prefer, exclude, resource: resourceNamed(message.resource) ?? 'core' }).then((acquired) => {
+        if (acquired.kind === 'lease') {
+          const id = ++next;
+          const { name, switched, resource } = acquired.lease;
+          leases.set(id, acquired.lease);
+          send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: { kind: 'lease', lease: id, name, switched, resource } });
+        } else {
+          send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: acquired });
+        }
+        push();
+      });
     } else if (message.op === 'settle') {
       const lease = leases.get(message.lease);
       leases.delete(message.lease);
@@ -97,6 +102,13 @@ export function servePool(pool: TokenPool, worker: Channel): { push(): void; clo
       leases.get(message.lease)?.cancel();
       leases.delete(message.lease);
       push();
+    } else if (message.op === 'confirm') {
+      const kind = message.kind === 'credentials' ? 'credentials' : 'request';
+      const confirming = pool.confirm !== undefined && pool.names.includes(message.name) ? pool.confirm(message.name, kind) : undefined;
+      void (confirming ?? Promise.resolve<Confirmation>('unknown')).then((result) => {
+        send({ t: MESSAGE_TAG, op: 'confirmed', id: message.id, result });
+        push();
+      });
     }
   });
   return {
@@ -122,15 +134,18 @@ export function createIpcTokenPool(
 ): TokenPool {
   let seq = 0;
   const pending = new Map<number, (acquired: Acquired) => void>();
+  const confirming = new Map<number, (result: Confirmation) => void>();
   let tokens: TokenReport[] = names.map(unknownReport);
   let rateLimit: PoolRateLimit = { limit: 0, remaining: 0, used: 0, reset: Math.ceil(Date.now() / 1000) };
+  let rateLimits: RateLimits = {};
   let queue = 0;
   let closed = false;
 
-  const lease = (id: number, name: string, switched: boolean): Lease => {
+  const lease = (id: number, name: string, switched: boolean, resource: Resource): Lease => {
     let done = false;
     return {
       name,
+      resource,
       authorization: authorization.get(name) ?? '',
       switched,
       settle(status, header, body) {
@@ -167,10 +182,15 @@ export function createIpcTokenPool(
       pending.delete(message.id);
       if (resolve === undefined) return;
       const result = message.result;
-      resolve(result.kind === 'lease' ? { kind: 'lease', lease: lease(result.lease, result.name, result.switched) } : result);
+      const resource = result.kind === 'lease' ? (resourceNamed(result.resource) ?? 'core') : 'core';
+      resolve(result.kind === 'lease' ? { kind: 'lease', lease: lease(result.lease, result.name, result.switched, resource) } : result);
+    } else if (message.op === 'confirmed') {
+      confirming.get(message.id)?.(message.result);
+      confirming.delete(message.id);
     } else if (message.op === 'state') {
       tokens = message.tokens;
       rateLimit = message.rateLimit;
+      rateLimits = message.rateLimits ?? { core: message.rateLimit };
       queue = message.queue;
     }
   });
@@ -189,10 +209,21 @@ export function createIpcTokenPool(
           id,
           ...(opts.prefer === undefined ? {} : { prefer: opts.prefer }),
           ...(opts.exclude === undefined ? {} : { exclude: [...opts.exclude] }),
+          ...(opts.resource === undefined ? {} : { resource: opts.resource }),
         });
       });
     },
-    rateLimit: () => rateLimit,
+    confirm(name, kind) {
+      if (closed) return Promise.resolve<Confirmation>('unknown');
+      const id = ++seq;
+      return new Promise<Confirmation>((resolve) => {
+        confirming.set(id, resolve);
+        channel.send({ t: MESSAGE_TAG, op: 'confirm', id, name, ...(kind === undefined ? {} : { kind }) });
+      });
+    },
+    rateLimit: (resource = 'core') =>
+      rateLimits[resource] ?? (resource === 'core' ? rateLimit : { ...rateLimit, limit: 0, remaining: 0, used: 0 }),
+    rateLimits: () => rateLimits,
     snapshot: () => tokens,
     queueLength: () => queue,
     learn: () => undefined, // the primary probes
@@ -201,6 +232,8 @@ export function createIpcTokenPool(
       closed = true;
       for (const resolve of pending.values()) resolve({ kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 });
       pending.clear();
+      for (const resolve of confirming.values()) resolve('unknown');
+      confirming.clear();
     },
   };
 }

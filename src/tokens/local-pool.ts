@@ -5,6 +5,10 @@
  * `readRateLimit` (rate-limit.ts); what that does to the token is `react` and `settle` (state.ts);
  * waiting is queue.ts; what the pool reports is report.ts.
  *
+ * A token has one window per rate-limit resource (local-token.ts): a request is chosen, reserved
+ * and settled in its resource, so spending or exhausting search never blocks core. Pauses
+ * (secondary limits), death (a confirmed 401) and the per-token concurrency cap are the token's.
+ *
  * Beside the shared numbers, each token keeps what only this process knows: its leases in flight,
  * its secondary limits in a row, its last error, and during a Redis outage the `allowance` this
  * replica may still spend on its own (see shared-pool.ts).
@@ -12,10 +16,12 @@
  * Token values stay inside this module and the `authorization` of a lease.
  */
 import { chooseToken } from './choose.js';
+import { knows, newToken, scaleWindows, tokenReport, view, windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
 import { classify, readRateLimit } from './rate-limit.js';
-import { poolRateLimit, reportOf } from './report.js';
-import { fallbackReset, observe, quotaLeft, react, settle, UNSEEN, upstreamConcurrency, windowOver, type Settlement } from './state.js';
+import { poolRateLimit } from './report.js';
+import { RESOURCES, resourceNamed, type Resource } from './resource.js';
+import { fallbackReset, observe, quotaLeft, react, settle, upstreamConcurrency, type Settlement } from './state.js';
 import type {
   AcquireOptions,
   Lease,
@@ -23,41 +29,14 @@ import type {
   PoolEvents,
   PoolRateLimit,
   PoolSettings,
-  PoolToken,
   RateObservation,
   TokenNumbers,
 } from './types.js';
-
-type Mutable<Shape> = { -readonly [Key in keyof Shape]: Shape[Key] };
-
-interface Token extends Mutable<TokenNumbers> {
-  name: string;
-  authorization: string;
-  inFlight: number;
-  secondaryRepeats: number;
-  /** Units this replica may still spend on its own (shared budget unreachable), or undefined. */
-  allowance: number | undefined;
-  lastError: string | null;
-  lastErrorAt: number | null;
-}
 
 /** Recent secondary-limit hits kept for the whole-upstream slowdown. */
 const MAX_HITS = 64;
 /** Retry-After when every token is dead: nothing comes back by itself. */
 const ALL_DEAD_RETRY_AFTER_S = 60;
-
-function newToken(configured: PoolToken): Token {
-  return {
-    ...UNSEEN,
-    name: configured.name,
-    authorization: `token ${configured.value}`,
-    inFlight: 0,
-    secondaryRepeats: 0,
-    allowance: undefined,
-    lastError: null,
-    lastErrorAt: null,
-  };
-}
 
 /** One pool's state: the functions below take it, so none of them is a closure over the others. */
 interface Pool {
@@ -75,7 +54,8 @@ interface Pool {
   closed: boolean;
   /** Bumped on every change of the numbers (the rate-limit memo's key). */
   version: number;
-  rateMemo: { version: number; second: number; value: PoolRateLimit } | undefined;
+  /** The pool as one quota, per resource, computed at most once a second between changes. */
+  readonly rateMemo: Map<Resource, { version: number; second: number; value: PoolRateLimit }>;
 }
 
 function fail(token: Token, at: number, message: string): void {
@@ -83,16 +63,23 @@ function fail(token: Token, at: number, message: string): void {
   token.lastErrorAt = at;
 }
 
-/** Applies a settlement to the token, then tells the logs and metrics what newly went wrong. */
+/**
+ * Applies a settlement to the token's window of the settlement's resource (and to its pause and
+ * death), then tells the logs and metrics what newly went wrong, or came back.
+ */
 function apply(pool: Pool, token: Token, status: number, settlement: Settlement, at: number): void {
   const wasDead = token.dead;
-  Object.assign(token, settle(token, settlement, at));
+  const { resource } = settlement;
+  write(token, resource, settle(view(token, resource), settlement, at));
   if (settlement.verdict === 'dead' && !wasDead) {
-    fail(token, at, `401 from upstream: token is invalid or revoked`);
+    fail(token, at, `401 from upstream, confirmed by GET /rate_limit: token is invalid or revoked`);
     pool.events.dead?.(token.name);
+  } else if (settlement.verdict === 'alive' && wasDead) {
+    pool.events.revived?.(token.name);
   } else if (settlement.verdict === 'exhausted') {
-    fail(token, at, `${status} from upstream: primary rate limit exhausted until ${new Date(token.reset * 1000).toISOString()}`);
-    pool.events.exhausted?.(token.name, token.reset);
+    const reset = windowOf(token, resource).reset;
+    fail(token, at, `${status} from upstream: ${resource} rate limit exhausted until ${new Date(reset * 1000).toISOString()}`);
+    pool.events.exhausted?.(token.name, reset, resource);
   } else if (settlement.verdict === 'secondary') {
     const pause = settlement.pauseUntil - at;
     pool.hits.push({ at, token: token.name });
@@ -108,19 +95,23 @@ function changed(pool: Pool): void {
   pool.queue.pump();
 }
 
-function release(pool: Pool, token: Token): void {
+function release(pool: Pool, token: Token, window: Window): void {
   token.inFlight--;
+  window.inFlight--;
   pool.total--;
   changed(pool);
 }
 
-function lease(pool: Pool, token: Token, switched: boolean): Lease {
+function lease(pool: Pool, token: Token, resource: Resource, switched: boolean): Lease {
+  const reserved = windowOf(token, resource);
   token.inFlight++;
+  reserved.inFlight++;
   pool.total++;
   pool.version++;
   let done = false;
   return {
     name: token.name,
+    resource,
     authorization: token.authorization,
     switched,
     settle(status, header, body) {
@@ -128,20 +119,21 @@ function lease(pool: Pool, token: Token, switched: boolean): Lease {
       const verdict = classify(status, header, body, at);
       if (done) return verdict;
       done = true;
-      const reaction = react(status, verdict, readRateLimit(header), token.secondaryRepeats, at);
+      const reaction = react(status, verdict, readRateLimit(header), token.secondaryRepeats, at, resource);
       token.secondaryRepeats = reaction.repeats;
       apply(pool, token, status, reaction.settlement, at);
-      if (token.allowance !== undefined) {
-        if (status !== 304) token.allowance = Math.max(0, token.allowance - 1); // an authorised 304 is free
-        token.remaining = Math.min(token.remaining, token.allowance);
+      const spentIn = windowOf(token, reaction.settlement.resource);
+      if (spentIn.allowance !== undefined) {
+        if (status !== 304) spentIn.allowance = Math.max(0, spentIn.allowance - 1); // an authorised 304 is free
+        spentIn.remaining = Math.min(spentIn.remaining, spentIn.allowance);
       }
-      release(pool, token);
+      release(pool, token, reserved);
       return verdict;
     },
     cancel() {
       if (done) return;
       done = true;
-      release(pool, token);
+      release(pool, token, reserved);
     },
   };
 }
@@ -155,10 +147,11 @@ function retryAfterSeconds(retryAt: number | undefined, at: number): number {
  * within the queue timeout: worth waiting for (the upstream asked for a short pause, not a
  * new window). Quota exhaustion is never waited for: that answer is a 429 with Retry-After.
  */
-function shortPauseEnd(pool: Pool, at: number, exclude: ReadonlySet<string> | undefined): number | undefined {
+function shortPauseEnd(pool: Pool, at: number, exclude: ReadonlySet<string> | undefined, resource: Resource): number | undefined {
   let end: number | undefined;
   for (const token of pool.tokens) {
-    if (token.dead || token.pausedUntil <= at || quotaLeft(token, token.pausedUntil) <= 0 || exclude?.has(token.name) === true) continue;
+    if (token.dead || token.pausedUntil <= at || exclude?.has(token.name) === true) continue;
+    if (quotaLeft(view(token, resource), token.pausedUntil) <= 0) continue;
     if (end === undefined || token.pausedUntil < end) end = token.pausedUntil;
   }
   return end !== undefined && end - at <= pool.settings.queueTimeoutMs ? end : undefined;
@@ -169,71 +162,103 @@ function attempt(pool: Pool, opts: AcquireOptions): Attempt {
   if (pool.closed) return busy();
   const at = pool.now();
   const maxInFlight = pool.settings.perTokenConcurrency;
-  const choice = chooseToken({ tokens: pool.tokens, now: at, maxInFlight, prefer: opts.prefer, exclude: opts.exclude });
+  const resource = opts.resource ?? 'core';
+  const tokens = pool.tokens.map((token) => view(token, resource));
+  const choice = chooseToken({ tokens, now: at, maxInFlight, prefer: opts.prefer, exclude: opts.exclude });
   if (choice.kind === 'wait') return choice;
   if (choice.kind === 'none') {
-    const until = shortPauseEnd(pool, at, opts.exclude);
+    const until = shortPauseEnd(pool, at, opts.exclude, resource);
     if (until !== undefined) return { kind: 'wait', until };
     const reason = choice.retryAt === undefined ? 'dead' : 'exhausted';
     pool.events.rejected?.(reason);
     return { kind: 'unavailable', reason, retryAfterSeconds: retryAfterSeconds(choice.retryAt, at) };
   }
   if (pool.total >= upstreamConcurrency(pool.maxConcurrency, pool.hits, at)) return { kind: 'wait' };
-  return { kind: 'lease', lease: lease(pool, pool.byName.get(choice.name)!, choice.switched) };
+  return { kind: 'lease', lease: lease(pool, pool.byName.get(choice.name)!, resource, choice.switched) };
 }
 
-/** The pool as one quota, computed at most once a second between changes. */
-function rateLimit(pool: Pool): PoolRateLimit {
+/** The pool as one quota in a resource, computed at most once a second between changes. */
+function rateLimit(pool: Pool, resource: Resource): PoolRateLimit {
   const at = pool.now();
   const second = Math.floor(at / 1000);
-  const memo = pool.rateMemo;
+  const memo = pool.rateMemo.get(resource);
   if (memo !== undefined && memo.version === pool.version && memo.second === second) return memo.value;
   const value = poolRateLimit(
-    pool.tokens.filter((token) => token.known),
+    pool.tokens.filter((token) => knows(token, resource)).map((token) => view(token, resource)),
     at,
   );
-  pool.rateMemo = { version: pool.version, second, value };
+  pool.rateMemo.set(resource, { version: pool.version, second, value });
   return value;
 }
 
-function learn(pool: Pool, name: string, status: number, observation: RateObservation | undefined, error: string | undefined): void {
+function rateLimits(pool: Pool): Partial<Record<Resource, PoolRateLimit>> {
+  const out: Partial<Record<Resource, PoolRateLimit>> = {};
+  for (const resource of RESOURCES) {
+    if (resource === 'core' || pool.tokens.some((token) => !token.dead && knows(token, resource)))
+      out[resource] = rateLimit(pool, resource);
+  }
+  return out;
+}
+
+/** One observation or a list of them (GET /rate_limit's every resource). */
+function listOf(observation: RateObservation | readonly RateObservation[] | undefined): readonly RateObservation[] {
+  if (observation === undefined) return [];
+  return 'limit' in observation ? [observation] : observation;
+}
+
+/**
+ * What GET /rate_limit said about a token: a 401 kills it (it is the confirmation), a 2xx brings a
+ * dead one back, and every resource's numbers are learnt.
+ */
+function learn(
+  pool: Pool,
+  name: string,
+  status: number,
+  observations: RateObservation | readonly RateObservation[] | undefined,
+  error: string | undefined,
+): void {
   const token = pool.byName.get(name);
   if (token === undefined) return;
   const at = pool.now();
   if (error !== undefined) fail(token, at, error);
   else if (status === 401)
     apply(pool, token, status, react(status, { kind: 'dead' }, undefined, token.secondaryRepeats, at).settlement, at);
-  else Object.assign(token, observe(token, observation));
+  else {
+    for (const observation of listOf(observations)) {
+      const resource = resourceNamed(observation.resource);
+      if (resource !== undefined) write(token, resource, observe(view(token, resource), { ...observation, resource }, resource));
+    }
+    if (status >= 200 && status < 300)
+      apply(pool, token, status, react(status, { kind: 'alive' }, undefined, token.secondaryRepeats, at).settlement, at);
+  }
   changed(pool);
 }
 
-function sync(pool: Pool, name: string, view: TokenNumbers): void {
+function sync(pool: Pool, name: string, numbers: TokenNumbers, resource: Resource): void {
   const token = pool.byName.get(name);
   if (token === undefined) return;
-  token.allowance = undefined;
-  if (view.known) {
-    token.limit = view.limit;
-    token.remaining = Math.max(0, view.remaining);
-    token.reset = view.reset;
-    token.known = true;
+  const window = windowOf(token, resource);
+  window.allowance = undefined;
+  if (numbers.known) {
+    window.limit = numbers.limit;
+    window.remaining = Math.max(0, numbers.remaining);
+    window.reset = numbers.reset;
+    window.known = true;
   }
-  token.pausedUntil = Math.max(token.pausedUntil, view.pausedUntil);
-  if (view.dead && !token.dead) {
+  token.pausedUntil = Math.max(token.pausedUntil, numbers.pausedUntil);
+  if (numbers.dead && !token.dead) {
     token.dead = true;
-    fail(token, pool.now(), '401 from upstream (seen by another replica): token is invalid or revoked');
+    fail(token, pool.now(), '401 from upstream (confirmed by another replica): token is invalid or revoked');
+  } else if (!numbers.dead && token.dead) {
+    // The shared flag is the truth: it expired, or a probe (here or elsewhere) found the token answering.
+    token.dead = false;
   }
   changed(pool);
 }
 
 function scaleRemaining(pool: Pool, share: number): void {
   const at = pool.now();
-  for (const token of pool.tokens) {
-    if (!token.known) continue;
-    // What is left now, minus what is already in flight here, split: then spent one by one.
-    token.allowance = Math.max(0, Math.floor((quotaLeft(token, at) - token.inFlight) * share) + token.inFlight);
-    token.remaining = Math.min(quotaLeft(token, at), token.allowance);
-    if (windowOver(token, at)) token.reset = fallbackReset(at); // unknown new reset: assume soon
-  }
+  for (const token of pool.tokens) scaleWindows(token, share, at, fallbackReset(at));
   pool.version++;
 }
 
@@ -259,27 +284,32 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     total: 0,
     closed: false,
     version: 0,
-    rateMemo: undefined,
+    rateMemo: new Map(),
   };
   return {
     names: tokens.map((token) => token.name),
     equivalent: settings.equivalent,
     acquire: (opts = {}) => pool.queue.acquire(opts),
-    rateLimit: () => rateLimit(pool),
+    rateLimit: (resource = 'core') => rateLimit(pool, resource),
+    rateLimits: () => rateLimits(pool),
     snapshot() {
       const at = now();
-      return tokens.map((token) => reportOf(token, at));
+      return tokens.map((token) => tokenReport(token, at));
     },
     queueLength: () => pool.queue.length(),
     learn: (name, status, observation, error) => learn(pool, name, status, observation, error),
     authorizationOf: (name) => pool.byName.get(name)?.authorization,
-    sync: (name, view) => sync(pool, name, view),
+    sync: (name, numbers, resource = 'core') => sync(pool, name, numbers, resource),
     setMaxConcurrency(max) {
       pool.maxConcurrency = Math.max(1, max);
       pool.queue.pump();
     },
     scaleRemaining: (share) => scaleRemaining(pool, share),
-    inFlight: (name) => pool.byName.get(name)?.inFlight ?? 0,
+    inFlight(name, resource) {
+      const token = pool.byName.get(name);
+      if (token === undefined) return 0;
+      return resource === undefined ? token.inFlight : (token.windows.get(resource)?.inFlight ?? 0);
+    },
     close() {
       pool.closed = true;
       pool.queue.close();

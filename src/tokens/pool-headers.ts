@@ -1,9 +1,13 @@
 /**
- * The x-ratelimit-* headers pool consumers see: the pool as one quota (sum of limits and of
- * remaining, earliest reset), plus x-etagere-token with the name of the token that fetched the
- * response. Built once per change of the pool's numbers, not per request.
+ * The x-ratelimit-* headers pool consumers see: the pool as one quota in the request's rate-limit
+ * resource (sum of limits and of remaining, earliest reset; `x-ratelimit-resource` names it), plus
+ * x-etagere-token with the name of the token that fetched the response. Built once per change of
+ * the pool's numbers, not per request. `forResource(resource)` gives the headers of one resource
+ * (core by default), so replies built from a PoolHeaders need not know the resource.
  */
+import { describesToken } from '../headers/hop-by-hop.js';
 import { basePrefixOf } from '../upstream/client.js';
+import { RESOURCES, type Resource } from './resource.js';
 import type { PoolRateLimit, TokenPool } from './types.js';
 
 export const TOKEN_HEADER = 'x-etagere-token';
@@ -13,40 +17,61 @@ export function isRateLimitHeader(name: string): boolean {
 }
 
 export interface PoolHeaders {
-  /** [name, value, ...] for a stored entry sent to a pool consumer. */
-  flat(token: string | undefined): readonly string[];
+  /** The resource these headers describe (core unless made by `forResource`). */
+  readonly resource: Resource;
+  /** [name, value, ...] for a stored entry sent to a pool consumer (of another resource when given). */
+  flat(token: string | undefined, resource?: Resource): readonly string[];
   /** The pool's x-ratelimit-* as a record (error answers). */
-  record(): Record<string, string>;
-  /** Replaces the upstream's x-ratelimit-* of a streamed answer with the pool's. */
-  apply(out: Record<string, string | string[] | undefined>, token: string | undefined): void;
+  record(resource?: Resource): Record<string, string>;
+  /** Replaces the upstream's x-ratelimit-* of a streamed answer with the pool's; drops the token's scopes and expiry. */
+  apply(out: Record<string, string | string[] | undefined>, token: string | undefined, resource?: Resource): void;
+  /** The same headers for requests in `resource` (memoized: one object per resource). */
+  forResource(resource: Resource): PoolHeaders;
 }
 
-function pairs(rl: PoolRateLimit): string[] {
+function pairs(rl: PoolRateLimit, resource: Resource): string[] {
   // prettier-ignore
   return [
     'x-ratelimit-limit', String(rl.limit),
     'x-ratelimit-remaining', String(rl.remaining),
     'x-ratelimit-used', String(rl.used),
     'x-ratelimit-reset', String(rl.reset),
-    'x-ratelimit-resource', 'core',
+    'x-ratelimit-resource', resource,
   ];
 }
 
 export function createPoolHeaders(pool: TokenPool): PoolHeaders {
+  const views = new Map<Resource, PoolHeaders>();
+  const forResource = (resource: Resource): PoolHeaders => {
+    let view = views.get(resource);
+    if (view === undefined) {
+      view = headersOf(pool, resource, forResource);
+      views.set(resource, view);
+    }
+    return view;
+  };
+  return forResource('core');
+}
+
+/** The headers of one resource; `forResource` hands out the others. */
+function headersOf(pool: TokenPool, resource: Resource, forResource: (resource: Resource) => PoolHeaders): PoolHeaders {
   let seen: PoolRateLimit | undefined;
   let base: string[] = [];
   const byToken = new Map<string, readonly string[]>();
   const current = (): string[] => {
-    const rl = pool.rateLimit();
+    const rl = pool.rateLimit(resource);
     if (rl !== seen) {
       seen = rl;
-      base = pairs(rl);
+      base = pairs(rl, resource);
       byToken.clear();
     }
     return base;
   };
   return {
-    flat(token) {
+    resource,
+    forResource,
+    flat(token, other) {
+      if (other !== undefined && other !== resource) return forResource(other).flat(token);
       const headerPairs = current();
       if (token === undefined) return headerPairs;
       let withToken = byToken.get(token);
@@ -56,15 +81,17 @@ export function createPoolHeaders(pool: TokenPool): PoolHeaders {
       }
       return withToken;
     },
-    record() {
+    record(other) {
+      if (other !== undefined && other !== resource) return forResource(other).record();
       const headerPairs = current();
       const out: Record<string, string> = {};
       for (let i = 0; i < headerPairs.length; i += 2) out[headerPairs[i]!] = headerPairs[i + 1]!;
       return out;
     },
-    apply(out, token) {
-      for (const name of Object.keys(out)) if (isRateLimitHeader(name)) delete out[name];
-      Object.assign(out, this.record());
+    apply(out, token, other) {
+      // The token's own numbers, scopes and expiry are the pool's business, not the consumer's.
+      for (const name of Object.keys(out)) if (isRateLimitHeader(name) || describesToken(name)) delete out[name];
+      Object.assign(out, this.record(other));
       if (token !== undefined) out[TOKEN_HEADER] = token;
     },
   };
@@ -78,11 +105,21 @@ export function isRateLimitPath(path: string, basePath: string): boolean {
 }
 
 /**
- * The answer to GET /rate_limit for a pool consumer: the pool as one quota, in GitHub's shape, so
- * clients that pace themselves by it (Octokit's throttling, scripts) see what they may spend.
+ * The answer to GET /rate_limit for a pool consumer: the pool as one quota in every resource
+ * (`pool.rateLimits()`; or core alone), in GitHub's shape, so clients that pace themselves by it
+ * (Octokit's throttling, scripts) see what they may spend.
  */
-export function poolRateLimitBody(headers: PoolHeaders, rl: PoolRateLimit): { headers: Record<string, string>; body: Buffer } {
-  const core = { limit: rl.limit, used: rl.used, remaining: rl.remaining, reset: rl.reset, resource: 'core' };
-  const body = Buffer.from(JSON.stringify({ resources: { core }, rate: core }));
-  return { headers: { ...headers.record(), 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' }, body };
+export function poolRateLimitBody(
+  headers: PoolHeaders,
+  limits: PoolRateLimit | Partial<Record<Resource, PoolRateLimit>>,
+): { headers: Record<string, string>; body: Buffer } {
+  const byResource: Partial<Record<Resource, PoolRateLimit>> = 'limit' in limits ? { core: limits as PoolRateLimit } : limits;
+  const resources: Record<string, { limit: number; used: number; remaining: number; reset: number; resource: string }> = {};
+  for (const resource of RESOURCES) {
+    const rl = byResource[resource];
+    if (rl !== undefined) resources[resource] = { limit: rl.limit, used: rl.used, remaining: rl.remaining, reset: rl.reset, resource };
+  }
+  const core = resources.core ?? { limit: 0, used: 0, remaining: 0, reset: Math.ceil(Date.now() / 1000), resource: 'core' };
+  const body = Buffer.from(JSON.stringify({ resources: { ...resources, core }, rate: core }));
+  return { headers: { ...headers.record('core'), 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' }, body };
 }

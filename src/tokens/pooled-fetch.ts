@@ -1,19 +1,39 @@
 /**
- * One upstream exchange on a pool token: take a lease, send with its Authorization, tell the pool
- * what came back, and try another token when the answer was the token's fault (401, primary or
- * secondary rate limit). Without a pool it is a plain `fetchBuffered`.
+ * One upstream exchange on a pool token: take a lease in the request's rate-limit resource (its
+ * path says which: resource.ts), send with its Authorization, tell the pool what came back, and
+ * try another token when the answer was the token's fault (primary or secondary rate limit).
+ * A 401 is the token's fault only once GET /rate_limit with the token answers 401 too
+ * (`pool.confirm`): then the token is dead and the request is tried on another; otherwise the
+ * 401 is about the request and goes to the client as it is. Without a pool it is a plain
+ * `fetchBuffered`.
  */
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
 import { headerReader } from '../headers/value.js';
 import type { PoolHeaders } from './pool-headers.js';
-import { retryable } from './rate-limit.js';
-import type { TokenPool, Unavailable } from './types.js';
+import { retryable, unauthorizedKind } from './rate-limit.js';
+import type { ConsumerGate } from './consumer-budget.js';
+import { resourceOf } from './resource.js';
+import type { Confirmation, TokenPool, Unavailable } from './types.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
 export interface PoolContext {
   readonly pool: TokenPool;
   readonly headers: PoolHeaders;
+  /** The fair share between consumers, when consumer keys are on (consumer-budget.ts). */
+  readonly consumers?: ConsumerGate | undefined;
+}
+
+/** The consumer a pooled request is for, and the gate its share is checked at. */
+export interface ConsumerRef {
+  readonly gate: ConsumerGate;
+  readonly name: string;
+}
+
+/** The consumer of a request on the pool (its credential's), when the fair share applies. */
+export function consumerOf(pool: PoolContext | undefined, cred: { kind: string; consumer?: string | undefined }): ConsumerRef | undefined {
+  if (pool?.consumers === undefined || cred.kind !== 'pool' || cred.consumer === undefined) return undefined;
+  return { gate: pool.consumers, name: cred.consumer };
 }
 
 export type PooledFetched =
@@ -35,14 +55,58 @@ export async function fetchPooled(
   maxBytes: number,
   pool: TokenPool | undefined,
   prefer?: string,
+  consumer?: ConsumerRef,
 ): Promise<PooledFetched> {
   if (pool === undefined) return { kind: 'fetched', f: await fetchBuffered(client, req, maxBytes), token: undefined, switched: false };
+  if (consumer === undefined) return onTokens(client, req, maxBytes, pool, prefer, { sent: 0 });
+  // Fair share: the consumer's unit is counted before a token is acquired, and given back if it spent nothing.
+  const admission = await consumer.gate.admit(consumer.name, resourceOf(req.path, client.basePath));
+  if (admission.kind === 'refused')
+    return { kind: 'unavailable', reason: admission.reason, retryAfterSeconds: admission.retryAfterSeconds };
+  const fair: Fair = { consumer: consumer.name, weight: admission.weight, sent: 0 };
+  let got: PooledFetched | undefined;
+  try {
+    got = await onTokens(client, req, maxBytes, pool, prefer, fair);
+    return got;
+  } finally {
+    admission.settle({ upstreamRequests: fair.sent, spent: got !== undefined && spentQuota(got) });
+  }
+}
+
+/** The consumer a request is for (its place in the wait queue), and the upstream requests it sent. */
+interface Fair {
+  readonly consumer?: string;
+  readonly weight?: number;
+  sent: number;
+}
+
+/** Whether an answer cost quota: not a 304 (free on GitHub), a failure, nor a 401/403/429 refusal. */
+function spentQuota(got: PooledFetched): boolean {
+  return got.kind === 'fetched' && got.f.kind !== 'failed' && ![304, 401, 403, 429].includes(got.f.status);
+}
+
+/** What GET /rate_limit says of a token that met a 401 with this body (memoized per token and kind of 401: confirm.ts). */
+function confirmed(pool: TokenPool, name: string, body: string | undefined): Promise<Confirmation> {
+  if (pool.confirm === undefined) return Promise.resolve('unknown');
+  return pool.confirm(name, unauthorizedKind(body)).catch(() => 'unknown' as const);
+}
+
+async function onTokens(
+  client: UpstreamClient,
+  req: Req,
+  maxBytes: number,
+  pool: TokenPool,
+  prefer: string | undefined,
+  fair: Fair,
+): Promise<PooledFetched> {
   const tried = new Set<string>();
+  const resource = resourceOf(req.path, client.basePath);
   let attempts = 0;
   for (;;) {
-    const acquired = await pool.acquire({ prefer, exclude: tried });
+    const acquired = await pool.acquire({ prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource });
     if (acquired.kind === 'unavailable') return acquired;
     const { lease } = acquired;
+    fair.sent++;
     const fetched = await fetchBuffered(client, { ...req, headers: { ...req.headers, authorization: lease.authorization } }, maxBytes);
     const switched = prefer !== undefined && lease.name !== prefer;
     if (fetched.kind === 'failed') {
@@ -52,11 +116,21 @@ export async function fetchPooled(
     const limited = fetched.kind === 'response' && (fetched.status === 403 || fetched.status === 429);
     const verdict = lease.settle(fetched.status, headerReader(fetched.headers), limited ? fetched.body.toString('utf8') : undefined);
     attempts++;
-    if (fetched.kind === 'response' && retryable(verdict) && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length)) {
-      // A dead or spent token is not tried again for this request. One paused by a secondary limit
+    const more = fetched.kind === 'response' && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length);
+    if (more && retryable(verdict)) {
+      // A spent token is not tried again for this request. One paused by a secondary limit
       // is not chosen while paused, but may serve it once a short pause has been waited out.
       if (verdict.kind !== 'secondary') tried.add(lease.name);
       continue;
+    }
+    if (verdict.kind === 'unauthorized') {
+      // Only a confirmed 401 kills the token. When no other token may be tried, the 401 goes to
+      // the client at once and the confirmation runs on its own.
+      const confirmation = confirmed(pool, lease.name, fetched.kind === 'response' ? fetched.body.toString('utf8', 0, 512) : undefined);
+      if (more && (await confirmation) === 'dead') {
+        tried.add(lease.name); // the token is dead (the pool knows); the request was not at fault
+        continue;
+      }
     }
     return { kind: 'fetched', f: fetched, token: lease.name, switched };
   }

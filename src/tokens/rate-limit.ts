@@ -1,10 +1,15 @@
 /**
  * Pure reading of what the upstream says about the token that fetched an answer: the
- * x-ratelimit-* headers, GET /rate_limit's body, Retry-After, and the verdict of a status
- * (fine, dead, primary limit spent, secondary limit). What the verdict then does to the token's
- * numbers is state.ts's job.
+ * x-ratelimit-* headers, GET /rate_limit's body (every resource), Retry-After, and the verdict of
+ * a status (fine, a 401 to confirm, primary limit spent, secondary limit). What the verdict then
+ * does to the token's numbers is state.ts's job.
+ *
+ * A 401 on a request is `unauthorized`, not `dead`: GitHub answers 401 to a good token on
+ * endpoints that want another kind of credential (App-only ones such as GET /app), so only GET
+ * /rate_limit answering 401 for the same token proves it bad (confirm.ts).
  */
-import type { HeaderLookup, RateObservation, Verdict } from './types.js';
+import { RESOURCES } from './resource.js';
+import type { HeaderLookup, RateObservation, UnauthorizedKind, Verdict } from './types.js';
 
 function int(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;
@@ -20,18 +25,49 @@ export function readRateLimit(header: HeaderLookup): RateObservation | undefined
   return { limit, remaining: Math.min(remaining, limit), reset, resource: (header('x-ratelimit-resource') ?? 'core').trim().toLowerCase() };
 }
 
-/** Reads GET /rate_limit's body into the core observation (GitHub's shape: resources.core). */
-export function rateLimitFromBody(body: string): RateObservation | undefined {
+/** One budget of GET /rate_limit's body, if its numbers are whole and not negative. */
+function budgetOf(value: unknown, resource: string): RateObservation | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const { limit, remaining, reset } = value as Record<string, unknown>;
+  const whole = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+  if (!whole(limit) || !whole(remaining) || !whole(reset)) return undefined;
+  return { limit, remaining: Math.min(remaining, limit), reset, resource };
+}
+
+function parseBody(body: string): { resources?: Record<string, unknown>; rate?: unknown } | undefined {
   try {
-    const parsed = JSON.parse(body) as { resources?: { core?: Record<string, unknown> }; rate?: Record<string, unknown> };
-    const core = parsed.resources?.core ?? parsed.rate;
-    if (core === undefined) return undefined;
-    const { limit, remaining, reset } = core;
-    if (typeof limit !== 'number' || typeof remaining !== 'number' || typeof reset !== 'number') return undefined;
-    return { limit, remaining: Math.min(remaining, limit), reset, resource: 'core' };
+    const parsed: unknown = JSON.parse(body);
+    return parsed !== null && typeof parsed === 'object' ? (parsed as { resources?: Record<string, unknown>; rate?: unknown }) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** Reads GET /rate_limit's body into the core observation (GitHub's shape: resources.core). */
+export function rateLimitFromBody(body: string): RateObservation | undefined {
+  const parsed = parseBody(body);
+  const resources = parsed?.resources;
+  return (
+    budgetOf(resources !== null && typeof resources === 'object' ? resources.core : undefined, 'core') ?? budgetOf(parsed?.rate, 'core')
+  );
+}
+
+/**
+ * Reads every budget of GET /rate_limit's body: one observation per resource GitHub has (unknown
+ * names are ignored), core first (from `rate` when `resources` lacks it).
+ */
+export function rateLimitsFromBody(body: string): RateObservation[] {
+  const parsed = parseBody(body);
+  if (parsed === undefined) return [];
+  const resources = parsed.resources !== null && typeof parsed.resources === 'object' ? parsed.resources : {};
+  const out: RateObservation[] = [];
+  for (const name of RESOURCES) {
+    const found =
+      budgetOf(Object.hasOwn(resources, name) ? resources[name] : undefined, name) ??
+      (name === 'core' ? budgetOf(parsed.rate, name) : undefined);
+    if (found !== undefined) out.push(found);
+  }
+  return out;
 }
 
 const SECONDARY = /secondary rate limit/i;
@@ -50,7 +86,7 @@ export function retryAfterMs(value: string | undefined, nowMs: number): number |
  * it was read (needed only for a secondary limit announced in the message alone).
  */
 export function classify(status: number, header: HeaderLookup, body: string | undefined, nowMs: number): Verdict {
-  if (status === 401) return { kind: 'dead' };
+  if (status === 401) return { kind: 'unauthorized' };
   if (status !== 403 && status !== 429) return { kind: 'ok' };
   const retry = retryAfterMs(header('retry-after'), nowMs);
   const remaining = int(header('x-ratelimit-remaining'));
@@ -62,7 +98,20 @@ export function classify(status: number, header: HeaderLookup, body: string | un
   return { kind: 'ok' }; // a plain 403 (forbidden resource) says nothing about the token
 }
 
-/** Whether a request that got this verdict should be tried again on another token. */
+/**
+ * What kind of 401 a body is: `credentials` when GitHub says the credential itself is bad ("Bad
+ * credentials": every endpoint answers so for an unknown or revoked token), else `request` (an
+ * endpoint that wants another kind of credential, such as an App's JWT). Each kind is confirmed on
+ * its own, so a burst of App-only 401s never delays noticing a token revoked since.
+ */
+export function unauthorizedKind(body: string | undefined): UnauthorizedKind {
+  return body !== undefined && /"message"\s*:\s*"bad credentials/i.test(body.slice(0, 512)) ? 'credentials' : 'request';
+}
+
+/**
+ * Whether a request that got this verdict should be tried again on another token at once. An
+ * unconfirmed 401 is not: it is retried only once GET /rate_limit confirmed it (pooled-fetch.ts).
+ */
 export function retryable(verdict: Verdict): boolean {
-  return verdict.kind !== 'ok';
+  return verdict.kind !== 'ok' && verdict.kind !== 'unauthorized';
 }

@@ -4,7 +4,8 @@
  * and GET /rate_limit answer pool consumers see). Pure.
  */
 import { quotaLeft, RESET_GRACE_MS, windowOver } from './state.js';
-import type { PoolRateLimit, TokenHealth, TokenNumbers, TokenReport, TokenState } from './types.js';
+import type { Resource } from './resource.js';
+import type { PoolRateLimit, ResourceReport, TokenHealth, TokenNumbers, TokenReport, TokenState } from './types.js';
 
 export function healthOf(token: TokenState, nowMs: number): TokenHealth {
   if (token.dead) return 'dead';
@@ -40,8 +41,17 @@ export interface ReportedToken extends TokenState, TokenNumbers {
   readonly lastErrorAt: number | null;
 }
 
-/** One token's row: numbers only once learnt, the state 'unknown' until something is known. */
-export function reportOf(token: ReportedToken, nowMs: number): TokenReport {
+/** One resource's numbers of a token (a window that is over holds its whole limit again). */
+export function resourceReport(window: Pick<TokenNumbers, 'limit' | 'remaining' | 'reset'>, nowMs: number): ResourceReport {
+  const left = Math.max(0, quotaLeft(window, nowMs));
+  return { limit: window.limit, remaining: left, used: window.limit - left, reset: window.reset };
+}
+
+/**
+ * One token's row: numbers (core's) only once learnt, the state 'unknown' until something is
+ * known, and the numbers of every resource learnt so far.
+ */
+export function reportOf(token: ReportedToken, nowMs: number, resources: Partial<Record<Resource, ResourceReport>> = {}): TokenReport {
   const left = token.known ? Math.max(0, quotaLeft(token, nowMs)) : null;
   return {
     name: token.name,
@@ -54,6 +64,7 @@ export function reportOf(token: ReportedToken, nowMs: number): TokenReport {
     paused_until: token.pausedUntil > nowMs ? new Date(token.pausedUntil).toISOString() : null,
     last_error: token.lastError,
     last_error_at: token.lastErrorAt === null ? null : new Date(token.lastErrorAt).toISOString(),
+    resources,
   };
 }
 
@@ -70,5 +81,6 @@ export function unknownReport(name: string): TokenReport {
     paused_until: null,
     last_error: null,
     last_error_at: null,
+    resources: {},
   };
 }

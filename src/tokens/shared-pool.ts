@@ -7,6 +7,10 @@
  *   replica's live reservations, and adds a reservation or refuses. Two replicas can never hand
  *   out the same last unit.
  * - settle: one script drops the reservation and applies what the upstream said (state.ts's rules).
+ * - Both work in the request's rate-limit resource (resource.ts): each token has a window per
+ *   resource in Redis; a pause or a death is the token's, in every resource.
+ * - A confirmed 401 marks the token dead in Redis until DEAD_FLAG_TTL_MS from now (each re-probe
+ *   that meets a 401 renews it); a probe that finds it answering clears it for every replica.
  * - Reservations carry an expiry, so a replica that dies mid-request frees its units.
  * - A heartbeat counts live replicas (N): each takes 1/N of the whole-upstream concurrency cap.
  * - Redis unavailable: this replica keeps serving from its own pool, conservatively assuming it
@@ -21,8 +25,10 @@ import {
   decodeReply,
   HEARTBEAT,
   READ,
+  readArgs,
   REPLY_LENGTH,
   RESERVE,
+  reservationId,
   reserveArgs,
   SETTLE,
   settleArgs,
@@ -30,6 +36,7 @@ import {
 } from './shared-scripts.js';
 import { heldByOthers, react } from './state.js';
 import { readRateLimit } from './rate-limit.js';
+import { RESOURCES, type Resource } from './resource.js';
 import type { AcquireOptions, Acquired, Lease, LocalTokenPool, RateObservation, TokenPool, Verdict } from './types.js';
 
 interface BudgetCommands {
@@ -87,10 +94,10 @@ interface Budget {
   sharedMode: boolean;
 }
 
-/** The reply as this replica's view: remaining minus other replicas' reservations. */
-function syncFrom(budget: Budget, name: string, reply: readonly number[], mine: number): void {
+/** The reply (of one resource) as this replica's view: remaining minus other replicas' reservations. */
+function syncFrom(budget: Budget, name: string, reply: readonly number[], mine: number, resource: Resource): void {
   const { numbers, reserved } = decodeReply(reply);
-  budget.local.sync(name, { ...numbers, remaining: numbers.remaining - Math.max(0, reserved - mine) });
+  budget.local.sync(name, { ...numbers, remaining: numbers.remaining - Math.max(0, reserved - mine) }, resource);
 }
 
 function fallback(budget: Budget, why: string): void {
@@ -113,11 +120,18 @@ function recovered(budget: Budget): void {
 async function refresh(budget: Budget): Promise<void> {
   const { local, keys } = budget;
   const all = local.names.flatMap((name) => [keys.token(name), keys.reservations(name)]);
-  const flat = await budget.conn.run('read', (client) => define(client).etagereRead(all.length, ...all, Date.now()));
+  const flat = await budget.conn.run('read', (client) =>
+    define(client).etagereRead(all.length, ...all, ...readArgs(Date.now(), RESOURCES)),
+  );
   if (flat === undefined) return;
   local.names.forEach((name, index) => {
-    const reply = flat.slice(index * REPLY_LENGTH, (index + 1) * REPLY_LENGTH);
-    if (reply.length === REPLY_LENGTH) syncFrom(budget, name, reply, local.inFlight(name));
+    RESOURCES.forEach((resource, nth) => {
+      const at = (index * RESOURCES.length + nth) * REPLY_LENGTH;
+      const reply = flat.slice(at, at + REPLY_LENGTH);
+      // A resource nobody learnt stays unseen here: only known numbers are synced.
+      if (reply.length === REPLY_LENGTH && (resource === 'core' || decodeReply(reply).numbers.known))
+        syncFrom(budget, name, reply, local.inFlight(name, resource), resource);
+    });
   });
 }
 
@@ -137,41 +151,44 @@ async function heartbeat(budget: Budget, heartbeatMs: number): Promise<void> {
   await refresh(budget);
 }
 
-/** Applies an answer to the token's shared numbers (`id` '' when nothing was reserved). */
+/** Applies an answer to a request in `resource` to the token's shared numbers (`member` '' when nothing was reserved). */
 function settleShared(
   budget: Budget,
   name: string,
-  id: string,
+  member: string,
   status: number,
   observation: RateObservation | undefined,
-  verdict: Verdict,
+  verdict: Verdict | { kind: 'alive' },
+  resource: Resource,
 ): void {
   const now = Date.now();
-  const reaction = react(status, verdict, observation, budget.repeats.get(name) ?? 0, now);
+  const reaction = react(status, verdict, observation, budget.repeats.get(name) ?? 0, now, resource);
   if (reaction.repeats === 0) budget.repeats.delete(name);
   else budget.repeats.set(name, reaction.repeats);
-  const args = settleArgs(id, reaction.settlement, now);
+  const args = settleArgs(member, reaction.settlement, now);
+  const settled = reaction.settlement.resource;
   void budget.conn
     .run('settle', (client) => define(client).etagereSettle(budget.keys.token(name), budget.keys.reservations(name), ...args))
     .then((reply) => {
-      if (reply !== undefined) syncFrom(budget, name, reply, budget.local.inFlight(name));
+      if (reply !== undefined) syncFrom(budget, name, reply, budget.local.inFlight(name, settled), settled);
     });
 }
 
-/** A local lease whose settle and cancel also reach the shared budget. */
-function sharedLease(budget: Budget, lease: Lease, id: string): Lease {
+/** A local lease whose settle and cancel also reach the shared budget (`member`: its reservation there). */
+function sharedLease(budget: Budget, lease: Lease, member: string): Lease {
   return {
     name: lease.name,
+    resource: lease.resource,
     authorization: lease.authorization,
     switched: lease.switched,
     settle(status, header, body) {
       const verdict = lease.settle(status, header, body);
-      settleShared(budget, lease.name, id, status, readRateLimit(header), verdict);
+      settleShared(budget, lease.name, member, status, readRateLimit(header), verdict, lease.resource);
       return verdict;
     },
     cancel() {
       lease.cancel();
-      void budget.conn.run('release', (client) => client.zrem(budget.keys.reservations(lease.name), id));
+      void budget.conn.run('release', (client) => client.zrem(budget.keys.reservations(lease.name), member));
     },
   };
 }
@@ -183,7 +200,7 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
   let refreshed = false;
   const deadline = Date.now() + settings.queueTimeoutMs;
   for (;;) {
-    const acquired = await local.acquire({ prefer: opts.prefer, exclude: refused });
+    const acquired = await local.acquire({ ...opts, exclude: refused }); // consumer and weight: the fair order of the wait queue
     if (acquired.kind === 'unavailable' && acquired.reason === 'exhausted' && !refreshed && budget.sharedMode) {
       // The local view may be behind: other replicas' reservations may have come back.
       refreshed = true;
@@ -191,10 +208,10 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
       continue;
     }
     if (acquired.kind !== 'lease') return acquired;
-    const id = `${budget.replica}:${++budget.seq}`;
+    const { name, resource } = acquired.lease;
+    const member = reservationId(resource, `${budget.replica}:${++budget.seq}`);
     const now = Date.now();
-    const name = acquired.lease.name;
-    const args = reserveArgs(now, id, now + budget.reservationMs, settings.perTokenConcurrency);
+    const args = reserveArgs(now, member, now + budget.reservationMs, settings.perTokenConcurrency, resource);
     const reply = await budget.conn.run('reserve', (client) =>
       define(client).etagereReserve(keys.token(name), keys.reservations(name), ...args),
     );
@@ -205,10 +222,11 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
     recovered(budget);
     const state = decodeReply(reply);
     // The local lease is counted in `in_flight` already; the shared reply counts it too if granted.
-    syncFrom(budget, name, reply, local.inFlight(name) - (state.granted ? 0 : 1));
-    if (state.granted) return { kind: 'lease', lease: sharedLease(budget, acquired.lease, id) };
+    syncFrom(budget, name, reply, local.inFlight(name, resource) - (state.granted ? 0 : 1), resource);
+    if (state.granted) return { kind: 'lease', lease: sharedLease(budget, acquired.lease, member) };
     acquired.lease.cancel();
-    if (!heldByOthers(state.numbers, state.reserved, now)) {
+    // Units of the resource, or slots of the token, held by requests in flight come back soon.
+    if (!heldByOthers(state.numbers, state.reservedAll, now)) {
       refused.add(name); // spent, paused or dead for every replica: try another token
       continue;
     }
@@ -225,6 +243,9 @@ export function createSharedTokenPool(
   settings: SharedBudgetSettings,
   logger: Logger,
 ): SharedTokenPool {
+  // Scripts defined before any command runs: defined on first use, an auto-pipelined command of
+  // the same tick can make ioredis fail the batch ("results[i] is not iterable").
+  define(conn.client);
   const budget: Budget = {
     local,
     conn,
@@ -250,14 +271,20 @@ export function createSharedTokenPool(
     names: local.names,
     equivalent: local.equivalent,
     acquire: (opts = {}) => acquire(budget, opts),
-    rateLimit: () => local.rateLimit(),
+    rateLimit: (resource) => local.rateLimit(resource),
+    rateLimits: () => local.rateLimits(),
     snapshot: () => local.snapshot(),
     queueLength: () => local.queueLength(),
     authorizationOf: (name) => local.authorizationOf(name),
     learn(name, status, observation, error) {
       local.learn(name, status, observation, error);
       if (error !== undefined) return;
-      settleShared(budget, name, '', status, observation, status === 401 ? { kind: 'dead' } : { kind: 'ok' });
+      // A 401 is the confirmation (dead, with an expiry); a 2xx proves the token good (the shared flag goes).
+      const verdict =
+        status === 401 ? { kind: 'dead' as const } : status >= 200 && status < 300 ? { kind: 'alive' as const } : { kind: 'ok' as const };
+      const observations = observation === undefined ? [] : 'limit' in observation ? [observation] : observation;
+      if (observations.length === 0) settleShared(budget, name, '', status, undefined, verdict, 'core');
+      for (const seen of observations) settleShared(budget, name, '', status, seen, verdict, 'core');
     },
     close() {
       clearInterval(timer);

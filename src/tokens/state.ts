@@ -7,16 +7,26 @@
  *   `limit` again.
  * - reserve: each request in flight holds one unit. A token takes one more while it is not dead,
  *   not paused, under its concurrency cap, and holds quota beyond what is reserved.
+ * - resources: a token has one window per rate-limit resource (resource.ts): core, search,
+ *   code_search, graphql, ... The numbers below (`TokenNumbers`) are a token as seen in one
+ *   resource: that resource's window, plus the token's pause and death, which are the
+ *   credential's and hold in every resource. An answer's numbers and a spent limit go to the
+ *   resource the answer names (`x-ratelimit-resource`), else to the request's: a search answered
+ *   403 with remaining 0 spends search, never core.
  * - observe: answers can arrive out of order, so within one window the lowest remaining wins; a
  *   later reset starts a new window; an earlier one is a late answer from an old window and is
- *   ignored. Only the `core` resource is tracked (search and GraphQL have windows of their own).
- * - react and settle: a 401 kills the token; a spent primary limit zeroes it until its reset (or,
- *   with no usable reset, for NO_RESET_FALLBACK_S); a secondary limit pauses it (Retry-After, else
- *   60 s doubling per repeat, capped at 1 h).
+ *   ignored.
+ * - react and settle: a 401 on a request changes nothing until GET /rate_limit confirms it; a
+ *   confirmed one kills the token (the shared flag for DEAD_FLAG_TTL_MS), a probe that answers
+ *   again revives it; a spent primary limit zeroes the resource until its reset (or, with no
+ *   usable reset, for NO_RESET_FALLBACK_S); a secondary limit pauses the token in every resource
+ *   (GitHub's secondary limits are per credential: Retry-After, else 60 s doubling per repeat,
+ *   capped at 1 h).
  * - slowdown: secondary limits on two tokens within a minute cut the whole-upstream concurrency.
  *
  * No I/O and no timers: every function takes the time as an argument (epoch ms).
  */
+import { resourceNamed, type Resource } from './resource.js';
 import type { RateObservation, TokenNumbers, TokenState, Verdict } from './types.js';
 
 /** Slack after a token's reset time before its window is taken as renewed (clock skew). */
@@ -24,6 +34,13 @@ export const RESET_GRACE_MS = 1_000;
 
 /** How long a spent token waits when the upstream gave no usable reset, or a window renewed unseen. */
 export const NO_RESET_FALLBACK_S = 60;
+
+/**
+ * How long the shared dead flag lasts (Redis): a confirmed 401 keeps the token out of every
+ * replica this long, and each re-probe that meets a 401 again renews it. A restart, or a token
+ * the upstream accepts again, therefore never inherits a permanent flag.
+ */
+export const DEAD_FLAG_TTL_MS = 15 * 60_000;
 
 /** A token never seen holds one unit: one request at a time learns its real numbers. */
 export const UNSEEN: TokenNumbers = Object.freeze({ limit: 1, remaining: 1, reset: 0, pausedUntil: 0, dead: false, known: false });
@@ -66,9 +83,12 @@ export function available(token: Reservable, nowMs: number): number {
   return quotaLeft(token, nowMs) - token.inFlight;
 }
 
-/** Whether the token may take one more reservation (`inFlight` counts those it holds). */
-export function canReserve(token: Reservable, nowMs: number, maxInFlight: number): boolean {
-  return !token.dead && token.pausedUntil <= nowMs && token.inFlight < maxInFlight && available(token, nowMs) > 0;
+/**
+ * Whether the token may take one more reservation in a resource: `inFlight` counts those it holds
+ * there (against the quota), `concurrent` those over every resource (against the per-token cap).
+ */
+export function canReserve(token: Reservable & { readonly concurrent?: number }, nowMs: number, maxInFlight: number): boolean {
+  return !token.dead && token.pausedUntil <= nowMs && (token.concurrent ?? token.inFlight) < maxInFlight && available(token, nowMs) > 0;
 }
 
 /**
@@ -82,23 +102,27 @@ export function heldByOthers(token: TokenNumbers, reserved: number, nowMs: numbe
 // ---------------------------------------------------------------------------------------------
 // Observe
 
-/** Merges an observation into a token's window (see the module comment); `known` is false for an unseen token. */
+/**
+ * Merges an observation into a token's window of `resource` (see the module comment); `known` is
+ * false for an unseen window. An observation of another resource leaves it as it is.
+ */
 export function mergeObservation(
   token: Window,
   observation: RateObservation,
   known: boolean,
+  resource: Resource = 'core',
 ): { limit: number; remaining: number; reset: number } {
-  if (observation.resource !== 'core') return { limit: token.limit, remaining: token.remaining, reset: token.reset };
+  if (observation.resource !== resource) return { limit: token.limit, remaining: token.remaining, reset: token.reset };
   if (!known || observation.reset > token.reset)
     return { limit: observation.limit, remaining: observation.remaining, reset: observation.reset };
   if (observation.reset < token.reset) return { limit: token.limit, remaining: token.remaining, reset: token.reset };
   return { limit: observation.limit, remaining: Math.min(token.remaining, observation.remaining), reset: token.reset };
 }
 
-/** A token's numbers after an answer's x-ratelimit-* (unchanged without a `core` observation). */
-export function observe(token: TokenNumbers, observation: RateObservation | undefined): TokenNumbers {
-  if (observation === undefined || observation.resource !== 'core') return numbersOf(token);
-  const merged = mergeObservation(token, observation, token.known);
+/** A token's numbers in `resource` after an answer's x-ratelimit-* (unchanged by an observation of another resource). */
+export function observe(token: TokenNumbers, observation: RateObservation | undefined, resource: Resource = 'core'): TokenNumbers {
+  if (observation === undefined || observation.resource !== resource) return numbersOf(token);
+  const merged = mergeObservation(token, observation, token.known, resource);
   return {
     limit: merged.limit,
     remaining: merged.remaining,
@@ -121,37 +145,54 @@ export function secondaryPauseMs(retryAfter: number | undefined, repeats: number
   return Math.min(SECONDARY_BASE_MS * 2 ** Math.max(0, repeats - 1), SECONDARY_MAX_MS);
 }
 
+/**
+ * What a settlement does: an answer's verdict, or `alive` when GET /rate_limit answered a token
+ * (a dead one comes back).
+ */
+export type SettleKind = Verdict['kind'] | 'alive';
+
 /** What one answer does to a token's shared numbers: the same for every holder of the pool. */
 export interface Settlement {
-  /** The answer's x-ratelimit-* (only `core` counts). */
+  /** The resource whose window the answer speaks of: the one it names, else the request's. */
+  readonly resource: Resource;
+  /** The answer's x-ratelimit-* (of `resource`; undefined when it named no resource GitHub has). */
   readonly observation: RateObservation | undefined;
-  readonly verdict: Verdict['kind'];
+  readonly verdict: SettleKind;
   /** exhausted: the reset the upstream gave (epoch s), if any. */
   readonly exhaustedReset: number | undefined;
   /** secondary: the end of the pause (epoch ms); 0 otherwise. */
   readonly pauseUntil: number;
+  /** dead: until when the shared dead flag holds (epoch ms); 0 otherwise. */
+  readonly deadUntil: number;
 }
 
 /**
- * Reaction to an answer: its settlement, and the token's count of secondary limits in a row (one
- * more after a secondary limit, back to 0 after a success, unchanged otherwise), which each holder
- * keeps for itself and which doubles the pause.
+ * Reaction to an answer to a request in `resource` (core by default): its settlement, and the
+ * token's count of secondary limits in a row (one more after a secondary limit, back to 0 after a
+ * success, unchanged otherwise), which each holder keeps for itself and which doubles the pause.
  */
 export function react(
   status: number,
-  verdict: Verdict,
+  verdict: Verdict | { kind: 'alive' },
   observation: RateObservation | undefined,
   repeats: number,
   nowMs: number,
+  resource: Resource = 'core',
 ): { settlement: Settlement; repeats: number } {
   const next = verdict.kind === 'secondary' ? repeats + 1 : verdict.kind === 'ok' && status < 400 ? 0 : repeats;
+  // A 401's numbers are not the token's: the request was not taken as the token's (GitHub reports
+  // another budget then), and an upstream could feed any numbers that way.
+  const seen = verdict.kind === 'unauthorized' ? undefined : observation;
+  const named = seen === undefined ? undefined : resourceNamed(seen.resource);
   return {
     repeats: next,
     settlement: {
-      observation,
+      resource: named ?? resource,
+      observation: named === undefined || seen === undefined ? undefined : named === seen.resource ? seen : { ...seen, resource: named },
       verdict: verdict.kind,
       exhaustedReset: verdict.kind === 'exhausted' ? verdict.reset : undefined,
       pauseUntil: verdict.kind === 'secondary' ? nowMs + secondaryPauseMs(verdict.retryAfterMs, next) : 0,
+      deadUntil: verdict.kind === 'dead' ? nowMs + DEAD_FLAG_TTL_MS : 0,
     },
   };
 }
@@ -162,12 +203,18 @@ export function exhaustedUntil(reset: number, given: number | undefined, nowMs: 
   return until * 1000 <= nowMs ? fallbackReset(nowMs) : until;
 }
 
-/** A token's numbers after an answer: observe its x-ratelimit-*, then apply its verdict. */
+/**
+ * A token's numbers in the settlement's resource after an answer (`token` is the token as seen in
+ * that resource): observe its x-ratelimit-*, then apply its verdict.
+ */
 export function settle(token: TokenNumbers, settlement: Settlement, nowMs: number): TokenNumbers {
-  const seen = observe(token, settlement.observation);
+  const seen = observe(token, settlement.observation, settlement.resource);
   switch (settlement.verdict) {
     case 'ok':
+    case 'unauthorized':
       return seen;
+    case 'alive':
+      return { ...seen, dead: false };
     case 'dead':
       return { ...seen, dead: true };
     case 'exhausted':

@@ -7,6 +7,8 @@
  * (snapshots, events) names tokens by their names.
  */
 
+import type { Resource } from './resource.js';
+
 /** Reads one response header by its lower-case name. */
 export type HeaderLookup = (name: string) => string | undefined;
 
@@ -30,7 +32,7 @@ export interface TokenNumbers {
   readonly reset: number;
   /** Secondary limit: not used before this time (epoch ms), 0 when not paused. */
   readonly pausedUntil: number;
-  /** 401 seen: never used again. */
+  /** A 401 confirmed by GET /rate_limit: not used until a probe finds it answering again. */
   readonly dead: boolean;
   /** Numbers learnt from the upstream at least once (else the placeholder of an unseen token). */
   readonly known: boolean;
@@ -45,9 +47,11 @@ export interface TokenState {
   readonly remaining: number;
   /** x-ratelimit-reset, epoch seconds. */
   readonly reset: number;
-  /** Requests in flight on this token (each reserves one unit). */
+  /** Requests in flight on this token in the resource looked at (each reserves one unit). */
   readonly inFlight: number;
-  /** 401 seen: never used again. */
+  /** Requests in flight on this token over every resource (the per-token cap); `inFlight` when absent. */
+  readonly concurrent?: number;
+  /** A confirmed 401: not used until a probe finds it answering again. */
   readonly dead: boolean;
   /** Secondary limit: not used before this time (epoch ms), 0 when not paused. */
   readonly pausedUntil: number;
@@ -56,7 +60,12 @@ export interface TokenState {
 /** What an upstream answer means for the token that was used (rate-limit.ts decides). */
 export type Verdict =
   | { kind: 'ok' }
-  /** 401: the token is bad or revoked. */
+  /**
+   * 401 on a request: about the request until GET /rate_limit with the token confirms it (an
+   * App-only endpoint answers 401 to a good token). Never retried unless confirmed.
+   */
+  | { kind: 'unauthorized' }
+  /** 401 confirmed (GET /rate_limit answered 401 too): the token is bad or revoked. */
   | { kind: 'dead' }
   /** 403/429 with remaining 0: spent until `reset` (epoch seconds, when given). */
   | { kind: 'exhausted'; reset: number | undefined }
@@ -74,6 +83,8 @@ export interface RateObservation {
 
 export interface Lease {
   readonly name: string;
+  /** The rate-limit resource the lease reserved a unit of. */
+  readonly resource: Resource;
   /** The Authorization header value to send upstream. */
   readonly authorization: string;
   /** A revalidation that could not use the token that stored the entry. */
@@ -87,15 +98,29 @@ export interface Lease {
 /**
  * exhausted: every token is spent or paused (answer 429 with Retry-After, or serve stale);
  * dead: every token was rejected by the upstream (503: the operator must replace them);
- * busy: no slot freed up within the queue timeout, or the queue is full (503).
+ * busy: no slot freed up within the queue timeout, or the queue is full (503);
+ * share, max_per_hour, max_concurrency: this consumer is over its share or a cap of its own, while others go on.
  */
-export type Unavailable = 'exhausted' | 'dead' | 'busy';
+export type Unavailable = 'exhausted' | 'dead' | 'busy' | ConsumerRefusal;
+
+/**
+ * The consumer, not the pool, is held back (fair share, consumer keys on): share: it spent its
+ * share and what it may borrow (the rest is other consumers' reserves); max_per_hour: its own
+ * hourly cap (both 429); max_concurrency: no slot of its own freed up in time (503).
+ */
+export type ConsumerRefusal = 'share' | 'max_per_hour' | 'max_concurrency';
 
 export type Acquired = { kind: 'lease'; lease: Lease } | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 export interface AcquireOptions {
   prefer?: string | undefined;
   exclude?: ReadonlySet<string> | undefined;
+  /** The request's rate-limit resource (resource.ts): the budget it is chosen, reserved and settled in. Default core. */
+  resource?: Resource | undefined;
+  /** The consumer the request is for (consumer keys on): waiters are served in weighted fair order by consumer. */
+  consumer?: string | undefined;
+  /** That consumer's weight (default 1). */
+  weight?: number | undefined;
 }
 
 /** The pool as one quota: what x-ratelimit-* tell consumers (report.ts sums it). */
@@ -108,6 +133,15 @@ export interface PoolRateLimit {
 }
 
 export type TokenHealth = 'ok' | 'exhausted' | 'paused' | 'dead';
+
+/** One resource's numbers of a token, as /admin/tokens shows them. */
+export interface ResourceReport {
+  limit: number;
+  remaining: number;
+  used: number;
+  /** Epoch seconds. */
+  reset: number;
+}
 
 /** One token as /admin/tokens and the pool gauges show it (report.ts builds it). */
 export interface TokenReport {
@@ -122,11 +156,15 @@ export interface TokenReport {
   paused_until: string | null;
   last_error: string | null;
   last_error_at: string | null;
+  /** Every resource whose numbers are known (core included); the fields above are core's. */
+  resources: Partial<Record<Resource, ResourceReport>>;
 }
 
 export interface PoolEvents {
   dead?(name: string): void;
-  exhausted?(name: string, reset: number): void;
+  /** A dead token answered GET /rate_limit again: back in the pool. */
+  revived?(name: string): void;
+  exhausted?(name: string, reset: number, resource?: Resource): void;
   secondary?(name: string, pauseMs: number): void;
   rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full'): void;
   queued?(waitedSeconds: number): void;
@@ -147,27 +185,45 @@ export interface TokenPool {
   readonly names: readonly string[];
   readonly equivalent: boolean;
   acquire(opts?: AcquireOptions): Promise<Acquired>;
-  /** The pool as one quota (what x-ratelimit-* tell consumers). */
-  rateLimit(): PoolRateLimit;
+  /** The pool as one quota in a resource, core by default (what x-ratelimit-* tell consumers). */
+  rateLimit(resource?: Resource): PoolRateLimit;
+  /** The pool as one quota in every resource some live token's numbers are known for (core always). */
+  rateLimits(): Partial<Record<Resource, PoolRateLimit>>;
   snapshot(): TokenReport[];
   queueLength(): number;
-  /** Learns a token's numbers without spending (GET /rate_limit). */
-  learn(name: string, status: number, observation: RateObservation | undefined, error?: string): void;
+  /**
+   * Learns a token's numbers without spending (GET /rate_limit): every resource of the body. A 401
+   * kills the token; a 200 brings a dead one back.
+   */
+  learn(name: string, status: number, observation: RateObservation | readonly RateObservation[] | undefined, error?: string): void;
+  /**
+   * Tells whether a 401 a request met on this token is about the token: asks GET /rate_limit with
+   * it (at most once a minute per token and kind of 401; concurrent callers share one probe).
+   * Absent: unknown.
+   */
+  confirm?(name: string, kind?: UnauthorizedKind): Promise<Confirmation>;
   authorizationOf(name: string): string | undefined;
   close(): void;
 }
 
+/** A 401's kind: `credentials` ("Bad credentials") or `request` (any other: the endpoint wants another credential). */
+export type UnauthorizedKind = 'credentials' | 'request';
+
+/** What GET /rate_limit said about a token: dead (401), alive (200), or unknown (it failed). */
+export type Confirmation = 'dead' | 'alive' | 'unknown';
+
 /** The in-process pool, plus the hooks a shared budget uses to keep it in line with Redis. */
 export interface LocalTokenPool extends TokenPool {
   /**
-   * Overwrites a token's numbers with the shared view, whose `remaining` already excludes what
-   * other replicas have reserved (a pause or death is never undone).
+   * Overwrites a token's numbers in a resource (core by default) with the shared view, whose
+   * `remaining` already excludes what other replicas have reserved (a pause is never shortened;
+   * death follows the shared flag, which expires).
    */
-  sync(name: string, view: TokenNumbers): void;
+  sync(name: string, view: TokenNumbers, resource?: Resource): void;
   /** This replica's share of the whole-upstream concurrency cap. */
   setMaxConcurrency(max: number): void;
   /** Keeps only this share of every token's remaining quota (Redis outage: 1/N per replica). */
   scaleRemaining(share: number): void;
-  /** Requests in flight on the token from this process. */
-  inFlight(name: string): number;
+  /** Requests in flight on the token from this process (in one resource when given). */
+  inFlight(name: string, resource?: Resource): number;
 }

@@ -169,6 +169,11 @@ describe('fake upstream: control endpoints', () => {
       anonymousLimit: 1000,
       tokenLimit: 1000,
       windowSeconds: 3600,
+      // The rate-limit resources' budgets (GitHub's sizes unless configured).
+      searchLimit: 30,
+      codeSearchLimit: 10,
+      graphqlLimit: 5000,
+      searchWindowSeconds: 60,
       latencyMs: 0,
       enforceConcurrency: 0,
     });

@@ -54,7 +54,7 @@ export async function startTestProxy(raw: Record<string, unknown>): Promise<Test
 }
 
 /** Admin paths captured at close (rendered by the admin listener's own handler, even once closed). */
-const ADMIN_PATHS = ['/metrics', '/admin/tokens', '/admin/status', '/readyz', '/healthz'];
+const ADMIN_PATHS = ['/metrics', '/admin/tokens', '/admin/consumers', '/admin/status', '/readyz', '/healthz'];
 
 /** Registers the app's listeners and captures its logs and admin answers when it closes (or at the end of the file). */
 function watchForScan(app: App, logText: () => string): void {
@@ -92,7 +92,7 @@ async function renderAdmin(server: Server, path: string): Promise<string> {
   const req = new IncomingMessage(socket as unknown as ConstructorParameters<typeof IncomingMessage>[0]);
   req.method = 'GET';
   req.url = path;
-  req.headers = { host: 'admin' };
+  req.headers = { host: 'localhost' }; // the admin port answers only to a loopback Host
   req.push(null);
   const res = new ServerResponse(req);
   res.assignSocket(socket as unknown as Parameters<ServerResponse['assignSocket']>[0]);

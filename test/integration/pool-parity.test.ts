@@ -6,12 +6,29 @@
  * numbers, on the numbers stored in the token's hash and on the live reservations.
  *
  * A step's `want` pins what the rules should give, so both sides being wrong the same way fails too.
+ *
+ * Every step works in one rate-limit resource (core unless it says otherwise): a token has a
+ * window per resource, its pause and death hold in all of them, its reservations hold the quota of
+ * their resource and the per-token cap over all of them. A settle answers with the numbers of the
+ * resource the answer named (x-ratelimit-resource), else the step's.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classify, readRateLimit } from '../../src/tokens/rate-limit.js';
-import { budgetKeys, decodeReply, hashOf, READ, RESERVE, reserveArgs, SETTLE, settleArgs } from '../../src/tokens/shared-scripts.js';
-import { canReserve, heldByOthers, react, settle, UNSEEN, type Settlement } from '../../src/tokens/state.js';
+import type { Resource } from '../../src/tokens/resource.js';
+import {
+  budgetKeys,
+  decodeReply,
+  hashOf,
+  READ,
+  readArgs,
+  reservationId,
+  RESERVE,
+  reserveArgs,
+  SETTLE,
+  settleArgs,
+} from '../../src/tokens/shared-scripts.js';
+import { canReserve, DEAD_FLAG_TTL_MS, heldByOthers, react, settle, UNSEEN, type Settlement } from '../../src/tokens/state.js';
 import type { TokenNumbers } from '../../src/tokens/types.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -22,24 +39,30 @@ const CAP = 10;
 const LEASE_MS = 60_000;
 
 type Step =
-  | { op: 'reserve'; id: string; at?: number; cap?: number; want?: Partial<Outcome> }
+  | { op: 'reserve'; id: string; resource?: Resource; at?: number; cap?: number; want?: Partial<Outcome> }
   | {
       op: 'settle';
+      /** The reservation's id (its resource is the step's); '' or none: nothing reserved (GET /rate_limit). */
       id?: string;
+      resource?: Resource;
       at?: number;
       status: number;
       headers?: Record<string, string>;
       body?: string;
       repeats?: number;
+      /** What GET /rate_limit said (learn): its 401 kills (`dead`), its 200 revives (`alive`); else the status is classified. */
+      verdict?: 'dead' | 'alive';
       want?: Partial<Outcome>;
     }
-  | { op: 'read'; at?: number; want?: Partial<Outcome> };
+  | { op: 'read'; resource?: Resource; at?: number; want?: Partial<Outcome> };
 
 interface Case {
   name: string;
-  /** The token's stored numbers before the first step; none: never seen (no hash). */
+  /** The token's stored numbers (core, with its pause and death) before the first step; none: never seen (no hash). */
   stored?: TokenNumbers;
-  /** Reservations held before the first step: id -> expiry (epoch ms). */
+  /** Other resources' windows stored before the first step (their pause and death are the token's, from `stored`). */
+  storedIn?: Partial<Record<Resource, TokenNumbers>>;
+  /** Reservations held before the first step: id (core's, or "resource|id") -> expiry (epoch ms). */
   reservations?: Record<string, number>;
   steps: Step[];
 }
@@ -48,10 +71,14 @@ interface Case {
 interface Outcome {
   /** The script's flag: a reservation granted (RESERVE), or 1 (SETTLE, READ). */
   granted: boolean;
-  /** After a refusal: the units are only held by requests in flight (the pool asks again). */
+  /** After a refusal: the units (or slots) are only held by requests in flight (the pool asks again). */
   heldByOthers: boolean;
+  /** The token in the step's resource (a settle: the resource the answer spoke of). */
   numbers: TokenNumbers;
+  /** Live reservations in that resource. */
   reserved: number;
+  /** Live reservations over every resource. */
+  reservedAll: number;
 }
 
 /** A token seen with 5000 an hour, `remaining` left and its reset 10 minutes away. */
@@ -70,6 +97,8 @@ const rl = (remaining: number, limit = 5000, reset = NOW_S + 600): Record<string
   'x-ratelimit-reset': String(reset),
 });
 const SECONDARY_BODY = '{"message":"You have exceeded a secondary rate limit"}';
+const RATE_LIMIT_BODY = '{"message":"API rate limit exceeded"}';
+const search = (headers: Record<string, string>): Record<string, string> => ({ ...headers, 'x-ratelimit-resource': 'search' });
 
 const CASES: Case[] = [
   {
@@ -153,10 +182,90 @@ const CASES: Case[] = [
     steps: [{ op: 'settle', status: 200, headers: rl(10, 5000, NOW_S + 60), want: { numbers: seen(50) } }],
   },
   {
-    name: 'other resources are not tracked',
+    name: "an answer that names another resource goes to that resource, not the request's",
     stored: seen(50),
     steps: [
-      { op: 'settle', status: 200, headers: { ...rl(1, 30, NOW_S + 60), 'x-ratelimit-resource': 'search' }, want: { numbers: seen(50) } },
+      { op: 'settle', status: 200, headers: search(rl(1, 30, NOW_S + 60)), want: { numbers: seen(1, { limit: 30, reset: NOW_S + 60 }) } },
+      { op: 'read', want: { numbers: seen(50) } },
+    ],
+  },
+  {
+    name: 'an exhausted search budget (403, remaining 0, resource search) spends search, never core',
+    stored: seen(100),
+    storedIn: { search: seen(1, { limit: 30, reset: NOW_S + 40 }) },
+    steps: [
+      { op: 'reserve', id: 's1', resource: 'search', want: { granted: true, reserved: 1 } },
+      {
+        op: 'settle',
+        id: 's1',
+        resource: 'search',
+        status: 403,
+        headers: search(rl(0, 30, NOW_S + 40)),
+        body: RATE_LIMIT_BODY,
+        want: { numbers: seen(0, { limit: 30, reset: NOW_S + 40 }), reserved: 0 },
+      },
+      { op: 'reserve', id: 's2', resource: 'search', want: { granted: false, heldByOthers: false } },
+      { op: 'reserve', id: 'c1', want: { granted: true, numbers: seen(100) } },
+      // The search window comes back after its own reset, a minute away; core never waited.
+      { op: 'reserve', id: 's3', resource: 'search', at: (NOW_S + 41) * 1000, want: { granted: true } },
+    ],
+  },
+  {
+    name: 'a core request the upstream counted as search spends search (the answer names it)',
+    stored: seen(100),
+    storedIn: { search: seen(5, { limit: 30, reset: NOW_S + 40 }) },
+    steps: [
+      { op: 'reserve', id: 'c1', want: { granted: true } },
+      {
+        op: 'settle',
+        id: 'c1',
+        status: 403,
+        headers: search(rl(0, 30, NOW_S + 40)),
+        body: RATE_LIMIT_BODY,
+        want: { numbers: seen(0, { limit: 30, reset: NOW_S + 40 }), reserved: 0 },
+      },
+      { op: 'read', want: { numbers: seen(100), reserved: 0 } },
+    ],
+  },
+  {
+    name: 'reservations hold the quota of their resource; the per-token cap counts them all',
+    stored: seen(100),
+    storedIn: { search: seen(1, { limit: 30, reset: NOW_S + 40 }) },
+    steps: [
+      { op: 'reserve', id: 's1', resource: 'search', cap: 3, want: { granted: true, reserved: 1, reservedAll: 1 } },
+      { op: 'reserve', id: 's2', resource: 'search', cap: 3, want: { granted: false, heldByOthers: true, reserved: 1 } },
+      { op: 'reserve', id: 'c1', cap: 3, want: { granted: true, reserved: 1, reservedAll: 2 } },
+      { op: 'reserve', id: 'c2', cap: 3, want: { granted: true, reserved: 2, reservedAll: 3 } },
+      { op: 'reserve', id: 'c3', cap: 3, want: { granted: false, heldByOthers: true, reserved: 2, reservedAll: 3 } },
+      { op: 'settle', id: 's1', resource: 'search', status: 200, headers: search(rl(0, 30, NOW_S + 40)), want: { reservedAll: 2 } },
+      { op: 'reserve', id: 'c4', cap: 3, want: { granted: true, reservedAll: 3 } },
+    ],
+  },
+  {
+    name: 'a secondary limit pauses the token in every resource',
+    stored: seen(100),
+    storedIn: { search: seen(20, { limit: 30, reset: NOW_S + 40 }) },
+    steps: [
+      {
+        op: 'settle',
+        resource: 'search',
+        status: 403,
+        headers: { ...search(rl(19, 30, NOW_S + 40)), 'retry-after': '30' },
+        body: SECONDARY_BODY,
+        want: { numbers: seen(19, { limit: 30, reset: NOW_S + 40, pausedUntil: NOW + 30_000 }) },
+      },
+      { op: 'reserve', id: 'c1', want: { granted: false, heldByOthers: false } },
+      { op: 'reserve', id: 'c2', at: NOW + 30_000, want: { granted: true } },
+    ],
+  },
+  {
+    name: 'a dead token is dead in every resource until a probe finds it answering (alive)',
+    stored: seen(100, { dead: true }),
+    storedIn: { search: seen(30, { limit: 30, reset: NOW_S + 40 }) },
+    steps: [
+      { op: 'reserve', id: 's1', resource: 'search', want: { granted: false, heldByOthers: false } },
+      { op: 'settle', id: '', status: 200, headers: rl(99), verdict: 'alive', want: { numbers: seen(99) } },
+      { op: 'reserve', id: 's2', resource: 'search', want: { granted: true } },
     ],
   },
   {
@@ -166,11 +275,20 @@ const CASES: Case[] = [
     steps: [{ op: 'settle', id: 'r1', status: 200, headers: rl(9), want: { reserved: 1, numbers: seen(9) } }],
   },
   {
-    name: '401 kills the token',
+    name: "a request's 401 changes nothing; the confirmation (GET /rate_limit answered 401) kills the token",
     stored: seen(10),
     steps: [
-      { op: 'settle', status: 401, body: '{"message":"Bad credentials"}', want: { numbers: seen(10, { dead: true }) } },
-      { op: 'reserve', id: 'r1', want: { granted: false, heldByOthers: false } },
+      // Its numbers are not the token's either (another budget, or whatever the upstream says).
+      {
+        op: 'settle',
+        status: 401,
+        headers: rl(0, 60, NOW_S + 3000),
+        body: '{"message":"A JSON web token could not be decoded"}',
+        want: { numbers: seen(10) },
+      },
+      { op: 'reserve', id: 'r1', want: { granted: true } },
+      { op: 'settle', id: '', status: 401, verdict: 'dead', want: { numbers: seen(10, { dead: true }), reserved: 1 } },
+      { op: 'reserve', id: 'r2', want: { granted: false, heldByOthers: false } },
     ],
   },
   {
@@ -249,7 +367,7 @@ const CASES: Case[] = [
     name: 'learning without a reservation (GET /rate_limit): numbers, then a 401',
     steps: [
       { op: 'settle', id: '', status: 200, headers: rl(4321), want: { numbers: seen(4321) } },
-      { op: 'settle', id: '', status: 401, want: { numbers: seen(4321, { dead: true }) } },
+      { op: 'settle', id: '', status: 401, verdict: 'dead', want: { numbers: seen(4321, { dead: true }) } },
     ],
   },
   {
@@ -277,42 +395,67 @@ const CASES: Case[] = [
 // ---------------------------------------------------------------------------------------------
 // The two sides
 
-/** The Redis side's state, as state.ts sees it: numbers and reservations (id -> expiry). */
+/** The Redis side's state, as state.ts sees it: windows, pause and death, and reservations (member -> expiry). */
 interface Model {
-  numbers: TokenNumbers;
+  windows: Map<Resource, TokenNumbers>;
+  pausedUntil: number;
+  dead: boolean;
   reservations: Map<string, number>;
+}
+
+/** The token as seen in one resource (an unseen window: the placeholder's numbers). */
+function viewOf(model: Model, resource: Resource): TokenNumbers {
+  return { ...(model.windows.get(resource) ?? UNSEEN), pausedUntil: model.pausedUntil, dead: model.dead };
+}
+
+function writeBack(model: Model, resource: Resource, numbers: TokenNumbers): void {
+  model.windows.set(resource, numbers);
+  model.pausedUntil = numbers.pausedUntil;
+  model.dead = numbers.dead;
 }
 
 /** ZREMRANGEBYSCORE -inf now: a reservation whose expiry is not after `now` is gone. */
 function dropExpired(model: Model, now: number): void {
-  for (const [id, expiry] of model.reservations) if (expiry <= now) model.reservations.delete(id);
+  for (const [member, expiry] of model.reservations) if (expiry <= now) model.reservations.delete(member);
 }
 
-/** The settlement both sides apply: what the shared pool builds from an answer. */
+function held(model: Model, resource: Resource): number {
+  let count = 0;
+  for (const member of model.reservations.keys()) if (member.startsWith(`${resource}|`)) count++;
+  return count;
+}
+
+/** The settlement both sides apply: what the shared pool builds from an answer (or from a probe). */
 function settlementOf(step: Extract<Step, { op: 'settle' }>, now: number): Settlement {
   const header = (name: string): string | undefined => step.headers?.[name];
-  return react(step.status, classify(step.status, header, step.body, now), readRateLimit(header), step.repeats ?? 0, now).settlement;
+  const verdict = step.verdict !== undefined ? { kind: step.verdict } : classify(step.status, header, step.body, now);
+  return react(step.status, verdict, readRateLimit(header), step.repeats ?? 0, now, step.resource ?? 'core').settlement;
 }
 
-function outcome(granted: boolean, numbers: TokenNumbers, reserved: number, now: number): Outcome {
-  return { granted, heldByOthers: heldByOthers(numbers, reserved, now), numbers, reserved };
+function outcome(granted: boolean, numbers: TokenNumbers, reserved: number, reservedAll: number, now: number): Outcome {
+  return { granted, heldByOthers: heldByOthers(numbers, reservedAll, now), numbers, reserved, reservedAll };
 }
+
+const memberOf = (resource: Resource, id: string): string => (id === '' ? '' : reservationId(resource, id));
 
 function stepState(model: Model, step: Step): Outcome {
   const now = step.at ?? NOW;
+  const resource = step.resource ?? 'core';
   if (step.op === 'reserve') {
     dropExpired(model, now);
-    const granted = canReserve({ ...model.numbers, inFlight: model.reservations.size }, now, step.cap ?? CAP);
-    if (granted) model.reservations.set(step.id, now + LEASE_MS);
-    return outcome(granted, model.numbers, model.reservations.size, now);
+    const numbers = viewOf(model, resource);
+    const granted = canReserve({ ...numbers, inFlight: held(model, resource), concurrent: model.reservations.size }, now, step.cap ?? CAP);
+    if (granted) model.reservations.set(memberOf(resource, step.id), now + LEASE_MS);
+    return outcome(granted, numbers, held(model, resource), model.reservations.size, now);
   }
   if (step.op === 'settle') {
-    model.reservations.delete(step.id ?? '');
-    model.numbers = settle(model.numbers, settlementOf(step, now), now);
-    return outcome(true, model.numbers, model.reservations.size, now);
+    model.reservations.delete(memberOf(resource, step.id ?? ''));
+    const settlement = settlementOf(step, now);
+    writeBack(model, settlement.resource, settle(viewOf(model, settlement.resource), settlement, now));
+    return outcome(true, viewOf(model, settlement.resource), held(model, settlement.resource), model.reservations.size, now);
   }
   dropExpired(model, now);
-  return outcome(true, model.numbers, model.reservations.size, now);
+  return outcome(true, viewOf(model, resource), held(model, resource), model.reservations.size, now);
 }
 
 describe('token pool parity: the Lua scripts on a real Redis and state.ts', () => {
@@ -328,63 +471,65 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
     await redis?.stop();
   });
 
-  /** The token's hash as stored, read field by field (a missing field is the unseen placeholder's). */
-  async function stored(key: string): Promise<TokenNumbers> {
-    const [limit, remaining, reset, paused, dead, known] = await client.hmget(
-      key,
-      'limit',
-      'remaining',
-      'reset',
-      'paused',
-      'dead',
-      'known',
-    );
+  /** The token's hash as stored in a resource, read field by field (a missing field is the unseen placeholder's). */
+  async function stored(key: string, resource: Resource, now: number): Promise<TokenNumbers> {
+    const fields = [`${resource}:limit`, `${resource}:remaining`, `${resource}:reset`, 'paused', 'dead', `${resource}:known`];
+    const [limit, remaining, reset, paused, dead, known] = await client.hmget(key, ...fields);
     const num = (v: string | null | undefined, fallback: number): number => (v === null || v === undefined ? fallback : Number(v));
     return {
       limit: num(limit, UNSEEN.limit),
       remaining: num(remaining, UNSEEN.remaining),
       reset: num(reset, UNSEEN.reset),
       pausedUntil: num(paused, UNSEEN.pausedUntil),
-      dead: num(dead, 0) === 1,
+      dead: num(dead, 0) > now, // the flag is "dead until": it expires
       known: num(known, 0) === 1,
     };
   }
 
   async function stepRedis(keys: { token: string; reservations: string }, step: Step): Promise<Outcome> {
     const now = step.at ?? NOW;
+    const resource = step.resource ?? 'core';
     let reply: number[];
+    let numbersOf = resource;
     if (step.op === 'reserve') {
-      reply = (await client.eval(
-        RESERVE,
-        2,
-        keys.token,
-        keys.reservations,
-        ...reserveArgs(now, step.id, now + LEASE_MS, step.cap ?? CAP),
-      )) as number[];
+      const args = reserveArgs(now, memberOf(resource, step.id), now + LEASE_MS, step.cap ?? CAP, resource);
+      reply = (await client.eval(RESERVE, 2, keys.token, keys.reservations, ...args)) as number[];
     } else if (step.op === 'settle') {
-      reply = (await client.eval(
-        SETTLE,
-        2,
-        keys.token,
-        keys.reservations,
-        ...settleArgs(step.id ?? '', settlementOf(step, now), now),
-      )) as number[];
+      const settlement = settlementOf(step, now);
+      numbersOf = settlement.resource;
+      const args = settleArgs(memberOf(resource, step.id ?? ''), settlement, now);
+      reply = (await client.eval(SETTLE, 2, keys.token, keys.reservations, ...args)) as number[];
     } else {
-      reply = (await client.eval(READ, 2, keys.token, keys.reservations, now)) as number[];
+      reply = (await client.eval(READ, 2, keys.token, keys.reservations, ...readArgs(now, [resource]))) as number[];
     }
     const decoded = decodeReply(reply);
     // What the script answered is what it stored.
-    expect(await stored(keys.token)).toEqual(decoded.numbers);
-    expect(await client.zcard(keys.reservations)).toBe(decoded.reserved);
-    return outcome(decoded.granted, decoded.numbers, decoded.reserved, now);
+    expect(await stored(keys.token, numbersOf, now)).toEqual(decoded.numbers);
+    expect(await client.zcard(keys.reservations)).toBe(decoded.reservedAll);
+    return outcome(decoded.granted, decoded.numbers, decoded.reserved, decoded.reservedAll, now);
   }
 
   it.each(CASES.map((testCase, caseIndex) => ({ ...testCase, caseIndex })))('$name', async (testCase) => {
     const budget = budgetKeys(`parity-${testCase.caseIndex}:`);
     const keys = { token: budget.token(TOKEN), reservations: budget.reservations(TOKEN) };
-    const model: Model = { numbers: testCase.stored ?? UNSEEN, reservations: new Map(Object.entries(testCase.reservations ?? {})) };
-    if (testCase.stored !== undefined) await client.hset(keys.token, hashOf(testCase.stored));
-    for (const [id, expiry] of model.reservations) await client.zadd(keys.reservations, expiry, id);
+    const core = testCase.stored ?? UNSEEN;
+    const members = Object.entries(testCase.reservations ?? {}).map(([id, expiry]): [string, number] => [
+      id.includes('|') ? id : reservationId('core', id),
+      expiry,
+    ]);
+    const model: Model = { windows: new Map(), pausedUntil: core.pausedUntil, dead: core.dead, reservations: new Map(members) };
+    if (testCase.stored !== undefined) {
+      model.windows.set('core', testCase.stored);
+      await client.hset(keys.token, hashOf(testCase.stored, 'core', NOW + DEAD_FLAG_TTL_MS));
+    }
+    for (const [resource, numbers] of Object.entries(testCase.storedIn ?? {}) as Array<[Resource, TokenNumbers]>) {
+      model.windows.set(resource, numbers);
+      const fields = hashOf(numbers, resource);
+      delete fields.paused; // the token's pause and death come from `stored`
+      delete fields.dead;
+      await client.hset(keys.token, fields);
+    }
+    for (const [member, expiry] of model.reservations) await client.zadd(keys.reservations, expiry, member);
 
     for (const [index, step] of testCase.steps.entries()) {
       const fromLua = await stepRedis(keys, step);
@@ -392,5 +537,22 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
       expect(fromLua, `step ${index + 1} (${step.op})`).toEqual(fromState);
       if (step.want !== undefined) expect(fromState, `step ${index + 1} (${step.op}) as wanted`).toMatchObject(step.want);
     }
+  });
+
+  it('the shared dead flag expires (Redis only: in process, the revive probe brings a token back)', async () => {
+    const budget = budgetKeys('parity-dead-expiry:');
+    const keys = [budget.token(TOKEN), budget.reservations(TOKEN)];
+    await client.hset(keys[0]!, hashOf(seen(100), 'core'));
+    const confirmed = react(401, { kind: 'dead' }, undefined, 0, NOW).settlement;
+    expect(confirmed.deadUntil).toBe(NOW + DEAD_FLAG_TTL_MS);
+    const settled = decodeReply((await client.eval(SETTLE, 2, ...keys, ...settleArgs('', confirmed, NOW))) as number[]);
+    expect(settled.numbers.dead).toBe(true);
+    expect(Number(await client.hget(keys[0]!, 'dead'))).toBe(NOW + DEAD_FLAG_TTL_MS);
+    const reserve = async (at: number): Promise<boolean> =>
+      decodeReply(
+        (await client.eval(RESERVE, 2, ...keys, ...reserveArgs(at, reservationId('core', `r${at}`), at + LEASE_MS, CAP))) as number[],
+      ).granted;
+    expect(await reserve(NOW + DEAD_FLAG_TTL_MS - 1)).toBe(false);
+    expect(await reserve(NOW + DEAD_FLAG_TTL_MS)).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The shared token budget's Lua scripts against a real Redis: replicas racing for the last
  * units never hand out more than remain, a crashed replica's reservations expire, what one
- * replica learns (401, exhaustion) reaches the others, and an outage falls back to 1/N.
+ * replica learns (a confirmed 401, exhaustion) reaches the others, and an outage falls back to 1/N.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.js';
@@ -109,6 +109,8 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     const lx = await replicaA!.acquire({ prefer: 'x' });
     if (lx.kind !== 'lease') throw new Error('no lease');
     lx.lease.settle(401, () => undefined, '{"message":"Bad credentials"}');
+    // A request's 401 kills nothing by itself (issue 14, row 1): GET /rate_limit answering 401 confirms it.
+    replicaA!.learn('x', 401, undefined);
     const ly = await replicaA!.acquire({ prefer: 'y' });
     if (ly.kind !== 'lease') throw new Error('no lease');
     ly.lease.settle(403, rl(0, 50, nowSeconds + 900), '{"message":"API rate limit exceeded"}');

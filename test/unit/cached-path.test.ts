@@ -260,6 +260,28 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     expect(stale.served.outcome).toBe('stale');
   });
 
+  it("never hands one consumer's refusal (its share spent) to another consumer coalesced onto it", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    script = async () => {
+      calls++;
+      if (calls === 1) {
+        await held;
+        return { kind: 'unavailable', reason: 'share', retryAfterSeconds: 60 };
+      }
+      return response(200, '{"v":4}');
+    };
+    const greedy = get({}, { kind: 'pool', consumer: 'greedy' });
+    const polite = get({}, { kind: 'pool', consumer: 'polite' });
+    release();
+    const [refused, served] = await Promise.all([greedy, polite]);
+    expect(refused.res.status).toBe(429);
+    expect(served.res.status).toBe(200);
+    expect(served.res.body).toBe('{"v":4}');
+    expect(exchanges).toHaveLength(2);
+  });
+
   it('answers only-if-cached with a 504 when nothing usable is stored, without asking the upstream', async () => {
     const { served, res } = await get({ 'cache-control': 'only-if-cached' });
     expect(res.status).toBe(504);

@@ -12,10 +12,11 @@ function tmpFile(content: string): string {
 }
 
 describe('config', () => {
-  it('with no file and no env, fronts api.github.com on :8080 with admin on 127.0.0.1:9090', () => {
+  it('with no file and no env, fronts api.github.com on 127.0.0.1:8080 with admin on 127.0.0.1:9090', () => {
     const config = loadConfig({ env: {} });
-    expect(config.listen).toEqual({ host: '0.0.0.0', port: 8080 });
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090 });
+    // Loopback by default (issue 14, row 9): the Docker image and compose set HOST=0.0.0.0 themselves.
+    expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, allowed_hosts: [] });
     expect(config.redis.url).toBeNull();
     expect(config.pool.tokens).toEqual([]);
     expect(config.upstreams).toHaveLength(1);
@@ -197,7 +198,7 @@ describe('config', () => {
       );
       const config = loadConfig({ file, env: { GH_CI: 'ghp_secret1', WEB_KEY: 'k1' } });
       expect(config.pool.tokens).toEqual([{ name: 'ci', value: 'ghp_secret1' }]);
-      expect(config.consumers.keys).toEqual([{ name: 'web', value: 'k1' }]);
+      expect(config.consumers.keys).toEqual([{ name: 'web', value: 'k1', weight: 1, max_per_hour: null, max_concurrency: null }]);
       expect(() => loadConfig({ file, env: { WEB_KEY: 'k1' } })).toThrow(/pool\.tokens\[0\]\.env: environment variable GH_CI is not set/);
     });
     it('loads the token-pool example with its secrets from the environment', () => {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
 import { resolveCredential, type CredentialRules } from '../../src/proxy/credential.js';
 import { basicUser, createConsumers } from '../../src/tokens/consumers.js';
 
@@ -56,5 +57,50 @@ describe('whose credential goes upstream', () => {
     expect(run({ authorization: basic('octocat', 'ghp_x') }, guarded).cred).toEqual({ kind: 'client' });
     // Upstreams without a pool are not guarded.
     expect(run({}, { ...guarded, pooled: false }).cred).toEqual({ kind: 'anonymous' });
+  });
+});
+
+describe('fair-share settings of consumer keys', () => {
+  const base = { upstreams: [{ name: 'gh', prefix: '/', url: 'http://x', token_pool: true }] };
+  const withKeys = (keys: unknown[], extra: Record<string, unknown> = {}) =>
+    parseConfig({ ...base, consumers: { enabled: true, keys, ...extra } });
+  it('defaults: weight 1, no caps, a reserve of half of each share', () => {
+    const config = withKeys([{ name: 'web', value: 'key-web-0123456789' }]);
+    expect(config.consumers.keys[0]).toMatchObject({ weight: 1, max_per_hour: null, max_concurrency: null });
+    expect(config.consumers.reserve_fraction).toBe(0.5);
+  });
+  it('takes weights and caps as given', () => {
+    const config = withKeys([{ name: 'web', value: 'key-web-0123456789', weight: 2.5, max_per_hour: 1000, max_concurrency: 4 }], {
+      reserve_fraction: 0.2,
+    });
+    expect(config.consumers.keys[0]).toMatchObject({ weight: 2.5, max_per_hour: 1000, max_concurrency: 4 });
+    expect(config.consumers.reserve_fraction).toBe(0.2);
+  });
+  it.each([
+    [
+      'a weight of 0',
+      [{ name: 'web', value: 'key-web-0123456789', weight: 0 }],
+      {},
+      /consumers\.keys\.0\.weight|consumers\.keys\[0\]\.weight/,
+    ],
+    ['a negative weight', [{ name: 'web', value: 'key-web-0123456789', weight: -1 }], {}, /weight/],
+    ['a huge weight', [{ name: 'web', value: 'key-web-0123456789', weight: 1e9 }], {}, /weight/],
+    ['a weight that is a string', [{ name: 'web', value: 'key-web-0123456789', weight: '3' }], {}, /weight/],
+    ['a negative max_per_hour', [{ name: 'web', value: 'key-web-0123456789', max_per_hour: -1 }], {}, /max_per_hour/],
+    ['a fractional max_concurrency', [{ name: 'web', value: 'key-web-0123456789', max_concurrency: 1.5 }], {}, /max_concurrency/],
+    ['a max_concurrency of 0', [{ name: 'web', value: 'key-web-0123456789', max_concurrency: 0 }], {}, /max_concurrency/],
+    ['an unknown key in an entry', [{ name: 'web', value: 'key-web-0123456789', share: 0.5 }], {}, /share|unrecognized/i],
+    ['a reserve_fraction over 1', [{ name: 'web', value: 'key-web-0123456789' }], { reserve_fraction: 1.5 }, /reserve_fraction/],
+    ['a negative reserve_fraction', [{ name: 'web', value: 'key-web-0123456789' }], { reserve_fraction: -0.1 }, /reserve_fraction/],
+  ])('refuses %s, naming the key and never the key value', (_what, keys, extra, message) => {
+    let error: unknown;
+    try {
+      withKeys(keys, extra);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(message);
+    expect((error as Error).message).not.toContain('key-web-0123456789');
   });
 });

@@ -78,7 +78,10 @@ describe('in-process token pool', () => {
     const clock = { now: NOW };
     const tokenPool = pool({ perTokenConcurrency: 10, maxConcurrency: 10 }, clock);
     const first = leaseOf(await tokenPool.acquire());
-    expect(first.settle(401, () => undefined, '{"message":"Bad credentials"}')).toEqual({ kind: 'dead' });
+    // A 401 on a request kills nothing by itself (issue 14, row 1): GET /rate_limit answering 401 does.
+    expect(first.settle(401, () => undefined, '{"message":"Bad credentials"}')).toEqual({ kind: 'unauthorized' });
+    expect(tokenPool.snapshot().map((t) => t.state)).toEqual(['ok', 'ok']);
+    tokenPool.learn(first.name, 401, undefined);
     const second = leaseOf(await tokenPool.acquire());
     expect(second.name).not.toBe(first.name);
     expect(second.settle(403, rl(0, 50, nowSeconds + 120), '{"message":"API rate limit exceeded"}')).toEqual({
@@ -96,6 +99,7 @@ describe('in-process token pool', () => {
     // Every token dead: 503, not 429.
     const allDead = pool({ tokens: [{ name: 'x', value: 'vx' }] }, clock);
     leaseOf(await allDead.acquire()).settle(401, () => undefined, undefined);
+    allDead.learn('x', 401, undefined);
     expect(await allDead.acquire()).toEqual({ kind: 'unavailable', reason: 'dead', retryAfterSeconds: 60 });
     clock.now = NOW + 122_000; // past the reset and its grace: the window is renewed
     expect(leaseOf(await tokenPool.acquire()).name).toBe(second.name);

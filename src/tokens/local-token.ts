@@ -1,0 +1,119 @@
+/**
+ * One token as the in-process pool keeps it: one window per rate-limit resource (resource.ts),
+ * and what belongs to the credential as a whole (its pause, its death, its concurrency), plus what
+ * only this process knows (leases in flight, secondary limits in a row, the last error).
+ *
+ * `view` shows the token as state.ts and choose.ts see it in one resource; `write` stores their
+ * result back. A window is only created once the resource is used or learnt, so a token that never
+ * searched has no search window (and reports none).
+ */
+import { quotaLeft, UNSEEN, windowOver } from './state.js';
+import { resourceReport, reportOf } from './report.js';
+import { RESOURCES, type Resource } from './resource.js';
+import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState } from './types.js';
+
+/** One resource's window of a token, with what this process keeps beside it. */
+export interface Window {
+  limit: number;
+  remaining: number;
+  /** Epoch seconds. */
+  reset: number;
+  known: boolean;
+  /** Requests in flight on the token in this resource (each reserves one unit of it). */
+  inFlight: number;
+  /** Units this replica may still spend on its own (shared budget unreachable), or undefined. */
+  allowance: number | undefined;
+}
+
+export interface Token {
+  readonly name: string;
+  readonly authorization: string;
+  /** A confirmed 401 (every resource). */
+  dead: boolean;
+  /** Secondary limit (every resource: it is the credential's), epoch ms. */
+  pausedUntil: number;
+  /** Requests in flight over every resource (the per-token concurrency cap). */
+  inFlight: number;
+  readonly windows: Map<Resource, Window>;
+  secondaryRepeats: number;
+  lastError: string | null;
+  lastErrorAt: number | null;
+}
+
+export function newToken(configured: PoolToken): Token {
+  return {
+    name: configured.name,
+    authorization: `token ${configured.value}`,
+    dead: false,
+    pausedUntil: 0,
+    inFlight: 0,
+    windows: new Map(),
+    secondaryRepeats: 0,
+    lastError: null,
+    lastErrorAt: null,
+  };
+}
+
+/** The token's window of a resource, created (as an unseen one) on first use. */
+export function windowOf(token: Token, resource: Resource): Window {
+  let window = token.windows.get(resource);
+  if (window === undefined) {
+    window = { limit: UNSEEN.limit, remaining: UNSEEN.remaining, reset: UNSEEN.reset, known: false, inFlight: 0, allowance: undefined };
+    token.windows.set(resource, window);
+  }
+  return window;
+}
+
+/** The token as seen in one resource: that window's numbers and reservations, the token's pause, death and concurrency. */
+export function view(token: Token, resource: Resource): TokenState & TokenNumbers {
+  const window = token.windows.get(resource);
+  return {
+    name: token.name,
+    limit: window?.limit ?? UNSEEN.limit,
+    remaining: window?.remaining ?? UNSEEN.remaining,
+    reset: window?.reset ?? UNSEEN.reset,
+    known: window?.known ?? false,
+    inFlight: window?.inFlight ?? 0,
+    concurrent: token.inFlight,
+    dead: token.dead,
+    pausedUntil: token.pausedUntil,
+  };
+}
+
+/** Stores numbers (of the token as seen in `resource`) back: the window's, and the token's pause and death. */
+export function write(token: Token, resource: Resource, numbers: TokenNumbers): void {
+  const window = windowOf(token, resource);
+  window.limit = numbers.limit;
+  window.remaining = numbers.remaining;
+  window.reset = numbers.reset;
+  window.known = numbers.known;
+  token.pausedUntil = numbers.pausedUntil;
+  token.dead = numbers.dead;
+}
+
+/** Whether the token knows its numbers in a resource. */
+export function knows(token: Token, resource: Resource): boolean {
+  return token.windows.get(resource)?.known === true;
+}
+
+/** The token's /admin/tokens row: core's numbers, its whole concurrency, and every known resource. */
+export function tokenReport(token: Token, nowMs: number): TokenReport {
+  const resources: Partial<Record<Resource, ResourceReport>> = {};
+  for (const resource of RESOURCES) {
+    const window = token.windows.get(resource);
+    if (window?.known === true) resources[resource] = resourceReport(window, nowMs);
+  }
+  const core = view(token, 'core');
+  return reportOf({ ...core, inFlight: token.inFlight, lastError: token.lastError, lastErrorAt: token.lastErrorAt }, nowMs, resources);
+}
+
+/** Keeps only `share` of every known window's quota for this replica (Redis outage: 1/N each). */
+export function scaleWindows(token: Token, share: number, nowMs: number, fallbackReset: number): void {
+  for (const window of token.windows.values()) {
+    if (!window.known) continue;
+    // What is left now, minus what is already in flight here, split: then spent one by one.
+    window.allowance = Math.max(0, Math.floor((quotaLeft(window, nowMs) - window.inFlight) * share) + window.inFlight);
+    window.remaining = Math.min(quotaLeft(window, nowMs), window.allowance);
+    if (windowOver(window, nowMs)) window.reset = fallbackReset; // unknown new reset: assume soon
+  }
+}
