@@ -44,6 +44,16 @@ export function reconnectDelay(attempt: number): number {
   return Math.min(50 * 2 ** Math.min(attempt, 10), 500);
 }
 
+/**
+ * Scripts defined without a fixed number of keys (tokens/shared-pool.ts, tokens/consumer-ledger.ts):
+ * their first argument is the key count. On a Cluster, ioredis groups auto-pipelined commands by
+ * the slot of the first key, which it finds by name for Redis's own commands (EVAL included) but
+ * takes as the first argument for defined ones: these landed in another slot's pipeline, which then
+ * failed as a whole ("All keys in the pipeline should belong to the same slots allocation group"),
+ * L2 lookups included. They are sent on their own instead (test/integration/redis-cluster-pipelining.test.ts).
+ */
+export const NOT_KEY_FIRST: readonly string[] = ['etagereRead', 'etagereConsumerSpend', 'etagereConsumerRefund'];
+
 /** A client with the settings above. `queue`: let commands wait for the connection (the subscriber only: its SUBSCRIBE is replayed on reconnect). */
 function makeClient(cfg: RedisConfig, queue: boolean): RedisClient {
   const options: RedisOptions = {
@@ -65,6 +75,7 @@ function makeClient(cfg: RedisConfig, queue: boolean): RedisClient {
   const clusterOptions: ClusterOptions = {
     enableOfflineQueue: queue,
     enableAutoPipelining: true,
+    autoPipeliningIgnoredCommands: [...NOT_KEY_FIRST],
     clusterRetryStrategy: (times: number) => reconnectDelay(times),
     redisOptions: options,
     slotsRefreshTimeout: cfg.connect_timeout_ms,

@@ -38,7 +38,7 @@ export const STATUS_PAGE = `<!doctype html>
 </div>
 <h2>Tokens</h2>
 <table id="tokens">
-  <thead><tr><th>token</th><th>remaining / limit</th><th></th><th>state</th><th>resets in</th><th>in flight</th><th>last error</th></tr></thead>
+  <thead><tr><th>token</th><th>core remaining / limit</th><th></th><th>state</th><th>resets in</th><th>in flight</th><th>last error</th><th>other resources</th></tr></thead>
   <tbody></tbody>
 </table>
 <p class="muted" id="no-pool" hidden>No token pool is configured.</p>
@@ -80,13 +80,7 @@ function render(st) {
     tr.dataset.token = t.name;
     tr.className = 'state-' + t.state;
     cell(tr, t.name);
-    const quota = cell(tr, t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
-    const others = ['search', 'code_search', 'graphql'].filter((n) => t.resources && t.resources[n]);
-    if (others.length > 0) {
-      const small = document.createElement('div'); small.className = 'muted';
-      small.textContent = others.map((n) => n + ' ' + t.resources[n].remaining + ' / ' + t.resources[n].limit).join(' · ');
-      quota.appendChild(small);
-    }
+    cell(tr, t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
     const td = cell(tr, '');
     const bar = document.createElement('div'); bar.className = 'bar';
     const fill = document.createElement('span');
@@ -96,6 +90,9 @@ function render(st) {
     cell(tr, t.paused_until ? 'paused ' + countdown(Date.parse(t.paused_until) / 1000) : countdown(t.reset));
     cell(tr, String(t.in_flight));
     cell(tr, t.last_error || '', 'muted');
+    // The other resources' windows, in a column of their own (the first columns are core's).
+    const others = ['search', 'code_search', 'graphql'].filter((n) => t.resources && t.resources[n]);
+    cell(tr, others.map((n) => n + ' ' + t.resources[n].remaining + ' / ' + t.resources[n].limit).join(' · '), 'muted');
     body.appendChild(tr);
   }
   renderConsumers(st.consumers || []);

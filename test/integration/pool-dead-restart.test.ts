@@ -4,7 +4,7 @@
  * permanent 1), and once the upstream accepts it again, a restarted proxy brings it back instead
  * of inheriting the old flag (before the fix it stayed dead across restarts of every replica).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -40,6 +40,7 @@ describe('row 1 with the CLI and Redis: a restart keeps no permanent dead flag',
   let client: Redis;
   let fake: FakeUpstream;
   let configFile: string;
+  let configDir: string | undefined;
 
   beforeAll(async () => {
     redis = await startRedis();
@@ -51,11 +52,12 @@ describe('row 1 with the CLI and Redis: a restart keeps no permanent dead flag',
           .join(','),
       ),
     });
-    const dir = mkdtempSync(join(tmpdir(), 'etagere-dead-'));
-    configFile = join(dir, 'etagere.yaml');
+    configDir = mkdtempSync(join(tmpdir(), 'etagere-dead-'));
+    configFile = join(configDir, 'etagere.yaml');
     writeFileSync(configFile, `redis:\n  key_prefix: "dead-restart-${Date.now()}:"\n`);
   });
   afterAll(async () => {
+    if (configDir !== undefined) rmSync(configDir, { recursive: true, force: true });
     client?.disconnect();
     await fake?.close();
     await redis?.stop();

@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../helpers/cli.js';
@@ -386,6 +386,7 @@ describe('token pool', () => {
       for (const secret of ALL_SECRETS) expect(output).not.toContain(secret);
     } finally {
       cli.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true }); // the tokens file
     }
   }, 30_000);
 });

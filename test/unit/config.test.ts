@@ -1,11 +1,18 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+
+/** Temporary config files, removed after the file's tests. */
+const tmpDirs: string[] = [];
+afterAll(() => {
+  for (const dir of tmpDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 function tmpFile(content: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'etagere-config-'));
+  tmpDirs.push(dir);
   const file = join(dir, 'config.yaml');
   writeFileSync(file, content);
   return file;
