@@ -54,12 +54,46 @@ export function reconnectDelay(attempt: number): number {
  */
 export const NOT_KEY_FIRST: readonly string[] = ['etagereRead', 'etagereConsumerSpend', 'etagereConsumerRefund'];
 
+/**
+ * A command's answer, or a timeout error once `ms` have passed without one while this process was
+ * responsive. After the event loop was held up (a burst of requests, a GC pause), expired timers
+ * run before the socket is read, and auto-pipelined commands are not even sent yet: ioredis's own
+ * commandTimeout failed commands a healthy Redis had answered, the breaker opened, and replicas went
+ * on without Redis. A timer that fires late by more than half its time (the loop was held up)
+ * gives the command its window again; ioredis's commandTimeout stays as the backstop.
+ */
+function answeredWithin<T>(command: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let due = Date.now() + ms;
+    const check = (): void => {
+      if (Date.now() - due > ms / 2) {
+        due = Date.now() + ms;
+        timer = setTimeout(check, ms);
+        return;
+      }
+      reject(new Error('Command timed out'));
+    };
+    let timer = setTimeout(check, ms);
+    command.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
+
 /** A client with the settings above. `queue`: let commands wait for the connection (the subscriber only: its SUBSCRIBE is replayed on reconnect). */
 function makeClient(cfg: RedisConfig, queue: boolean): RedisClient {
   const options: RedisOptions = {
     enableOfflineQueue: queue,
     maxRetriesPerRequest: 1,
-    commandTimeout: cfg.command_timeout_ms,
+    // A backstop only: `run` times commands out itself (see `answeredWithin`).
+    commandTimeout: Math.max(1_000, 5 * cfg.command_timeout_ms),
     connectTimeout: cfg.connect_timeout_ms,
     retryStrategy: (times: number) => reconnectDelay(times),
     lazyConnect: false,
@@ -147,7 +181,7 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
       }
       const started = process.hrtime.bigint();
       try {
-        const value = await fn(client);
+        const value = await answeredWithin(fn(client), cfg.command_timeout_ms);
         breaker.success();
         count(op, 'ok');
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
