@@ -10,6 +10,7 @@ import { createMetrics, type Metrics } from './metrics/registry.js';
 import { writeError } from './proxy/answer.js';
 import { errors } from './proxy/errors.js';
 import { createHandler } from './proxy/handle.js';
+import { requestId } from './proxy/request-id.js';
 import { buildServices } from './services.js';
 import { createAdminServer } from './server/admin.js';
 import { hardenListener } from './server/connections.js';
@@ -31,9 +32,10 @@ export interface App {
   redisUp(): boolean | null;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
-   * timeout), then close everything. Idempotent.
+   * timeout), then close everything. Logs a line when it starts (with the signal, if one asked)
+   * and one when it is done, saying whether every request finished. Idempotent.
    */
-  close(): Promise<void>;
+  close(signal?: string): Promise<void>;
 }
 
 export interface AppOptions {
@@ -59,7 +61,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     { keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
     (req, res) => {
       if (draining) {
-        writeError(res, errors.shuttingDown());
+        writeError(res, errors.shuttingDown(), requestId(req.headers['x-request-id']));
         return;
       }
       inFlight++;
@@ -93,9 +95,12 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   const adminAddr = opts.adminListener === false ? undefined : await listen(admin, config.admin.port, config.admin.host);
 
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
+  const close = (signal?: string): Promise<void> => {
     closing ??= (async () => {
       draining = true;
+      const started = Date.now();
+      const atStart = inFlight;
+      logger.info({ signal, inFlight: atStart, drainTimeoutMs: config.shutdown.drain_timeout_ms }, 'etagere shutting down: draining');
       const done = closed(server); // stops accepting; resolves once every connection has ended
       server.closeIdleConnections();
       if (inFlight > 0) {
@@ -107,11 +112,16 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
         clearTimeout(timer);
         if (inFlight > 0) logger.warn({ inFlight }, 'drain timeout reached; closing remaining connections');
       }
+      const cut = inFlight;
       server.closeAllConnections();
       await done;
       await services.close();
       admin.closeAllConnections();
       await closed(admin);
+      logger.info(
+        { drained: cut === 0, finished: atStart - cut, cut, ms: Date.now() - started },
+        cut === 0 ? 'etagere stopped: every request finished' : 'etagere stopped: drain timeout cut requests',
+      );
       logger.flush?.();
     })();
     return closing;

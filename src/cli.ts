@@ -1,32 +1,24 @@
 #!/usr/bin/env node
 /**
- * etagere command line: argument parsing only.
+ * etagere command line: argument parsing only (the help texts: src/cli-help.ts).
  *   etagere serve [--config FILE]
  *   etagere fake-upstream [--port N] [--host H] [--tokens SPEC] [--anon-limit N] [--token-limit N]
  *                         [--window-seconds N] [--latency-ms N] [--faults KIND:RATE,...]
- *   etagere demo [--port N] [--fake-port N]
+ *   etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet] [--verbose]
+ *   etagere --help | <command> --help | --version
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startApp, type App } from './app.js';
+import { COMMANDS, USAGE, commandHelp, version, type Command } from './cli-help.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { cluster, runPrimary, runWorker, workerCount } from './cluster/serve.js';
 import type { Config } from './config/schema.js';
+import { startupSummary } from './config/summary.js';
+import { demoBanner } from './demo/banner.js';
 import { startDemoLoad, summaryLine } from './demo/consumer.js';
 import { startFakeUpstream, parseFaultSpec, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
 import { basePrefixOf } from './upstream/client.js';
-
-const USAGE = `usage:
-  etagere serve [--config FILE]          run the proxy (config: --config, else ETAGERE_CONFIG, else built-in defaults)
-  etagere fake-upstream [options]        run the fake upstream API
-      --port N (default 9100)  --host H (default 127.0.0.1)  --tokens SPEC (e.g. "tok1:repo,tok2:")
-      --anon-limit N  --token-limit N  --window-seconds N  --latency-ms N
-      --faults SPEC (e.g. "reset-body:0.05,status:0.02,slow-headers:0.01"; kinds: refuse, reset-headers,
-        reset-body, truncate, slow-headers, slow-body, status, bad-json, huge; more via POST /__fake/faults)
-  etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet]
-                                           fake upstream plus a proxy in front of it, with a
-                                           small consumer load and a summary line per second
-`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`etagere: ${message}\n`);
@@ -39,7 +31,7 @@ function intFlag(name: string, value: string | undefined): number | undefined {
   return Number(value);
 }
 
-function onSignals(stop: () => Promise<void>): void {
+function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -47,7 +39,7 @@ function onSignals(stop: () => Promise<void>): void {
       process.exit(1);
     }
     stopping = true;
-    stop().then(
+    stop(signal).then(
       () => process.exit(0),
       (err: unknown) => fail(`shutdown failed: ${(err as Error).message}`, 1),
     );
@@ -73,15 +65,16 @@ async function serve(args: string[]): Promise<void> {
   if (workerCount(config.workers) > 1) {
     const primary = await runPrimary(config);
     process.stdout.write(
-      `etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl})\n`,
+      `etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl}) ${JSON.stringify(startupSummary(config))}\n`,
     );
     onSignals(() => primary.close());
     return;
   }
   const app = await startApp(config);
-  app.logger.info({ url: app.url, admin: app.adminUrl }, 'etagere listening');
+  // One line says what it runs with: addresses, upstreams, tokens (a count), Redis, public URL.
+  app.logger.info({ url: app.url, admin: app.adminUrl, ...startupSummary(config) }, 'etagere listening');
   app.logger.flush(); // the async destination would otherwise hold the line until 4 KiB accumulate
-  onSignals(() => app.close());
+  onSignals((signal) => app.close(signal));
 }
 
 function fakeOptions(values: Record<string, string | boolean | undefined>): FakeUpstreamOptions {
@@ -147,6 +140,7 @@ async function demo(args: string[]): Promise<void> {
       'fake-port': { type: 'string' },
       'admin-port': { type: 'string' },
       quiet: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -160,6 +154,9 @@ async function demo(args: string[]): Promise<void> {
       file,
       env: { ...process.env, ETAGERE_CONFIG: undefined, UPSTREAM_URL: undefined, ETAGERE_TOKENS: tokens },
     });
+    // The access log (a line per request) would drown the summary lines: only with --verbose.
+    if (!values.verbose && (config.log.level === 'info' || config.log.level === 'debug' || config.log.level === 'trace'))
+      config.log.level = 'warn';
     const adminPort = intFlag('admin-port', values['admin-port']);
     if (adminPort !== undefined) config.admin.port = adminPort;
     const port = intFlag('port', values.port);
@@ -175,20 +172,7 @@ async function demo(args: string[]): Promise<void> {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
-  process.stdout.write(`
-etagere demo
-  proxy          ${app.url}
-  admin          ${app.adminUrl}/metrics  ${app.adminUrl}/healthz  ${app.adminUrl}/admin/tokens
-  fake upstream  ${fake.url}  (stats: ${fake.url}/__fake/stats)
-
-Try:
-  curl -i ${app.url}/repos/octocat/hello-world
-  curl -i '${app.url}/orgs/etagere-org/repos?per_page=5'
-  curl -i -H 'Authorization: token demo_token_alice_repo' ${app.url}/user
-  curl -i ${app.url}/bicyclists/helsinki
-  curl -s ${fake.url}/__fake/stats
-
-`);
+  process.stdout.write(demoBanner(app, fake.url));
   // A small built-in consumer load and a one-line-per-second summary (unless --quiet).
   const load = values.quiet ? undefined : startDemoLoad(app.url);
   const ticker = values.quiet
@@ -206,6 +190,10 @@ Try:
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (COMMANDS.includes(command as Command) && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(commandHelp(command as Command));
+    return;
+  }
   switch (command) {
     case 'serve':
       return serve(rest);
@@ -217,6 +205,11 @@ async function main(argv: string[]): Promise<void> {
     case '--help':
     case 'help':
       process.stdout.write(USAGE);
+      return;
+    case '-V':
+    case '--version':
+    case 'version':
+      process.stdout.write(`etagere ${version()}\n`);
       return;
     default:
       fail(`${command === undefined ? 'missing command' : `unknown command "${command}"`}\n${USAGE}`);

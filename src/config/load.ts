@@ -66,7 +66,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
   set(env.WORKERS, (v) => (raw.workers = v.trim() === 'auto' ? 'auto' : intFromEnv('WORKERS', v)));
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
-  set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','))));
+  set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','), (index) => `ETAGERE_TOKENS entry ${index + 1}`)));
   set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
   set(env.UPSTREAM_URL, (url) => {
     const list = raw.upstreams;
@@ -79,19 +79,41 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   return raw;
 }
 
+const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+/** Why one "token" or "name=token" item is malformed, or undefined. Never quotes the item. */
+function secretItemProblem(item: string): string | undefined {
+  const equals = item.indexOf('=');
+  if (equals === 0) return 'nothing before "=" (write "name=token", or the token alone)';
+  if (equals > 0 && item.slice(equals + 1).trim().length === 0) return 'no token after "="';
+  if (equals > 0 && !TOKEN_NAME.test(item.slice(0, equals).trim()))
+    return 'the name before "=" must be 1-63 letters, digits, "_", "." or "-", starting with a letter or digit';
+  const token = equals > 0 ? item.slice(equals + 1).trim() : item;
+  if (token.includes(':'))
+    return 'the token contains ":" (the fake upstream\'s "token:scopes" syntax is not the proxy\'s; write "name=token")';
+  if (!/^[\x21-\x7e]{1,1024}$/.test(token)) return 'the token must be 1-1024 printable characters without spaces';
+  return undefined;
+}
+
 /**
  * Parses "token" or "name=token" items (ETAGERE_TOKENS, a tokens file). Blank items and "#"
- * comments are skipped. A name is only split off when the part before "=" looks like a name, so a
- * token containing "=" stays whole.
+ * comments are skipped. The token after "name=" may itself contain "=". A malformed item is a
+ * ConfigError naming its position through `where(index)` (e.g. "ETAGERE_TOKENS entry 2"), never
+ * its text: it may be a secret.
  */
-export function parseSecretList(items: readonly string[]): Array<{ name?: string; value: string }> {
+export function parseSecretList(
+  items: readonly string[],
+  where: (index: number) => string = (index) => `entry ${index + 1}`,
+): Array<{ name?: string; value: string }> {
   const out: Array<{ name?: string; value: string }> = [];
-  for (const item of items) {
+  items.forEach((item, index) => {
     const trimmed = item.trim();
-    if (trimmed.length === 0 || trimmed.startsWith('#')) continue;
-    const match = /^([A-Za-z0-9][A-Za-z0-9_.-]{0,62})=(.+)$/.exec(trimmed);
-    out.push(match !== null ? { name: match[1]!, value: match[2]!.trim() } : { value: trimmed });
-  }
+    if (trimmed.length === 0 || trimmed.startsWith('#')) return;
+    const problem = secretItemProblem(trimmed);
+    if (problem !== undefined) throw new ConfigError(`${where(index)}: ${problem} (value not shown)`);
+    const equals = trimmed.indexOf('=');
+    out.push(equals > 0 ? { name: trimmed.slice(0, equals).trim(), value: trimmed.slice(equals + 1).trim() } : { value: trimmed });
+  });
   return out;
 }
 
@@ -129,7 +151,7 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
       throw new ConfigError(`pool.tokens_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
     }
     const existing = Array.isArray(pool.tokens) ? (pool.tokens as unknown[]) : [];
-    pool.tokens = [...existing, ...parseSecretList(text.split(/\r?\n/))];
+    pool.tokens = [...existing, ...parseSecretList(text.split(/\r?\n/), (index) => `tokens file line ${index + 1}`)];
   }
   return raw;
 }

@@ -4,6 +4,7 @@
  *   POST /__fake/reset                 stats, quotas, secondary mode, mutations → seed
  *                                      (body {"config": true} also restores the start-up config)
  *   POST /__fake/mutate  {"path": ...} change a repo, user, org or city
+ *   POST /__fake/rename  {"path": "/repos/o/r", "name": ...} rename a repository (the old name answers 301)
  *   GET|POST /__fake/secondary         scripted secondary-limit failures
  *   GET|POST /__fake/config            runtime configuration
  *   GET|POST|DELETE /__fake/faults     fault injection rules (faults.ts)
@@ -14,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
 import { FaultSpecError, parseFaultRules } from './faults.js';
 import { JSON_TYPE } from './headers.js';
+import { RenameError, renameRepo } from './rename.js';
 import type { FakeState, RuntimeConfig } from './state.js';
 
 export const CONTROL_PREFIX = '/__fake';
@@ -130,6 +132,10 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         if (typeof body.path !== 'string' || body.path === '') throw new HttpError(400, '"path" must be a non-empty string');
         return sendJson(res, 200, mutate(state, body.path));
       }
+      case '/__fake/rename': {
+        methodGuard(req, ['POST']);
+        return sendJson(res, 200, rename(state, await readJsonObject(req, false)));
+      }
       case '/__fake/secondary': {
         methodGuard(req, ['GET', 'POST']);
         if (req.method === 'POST') configureSecondary(state, await readJsonObject(req, false));
@@ -170,6 +176,32 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
       return;
     }
     sendJson(res, 500, { message: `Control endpoint failed: ${(err as Error).message}` });
+  }
+}
+
+/** Renames a repository: `{"path": "/repos/:owner/:repo" (or an absolute URL), "name": "new-name"}`. */
+function rename(state: FakeState, body: Record<string, unknown>): { from: string; to: string; id: number; location: string } {
+  onlyKeys(body, ['path', 'name']);
+  if (typeof body.path !== 'string' || body.path === '') throw new HttpError(400, '"path" must be a non-empty string');
+  if (typeof body.name !== 'string') throw new HttpError(400, '"name" must be a string');
+  let path = body.path;
+  if (/^https?:\/\//i.test(path)) {
+    try {
+      path = new URL(path).pathname;
+    } catch {
+      throw new HttpError(400, '"path" is not a valid URL');
+    }
+  }
+  const parts = (path.split('?')[0] ?? '').split('/');
+  const repo = parts.length === 4 && parts[0] === '' && parts[1] === 'repos' ? state.world.repo(parts[2] ?? '', parts[3] ?? '') : undefined;
+  if (repo === undefined) throw new HttpError(404, `Unknown repository ${path.slice(0, 200)} (expected /repos/:owner/:repo)`);
+  try {
+    const moved = renameRepo(state.world, repo, body.name);
+    state.invalidateLists();
+    return { ...moved, id: repo.id, location: `/repositories/${repo.id}` };
+  } catch (err) {
+    if (err instanceof RenameError) throw new HttpError(err.status, err.message);
+    throw err;
   }
 }
 

@@ -8,8 +8,10 @@ import { canSee, isAffiliated, permissionClass } from './auth.js';
 import type { Account, Repo, World } from './data.js';
 import { bodyHash } from './etag.js';
 import { JSON_TYPE, NOT_FOUND_BODY, REQUIRES_AUTH_BODY, TEXT_TYPE } from './headers.js';
+import { orgMembers, orgRecord } from './orgs.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { privateAccount, publicAccount, repoJson, type ApiVersion } from './render.js';
+import { movedBody, movedRepo, repoById } from './rename.js';
 import { appOnly, searchRoute } from './search.js';
 import type { FakeState, Rendered } from './state.js';
 
@@ -34,6 +36,8 @@ export interface ApiResult {
   cacheControl?: string;
   /** Link of an answer that has no validators (search pages). */
   link?: string | null;
+  /** Location of a redirect (a renamed repository's old name). */
+  location?: string;
 }
 
 const notFound = (): ApiResult => ({
@@ -51,6 +55,10 @@ const requiresAuth = (): ApiResult => ({
   rendered: null,
   acceptedScopes: '',
 });
+
+/** A rendered answer, or a 404 when there is none (src/fake-upstream/orgs.ts). */
+const orFound = (rendered: Rendered | undefined, acceptedScopes: string): ApiResult =>
+  rendered === undefined ? notFound() : ok(rendered, acceptedScopes);
 
 const ok = (rendered: Rendered, acceptedScopes: string): ApiResult => ({
   status: 200,
@@ -103,13 +111,22 @@ export function route(ctx: RouteContext): ApiResult {
       if (owner === null || name === null) return notFound();
       return repoRecord(ctx, owner, name);
     }
+    case 'repositories': {
+      const id = parts[2] ?? '';
+      if (segmentCount !== 3 || !/^[1-9][0-9]{0,15}$/.test(id)) return notFound();
+      const repo = repoById(ctx.world, Number(id));
+      return repo === undefined ? notFound() : repoRecord(ctx, repo.owner.login, repo.name);
+    }
     case 'app':
       return segmentCount === 2 ? appOnly() : notFound();
     case 'search':
       return (segmentCount === 3 ? searchRoute(ctx, parts[2] ?? '') : undefined) ?? notFound();
     case 'orgs': {
       const org = segment(parts[2]);
-      if (org === null || segmentCount !== 4 || parts[3] !== 'repos') return notFound();
+      if (org === null) return notFound();
+      if (segmentCount === 3) return orFound(orgRecord(ctx, org), '');
+      if (segmentCount === 4 && parts[3] === 'members') return orFound(orgMembers(ctx, org), '');
+      if (segmentCount !== 4 || parts[3] !== 'repos') return notFound();
       return orgRepos(ctx, org);
     }
     default:
@@ -152,7 +169,8 @@ function ownProfile(ctx: RouteContext): ApiResult {
 
 function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
   const repo = ctx.world.repo(owner, name);
-  if (!repo || !canSee(ctx.viewer, repo)) return notFound();
+  if (!repo) return moved(ctx, owner, name);
+  if (!canSee(ctx.viewer, repo)) return notFound();
   const perm = permissionClass(ctx.viewer, repo);
   const key = `response|${perm}|${ctx.version}|${ctx.base}`;
   let rendered = repo.cache.get(key) as Rendered | undefined;
@@ -161,6 +179,14 @@ function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
     repo.cache.set(key, rendered);
   }
   return ok(rendered, 'repo');
+}
+
+/** The old name of a renamed repository: 301 to /repositories/:id (404 to whoever may not see it). */
+function moved(ctx: RouteContext, owner: string, name: string): ApiResult {
+  const repo = movedRepo(ctx.world, owner, name);
+  if (repo === undefined || !canSee(ctx.viewer, repo)) return notFound();
+  const location = `${ctx.base}/repositories/${repo.id}`;
+  return { status: 301, body: movedBody(location), contentType: JSON_TYPE, rendered: null, acceptedScopes: 'repo', location };
 }
 
 type SortKey = 'created' | 'updated' | 'pushed' | 'full_name';

@@ -210,6 +210,7 @@ interface AnswerExtra {
   etag?: string | null;
   lastModified?: string | null;
   link?: string | null;
+  location?: string;
   viewer?: Viewer | null;
 }
 
@@ -252,6 +253,7 @@ function apiCall(state: FakeState, req: IncomingMessage, reply: Reply, path: str
       link: extra.link ?? null,
       retryAfter: extra.retryAfter ?? null,
     });
+    if (extra.location !== undefined) headers.location = extra.location;
     reply.send(status, headers, body);
   };
   return { method: req.method ?? 'GET', requestId, cred, viewer, address: clientAddress(req), versionHeader, versionOk, version, answer };
@@ -359,12 +361,13 @@ function resource(
   const rendered = result.rendered;
   if (rendered === null) {
     const spent = spend(window);
-    const { contentType, acceptedScopes, cacheControl, link } = result;
+    const { contentType, acceptedScopes, cacheControl, link, location } = result;
     answer(result.status, result.body, window, spent, {
       contentType,
       acceptedScopes,
       cacheControl: cacheControl ?? null,
       link: link ?? null,
+      location,
     });
     return;
   }

@@ -3,15 +3,17 @@
  * reply.ts) and hands back what the log line and the metrics record.
  *
  * The hit path is one writeHead with a header list flattened once per entry, and one end(buffer).
- * Link headers that point at the upstream are rewritten to the proxy's public base; a client that
- * already holds the representation (If-None-Match / If-Modified-Since) gets a 304.
+ * Link headers, and the Location of a redirect or a 201, that point at the upstream are rewritten
+ * to the proxy's public base (link.ts: public_url, trusted forwarded headers, or the request's own
+ * Host), at serve time and never stored; a client that already holds the representation
+ * (If-None-Match / If-Modified-Since) gets a 304.
  */
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { CacheEntry } from '../cache/entry.js';
 import { REPRESENTATION_FRAMING } from '../cache/policy.js';
 import { clientHasCurrent } from '../headers/conditional.js';
-import { publicBase, rewriteLink } from '../headers/link.js';
+import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix, type LinkRewrite } from '../headers/link.js';
 import type { RequestContext } from './context.js';
 import { errorBody } from './errors.js';
 import type { ErrorReply, Reply, Served } from './reply.js';
@@ -66,7 +68,7 @@ function writeStream(ctx: RequestContext, reply: Extract<Reply, { kind: 'stream'
     return;
   }
   reply.headers['x-request-id'] = ctx.id;
-  rewriteLinkHeaders(ctx, reply.headers);
+  rewriteLinkHeaders(ctx, reply.status, reply.headers);
   res.writeHead(reply.status, reply.headers);
   if (reply.headersOnly) {
     // The fetch was a GET (entries serve both), but a HEAD answer is complete with its headers: it
@@ -111,9 +113,9 @@ function streamTo(body: Readable, res: ServerResponse, onUpstreamError: (err: un
 
 /** Stored headers flattened once per entry: [name, value, name, value, ..., 'content-length', n]. */
 const flatCache = new WeakMap<CacheEntry, string[]>();
-/** Entries that carry a Link header (the only ones needing per-request work). */
+/** Entries that carry a Link header, or a Location to rewrite (the only ones needing per-request work). */
 const hasLink = new WeakSet<CacheEntry>();
-/** Per entry, the flattened headers with Link rewritten for the last public base seen. */
+/** Per entry, the flattened headers with Link and Location rewritten for the last public base seen. */
 const linkCache = new WeakMap<CacheEntry, { base: string; flat: string[] }>();
 /** Per entry, its headers followed by the last `extra` list seen (the pool's headers change about once a second). */
 const extraCache = new WeakMap<CacheEntry, { extra: readonly string[]; stored: string[]; flat: string[] }>();
@@ -124,7 +126,7 @@ function flatten(entry: CacheEntry): string[] {
     flat = [];
     for (const [name, value] of entry.headers) {
       flat.push(name, value);
-      if (name === 'link') hasLink.add(entry);
+      if (name === 'link' || (name === 'location' && rewritesLocation(entry.status))) hasLink.add(entry);
     }
     flat.push('content-length', String(entry.body.length));
     flatCache.set(entry, flat);
@@ -132,26 +134,43 @@ function flatten(entry: CacheEntry): string[] {
   return flat;
 }
 
-/** The proxy base URL that Link headers should point at for this request, or undefined (no rewrite). */
+/**
+ * Per upstream, the last proxy base and what it was built from (`public_url`, else the Host value):
+ * clients mostly send one Host, so a hit compares one string instead of validating it and building
+ * a URL. Not used with trust_forwarded (the base then depends on more than one header).
+ */
+const baseMemo = new WeakMap<RequestContext['upstream'], { from: string; base: string | undefined }>();
+
+/** The proxy base URL that Link and Location headers should point at for this request, or undefined (no rewrite). */
 function proxyBaseFor(ctx: RequestContext): string | undefined {
   const headers = ctx.req.headers;
   const { links, cfg } = ctx.upstream;
-  const base = publicBase(links.publicUrl, links.trustForwarded, (name) => {
+  const from = links.publicUrl ?? (links.trustForwarded ? undefined : (headers.host ?? ''));
+  const memo = from === undefined ? undefined : baseMemo.get(ctx.upstream);
+  if (memo !== undefined && memo.from === from) return memo.base;
+  const found = publicBase(links.publicUrl, links.trustForwarded, (name) => {
     const value = headers[name];
     return Array.isArray(value) ? value[0] : value;
   });
-  if (base === undefined) return undefined;
-  return base + (cfg.strip_prefix && cfg.prefix !== '/' ? cfg.prefix : '');
+  const base = found === undefined ? undefined : withRoutePrefix(found, cfg.strip_prefix, cfg.prefix);
+  if (from !== undefined) baseMemo.set(ctx.upstream, { from, base });
+  return base;
 }
 
-/** Rewrites the Link header of a response that is not served from an entry (streamed answers). */
-function rewriteLinkHeaders(ctx: RequestContext, headers: Record<string, string | string[]>): void {
-  const link = headers.link;
-  if (link === undefined) return;
+/** Rewrites Link and Location of a response that is not served from an entry (streamed answers). */
+function rewriteLinkHeaders(ctx: RequestContext, status: number, headers: Record<string, string | string[]>): void {
+  const { link, location } = headers;
+  const locationToo = location !== undefined && rewritesLocation(status);
+  if (link === undefined && !locationToo) return;
   const proxyBase = proxyBaseFor(ctx);
   if (proxyBase === undefined) return;
-  const rewrite = { upstreamBase: ctx.upstream.linkBase, proxyBase };
-  headers.link = Array.isArray(link) ? link.map((value) => rewriteLink(value, rewrite)) : rewriteLink(link, rewrite);
+  const rewrite: LinkRewrite = { upstreamBase: ctx.upstream.linkBase, proxyBase };
+  if (link !== undefined)
+    headers.link = Array.isArray(link) ? link.map((value) => rewriteLink(value, rewrite)) : rewriteLink(link, rewrite);
+  if (locationToo)
+    headers.location = Array.isArray(location)
+      ? location.map((value) => rewriteLocation(value, rewrite))
+      : rewriteLocation(location, rewrite);
 }
 
 function headersFor(ctx: RequestContext, entry: CacheEntry): string[] {
@@ -162,8 +181,11 @@ function headersFor(ctx: RequestContext, entry: CacheEntry): string[] {
   const memo = linkCache.get(entry);
   if (memo !== undefined && memo.base === proxyBase) return memo.flat;
   const out = flat.slice();
+  const rewrite: LinkRewrite = { upstreamBase: ctx.upstream.linkBase, proxyBase };
+  const locationToo = rewritesLocation(entry.status);
   for (let i = 0; i < out.length; i += 2) {
-    if (out[i] === 'link') out[i + 1] = rewriteLink(out[i + 1]!, { upstreamBase: ctx.upstream.linkBase, proxyBase });
+    if (out[i] === 'link') out[i + 1] = rewriteLink(out[i + 1]!, rewrite);
+    else if (locationToo && out[i] === 'location') out[i + 1] = rewriteLocation(out[i + 1]!, rewrite);
   }
   linkCache.set(entry, { base: proxyBase, flat: out });
   return out;

@@ -91,7 +91,7 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
     case 'failed':
       return (
         staleOnError(result.failure.status, undefined) ??
-        errors.upstreamFailed(ctx.upstream.cfg.name, result.failure, { outcome: 'error', upstreamStatus: undefined, token })
+        errors.upstreamFailed(ctx.upstream.cfg, result.failure, { outcome: 'error', upstreamStatus: undefined, token })
       );
     case 'followed': {
       const age = currentAge(result.entry, fetch.now);

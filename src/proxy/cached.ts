@@ -127,7 +127,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     if (plan.kind !== 'fetch') return answer(ctx, planReply(ctx, poolHeaders, plan));
     return fetchThrough(ctx, req, plan, redisAnswered).catch((err: unknown) => {
       logger.error({ reqId: ctx.id, err: (err as Error).message }, 'cache fetch failed');
-      return answer(ctx, errors.internal(ctx.upstream.cfg.name));
+      return answer(ctx, errors.internal(ctx.upstream.cfg));
     });
   };
 

@@ -17,10 +17,28 @@ function error(status: number, message: string, headers?: Record<string, string>
   return { kind: 'error', status, message, headers, ...served };
 }
 
-const badGateway = (upstream: string, detail: string, served?: Served): ErrorReply =>
-  error(502, `Bad Gateway: upstream "${upstream}" failed (${detail})`, undefined, served);
-const gatewayTimeout = (upstream: string, detail: string, served?: Served): ErrorReply =>
-  error(504, `Gateway Timeout: upstream "${upstream}" did not answer in time (${detail})`, undefined, served);
+/** An upstream as errors name it: its name, or its config (then its host is named too). */
+export type UpstreamLabel = string | { readonly name: string; readonly url: string };
+
+/**
+ * `"github" (api.github.com)`: the configured name and the URL's host (with its port). Only the
+ * host: never the URL's credentials, path or query.
+ */
+export function describeUpstream(upstream: UpstreamLabel): string {
+  if (typeof upstream === 'string') return `"${upstream}"`;
+  let host: string;
+  try {
+    host = new URL(upstream.url).host;
+  } catch {
+    return `"${upstream.name}"`;
+  }
+  return host.length > 0 ? `"${upstream.name}" (${host})` : `"${upstream.name}"`;
+}
+
+const badGateway = (upstream: UpstreamLabel, detail: string, served?: Served): ErrorReply =>
+  error(502, `Bad Gateway: upstream ${describeUpstream(upstream)} failed (${detail})`, undefined, served);
+const gatewayTimeout = (upstream: UpstreamLabel, detail: string, served?: Served): ErrorReply =>
+  error(504, `Gateway Timeout: upstream ${describeUpstream(upstream)} did not answer in time (${detail})`, undefined, served);
 
 /** The outcome of a request that failed after it reached the cache or the upstream. */
 const FAILED: Served = { outcome: 'error', upstreamStatus: undefined, token: undefined };
@@ -54,10 +72,10 @@ export const errors = {
   badGateway,
   gatewayTimeout,
   /** 504 for a timeout, else 502, from a classified upstream failure. */
-  upstreamFailed: (upstream: string, failure: UpstreamFailure, served: Served = FAILED) =>
+  upstreamFailed: (upstream: UpstreamLabel, failure: UpstreamFailure, served: Served = FAILED) =>
     failure.status === 504 ? gatewayTimeout(upstream, failure.detail, served) : badGateway(upstream, failure.detail, served),
   /** The request path itself threw: a bug, answered as a 502 rather than a hung request. */
-  internal: (upstream: string) => badGateway(upstream, 'internal error', FAILED),
+  internal: (upstream: UpstreamLabel) => badGateway(upstream, 'internal error', FAILED),
   /**
    * No pool token can take the request: 429 when every token is spent or paused, or when this
    * consumer is over its fair share or its hourly cap (the others go on); else 503.

@@ -36,7 +36,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
   const failed = (ctx: RequestContext, failure: ReturnType<typeof classifyUpstreamError>, token?: string): Reply => {
     metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, 'error');
     logger.warn({ reqId: ctx.id, upstream: ctx.upstream.cfg.name, err: failure.detail }, 'upstream request failed');
-    return errors.upstreamFailed(ctx.upstream.cfg.name, failure, { outcome: 'error', upstreamStatus: undefined, token });
+    return errors.upstreamFailed(ctx.upstream.cfg, failure, { outcome: 'error', upstreamStatus: undefined, token });
   };
 
   const direct = async (ctx: RequestContext, headers: Record<string, string | string[]>): Promise<Reply | undefined> => {
@@ -86,7 +86,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
       return reply === undefined ? { outcome: 'bypass', upstreamStatus: undefined, token: undefined } : answer(ctx, reply);
     } catch (err) {
       logger.error({ reqId: ctx.id, err: (err as Error).message }, 'forward failed');
-      return answer(ctx, errors.internal(ctx.upstream.cfg.name));
+      return answer(ctx, errors.internal(ctx.upstream.cfg));
     }
   };
 }

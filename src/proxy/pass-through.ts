@@ -1,19 +1,46 @@
 /**
  * Pass-through for methods the cache does not handle (POST, PATCH, ...), only on upstreams
  * configured with `pass_through: true`. Uses http-proxy-3; request and response bodies stream.
+ * Link, and the Location of a redirect or a 201, are rewritten to the proxy like on the cached
+ * path (answer.ts), so a client that follows them stays on the proxy.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../config/schema.js';
 import { responseHeadersForClient } from '../headers/hop-by-hop.js';
-import { classifyUpstreamError } from '../upstream/client.js';
-import { writeError } from './answer.js';
+import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../headers/link.js';
+import { basePrefixOf, classifyUpstreamError } from '../upstream/client.js';
+import { writeError, type LinkSettings } from './answer.js';
 import { errors } from './errors.js';
 
 export interface PassThrough {
   /** `pathname` is the client's path (the cache's view); `path` is what goes upstream. */
   forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string): void;
   close(): void;
+}
+
+const NO_PUBLIC_URL: LinkSettings = { publicUrl: null, trustForwarded: false };
+
+/** Rewrites the Link and Location of a passed-through answer that point at the upstream (`upstreamBase`). */
+function rewriteForClient(
+  cfg: UpstreamConfig,
+  links: LinkSettings,
+  upstreamBase: string,
+  req: IncomingMessage,
+  proxyRes: IncomingMessage,
+): void {
+  const { link, location } = proxyRes.headers;
+  const locationToo = location !== undefined && rewritesLocation(proxyRes.statusCode ?? 0);
+  if (link === undefined && !locationToo) return;
+  const base = publicBase(links.publicUrl, links.trustForwarded, (name) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  });
+  if (base === undefined) return;
+  const rewrite = { upstreamBase, proxyBase: withRoutePrefix(base, cfg.strip_prefix, cfg.prefix) };
+  if (link !== undefined)
+    proxyRes.headers.link = Array.isArray(link) ? link.map((value) => rewriteLink(value, rewrite)) : rewriteLink(link, rewrite);
+  if (locationToo) proxyRes.headers.location = rewriteLocation(location, rewrite);
 }
 
 /**
@@ -23,8 +50,10 @@ export interface PassThrough {
 export function createPassThrough(
   cfg: UpstreamConfig,
   onResponse?: (cfg: UpstreamConfig, pathname: string, status: number) => void,
+  links: LinkSettings = NO_PUBLIC_URL,
 ): PassThrough {
   const target = new URL(cfg.url);
+  const upstreamBase = target.origin + basePrefixOf(target.pathname || '/');
   const proxy: ProxyServer = createProxyServer({
     target: target.origin,
     changeOrigin: true,
@@ -36,7 +65,7 @@ export function createPassThrough(
       res.destroy();
       return;
     }
-    writeError(res, errors.upstreamFailed(cfg.name, classifyUpstreamError(err)));
+    writeError(res, errors.upstreamFailed(cfg, classifyUpstreamError(err)));
   };
   proxy.on('error', onError);
   proxy.on('proxyRes', (proxyRes, req) => {
@@ -44,6 +73,7 @@ export function createPassThrough(
     // it on agent-less requests) used to close the client's connection after every answer.
     const kept = responseHeadersForClient(proxyRes.headers);
     for (const name of Object.keys(proxyRes.headers)) if (!(name in kept)) delete proxyRes.headers[name];
+    rewriteForClient(cfg, links, upstreamBase, req, proxyRes);
     if (onResponse === undefined) return;
     const pathname = (req as IncomingMessage & { etagerePathname?: string }).etagerePathname;
     if (pathname !== undefined) onResponse(cfg, pathname, proxyRes.statusCode ?? 0);

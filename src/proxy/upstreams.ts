@@ -39,7 +39,7 @@ export function createUpstreamRuntime(
   return {
     cfg,
     client,
-    passThrough: cfg.pass_through ? createPassThrough(cfg, onUnsafeResponse) : undefined,
+    passThrough: cfg.pass_through ? createPassThrough(cfg, onUnsafeResponse, links) : undefined,
     policy: policyOf(cfg),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
     linkBase: client.origin + client.basePrefix,

@@ -32,7 +32,7 @@ export const STATUS_PAGE = `<!doctype html>
 <div class="tiles">
   <div class="tile">hit ratio <b id="hit-ratio">-</b><span class="muted" id="window"></span></div>
   <div class="tile">quota saved <b id="quota-saved">-</b><span class="muted">requests that spent none</span></div>
-  <div class="tile">requests <b id="requests">-</b></div>
+  <div class="tile">requests <b id="requests">-</b><span class="muted" id="requests-window"></span></div>
   <div class="tile">Redis <b id="redis">-</b></div>
   <div class="tile">token budget <b id="budget">-</b></div>
 </div>
@@ -67,6 +67,7 @@ function render(st) {
   const r = st.recent;
   $('hit-ratio').textContent = r.hitRatio === null ? '-' : (r.hitRatio * 100).toFixed(1) + ' %';
   $('window').textContent = 'last ' + Math.round(r.windowSeconds / 60) + ' min';
+  $('requests-window').textContent = 'last ' + Math.round(r.windowSeconds / 60) + ' min';
   $('quota-saved').textContent = String(r.saved);
   $('requests').textContent = String(r.requests);
   $('redis').textContent = !st.redis.configured ? 'not used' : st.redis.up ? 'up' : 'down';
@@ -75,6 +76,7 @@ function render(st) {
   const body = document.querySelector('#tokens tbody');
   body.textContent = '';
   $('no-pool').hidden = st.tokens.length > 0;
+  $('tokens').hidden = st.tokens.length === 0;
   for (const t of st.tokens) {
     const tr = document.createElement('tr');
     tr.dataset.token = t.name;

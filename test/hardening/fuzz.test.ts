@@ -11,7 +11,8 @@
  *   - plainly valid requests are answered, in order, by the proxy's handler (never only closed,
  *     never with another request's parse error), and a successful answer keeps the connection;
  *   - no Link/Location points at a host the fuzzer chose (with trust_forwarded on, at most at a
- *     syntactically valid one);
+ *     syntactically valid one; with neither public_url nor trust_forwarded, at most at the request's
+ *     own Host over http, when it is a plain host[:port], and never at an X-Forwarded-Host);
  *   - every request an upstream saw stays under its base path (no dot segments, no encoded
  *     separators), carries the upstream's own Host, and never a consumer key.
  * Process-wide: no uncaught exception or unhandled rejection, no error-level log line, nothing
@@ -172,6 +173,8 @@ interface Case {
   leave?: 'after-write' | 'after-first-answer';
   /** Host names the client chose (Host, X-Forwarded-Host), for the Link check. */
   chosenHosts: string[];
+  /** The Host values alone (a zero-config proxy may point Link and Location at them). */
+  ownHosts?: string[];
 }
 
 const latin1 = (s: string): Buffer => Buffer.from(s, 'latin1');
@@ -762,7 +765,20 @@ function caseArb(variant: Variant, port: number): fc.Arbitrary<Case> {
         .map((garbage): Case => {
           // Garbage always ends the client's side (or a blank line), so a server waiting for more is not a hang.
           const bytes = garbage.terminate ? Buffer.concat([garbage.bytes, latin1('\r\n\r\n')]) : garbage.bytes;
-          return { kind: 'garbage / preface bytes', variant, reqs: [], bytes, splits: garbage.split, halfClose: true, chosenHosts: [] };
+          const ownHosts = [...bytes.toString('latin1').matchAll(/^host:[ \t]*(.*?)[ \t]*\r?$/gim)]
+            .map((match) => match[1]!)
+            .filter((own) => HOST_RE.test(own))
+            .map((own) => own.toLowerCase());
+          return {
+            kind: 'garbage / preface bytes',
+            variant,
+            reqs: [],
+            bytes,
+            splits: garbage.split,
+            halfClose: true,
+            chosenHosts: [],
+            ownHosts,
+          };
         }),
     },
   );
@@ -771,8 +787,11 @@ function caseArb(variant: Variant, port: number): fc.Arbitrary<Case> {
 function makeCase(kind: string, variant: Variant, reqs: Req[], split: number[], halfClose: boolean): Case {
   const text = reqs.map(serialize).join('');
   const chosenHosts: string[] = [];
+  const ownHosts: string[] = [];
   for (const req of reqs) {
     for (const line of req.headers) {
+      const own = /^host:\s*(.*?)\s*$/i.exec(line)?.[1];
+      if (own !== undefined && HOST_RE.test(own)) ownHosts.push(own.toLowerCase());
       const match = /^(?:host|x-forwarded-host):\s*(.*)$/i.exec(line);
       if (match !== null && match[1] !== undefined)
         chosenHosts.push(
@@ -798,6 +817,7 @@ function makeCase(kind: string, variant: Variant, reqs: Req[], split: number[], 
     splits: split.map((n) => n % Math.max(1, bytes.length)),
     halfClose: halfClose || short,
     chosenHosts,
+    ownHosts,
   };
 }
 
@@ -1066,6 +1086,8 @@ function checkResponse(cs: Case, res: Response, req: Req | undefined, head: bool
             out.push(`${name} points at an invalid host: ${href.slice(0, 120)}`);
           continue;
         }
+        // Zero configuration: the request's own Host (a plain host[:port]) over http, never a forwarded one.
+        if (cs.variant === 'plain' && url.protocol === 'http:' && url.username === '' && ownHostOf(cs, url)) continue;
         if (cs.chosenHosts.includes(url.host.toLowerCase()) && !allowedOrigins[cs.variant].has(url.origin))
           out.push(`${name} points at a client-chosen host: ${href.slice(0, 120)}`);
         else if (!allowedOrigins[cs.variant].has(url.origin))
@@ -1074,6 +1096,17 @@ function checkResponse(cs: Case, res: Response, req: Req | undefined, head: bool
     }
   }
   return out;
+}
+
+/** Whether `url`'s host is one of the case's own Host values (as URL parsing normalises it: no default port). */
+function ownHostOf(cs: Case, url: URL): boolean {
+  return (cs.ownHosts ?? []).some((own) => {
+    try {
+      return new URL(`http://${own}`).host === url.host;
+    } catch {
+      return false;
+    }
+  });
 }
 
 describe('wire fuzzing (seeded, raw TCP)', () => {

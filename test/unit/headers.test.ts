@@ -48,10 +48,13 @@ describe('Link rewriting', () => {
     const link = '<https://api.github.com.evil.example/x>; rel="next"';
     expect(rewriteLink(link, rewrite)).toBe(link);
   });
-  it('takes the public base from config, or from trusted forwarded headers only', () => {
+  it('takes the public base from config, from trusted forwarded headers, else from the request’s own Host', () => {
     const header = (m: Record<string, string>) => (n: string) => m[n];
     expect(publicBase('https://p.example/', false, header({ host: 'evil' }))).toBe('https://p.example');
-    expect(publicBase(null, false, header({ host: 'evil.example' }))).toBeUndefined();
+    // Zero configuration (issue 15): the client's own Host, never its X-Forwarded-* without trust_forwarded.
+    expect(
+      publicBase(null, false, header({ host: 'proxy.example:8080', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' })),
+    ).toBe('http://proxy.example:8080');
     expect(publicBase(null, true, header({ host: 'proxy:8080' }))).toBe('http://proxy:8080');
     expect(publicBase(null, true, header({ 'x-forwarded-host': 'p.example', 'x-forwarded-proto': 'https', host: 'x' }))).toBe(
       'https://p.example',

@@ -1,0 +1,48 @@
+/**
+ * Pure: what a proxy runs with, as the fields of its start-up line ("etagere listening"). Names
+ * and addresses only: URLs lose their credentials, query and fragment; tokens are counted, never
+ * shown.
+ */
+import type { Config } from './schema.js';
+
+/** A URL without its user, password, query or fragment; the text unchanged when it is not a URL. */
+export function withoutCredentials(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '(not a URL)';
+  }
+  parsed.username = '';
+  parsed.password = '';
+  parsed.search = '';
+  parsed.hash = '';
+  const text = parsed.toString();
+  // "https://api.github.com/" reads better without the root path's slash.
+  return parsed.pathname === '/' && !url.endsWith('/') ? text.slice(0, -1) : text;
+}
+
+export interface StartupSummary {
+  upstreams: string[];
+  pool: string;
+  redis: string;
+  public_url: string;
+  workers: number | 'auto';
+}
+
+export function startupSummary(config: Config): StartupSummary {
+  const tokenCount = config.pool.tokens.length;
+  const redis =
+    config.redis.cluster !== null
+      ? `cluster (${config.redis.cluster.length} seed node${config.redis.cluster.length === 1 ? '' : 's'})`
+      : config.redis.url !== null
+        ? withoutCredentials(config.redis.url)
+        : 'none (L1 cache only)';
+  return {
+    upstreams: config.upstreams.map((upstream) => `${upstream.name} ${upstream.prefix} -> ${withoutCredentials(upstream.url)}`),
+    pool: tokenCount === 0 ? 'anonymous (no pool tokens)' : `${tokenCount} pool token${tokenCount === 1 ? '' : 's'}`,
+    redis,
+    public_url: config.public_url ?? 'none (from each request)',
+    workers: config.workers,
+  };
+}
