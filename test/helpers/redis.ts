@@ -20,6 +20,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log/logger.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { createRedisConnection, type RedisConnection } from '../../src/redis/connection.js';
 
 export interface TestRedis {
   url: string; // e.g. redis://127.0.0.1:41234
@@ -370,4 +374,18 @@ function run(file: string, args: string[]): Promise<void> {
 function once(fn: () => Promise<void>): () => Promise<void> {
   let result: Promise<void> | undefined;
   return () => (result ??= fn());
+}
+
+/**
+ * The proxy's own Redis connection (src/redis/connection.ts) to a test server, once it is up:
+ * `redis` holds the `redis` config keys to set (url or cluster, key_prefix, timeouts ...).
+ */
+export async function connectProxyRedis(redis: Record<string, unknown>): Promise<RedisConnection> {
+  const config = parseConfig({ upstreams: [{ name: 'github', prefix: '/', url: 'http://127.0.0.1:9' }], redis });
+  const conn = createRedisConnection(config.redis, createLogger({ level: 'silent' }), createMetrics({ defaultMetrics: false }));
+  if (conn === undefined) throw new Error('connectProxyRedis needs redis.url or redis.cluster');
+  const deadline = Date.now() + 10_000;
+  while (!conn.up() && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 20));
+  if (!conn.up()) throw new Error('the proxy connection to the test Redis did not come up within 10 s');
+  return conn;
 }

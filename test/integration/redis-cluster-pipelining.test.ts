@@ -8,11 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { NOT_KEY_FIRST, createRedisConnection, type RedisConnection } from '../../src/redis/connection.js';
-import { startRedisCluster, type TestRedisCluster } from '../helpers/redis.js';
+import { NOT_KEY_FIRST, type RedisConnection } from '../../src/redis/connection.js';
+import { connectProxyRedis, startRedisCluster, type TestRedisCluster } from '../helpers/redis.js';
 
 describe('Redis Cluster with auto-pipelining', () => {
   let cluster: TestRedisCluster;
@@ -20,14 +17,7 @@ describe('Redis Cluster with auto-pipelining', () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster();
-    const config = parseConfig({
-      upstreams: [{ name: 'github', prefix: '/', url: 'http://127.0.0.1:9' }],
-      redis: { cluster: cluster.nodes.map((node) => `${node.host}:${node.port}`), key_prefix: 'pipelining:' },
-    });
-    conn = createRedisConnection(config.redis, createLogger({ level: 'silent' }), createMetrics({ defaultMetrics: false }))!;
-    const deadline = Date.now() + 10_000;
-    while (!conn.up() && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 20));
-    expect(conn.up()).toBe(true);
+    conn = await connectProxyRedis({ cluster: cluster.nodes.map((node) => `${node.host}:${node.port}`), key_prefix: 'pipelining:' });
   }, 60_000);
 
   afterAll(async () => {

@@ -6,11 +6,8 @@
  * cross-replica lock: three replicas each fetched the same cold key).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { createRedisConnection, type RedisConnection } from '../../src/redis/connection.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
+import { connectProxyRedis, startRedis, type TestRedis } from '../helpers/redis.js';
 
 /** Holds the event loop, as a burst of synchronous work does. */
 function busy(ms: number): void {
@@ -24,14 +21,7 @@ describe('Redis commands while the event loop is held up', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    const config = parseConfig({
-      upstreams: [{ name: 'github', prefix: '/', url: 'http://127.0.0.1:9' }],
-      redis: { url: redis.url, key_prefix: 'stall:', command_timeout_ms: 50 },
-    });
-    conn = createRedisConnection(config.redis, createLogger({ level: 'silent' }), createMetrics({ defaultMetrics: false }))!;
-    const deadline = Date.now() + 10_000;
-    while (!conn.up() && Date.now() < deadline) await new Promise<void>((resolve) => setTimeout(resolve, 20));
-    expect(conn.up()).toBe(true);
+    conn = await connectProxyRedis({ url: redis.url, key_prefix: 'stall:', command_timeout_ms: 50 });
   }, 30_000);
 
   afterAll(async () => {
