@@ -32,6 +32,9 @@ export const cachePolicySchema = z
     stale_while_revalidate_seconds: z.number().int().min(0).default(0),
     /** rfc9111 heuristic freshness as a fraction of (Date - Last-Modified); 0 leaves it off. */
     heuristic_fraction: z.number().min(0).max(1).default(0),
+    /** Request `Cache-Control: no-cache` / `Pragma: no-cache` (which Node's fetch adds to every
+     *  conditional request): honour, or ignore. Unset: ignore, except under rfc9111 (honor). */
+    client_no_cache: z.enum(['honor', 'ignore']).optional(),
   })
   .strict()
   .superRefine((cache, ctx) => {

@@ -9,6 +9,7 @@
  * cached-reply.ts; the storage is src/cache/tiers.ts; `answer()` is the only writer.
  */
 import { requestDirectives } from '../cache/cache-control.js';
+import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../cache/client-directives.js';
 import { classify, type CacheResult } from '../cache/classify.js';
 import type { Coalescer } from '../cache/coalesce.js';
 import type { CacheEntry } from '../cache/entry.js';
@@ -45,6 +46,10 @@ function sharable(result: CacheResult): boolean {
   return result.kind !== 'unavailable' || !isConsumerRefusal(result.reason);
 }
 
+/** Whether this upstream acts on a client's no-cache (src/cache/client-directives.ts). */
+const clientNoCache = (ctx: RequestContext): ClientNoCache =>
+  clientNoCacheMode(ctx.upstream.policy.kind, ctx.upstream.cfg.cache.client_no_cache);
+
 export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger }: CachedPathDeps): CachedPath {
   const poolHeaders = pool?.headers;
   /** Non-equivalent pool tokens each have a partition: a request on the pool looks in every one. */
@@ -69,7 +74,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       upstream: ctx.upstream.cfg.name,
       pathname: ctx.pathname,
       method: ctx.method,
-      directives: requestDirectives(headers['cache-control'], headers.pragma),
+      directives: clientDirectives(requestDirectives(headers['cache-control'], headers.pragma), clientNoCache(ctx)),
       header,
       credential: cred.kind,
       policy: ctx.upstream.policy,

@@ -77,6 +77,7 @@ describe('cache behaviour', () => {
         { name: 'reval', prefix: '/reval', url: upstream.url, cache: { policy: 'revalidate' } },
         { name: 'rfc', prefix: '/rfc', url: upstream.url, cache: { policy: 'rfc9111' } },
         { name: 'swr', prefix: '/swr', url: upstream.url, cache: { policy: 'max-age', stale_while_revalidate_seconds: 600 } },
+        { name: 'honor', prefix: '/honor', url: upstream.url, cache: { client_no_cache: 'honor' } },
       ],
     });
   });
@@ -163,17 +164,17 @@ describe('cache behaviour', () => {
     expect(ok.headers['cache-status']).toMatch(/fwd=miss/);
   });
 
-  it('forces a revalidation on client no-cache, and a 304 refreshes the entry', async () => {
-    script('/nc', {});
-    await get('/nc');
-    const reply = await get('/nc', { 'cache-control': 'no-cache' });
+  it('forces a revalidation on client no-cache (client_no_cache: honor), and a 304 refreshes the entry', async () => {
+    script('/honor/nc', {});
+    await get('/honor/nc');
+    const reply = await get('/honor/nc', { 'cache-control': 'no-cache' });
     expect(reply.status).toBe(200);
     expect(reply.headers['cache-status']).toMatch(/fwd=request; fwd-status=304/);
-    expect(upstream.seen.filter((s) => s.url === '/nc').map((s) => s.headers['if-none-match'])).toEqual([
+    expect(upstream.seen.filter((s) => s.url === '/honor/nc').map((s) => s.headers['if-none-match'])).toEqual([
       undefined,
-      scripts.get('/nc')!.headers.etag,
+      scripts.get('/honor/nc')!.headers.etag,
     ]);
-    const pragmaReply = await get('/nc', { pragma: 'no-cache' });
+    const pragmaReply = await get('/honor/nc', { pragma: 'no-cache' });
     expect(pragmaReply.headers['cache-status']).toMatch(/fwd=request/);
   });
 

@@ -132,7 +132,7 @@ describe('Redis L2 shared by replicas', () => {
     await until(async () => /hit/.test(String((await get(`${replicaB.url}${path}`)).headers['cache-status'])), 2_000, 'b holds it');
     const mutation = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }) });
     await mutation.body.dump();
-    const v2 = await get(`${replicaA.url}${path}`, { 'cache-control': 'no-cache' });
+    const v2 = await get(`${replicaA.url}${path}`, { 'cache-control': 'max-age=0' });
     expect(v2.body).not.toBe(v1.body);
     // B's L1 copy was dropped by the notice; B now serves the new body from L2 (no upstream call).
     const before = fake.stats().total;

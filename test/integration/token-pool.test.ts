@@ -162,7 +162,7 @@ describe('token pool', () => {
     expect(fake.stats().total).toBe(totalBefore); // never forwarded
 
     // A stored entry is served stale instead, saying why; a client's own token is unaffected.
-    const stale = await get(`${proxy.url}/users/octocat`, { 'cache-control': 'no-cache' });
+    const stale = await get(`${proxy.url}/users/octocat`, { 'cache-control': 'max-age=0' });
     expect(stale.status).toBe(200);
     expect(stale.headers['cache-status']).toMatch(/detail=pool-exhausted/);
     const own = await get(`${proxy.url}/users/octocat`, { authorization: 'token demo_token_octocat_repo' });
@@ -280,7 +280,7 @@ describe('token pool', () => {
         await post(`${fake.url}/__fake/mutate`, { path });
         mutations++;
       }
-      const answers = await Promise.all(paths.map((p) => get(proxy.url + p, { 'cache-control': 'no-cache' })));
+      const answers = await Promise.all(paths.map((p) => get(proxy.url + p, { 'cache-control': 'max-age=0' })));
       expect(answers.every((a) => a.status === 200)).toBe(true);
     }
     const after = fake.stats();
@@ -347,7 +347,7 @@ describe('token pool', () => {
     expect(second.headers['cache-status']).toMatch(/^etagere; hit/);
     expect(second.headers['x-etagere-token']).toBe(first.headers['x-etagere-token']);
     // A forced revalidation goes to the token that stored it and gets a free 304.
-    const forced = await get(`${proxy.url}/users/carol`, { 'cache-control': 'no-cache' });
+    const forced = await get(`${proxy.url}/users/carol`, { 'cache-control': 'max-age=0' });
     expect(forced.headers['cache-status']).toMatch(/fwd-status=304/);
     expect(forced.headers['x-etagere-token']).toBe(first.headers['x-etagere-token']);
   });

@@ -1,0 +1,77 @@
+/**
+ * Issue 15, build item 3: which request directives the cache acts on. A table from the headers a
+ * client sends to what it gets for a fresh entry: served from cache, or sent upstream.
+ */
+import { describe, expect, it } from 'vitest';
+import { requestDirectives } from '../../src/cache/cache-control.js';
+import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../../src/cache/client-directives.js';
+import { planFor } from '../../src/cache/plan.js';
+import { decide } from '../../src/cache/policy.js';
+import type { CacheEntry } from '../../src/cache/entry.js';
+
+const NOW = 1_700_000_000_000;
+/** Stored 10 s ago, fresh for 60 s. */
+const fresh = { initialAge: 0, storedAt: NOW - 10_000, lifetime: 60, staleWhileRevalidate: 0, mustRevalidate: false };
+
+type Outcome = 'cache' | 'upstream' | 'only-if-cached 504';
+
+function outcome(cacheControl: string | undefined, pragma: string | undefined, mode: ClientNoCache, stored = true): Outcome {
+  const directives = clientDirectives(requestDirectives(cacheControl, pragma), mode);
+  const plan = planFor(stored ? (fresh as unknown as CacheEntry) : undefined, directives, NOW);
+  if (plan.kind === 'only-if-cached') return 'only-if-cached 504';
+  return plan.kind === 'fresh' ? 'cache' : 'upstream';
+}
+
+describe('client cache directives (cache.client_no_cache)', () => {
+  const table: Array<[string, string | undefined, string | undefined, Outcome, Outcome]> = [
+    // what the client sends                      Cache-Control                 Pragma       honor        ignore
+    ['nothing', undefined, undefined, 'cache', 'cache'],
+    ['fetch with If-None-Match (both headers)', 'no-cache', 'no-cache', 'upstream', 'cache'],
+    ['Pragma: no-cache alone (HTTP/1.0)', undefined, 'no-cache', 'upstream', 'cache'],
+    ['no-cache among others', 'no-cache, max-stale=5', undefined, 'upstream', 'cache'],
+    ['upper case NO-CACHE', 'NO-CACHE', undefined, 'upstream', 'cache'],
+    ['max-age=0 (a deliberate reload)', 'max-age=0', undefined, 'upstream', 'upstream'],
+    ['max-age=0 beside no-cache', 'no-cache, max-age=0', 'no-cache', 'upstream', 'upstream'],
+    ['max-age older than the entry', 'max-age=5', undefined, 'upstream', 'upstream'],
+    ['min-fresh beyond the entry', 'min-fresh=120', undefined, 'upstream', 'upstream'],
+    ['no-store (only stops storing)', 'no-store', undefined, 'cache', 'cache'],
+    ['malformed no-cache="x', 'no-cache="x', undefined, 'upstream', 'cache'],
+  ];
+  for (const [what, cacheControl, pragma, honor, ignore] of table) {
+    it(`${what}: honor → ${honor}, ignore → ${ignore}`, () => {
+      expect(outcome(cacheControl, pragma, 'honor')).toBe(honor);
+      expect(outcome(cacheControl, pragma, 'ignore')).toBe(ignore);
+    });
+  }
+
+  it('only-if-cached is honoured in both modes, even beside no-cache', () => {
+    for (const mode of ['honor', 'ignore'] as const) {
+      expect(outcome('only-if-cached, no-cache', 'no-cache', mode, false)).toBe('only-if-cached 504');
+      expect(outcome('only-if-cached', undefined, mode, false)).toBe('only-if-cached 504');
+    }
+  });
+
+  it('ignore removes only no-cache: every other directive is kept as parsed', () => {
+    const all = requestDirectives('no-cache, no-store, max-age=3, min-fresh=4, max-stale=5, only-if-cached', undefined);
+    const { noCache, ...rest } = all;
+    expect(noCache).toBe(true);
+    expect(clientDirectives(all, 'ignore')).toEqual(rest);
+    expect(clientDirectives(all, 'honor')).toBe(all);
+    expect(all.noCache).toBe(true); // the parsed value is not mutated
+  });
+
+  it('no-cache under ignore still leaves a stale entry to revalidation', () => {
+    const stale = { ...fresh, storedAt: NOW - 120_000 };
+    const directives = clientDirectives(requestDirectives('no-cache', 'no-cache'), 'ignore');
+    expect(decide(stale, directives, NOW).kind).toBe('revalidate');
+  });
+
+  it('defaults: ignore under the GitHub policies, honor under rfc9111; a configured mode wins', () => {
+    expect(clientNoCacheMode('max-age', undefined)).toBe('ignore');
+    expect(clientNoCacheMode('revalidate', undefined)).toBe('ignore');
+    expect(clientNoCacheMode('ttl', undefined)).toBe('ignore');
+    expect(clientNoCacheMode('rfc9111', undefined)).toBe('honor');
+    expect(clientNoCacheMode('rfc9111', 'ignore')).toBe('ignore');
+    expect(clientNoCacheMode('max-age', 'honor')).toBe('honor');
+  });
+});
