@@ -123,12 +123,13 @@ async function fakeUpstream(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: FAKE_FLAGS, strict: true });
   const opts = fakeOptions(values);
   const fake = await startFakeUpstream(opts);
-  process.stdout.write(`fake upstream listening on ${fake.url} (stats: ${fake.url}/__fake/stats)\n`);
+  let banner = `fake upstream listening on ${fake.url} (stats: ${fake.url}/__fake/stats)\n`;
   if (opts.faults !== undefined && opts.faults.length > 0) {
-    process.stdout.write(
-      `fault injection on: ${opts.faults.map((f) => `${f.kind}:${f.rate ?? 1}`).join(', ')} (rules: ${fake.url}/__fake/faults)\n`,
-    );
+    const rules = opts.faults.map((fault) => `${fault.kind}:${fault.rate ?? 1}`).join(', ');
+    banner += `fault injection on: ${rules} (rules: ${fake.url}/__fake/faults)\n`;
   }
+  // One write: whoever waits for "listening" reads the fault line with it.
+  process.stdout.write(banner);
   onSignals(() => fake.close());
 }
 

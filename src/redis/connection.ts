@@ -54,24 +54,28 @@ export function reconnectDelay(attempt: number): number {
  */
 export const NOT_KEY_FIRST: readonly string[] = ['etagereRead', 'etagereConsumerSpend', 'etagereConsumerRefund'];
 
+/** A timer this late means the event loop was held up, not that Redis was slow. */
+const HELD_UP_MS = 50;
+
 /**
  * A command's answer, or a timeout error once `ms` have passed without one while this process was
  * responsive. After the event loop was held up (a burst of requests, a GC pause), expired timers
  * run before the socket is read, and auto-pipelined commands are not even sent yet: ioredis's own
  * commandTimeout failed commands a healthy Redis had answered, the breaker opened, and replicas went
- * on without Redis. A timer that fires late by more than half its time (the loop was held up)
- * gives the command its window again; ioredis's commandTimeout stays as the backstop.
+ * on without Redis. A timer that fires late by more than half its time and HELD_UP_MS (the loop
+ * was held up) gives the command its window again; ioredis's commandTimeout stays as the backstop.
  */
 function answeredWithin<T>(command: Promise<T>, ms: number): Promise<T> {
   return new Promise((resolve, reject) => {
     let due = Date.now() + ms;
     const check = (): void => {
-      if (Date.now() - due > ms / 2) {
+      if (Date.now() - due > Math.max(ms / 2, HELD_UP_MS)) {
         due = Date.now() + ms;
         timer = setTimeout(check, ms);
         return;
       }
-      reject(new Error('Command timed out'));
+      // Only after the following poll phase: a reply that has arrived but is not read yet counts.
+      setImmediate(() => reject(new Error('Command timed out')));
     };
     let timer = setTimeout(check, ms);
     command.then(
@@ -200,15 +204,9 @@ export function createRedisConnection(cfg: RedisConfig, logger: Logger, metrics:
       const command = connection.run(op, fn);
       const waitMs = patience();
       if (waitMs >= cfg.command_timeout_ms) return command;
-      return new Promise((resolve) => {
-        // Given up only after the following poll phase: a reply that has arrived but is not read
-        // yet (the event loop was busy) still counts.
-        const timer = setTimeout(() => setImmediate(() => resolve(undefined)), waitMs);
-        void command.then((value) => {
-          clearTimeout(timer);
-          resolve(value);
-        });
-      });
+      // Given up only after the following poll phase (a reply that has arrived but is not read yet
+      // still counts), and only for time this process was responsive (see `answeredWithin`).
+      return answeredWithin(command, waitMs).catch(() => undefined);
     },
     up: () => ready() && breaker.state(Date.now()) === 'closed',
     subscriber() {

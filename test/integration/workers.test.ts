@@ -126,6 +126,13 @@ describe('workers: 2 with Redis', () => {
       latencyMs: 20,
     });
     ({ cli, url, admin } = await startCluster(fake, { REDIS_URL: redis.url }));
+    // Ready does not wait for Redis (redis.required is off): a worker still connecting would serve
+    // the burst below without Redis, by design. Wait until every worker reports Redis up.
+    await until(
+      async () => (JSON.parse((await get(`${admin}/admin/status`)).body) as { redis: { up: boolean } }).redis.up,
+      15_000,
+      'every worker to reach Redis',
+    );
   }, 40_000);
   afterAll(async () => {
     cli?.child.kill('SIGTERM');
