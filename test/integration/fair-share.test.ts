@@ -5,26 +5,15 @@
  * burst of concurrent misses never holds another consumer's request for long.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { get, type Answer } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 
 const TOKENS = { a: 'pool_secret_token_fair_aaaa1111', b: 'pool_secret_token_fair_bbbb2222' };
 const FAKE_TOKENS = parseTokenSpec(`${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo`);
 const KEYS = { greedy: 'consumer_key_greedy_7c1e0a', polite: 'consumer_key_polite_93bd44', third: 'consumer_key_third_2f6a10' };
 const SECRETS = [...Object.values(TOKENS), ...Object.values(KEYS)];
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await request(url, { headers });
-  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
-}
 
 const proxies: TestProxy[] = [];
 const fakes: FakeUpstream[] = [];

@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { get, post, type Answer } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';
 
@@ -31,23 +32,6 @@ const POOL = [
   { name: 'b', value: TOKENS.b },
   { name: 'c', value: TOKENS.c },
 ];
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await request(url, { headers });
-  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
-}
-
-async function post(url: string, body: unknown): Promise<void> {
-  const res = await request(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  expect(res.statusCode).toBe(200);
-  await res.body.dump();
-}
 
 interface ResourceRow {
   limit: number;

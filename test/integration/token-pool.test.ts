@@ -6,13 +6,13 @@
  * value ever shows in logs, /admin or /metrics.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../helpers/cli.js';
+import { get, post, type Answer } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { deadPort } from '../helpers/upstream.js';
 
@@ -23,23 +23,6 @@ const FAKE_TOKENS = parseTokenSpec(
 const BAD = 'pool_secret_token_revoked9999';
 const CONSUMER_KEY = 'consumer_key_web_5f2a9c';
 const ALL_SECRETS = [...Object.values(TOKENS), BAD, CONSUMER_KEY];
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-async function get(url: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await request(url, { headers });
-  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
-}
-
-async function post(url: string, body: unknown): Promise<void> {
-  const res = await request(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  expect(res.statusCode).toBe(200);
-  await res.body.dump();
-}
 
 interface TokenRow {
   name: string;
