@@ -16,12 +16,12 @@ import { resourceOf } from '../tokens/resource.js';
 import { streamReply, type Reply, type Served } from './reply.js';
 
 /** The pool's headers for pool consumers, in the request's rate-limit resource; undefined for everyone else. */
-export function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
+function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
   return ctx.cred.kind === 'pool' ? pool?.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath)) : undefined;
 }
 
 /** A stored entry as the reply: `status` is its Cache-Status. */
-export function entryReply(
+function entryReply(
   ctx: RequestContext,
   pool: PoolHeaders | undefined,
   entry: CacheEntry,
@@ -43,6 +43,7 @@ export function planReply(ctx: RequestContext, pool: PoolHeaders | undefined, pl
 
 const HIT: Served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
 const STALE: Served = { outcome: 'stale', upstreamStatus: undefined, token: undefined };
+const COALESCED: Served = { outcome: 'coalesced', upstreamStatus: undefined, token: undefined };
 
 export interface Fetch {
   readonly plan: Extract<Plan, { kind: 'fetch' }>;
@@ -96,7 +97,7 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
     case 'followed': {
       const age = currentAge(result.entry, fetch.now);
       const status = { hit: true, ttl: result.entry.lifetime - age, detail: 'l2-collapsed' };
-      return entryReply(ctx, pool, result.entry, status, age, { outcome: 'coalesced', upstreamStatus: undefined, token: undefined });
+      return entryReply(ctx, pool, result.entry, status, age, COALESCED);
     }
     case 'entry': {
       const upstreamStatus = result.fwdStatus;

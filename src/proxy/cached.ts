@@ -25,7 +25,7 @@ import type { RequestContext } from './context.js';
 import { errors } from './errors.js';
 import type { UpstreamExchange } from './exchange.js';
 import type { PoolContext } from '../tokens/pooled-fetch.js';
-import type { Served } from './reply.js';
+import { NOT_SERVED, type Served } from './reply.js';
 import { isConsumerRefusal } from '../tokens/fair-share.js';
 
 export interface CachedPathDeps {
@@ -113,7 +113,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       // fault on this second exchange is a 502/504 (or the stale entry), never a body cut after
       // its headers; only a body that is again over the cap is streamed. Likewise a joiner never
       // takes another consumer's refusal (its share spent) as its own answer.
-      if (ctx.res.destroyed) return { outcome: undefined, upstreamStatus: undefined, token: undefined }; // the client has gone
+      if (ctx.res.destroyed) return NOT_SERVED; // the client has gone
       const own = await fetchAndStore(ctx, req, plan.stale);
       return answer(ctx, resultReply(ctx, poolHeaders, logger, own, { plan, joined: false, now: Date.now() }));
     }
