@@ -2,15 +2,19 @@
 # A single etagere process (built dist/) in front of the fake, measured with wrk outside the
 # harness: the "by hand" runs of BENCHMARKS.md.
 #   npm run build && bench/by-hand.sh [--workers N] [--l1 false --redis URL] [--cpu-prof DIR] [--log-level L]
-#                                     [--root DIR] [--path P]
+#                                     [--root DIR] [--path P] [--rewrite-body-urls true|false] [--header 'Name: value'] [--webhooks true|false]
 # Prints req/s of three 5 s runs (after a 2 s warm-up) of GET /repos/octocat/hello-world (or --path),
 # 64 connections, and (one worker) the server's CPU per request: user+system time of the etagere
 # process over each run (from /proc), divided by the requests wrk completed.
 # --root DIR measures the built dist/ of another checkout (e.g. a git worktree of an older commit),
 # with this checkout's fake upstream, so two versions can be run back to back.
+# --header adds a request header to every request (e.g. 'Accept-Encoding: gzip', a gzip client);
+# the output also gives the body bytes of one response (curl's size_download, with the same header).
+# --webhooks true turns the webhook receiver on (a secret, webhooks.owners ["*"]) with
+# cache.webhook_fresh_seconds: 600 on the upstream (issue 18): the hit path with webhooks configured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world
+WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= WEBHOOKS=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -20,6 +24,9 @@ while [ $# -gt 0 ]; do
     --log-level) LEVEL=$2; shift 2 ;;
     --root) ROOT=$2; shift 2 ;;
     --path) URL_PATH=$2; shift 2 ;;
+    --rewrite-body-urls) REWRITE=$2; shift 2 ;;
+    --header) HEADER=$2; shift 2 ;;
+    --webhooks) WEBHOOKS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -30,6 +37,11 @@ FAKE=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
 DIR=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$DIR"' EXIT
 REDIS_LINE=
 [ -n "$REDIS" ] && REDIS_LINE="redis: {url: \"$REDIS\", required: true}"
+WEBHOOK_LINE= CACHE_LINE=
+if [ "$WEBHOOKS" = true ]; then
+  WEBHOOK_LINE='webhooks: {secret: "by-hand-webhook-secret-0123456789", owners: ["*"]}'
+  CACHE_LINE=', cache: {webhook_fresh_seconds: 600}'
+fi
 cat > "$DIR/config.yaml" <<YAML
 listen: {host: 127.0.0.1, port: $PORT}
 admin: {host: 127.0.0.1, port: $ADMIN}
@@ -37,29 +49,35 @@ log: {level: $LEVEL}
 workers: $WORKERS
 cache: {l1: $L1}
 $REDIS_LINE
+$WEBHOOK_LINE
 upstreams:
-  - {name: github, prefix: /, url: "http://127.0.0.1:$FAKE"}
+  - {name: github, prefix: /, url: "http://127.0.0.1:$FAKE", rewrite_body_urls: $REWRITE$CACHE_LINE}
 YAML
 node dist/cli.js fake-upstream --port "$FAKE" --anon-limit 1000000000 > /dev/null 2>&1 &
 node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} "$ROOT/dist/cli.js" serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
 SERVER=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$FAKE/zen" > /dev/null && break; sleep 0.1; done
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null || { echo "etagere did not start:" >&2; cat "$DIR/stderr" >&2; exit 1; }
 URL="http://127.0.0.1:$PORT$URL_PATH"
-curl -s -o /dev/null "$URL"
-wrk -t1 -c64 -d2s "$URL" > /dev/null
+HEADER_ARGS=()
+[ -n "$HEADER" ] && HEADER_ARGS=(-H "$HEADER")
+curl -s -o /dev/null "${HEADER_ARGS[@]}" "$URL"
+BYTES=$(curl -s -o "$DIR/body" -w '%{size_download}' "${HEADER_ARGS[@]}" "$URL")
+wrk -t1 -c64 -d2s "${HEADER_ARGS[@]}" "$URL" > /dev/null
 # utime + stime of the server process, in clock ticks (fields 14 and 15 of /proc/PID/stat).
 ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
 HZ=$(getconf CLK_TCK)
 RPS= CPU=
 for _ in 1 2 3; do
   BEFORE=$(ticks)
-  OUT=$(wrk -t1 -c64 -d5s "$URL")
+  OUT=$(wrk -t1 -c64 -d5s "${HEADER_ARGS[@]}" "$URL")
   AFTER=$(ticks)
   RPS="$RPS$(echo "$OUT" | awk '/Requests\/sec/ {printf "%s ", $2}')"
   DONE=$(echo "$OUT" | awk '/requests in/ {print $1}')
   CPU="$CPU$(awk -v t=$((AFTER - BEFORE)) -v hz="$HZ" -v n="$DONE" 'BEGIN {printf "%.1f ", t / hz * 1e6 / n}') "
 done
-echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, $ROOT)"
+echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, rewrite_body_urls $REWRITE, webhooks $WEBHOOKS, ${HEADER:-no extra header}, $ROOT)"
+echo "$BYTES body bytes a response ($URL_PATH): $(head -c 100 "$DIR/body" | tr -c "[:print:]" ".")"
 [ "$WORKERS" = 1 ] && echo "${CPU}CPU us/request of the server process"
 kill -INT "$SERVER"; wait "$SERVER" 2>/dev/null || true

@@ -24,12 +24,20 @@ export type ServerSpec =
       readonly kind: 'etagere';
       readonly cache: CacheYaml;
       readonly logLevel?: string;
-      readonly pool?: boolean;
+      /**
+       * `token_pool: true` with the first `tokens` bench tokens (bench/bench-tokens.ts) and
+       * `pool.equivalent`: one shared cache partition (true) or one per token (false).
+       */
+      readonly pool?: { readonly tokens: number; readonly equivalent: boolean };
+      /** `consumers.enabled` with one key (CONSUMER_KEY); the load generator then sends it as X-Etagere-Key. */
+      readonly consumerKeys?: boolean;
       /** Give the server its own fresh redis-server; `l1: false` leaves only L2. */
       readonly redis?: { readonly l1: boolean };
       /** `workers` in the config (node:cluster). */
       readonly workers?: number;
     };
+
+export type EtagereSpec = Extract<ServerSpec, { readonly kind: 'etagere' }>;
 
 export type Workload =
   | { readonly kind: 'single'; readonly path: string }
@@ -43,6 +51,11 @@ export type Workload =
       /** Length of the request sequence the generator cycles through. */
       readonly samples: number;
       readonly seed: number;
+      /**
+       * Before each run's warm-up, fetch every one of the `keys` URLs once, so that the measured
+       * run sees a full cache rather than still fetching the tail.
+       */
+      readonly warmAll?: boolean;
     };
 
 export interface BenchCase {
@@ -54,10 +67,30 @@ export interface BenchCase {
   readonly measures: string;
   readonly server: ServerSpec;
   readonly workload: Workload;
+  /** Id of the case this one is compared with in the table's `vs ref` column (same round). */
+  readonly compareTo?: string;
+}
+
+/** The consumer key of the consumer-key cases: a fixed bench value, not a secret. */
+export const CONSUMER_KEY = { name: 'bench', value: 'bench-consumer-key-not-a-secret' } as const;
+
+/** Request headers the load generator sends to a case's server. */
+export function requestHeaders(spec: ServerSpec): Record<string, string> {
+  return spec.kind === 'etagere' && spec.consumerKeys === true ? { 'x-etagere-key': CONSUMER_KEY.value } : {};
 }
 
 /** The path every single-URL case requests. The ceiling replays this response. */
 export const REPO_PATH = '/repos/octocat/hello-world';
+
+/** The production configuration of the all-on cases. */
+const ALL_ON: EtagereSpec = {
+  kind: 'etagere',
+  cache: { policy: 'max-age' },
+  redis: { l1: true },
+  pool: { tokens: 50, equivalent: false },
+  consumerKeys: true,
+  logLevel: 'info',
+};
 
 export const CASES: readonly BenchCase[] = [
   {
@@ -116,13 +149,15 @@ export const CASES: readonly BenchCase[] = [
     measures: 'as l1-hot with workers: 2 (node:cluster, each worker its own L1)',
     server: { kind: 'etagere', cache: { policy: 'max-age' }, workers: 2 },
     workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'ceiling-2w',
   },
   {
     id: 'l1-hot-pool',
     name: 'etagere L1 hot, token pool',
     measures: 'as l1-hot for anonymous consumers of a two-token pool: hits also carry the pool x-ratelimit-* and x-etagere-token',
-    server: { kind: 'etagere', cache: { policy: 'max-age' }, pool: true },
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, pool: { tokens: 2, equivalent: true } },
     workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'l1-hot',
   },
   {
     id: 'l2-hot',
@@ -137,6 +172,7 @@ export const CASES: readonly BenchCase[] = [
     measures: 'as l1-hot with Redis configured: L1 hits must not touch Redis, so this should match l1-hot',
     server: { kind: 'etagere', cache: { policy: 'max-age' }, redis: { l1: true } },
     workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'l1-hot',
   },
   {
     id: 'l1-hot-quiet',
@@ -144,6 +180,40 @@ export const CASES: readonly BenchCase[] = [
     measures: 'as l1-hot with log level warn (no access log line per request): what the access log costs',
     server: { kind: 'etagere', cache: { policy: 'max-age' }, logLevel: 'warn' },
     workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'l1-hot',
+  },
+  {
+    id: 'l1-hot-pool50',
+    name: 'etagere L1 hot, 50 tokens not equivalent',
+    measures: 'as l1-hot-pool with 50 pool tokens and pool.equivalent: false (one cache partition per token)',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, pool: { tokens: 50, equivalent: false } },
+    workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'l1-hot',
+  },
+  {
+    id: 'l1-hot-keys',
+    name: 'etagere L1 hot, consumer keys',
+    measures: 'as l1-hot-pool with consumer keys on (consumers.enabled); every request sends its X-Etagere-Key',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, pool: { tokens: 2, equivalent: true }, consumerKeys: true },
+    workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'l1-hot',
+  },
+  {
+    id: 'l1-hot-allon',
+    name: 'etagere L1 hot, all on',
+    measures:
+      'the production configuration: Redis on (L1 and L2), 50 pool tokens not equivalent, consumer keys, access log at info whatever --log-level says',
+    server: ALL_ON,
+    workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'l1-hot',
+  },
+  {
+    id: 'l1-hot-allon-2w',
+    name: 'etagere L1 hot, all on, 2 workers',
+    measures: 'as l1-hot-allon with workers: 2 (one Redis shared by both workers), compared with nginx proxy_cache',
+    server: { ...ALL_ON, workers: 2 },
+    workload: { kind: 'single', path: REPO_PATH },
+    compareTo: 'nginx',
   },
   {
     id: 'l1-zipf10k',
@@ -158,6 +228,16 @@ export const CASES: readonly BenchCase[] = [
       samples: 200_000,
       seed: 0x5eed,
     },
+    compareTo: 'ceiling-zipf10k',
+  },
+  {
+    id: 'l1-zipf10k-warm',
+    name: 'etagere L1 zipf10k, warmed',
+    measures:
+      'as l1-zipf10k after a warm-up that first fetches all 10,000 URLs once: the hit path over a large working set, without the misses',
+    server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed, warmAll: true },
+    compareTo: 'ceiling-zipf10k',
   },
   {
     id: 'l1-zipf10k-2w',

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pinned } from './pin.js';
 import { track } from './processes.js';
 
 export type ToolName = 'wrk' | 'autocannon';
@@ -26,6 +27,10 @@ export interface LoadSpec {
   readonly connections: number;
   /** Directory for generated scripts. */
   readonly tmpDir: string;
+  /** Sent with every request (e.g. a consumer key). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** --pin: the CPU wrk runs on (autocannon runs in the harness, which is pinned itself). */
+  readonly cpu?: number;
 }
 
 export interface LoadResult {
@@ -142,8 +147,20 @@ async function runWrk(spec: LoadSpec): Promise<LoadResult> {
   }
   const script = join(spec.tmpDir, `wrk-${id}.lua`);
   writeFileSync(script, wrkScript(pathsFile));
-  const args = ['-t1', `-c${spec.connections}`, `-d${spec.durationSec}s`, '--timeout', '5s', '-s', script, `${spec.origin}${first}`];
-  const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const headerArgs = Object.entries(spec.headers ?? {}).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+  const args = [
+    '-t1',
+    `-c${spec.connections}`,
+    `-d${spec.durationSec}s`,
+    '--timeout',
+    '5s',
+    ...headerArgs,
+    '-s',
+    script,
+    `${spec.origin}${first}`,
+  ];
+  const command = pinned(spec.cpu, 'wrk', args);
+  const child = spawn(command.command, command.args, { stdio: ['ignore', 'pipe', 'pipe'] });
   track(child);
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
@@ -180,6 +197,7 @@ async function runAutocannon(spec: LoadSpec): Promise<LoadResult> {
     connections: spec.connections,
     duration: spec.durationSec,
     timeout: 5,
+    headers: { ...spec.headers },
     ...(requests !== undefined ? { requests } : {}),
   });
   return {

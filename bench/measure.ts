@@ -4,9 +4,12 @@
  * case alike; each case reports its median run, and its ratio to the ceiling is the median of
  * the per-round ratios.
  */
-import type { BenchCase, Workload } from './cases.js';
+import { requestHeaders, type BenchCase, type Workload } from './cases.js';
 import { cpuSnapshot, stealShare } from './cpu.js';
 import { runLoad, type LoadResult, type LoadTool } from './load.js';
+import { LOAD_CPU } from './pin.js';
+import { prefetchAll } from './prefetch.js';
+import { treeCpuMicros } from './proc-cpu.js';
 import { httpGet, httpPostJson } from './processes.js';
 import type { CaseResult, UpstreamCounts } from './report.js';
 import type { RunningServer } from './servers.js';
@@ -22,6 +25,13 @@ export interface MeasureContext {
   readonly durationSec: number;
   readonly warmupSec: number;
   readonly repeat: number;
+  /** --pin: wrk on LOAD_CPU (the servers were started pinned to SERVER_CPU). */
+  readonly pin: boolean;
+  /**
+   * At most this many URLs in a full warm-up (workload warmAll), the most popular first; the smoke
+   * run sets 1,000 so that it stays short (10,000 misses take several seconds on a small machine).
+   */
+  readonly warmAllLimit?: number;
   readonly log: (line: string) => void;
 }
 
@@ -29,11 +39,16 @@ interface Run {
   readonly load: LoadResult;
   readonly upstream: UpstreamCounts | undefined;
   readonly steal: number | undefined;
+  /** Server CPU µs per completed request over the measured window (undefined where /proc is missing). */
+  readonly cpuPerRequest: number | undefined;
 }
 
 interface CaseState {
   readonly c: BenchCase;
   readonly paths: readonly string[];
+  /** Every distinct URL of the working set, fetched once before the warm-up (workload warmAll), else empty. */
+  readonly warmPaths: readonly string[];
+  readonly headers: Readonly<Record<string, string>>;
   readonly server: RunningServer | undefined;
   error: string | undefined;
   readonly runs: Run[];
@@ -54,6 +69,11 @@ function pathsOf(workload: Workload): string[] {
   }
 }
 
+function warmPathsOf(workload: Workload): string[] {
+  if (workload.kind !== 'zipf' || workload.warmAll !== true) return [];
+  return Array.from({ length: workload.keys }, (_, index) => `${workload.prefix}${index + 1}`);
+}
+
 async function resetFake(fake: RunningServer): Promise<void> {
   const status = await httpPostJson(`${fake.origin}/__fake/reset`, {});
   if (status !== 200) throw new Error(`POST /__fake/reset answered ${status}`);
@@ -71,22 +91,42 @@ async function fakeCounts(fake: RunningServer): Promise<UpstreamCounts | undefin
 }
 
 /** One request must answer 200, else the numbers would measure an error path. */
-async function preflight(origin: string, path: string): Promise<void> {
-  const probe = await httpGet(`${origin}${path}`, 5_000);
+async function preflight(origin: string, path: string, headers: Readonly<Record<string, string>>): Promise<void> {
+  const probe = await httpGet(`${origin}${path}`, 5_000, headers);
   if (probe.status !== 200) {
     throw new Error(`pre-flight GET ${path} answered ${probe.status}: ${probe.body.toString('utf8').slice(0, 200)}`);
   }
 }
 
 async function measureOnce(state: CaseState, server: RunningServer, first: boolean, ctx: MeasureContext): Promise<Run> {
-  if (first) await preflight(server.origin, state.paths[0] ?? '/');
-  const spec = { origin: server.origin, paths: state.paths, connections: ctx.connections, tmpDir: ctx.tmpDir };
+  if (first) await preflight(server.origin, state.paths[0] ?? '/', state.headers);
+  const spec = {
+    origin: server.origin,
+    paths: state.paths,
+    connections: ctx.connections,
+    tmpDir: ctx.tmpDir,
+    headers: state.headers,
+    ...(ctx.pin ? { cpu: LOAD_CPU } : {}),
+  };
+  if (state.warmPaths.length > 0) {
+    const started = Date.now();
+    const paths = state.warmPaths.slice(0, ctx.warmAllLimit ?? state.warmPaths.length);
+    await prefetchAll({ origin: server.origin, paths, headers: state.headers, concurrency: 32, timeoutMs: 10_000 });
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    const partial =
+      paths.length < state.warmPaths.length ? ` (the ${paths.length} most popular of ${state.warmPaths.length}: smoke run)` : '';
+    ctx.log(`${state.c.name}: fetched ${paths.length} URLs once in ${seconds} s${partial}`);
+  }
   if (ctx.warmupSec > 0) await runLoad(ctx.tool, { ...spec, durationSec: ctx.warmupSec });
   await resetFake(ctx.fake);
   const before = cpuSnapshot();
+  const cpuBefore = treeCpuMicros(server.pids);
   const load = await runLoad(ctx.tool, { ...spec, durationSec: ctx.durationSec });
+  const cpuAfter = treeCpuMicros(server.pids);
   const steal = stealShare(before, cpuSnapshot());
-  return { load, upstream: await fakeCounts(ctx.fake), steal };
+  const cpuPerRequest =
+    cpuBefore === undefined || cpuAfter === undefined || load.requests === 0 ? undefined : (cpuAfter - cpuBefore) / load.requests;
+  return { load, upstream: await fakeCounts(ctx.fake), steal, cpuPerRequest };
 }
 
 function median(values: readonly number[]): number | undefined {
@@ -96,16 +136,27 @@ function median(values: readonly number[]): number | undefined {
   return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-function summarize(state: CaseState, ceiling: CaseState | undefined): CaseResult {
+/** Median over rounds of metric(case run) / metric(other case's run in the same round); undefined when not comparable. */
+function ratioTo(state: CaseState, other: CaseState | undefined, metric: (run: Run) => number | undefined): number | undefined {
+  if (other === undefined || other.error !== undefined || other.runs.length !== state.runs.length) return undefined;
+  const ratios = state.runs.map((run, index) => {
+    const mine = metric(run);
+    const theirs = other.runs[index] === undefined ? undefined : metric(other.runs[index]);
+    return mine === undefined || theirs === undefined || theirs === 0 ? Number.NaN : mine / theirs;
+  });
+  return median(ratios.filter(Number.isFinite));
+}
+
+function summarize(state: CaseState, ceiling: CaseState | undefined, reference: CaseState | undefined): CaseResult {
   if (state.error !== undefined) return { id: state.c.id, name: state.c.name, ok: false, error: state.error };
   // The run shown is the one with the median req/s (the lower middle one for an even count).
   const byRps = [...state.runs].sort((a, b) => a.load.rps - b.load.rps);
   const shown = byRps[(byRps.length - 1) >> 1];
   if (shown === undefined) return { id: state.c.id, name: state.c.name, ok: false, error: 'no measured run' };
-  let vsCeiling: number | undefined;
-  if (ceiling !== undefined && ceiling.error === undefined && ceiling.runs.length === state.runs.length) {
-    vsCeiling = median(state.runs.map((r, i) => r.load.rps / (ceiling.runs[i]?.load.rps ?? Number.NaN)).filter(Number.isFinite));
-  }
+  const rps = (run: Run): number => run.load.rps;
+  const cpu = (run: Run): number | undefined => run.cpuPerRequest;
+  const cpuRuns = state.runs.map(cpu).filter((value): value is number => value !== undefined);
+  const vsReference = ratioTo(state, reference, rps);
   return {
     id: state.c.id,
     name: state.c.name,
@@ -116,7 +167,11 @@ function summarize(state: CaseState, ceiling: CaseState | undefined): CaseResult
     upstream: shown.upstream,
     steal: shown.steal,
     runsRps: state.runs.map((r) => Math.round(r.load.rps)),
-    vsCeiling,
+    vsCeiling: ratioTo(state, ceiling, rps),
+    // CPU per request moves less than req/s: the median over the runs, not the shown run's.
+    cpuPerRequest: median(cpuRuns),
+    cpuVsCeiling: ratioTo(state, ceiling, cpu),
+    vsReference: vsReference === undefined || reference === undefined ? undefined : { id: reference.c.id, ratio: vsReference },
   };
 }
 
@@ -127,6 +182,8 @@ export async function measureAll(cases: readonly BenchCase[], starts: readonly S
     return {
       c: benchCase,
       paths: pathsOf(benchCase.workload),
+      warmPaths: warmPathsOf(benchCase.workload),
+      headers: requestHeaders(benchCase.server),
       server: st?.ok === true ? st.server : undefined,
       error: st === undefined ? 'not started' : st.ok ? undefined : st.error.message,
       runs: [],
@@ -150,6 +207,12 @@ export async function measureAll(cases: readonly BenchCase[], starts: readonly S
       if (last || state.error !== undefined) await server.process.stop();
     }
   }
-  const ceiling = states.find((s) => s.c.server.kind === 'ceiling');
-  return states.map((s) => summarize(s, ceiling));
+  const ceiling = states.find((s) => s.c.id === 'ceiling');
+  return states.map((state) =>
+    summarize(
+      state,
+      ceiling,
+      states.find((other) => other.c.id === state.c.compareTo),
+    ),
+  );
 }

@@ -5,16 +5,26 @@
  * estimate (`entrySize`); this shows what the estimate costs in RSS.
  * Goal: RSS after the fill <= 1.25 x max_bytes + 100 MB (MB read as MiB).
  *
- *   npm run bench:memory [-- --max-mb N] [--entries N] [--smoke] [--json FILE]
+ *   npm run bench:memory [-- --max-mb N] [--entries N] [--smoke] [--json FILE] [--bodies small|repo|repo-gzip]
  *   (= node --expose-gc --import tsx bench/memory.ts; without --expose-gc the numbers include garbage)
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import type { CacheEntry } from '../src/cache/entry.js';
 import { cacheKey, POOL } from '../src/cache/key.js';
 import { createMemoryStore } from '../src/cache/memory-store.js';
 
+/**
+ * The bodies the entries hold: `small` (~200 bytes of JSON, identity), or `repo` (a full GitHub
+ * repository record, ~5 KB, every API address in it, as `GET /repos/:owner/:repo` answers) as
+ * identity (`repo`, what the proxy stored before issue 17) or gzip (`repo-gzip`, what it stores now).
+ */
+export type BodyKind = 'small' | 'repo' | 'repo-gzip';
+
 export interface MemoryOptions {
+  /** Default small. */
+  bodies?: BodyKind;
   /** Entries to insert. Default 1,000,000. */
   entries?: number;
   /** cache.max_bytes in MiB. Default 256. */
@@ -96,8 +106,138 @@ function hexOf(index: number, len: number): string {
   return bytes.toString('hex', 0, bytes.length).slice(0, len);
 }
 
+const REPO_URLS = [
+  'forks',
+  'keys{/key_id}',
+  'collaborators{/collaborator}',
+  'teams',
+  'hooks',
+  'issues/events{/number}',
+  'events',
+  'assignees{/user}',
+  'branches{/branch}',
+  'tags',
+  'git/blobs{/sha}',
+  'git/tags{/sha}',
+  'git/refs{/sha}',
+  'git/trees{/sha}',
+  'statuses/{sha}',
+  'languages',
+  'stargazers',
+  'contributors',
+  'subscribers',
+  'subscription',
+  'commits{/sha}',
+  'git/commits{/sha}',
+  'comments{/number}',
+  'issues/comments{/number}',
+  'contents/{+path}',
+  'compare/{base}...{head}',
+  'merges',
+  '{archive_format}{/ref}',
+  'downloads',
+  'issues{/number}',
+  'pulls{/number}',
+  'milestones{/number}',
+  'notifications{?since,all,participating}',
+  'labels{/name}',
+  'releases{/id}',
+  'deployments',
+];
+const OWNER_URLS = [
+  'followers',
+  'following{/other_user}',
+  'gists{/gist_id}',
+  'starred{/owner}{/repo}',
+  'subscriptions',
+  'orgs',
+  'repos',
+  'events{/privacy}',
+  'received_events',
+];
+
+/** A repository record shaped like GitHub's (src/fake-upstream/render.ts), for entry `index`. */
+function repoBody(index: number, updatedAt: string): Record<string, unknown> {
+  const full = `etagere-org/r${index}`;
+  const api = `https://api.github.com/repos/${full}`;
+  const ownerUrl = 'https://api.github.com/users/etagere-org';
+  const owner: Record<string, unknown> = {
+    login: 'etagere-org',
+    id: 9_000_001,
+    node_id: 'MDEyOk9yZ2FuaXphdGlvbjkwMDAwMDE=',
+    avatar_url: 'https://avatars.githubusercontent.com/u/9000001?v=4',
+    gravatar_id: '',
+    url: ownerUrl,
+    html_url: 'https://github.com/etagere-org',
+  };
+  for (const suffix of OWNER_URLS) owner[`${suffix.split('{')[0]!}_url`] = `${ownerUrl}/${suffix}`;
+  Object.assign(owner, { type: 'Organization', user_view_type: 'public', site_admin: false });
+  const record: Record<string, unknown> = {
+    id: 8_000_000 + index,
+    node_id: Buffer.from(`010:Repository${8_000_000 + index}`).toString('base64'),
+    name: `r${index}`,
+    full_name: full,
+    private: false,
+    owner,
+    html_url: `https://github.com/${full}`,
+    description: `Repository ${index}: ${hexOf(index, 24)}.`,
+    fork: false,
+    url: api,
+  };
+  for (const suffix of REPO_URLS)
+    record[
+      `${
+        suffix
+          .replace(/[{}?+./,]+/g, '_')
+          .replace(/_+$/, '')
+          .split('_')[0]!
+      }_url`
+    ] = `${api}/${suffix}`;
+  Object.assign(record, {
+    created_at: '2020-01-01T00:00:00Z',
+    updated_at: updatedAt,
+    pushed_at: updatedAt,
+    git_url: `git://github.com/${full}.git`,
+    ssh_url: `git@github.com:${full}.git`,
+    clone_url: `https://github.com/${full}.git`,
+    svn_url: `https://github.com/${full}`,
+    homepage: null,
+    size: index % 100_000,
+    stargazers_count: index % 5000,
+    watchers_count: index % 5000,
+    language: 'TypeScript',
+    has_issues: true,
+    has_projects: true,
+    has_downloads: true,
+    has_wiki: true,
+    has_pages: false,
+    has_discussions: false,
+    forks_count: index % 97,
+    mirror_url: null,
+    archived: false,
+    disabled: false,
+    open_issues_count: index % 13,
+    license: { key: 'mit', name: 'MIT License', spdx_id: 'MIT', url: 'https://api.github.com/licenses/mit', node_id: 'MDc6TGljZW5zZTEz' },
+    allow_forking: true,
+    is_template: false,
+    web_commit_signoff_required: false,
+    topics: ['cache', `t${index % 50}`],
+    visibility: 'public',
+    forks: index % 97,
+    open_issues: index % 13,
+    watchers: index % 5000,
+    default_branch: 'main',
+    permissions: { admin: false, maintain: false, push: false, triage: false, pull: true },
+    temp_clone_token: null,
+    organization: owner,
+    network_count: index % 97,
+    subscribers_count: index % 300,
+  });
+  return record;
+}
+
 /** One entry as the L1 would hold it for `GET /repos/etagere-org/r<index>` fetched with a pool token. */
-export function makeEntry(index: number, now: number): { key: string; entry: CacheEntry } {
+export function makeEntry(index: number, now: number, bodies: BodyKind = 'small'): { key: string; entry: CacheEntry } {
   const key = cacheKey({
     upstream: 'github',
     pathname: `/repos/etagere-org/r${index}`,
@@ -107,22 +247,30 @@ export function makeEntry(index: number, now: number): { key: string; entry: Cac
     partition: POOL,
   });
   const updated = new Date(Date.UTC(2024, 0, 1) + (index % 86_400) * 60_000);
-  const body = Buffer.from(
-    JSON.stringify({
-      id: 8_000_000 + index,
-      name: `r${index}`,
-      full_name: `etagere-org/r${index}`,
-      private: false,
-      description: `Repository ${index}.`,
-      fork: false,
-      language: 'TypeScript',
-      stargazers_count: index % 5000,
-      forks_count: index % 97,
-      open_issues_count: index % 13,
-      default_branch: 'main',
-      updated_at: updated.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-    }),
+  const updatedAt = updated.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const small = bodies === 'small';
+  const plain = Buffer.from(
+    JSON.stringify(
+      small
+        ? {
+            id: 8_000_000 + index,
+            name: `r${index}`,
+            full_name: `etagere-org/r${index}`,
+            private: false,
+            description: `Repository ${index}.`,
+            fork: false,
+            language: 'TypeScript',
+            stargazers_count: index % 5000,
+            forks_count: index % 97,
+            open_issues_count: index % 13,
+            default_branch: 'main',
+            updated_at: updatedAt,
+          }
+        : repoBody(index, updatedAt),
+    ),
   );
+  // A copy, as the proxy's own (fetchBuffered's Buffer.concat): zlib's output can be a view into a larger chunk.
+  const body = bodies === 'repo-gzip' ? Buffer.from(gzipSync(plain)) : plain;
   const etag = `W/"${hexOf(index, 64)}"`;
   const lastModified = updated.toUTCString();
   const headers: Array<[string, string]> = CONSTANT_HEADERS.map(([name, value]) => [name, value.toString('latin1')]);
@@ -132,10 +280,12 @@ export function makeEntry(index: number, now: number): { key: string; entry: Cac
     ['date', new Date(now).toUTCString()],
     ['x-github-request-id', `${hexOf(index, 4)}:${hexOf(index + 1, 4)}:${index.toString(16)}:${hexOf(index + 2, 8)}`.toUpperCase()],
   );
+  if (bodies === 'repo-gzip') headers.push(['content-encoding', 'gzip']);
   const entry: CacheEntry = {
     status: 200,
     headers,
     body,
+    decodedSize: plain.length,
     etag,
     lastModified,
     storedAt: now,
@@ -163,7 +313,7 @@ export function runMemoryBench(opts: MemoryOptions = {}): MemoryResults {
   let bodyBytes = 0;
   let headers = 0;
   for (let i = 0; i < inserted; i++) {
-    const { key, entry } = makeEntry(i, now);
+    const { key, entry } = makeEntry(i, now, opts.bodies);
     bodyBytes += entry.body.length;
     headers += entry.headers.length;
     store.set(key, entry, ttlMs);
@@ -260,6 +410,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       entries: { type: 'string' },
       smoke: { type: 'boolean', default: false },
       json: { type: 'string' },
+      bodies: { type: 'string' },
     },
     strict: true,
   });
@@ -267,6 +418,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const opts: MemoryOptions = values.smoke ? { entries: 100_000, maxMb: 32 } : {};
     if (values['max-mb'] !== undefined) opts.maxMb = Number(values['max-mb']);
     if (values.entries !== undefined) opts.entries = Number(values.entries);
+    if (values.bodies !== undefined) {
+      if (!['small', 'repo', 'repo-gzip'].includes(values.bodies)) throw new Error('--bodies must be small, repo or repo-gzip');
+      opts.bodies = values.bodies as BodyKind;
+    }
     const results = runMemoryBench(opts);
     if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
     const failures = memoryGoalFailures(results);

@@ -38,9 +38,9 @@ export interface HttpReply {
 }
 
 /** One plain GET (no Accept-Encoding, like the load generators), with a timeout. */
-export function httpGet(url: string, timeoutMs = 2_000): Promise<HttpReply> {
+export function httpGet(url: string, timeoutMs = 2_000, headers: Readonly<Record<string, string>> = {}): Promise<HttpReply> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'GET', agent: false, timeout: timeoutMs }, (res) => {
+    const req = request(url, { method: 'GET', agent: false, timeout: timeoutMs, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));

@@ -3,8 +3,16 @@
  * consumers that must always see current data, against the same consumers going straight to the
  * API, and against the floor (one full fetch per resource version that somebody asked for).
  * Goal: etagere (policy `revalidate`) at most 1.05 x the floor, and never stale.
+ * Issue 18's webhook scenario: policy `max-age` with `cache.webhook_fresh_seconds` (600 simulated
+ * seconds, scaled like every other time), the fake announcing each change with a signed webhook to
+ * the proxy. Goal: at least 10 x fewer upstream requests (304s included) than `revalidate`, and a
+ * staleness window (how long after a change a consumer could still be answered the old version)
+ * of at most 1 s.
  *
  *   npm run bench:quota [-- --minutes N] [--smoke] [--minute-ms MS] [--rate N] [--seed N] [--json FILE]
+ *   npm run bench:quota -- --rotation [--entries N] [--rotations N] [--options none,replace,...] [--smoke]
+ *     the quota cost of token rotation instead (bench/rotation.ts)
+ *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
  * - 50 consumers poll 2,000 repositories `/repos/etagere-org/repo-NNN` picked by Zipf (s = 1.0),
@@ -14,6 +22,8 @@
  *   so popular repositories change too. Minutes are barriers: no request is in flight during a
  *   mutation, so which version each request must see is known exactly.
  * - Time is compressed: a simulated minute lasts `--minute-ms` (default 1,000 ms) of wall time.
+ *   Webhook deliveries are not: they take what they take on the machine, so the staleness window
+ *   is wall time.
  *
  * Each scenario gets its own fake upstream (fresh state, one accepted token, huge limit) and, for
  * the etagere scenarios, its own proxy with that token as its only pool token. The scenarios run
@@ -29,15 +39,30 @@ import { parseConfig } from '../src/config/load.js';
 import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
 import { createLogger } from '../src/log/logger.js';
+import {
+  formatRotation,
+  rotationGoalFailures,
+  runRotationBench,
+  ROTATION_OPTIONS,
+  type RotationOption,
+  type RotationSettings,
+} from './rotation.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 
-export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'direct-no-cache' | 'direct-etag';
+export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'etagere-webhooks' | 'direct-no-cache' | 'direct-etag';
 
-export const SCENARIO_IDS: readonly ScenarioId[] = ['etagere-revalidate', 'etagere-max-age', 'direct-no-cache', 'direct-etag'];
+export const SCENARIO_IDS: readonly ScenarioId[] = [
+  'etagere-revalidate',
+  'etagere-max-age',
+  'etagere-webhooks',
+  'direct-no-cache',
+  'direct-etag',
+];
 
 const SCENARIO_TEXT: Record<ScenarioId, string> = {
   'etagere-revalidate': 'etagere, policy revalidate (always current)',
   'etagere-max-age': 'etagere, policy max-age, cap = 1 simulated minute',
+  'etagere-webhooks': 'etagere, max-age + webhooks',
   'direct-no-cache': 'baseline: direct, no cache',
   'direct-etag': 'direct, each consumer its own ETag cache',
 };
@@ -57,6 +82,8 @@ export interface QuotaOptions {
   minuteMs?: number;
   /** Zipf exponent. Default 1.0. */
   exponent?: number;
+  /** The webhook scenario's cache.webhook_fresh_seconds, in simulated seconds. Default 600. */
+  webhookFreshSeconds?: number;
   seed?: number;
   scenarios?: readonly ScenarioId[];
 }
@@ -67,6 +94,8 @@ type Settings = Required<QuotaOptions>;
 const TOKEN = 'quota_sim_token_1';
 const TOKEN_SPEC = `${TOKEN}@alice:public_repo`;
 const TOKEN_LIMIT = 1_000_000_000;
+/** The webhook scenario's secret (the fake signs its deliveries with it). */
+const WEBHOOK_SECRET = 'quota-sim-webhook-secret-0123456789';
 
 export interface Schedule {
   /** requests[minute][consumer]: ranks (1-based repository numbers) in sending order. */
@@ -101,6 +130,8 @@ export interface ScenarioResult {
   vsFloor: number;
   /** Responses whose body was older than the resource's current version. */
   stale: number;
+  /** The staleness window: the longest a stale answer's request came after the change it missed (wall ms); null when none. */
+  staleMaxMs: number | null;
   /** etagere only: responses served from the cache without contacting the upstream. */
   hits: number | null;
   /** etagere only: requests that joined an identical in-flight upstream request. */
@@ -132,6 +163,7 @@ const DEFAULTS: Settings = {
   rate: 20,
   minuteMs: 1000,
   exponent: 1.0,
+  webhookFreshSeconds: 600,
   seed: 20240601,
   scenarios: SCENARIO_IDS,
 };
@@ -198,6 +230,15 @@ interface Target {
   app: App | undefined;
 }
 
+/** A simulated duration in wall seconds (at least 1). */
+const wallSeconds = (simulated: number, settings: Settings): number => Math.max(1, Math.round((simulated * settings.minuteMs) / 60_000));
+
+function cacheFor(id: ScenarioId, settings: Settings, capSeconds: number): Record<string, unknown> {
+  if (id === 'etagere-revalidate') return { policy: 'revalidate' };
+  const maxAge = { policy: 'max-age', max_age_cap_seconds: capSeconds };
+  return id === 'etagere-webhooks' ? { ...maxAge, webhook_fresh_seconds: wallSeconds(settings.webhookFreshSeconds, settings) } : maxAge;
+}
+
 async function startTarget(id: ScenarioId, settings: Settings, windowSeconds: number, capSeconds: number): Promise<Target> {
   const fake = await startFakeUpstream({
     orgRepoCount: settings.resources,
@@ -207,15 +248,23 @@ async function startTarget(id: ScenarioId, settings: Settings, windowSeconds: nu
     latencyMs: 0,
   });
   if (id === 'direct-no-cache' || id === 'direct-etag') return { url: fake.url, fake, app: undefined };
-  const cache = id === 'etagere-revalidate' ? { policy: 'revalidate' } : { policy: 'max-age', max_age_cap_seconds: capSeconds };
+  const cache = cacheFor(id, settings, capSeconds);
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     log: { level: 'silent' },
     upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, cache }],
     pool: { tokens: [{ name: 'sim', value: TOKEN }] },
+    ...(id === 'etagere-webhooks' ? { webhooks: { secret: WEBHOOK_SECRET, owners: ['etagere-org'] } } : {}),
   });
   const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });
+  if (id === 'etagere-webhooks') {
+    // The fake's changes are announced to the proxy's receiver, signed, as GitHub's org webhook would.
+    const hook = { url: `${app.url}/_etagere/webhooks/github`, secret: WEBHOOK_SECRET };
+    const res = await request(`${fake.url}/__fake/webhooks`, { method: 'POST', body: JSON.stringify(hook) });
+    if (res.statusCode !== 200) throw new Error(`configuring the fake's webhook: ${res.statusCode}`);
+    await res.body.dump();
+  }
   return { url: app.url, fake, app };
 }
 
@@ -233,6 +282,9 @@ async function runScenario(
   /** Current version and star count of each repository on this scenario's fake (after mutations). */
   const version = new Int32Array(settings.resources + 1);
   const expectedStars = new Int32Array(settings.resources + 1);
+  /** When each repository last changed (performance.now()). */
+  const changedAt = new Float64Array(settings.resources + 1);
+  let staleMaxMs: number | null = null;
   /** direct-etag: each consumer's own cache, rank -> [etag, stars]. */
   const own = Array.from({ length: settings.consumers }, () => new Map<number, [string, number]>());
   let requests = 0;
@@ -259,6 +311,7 @@ async function runScenario(
             const wait = due - performance.now();
             if (wait > 1) await sleep(wait);
             const cached = id === 'direct-etag' ? mine.get(rank) : undefined;
+            const sentAt = performance.now();
             const res = await request(`${target.url}${repoPath(rank)}`, {
               headers: cached === undefined ? headers : { ...headers, 'if-none-match': cached[0] },
             });
@@ -275,7 +328,10 @@ async function runScenario(
               errors++;
               continue;
             }
-            if ((version[rank] ?? 0) > 0 && stars !== expectedStars[rank]) stale++;
+            if ((version[rank] ?? 0) > 0 && stars !== expectedStars[rank]) {
+              stale++;
+              staleMaxMs = Math.max(staleMaxMs ?? 0, sentAt - (changedAt[rank] ?? 0));
+            }
             const status = res.headers['cache-status'];
             if (typeof status === 'string') {
               if (status.includes('; hit')) hits++;
@@ -293,6 +349,7 @@ async function runScenario(
           if (res.statusCode !== 200) throw new Error(`mutate ${repoPath(rank)}: ${res.statusCode}`);
           version[rank] = (version[rank] ?? 0) + 1;
           expectedStars[rank] = out.changed?.stargazers_count?.to ?? Number.NaN;
+          changedAt[rank] = performance.now();
         }),
       );
       minuteMs.push(performance.now() - minuteStart);
@@ -306,7 +363,10 @@ async function runScenario(
   const billable = after.quotaSpent - before.quotaSpent;
   return {
     id,
-    name: SCENARIO_TEXT[id],
+    name:
+      id === 'etagere-webhooks'
+        ? `${SCENARIO_TEXT[id]}, webhook_fresh_seconds ${settings.webhookFreshSeconds} simulated`
+        : SCENARIO_TEXT[id],
     requests,
     errors,
     upstreamRequests: after.total - before.total,
@@ -315,6 +375,7 @@ async function runScenario(
     per1000: requests === 0 ? 0 : (billable / requests) * 1000,
     vsFloor: floor.total === 0 ? 0 : billable / floor.total,
     stale,
+    staleMaxMs,
     hits: direct ? null : hits,
     collapsed: direct ? null : collapsed,
     anonymousUpstream: (after.byCredential.anonymous ?? 0) - (before.byCredential.anonymous ?? 0),
@@ -383,6 +444,7 @@ export function formatQuota(results: QuotaResults): string {
         'per 1,000 req',
         'x floor',
         'stale',
+        'stale max ms',
         'hits',
         'collapsed',
         'errors',
@@ -400,6 +462,7 @@ export function formatQuota(results: QuotaResults): string {
         '',
         '',
         '',
+        '',
       ],
       ...results.scenarios.map((scenario) => [
         scenario.name,
@@ -409,6 +472,7 @@ export function formatQuota(results: QuotaResults): string {
         scenario.per1000.toFixed(2),
         scenario.vsFloor.toFixed(3),
         formatCount(scenario.stale),
+        scenario.staleMaxMs === null ? '-' : scenario.staleMaxMs.toFixed(0),
         scenario.hits === null ? '-' : formatCount(scenario.hits),
         scenario.collapsed === null ? '-' : formatCount(scenario.collapsed),
         formatCount(scenario.errors),
@@ -422,6 +486,10 @@ export function formatQuota(results: QuotaResults): string {
       `(= ${simSecondsFresh.toFixed(0)} simulated seconds). The Date header's one-second resolution counts as age, so an entry is in practice fresh for ` +
       `0-${results.maxAgeCapSeconds} s of wall time, about half of it on average (real GitHub: 59-60 s of 60). It serves data up to that old (see stale) ` +
       'and could go below the floor: not comparable, no goal.',
+    `etagere max-age + webhooks: covered paths stay fresh for cache.webhook_fresh_seconds = ${wallSeconds(settings.webhookFreshSeconds, settings)} s ` +
+      `(${settings.webhookFreshSeconds} simulated seconds), and the fake announces each change (a star: the star and watch events) with a signed ` +
+      "webhook to the proxy, which marks the repository stale on delivery. Held to: upstream requests (304s included) at most a tenth of revalidate's, " +
+      'stale max ms (the longest a consumer was answered the old version after a change, wall time) at most 1,000.',
     'direct, own ETag cache: every consumer revalidates its own copies with the token (free 304s) but fetches each change once per consumer.',
     `wall time: ${results.wallSeconds.toFixed(1)} s (scenarios side by side in one process, each on its own clock; a minute longer than ${settings.minuteMs} ms means the machine fell behind)`,
   ];
@@ -440,11 +508,92 @@ export function quotaGoalFailures(results: QuotaResults): string[] {
         );
       if (scenario.stale > 0) out.push(`${scenario.name}: ${scenario.stale} stale responses; goal 0`);
     }
+    if (scenario.id === 'etagere-webhooks') out.push(...webhookGoalFailures(scenario, results));
     if ((scenario.id === 'direct-no-cache' || scenario.id === 'direct-etag') && scenario.stale > 0)
       out.push(`${scenario.name}: ${scenario.stale} stale responses (harness error)`);
     if (scenario.id.startsWith('etagere') && scenario.anonymousUpstream > 0)
       out.push(`${scenario.name}: ${scenario.anonymousUpstream} upstream requests without the pool token`);
   }
+  return out;
+}
+
+type Flags = Readonly<Record<string, string | boolean | undefined>>;
+
+const text = (value: string | boolean | undefined): string | undefined => (typeof value === 'string' ? value : undefined);
+
+/** `--rotation`: the quota cost of token rotation (bench/rotation.ts). */
+function runRotation(values: Flags, num: (value: string | undefined) => number | undefined): void {
+  const opts: Partial<RotationSettings> = {};
+  const entries = num(text(values.entries)) ?? (values.smoke === true ? 200 : undefined);
+  if (entries !== undefined) opts.entries = entries;
+  const rotations = num(text(values.rotations)) ?? (values.smoke === true ? 1 : undefined);
+  if (rotations !== undefined) opts.rotations = rotations;
+  const seed = num(text(values.seed));
+  if (seed !== undefined) opts.seed = seed;
+  if (typeof values.options === 'string') {
+    const chosen = values.options.split(',').map((option) => option.trim());
+    const unknown = chosen.filter((option) => !(ROTATION_OPTIONS as readonly string[]).includes(option));
+    if (unknown.length > 0) {
+      process.stderr.write(`quota --rotation: --options: unknown ${unknown.join(', ')} (known: ${ROTATION_OPTIONS.join(', ')})\n`);
+      process.exit(2);
+    }
+    opts.options = chosen as RotationOption[];
+  }
+  runRotationBench(opts).then(
+    (results) => {
+      if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+      const failures = rotationGoalFailures(results);
+      const verdict = failures.length > 0 ? `rotation: goals not met:\n  ${failures.join('\n  ')}\n` : 'rotation: goals met\n';
+      process.stdout.write(`${formatRotation(results)}\n${verdict}`, () =>
+        process.exit(values.smoke === true && failures.length > 0 ? 1 : 0),
+      );
+    },
+    (err: unknown) => {
+      process.stderr.write(`rotation: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+function runQuota(values: Flags, num: (value: string | undefined) => number | undefined): void {
+  const opts: QuotaOptions = {};
+  const minutes = num(text(values.minutes)) ?? (values.smoke === true ? 3 : undefined);
+  if (minutes !== undefined) opts.minutes = minutes;
+  const minuteMs = num(text(values['minute-ms']));
+  if (minuteMs !== undefined) opts.minuteMs = minuteMs;
+  const rate = num(text(values.rate));
+  if (rate !== undefined) opts.rate = rate;
+  const seed = num(text(values.seed));
+  if (seed !== undefined) opts.seed = seed;
+  const webhookFresh = num(text(values['webhook-fresh-seconds']));
+  if (webhookFresh !== undefined) opts.webhookFreshSeconds = webhookFresh;
+  const only = text(values.only);
+  if (only !== undefined)
+    opts.scenarios = only.split(',').filter((id): id is ScenarioId => (SCENARIO_IDS as readonly string[]).includes(id));
+  runQuotaSimulation(opts).then(
+    (results) => {
+      if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+      const failures = quotaGoalFailures(results);
+      const verdict = failures.length > 0 ? `quota: goals not met:\n  ${failures.join('\n  ')}\n` : 'quota: goals met\n';
+      process.stdout.write(`${formatQuota(results)}\n${verdict}`, () => process.exit(values.smoke === true && failures.length > 0 ? 1 : 0));
+    },
+    (err: unknown) => {
+      process.stderr.write(`quota: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+/** Issue 18: at least 10x fewer upstream requests than revalidate, and a staleness window of at most 1 s. */
+function webhookGoalFailures(scenario: ScenarioResult, results: QuotaResults): string[] {
+  const out: string[] = [];
+  const revalidate = results.scenarios.find((other) => other.id === 'etagere-revalidate');
+  if (revalidate !== undefined && scenario.upstreamRequests * 10 > revalidate.upstreamRequests)
+    out.push(
+      `${scenario.name}: ${scenario.upstreamRequests} upstream requests = ${(revalidate.upstreamRequests / Math.max(1, scenario.upstreamRequests)).toFixed(1)}x fewer than revalidate's ${revalidate.upstreamRequests}; goal >= 10x`,
+    );
+  if (scenario.staleMaxMs !== null && scenario.staleMaxMs > 1000)
+    out.push(`${scenario.name}: a consumer saw an old version ${scenario.staleMaxMs.toFixed(0)} ms after its change; goal <= 1,000 ms`);
   return out;
 }
 
@@ -456,30 +605,17 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'minute-ms': { type: 'string' },
       rate: { type: 'string' },
       seed: { type: 'string' },
+      'webhook-fresh-seconds': { type: 'string' },
+      only: { type: 'string' },
       json: { type: 'string' },
+      rotation: { type: 'boolean', default: false },
+      entries: { type: 'string' },
+      rotations: { type: 'string' },
+      options: { type: 'string' },
     },
     strict: true,
   });
   const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
-  const opts: QuotaOptions = {};
-  const minutes = num(values.minutes) ?? (values.smoke ? 3 : undefined);
-  if (minutes !== undefined) opts.minutes = minutes;
-  const minuteMs = num(values['minute-ms']);
-  if (minuteMs !== undefined) opts.minuteMs = minuteMs;
-  const rate = num(values.rate);
-  if (rate !== undefined) opts.rate = rate;
-  const seed = num(values.seed);
-  if (seed !== undefined) opts.seed = seed;
-  runQuotaSimulation(opts).then(
-    (results) => {
-      if (values.json !== undefined) writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
-      const failures = quotaGoalFailures(results);
-      const verdict = failures.length > 0 ? `quota: goals not met:\n  ${failures.join('\n  ')}\n` : 'quota: goals met\n';
-      process.stdout.write(`${formatQuota(results)}\n${verdict}`, () => process.exit(values.smoke && failures.length > 0 ? 1 : 0));
-    },
-    (err: unknown) => {
-      process.stderr.write(`quota: ${(err as Error).stack ?? String(err)}\n`);
-      process.exit(1);
-    },
-  );
+  if (values.rotation) runRotation(values, num);
+  else runQuota(values, num);
 }

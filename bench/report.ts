@@ -1,6 +1,6 @@
 /** Machine facts and the results table. */
 import { spawnSync } from 'node:child_process';
-import { availableParallelism, cpus, release, type } from 'node:os';
+import { cpus, release, type } from 'node:os';
 import { busyOver } from './cpu.js';
 import type { LoadResult, LoadTool } from './load.js';
 
@@ -28,7 +28,8 @@ export async function machineFacts(tool: LoadTool, root: string): Promise<Machin
   const busy = await busyOver(500);
   return {
     cpu: cpus()[0]?.model.trim() ?? 'unknown',
-    cores: availableParallelism(),
+    // The machine's cores, not this process's affinity (--pin narrows that to one CPU).
+    cores: cpus().length,
     os: `${type()} ${release()}`,
     node: process.version,
     loadTool: tool.version,
@@ -45,6 +46,8 @@ export interface RunSettings {
   readonly repeat: number;
   readonly logLevel: string;
   readonly source: 'src (tsx)' | 'dist';
+  /** --pin: servers on CPU 0, load generator, fake upstream and harness on CPU 1. */
+  readonly pin: boolean;
 }
 
 export function header(machine: MachineFacts, settings: RunSettings): string {
@@ -60,6 +63,7 @@ export function header(machine: MachineFacts, settings: RunSettings): string {
       (machine.busyAtStart >= 0.15 ? '  WARNING: something else is using the CPU; numbers will be low and noisy' : ''),
     `  settings    ${settings.repeat > 1 ? `median of ${settings.repeat} runs of ` : ''}${settings.durationSec} s per case after ${settings.warmupSec} s warm-up, ${settings.connections} connections, ` +
       `etagere log level ${settings.logLevel}, run from ${settings.source}`,
+    `  pinning     ${settings.pin ? 'servers on CPU 0; wrk, the fake upstream and the harness on CPU 1 (taskset)' : 'none (every process on every core)'}`,
   ].join('\n');
 }
 
@@ -86,6 +90,12 @@ export type CaseResult =
       readonly steal: number | undefined;
       /** req/s relative to the ceiling case: median of the per-round ratios (undefined without a ceiling). */
       readonly vsCeiling: number | undefined;
+      /** Server CPU µs per request (user + system of the server's processes over the measured window), median over runs. */
+      readonly cpuPerRequest: number | undefined;
+      /** CPU µs per request relative to the ceiling's: median of the per-round ratios. */
+      readonly cpuVsCeiling: number | undefined;
+      /** req/s relative to the case's reference (BenchCase.compareTo) in the same round: median of the per-round ratios. */
+      readonly vsReference: { readonly id: string; readonly ratio: number } | undefined;
     }
   | { readonly id: string; readonly name: string; readonly ok: false; readonly error: string };
 
@@ -101,7 +111,10 @@ export function table(results: readonly CaseResult[]): string {
     'errors',
     'upstream req (304)',
     'steal',
-    'vs ceiling',
+    '× ceiling',
+    'CPU µs/req',
+    'CPU × ceiling',
+    'vs ref',
   ];
   const rows = results.map((result) =>
     result.ok
@@ -115,11 +128,14 @@ export function table(results: readonly CaseResult[]): string {
           result.upstream === undefined ? 'n/a' : `${result.upstream.requests} (${result.upstream.notModified})`,
           result.steal === undefined ? 'n/a' : `${Math.round(result.steal * 100)}%`,
           result.vsCeiling === undefined ? 'n/a' : result.vsCeiling.toFixed(2),
+          result.cpuPerRequest === undefined ? 'n/a' : result.cpuPerRequest.toFixed(1),
+          result.cpuVsCeiling === undefined ? 'n/a' : result.cpuVsCeiling.toFixed(2),
+          result.vsReference === undefined ? '' : `${result.vsReference.ratio.toFixed(2)} ${result.vsReference.id}`,
         ]
       : [result.name, 'FAILED', ...head.slice(2).map(() => '-')],
   );
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const numeric = (i: number): boolean => i > 0;
+  const numeric = (i: number): boolean => i > 0 && head[i] !== 'vs ref';
   const line = (cells: readonly string[]): string =>
     `| ${cells.map((c, i) => (numeric(i) ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join(' | ')} |`;
   const rule = `|${widths.map((w, i) => (numeric(i) ? `${'-'.repeat(w + 1)}:` : `:${'-'.repeat(w + 1)}`)).join('|')}|`;

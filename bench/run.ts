@@ -18,6 +18,7 @@ import { formatQuota, quotaGoalFailures, runQuotaSimulation, type QuotaResults }
 import { formatMemory, memoryGoalFailures, type MemoryResults } from './memory.js';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { LOAD_CPU, pinSelf, pinUnavailable } from './pin.js';
 import { installCleanup, stopAll } from './processes.js';
 import { header, machineFacts, table, type CaseResult, type RunSettings } from './report.js';
 import { ensureNginx, recordResponse, startCaseServer, startFake, type RunningServer, type ServerContext } from './servers.js';
@@ -33,9 +34,13 @@ const USAGE = `usage: npm run bench -- [options]
   --tool T           wrk or autocannon (default: wrk when available, else autocannon)
   --log-level L      etagere log level (default info: one access log line per request)
   --dist             run etagere from dist/ (npm run build first) instead of src/ through tsx
+  --pin              servers on CPU 0, the load generator, fake upstream and harness on CPU 1 (taskset)
   --list             list the cases and exit
   -h, --help
 `;
+
+/** Servers starting at once (see startAllLimited). */
+const START_CONCURRENCY = 4;
 
 interface Options {
   durationSec: number;
@@ -48,6 +53,7 @@ interface Options {
   tool: ToolName | undefined;
   logLevel: string;
   useDist: boolean;
+  pin: boolean;
   list: boolean;
 }
 
@@ -76,6 +82,7 @@ function parseOptions(argv: string[]): Options {
       tool: { type: 'string' },
       'log-level': { type: 'string' },
       dist: { type: 'boolean', default: false },
+      pin: { type: 'boolean', default: false },
       list: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -99,6 +106,7 @@ function parseOptions(argv: string[]): Options {
     tool,
     logLevel: values['log-level'] ?? 'info',
     useDist: values.dist,
+    pin: values.pin,
     list: values.list,
   };
 }
@@ -109,6 +117,28 @@ function startFor(benchCase: BenchCase, ctx: ServerContext, fake: RunningServer,
     (server): Started => ({ ok: true, server }),
     (err: unknown): Started => ({ ok: false, error: err instanceof Error ? err : new Error(String(err)) }),
   );
+}
+
+/**
+ * Starts the servers of every case, at most `limit` at a time: each start has its own
+ * deadline, which 20-odd servers loading modules at once on a small busy machine would miss.
+ */
+async function startAllLimited(
+  cases: readonly BenchCase[],
+  limit: number,
+  start: (benchCase: BenchCase) => Promise<Started>,
+): Promise<Started[]> {
+  const out = new Array<Started>(cases.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < cases.length) {
+      const index = next++;
+      const benchCase = cases[index];
+      if (benchCase !== undefined) out[index] = await start(benchCase);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, cases.length) }, worker));
+  return out;
 }
 
 function smokeFailures(results: readonly CaseResult[]): string[] {
@@ -161,6 +191,12 @@ async function main(): Promise<number> {
     for (const dir of createdDirs) rmSync(dir, { recursive: true, force: true });
   });
 
+  if (opts.pin) {
+    const why = pinUnavailable();
+    if (why !== undefined) fail(why);
+    // The harness (and autocannon, which runs inside it) stays off the servers' core.
+    pinSelf(LOAD_CPU);
+  }
   const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
   const tool = detectLoadTool(opts.tool, log);
   const runDir = mkdtempSync(join(tmpdir(), 'etagere-bench-'));
@@ -172,11 +208,12 @@ async function main(): Promise<number> {
     repeat: opts.repeat,
     logLevel: opts.logLevel,
     source: opts.useDist ? 'dist' : 'src (tsx)',
+    pin: opts.pin,
   };
   const facts = await machineFacts(tool, root);
   process.stdout.write(`${header(facts, settings)}\n\n`);
 
-  const servers: ServerContext = { root, tmpDir: runDir, useDist: opts.useDist, logLevel: opts.logLevel };
+  const servers: ServerContext = { root, tmpDir: runDir, useDist: opts.useDist, logLevel: opts.logLevel, pin: opts.pin };
   const results: CaseResult[] = [];
   let keepTmp = false;
   try {
@@ -184,10 +221,10 @@ async function main(): Promise<number> {
       const fake = await startFake(servers);
       const responseFile = join(runDir, 'ceiling-response.json');
       await recordResponse(fake.origin, REPO_PATH, responseFile);
-      // Every case gets its own fresh server. They start side by side before anything is
+      // Every case gets its own fresh server. They start (a few side by side) before anything is
       // measured (start-up is mostly module loading), then sit idle until their turn.
       log(`starting ${cases.length} server(s) ...`);
-      const starts = await Promise.all(cases.map((c) => startFor(c, servers, fake, responseFile)));
+      const starts = await startAllLimited(cases, START_CONCURRENCY, (c) => startFor(c, servers, fake, responseFile));
       results.push(
         ...(await measureAll(cases, starts, {
           tool,
@@ -197,6 +234,8 @@ async function main(): Promise<number> {
           durationSec: opts.durationSec,
           warmupSec: opts.warmupSec,
           repeat: opts.repeat,
+          pin: opts.pin,
+          ...(opts.smoke ? { warmAllLimit: 1_000 } : {}),
           log,
         })),
       );
@@ -210,7 +249,9 @@ async function main(): Promise<number> {
   if (results.length > 0) {
     process.stdout.write(`${table(results)}\n`);
     process.stdout.write(
-      '\n(vs ceiling = req/s of the case / req/s of the ceiling case (median over rounds); errors = non-2xx + socket errors)\n',
+      '\n(× ceiling = req/s of the case / req/s of the ceiling case; CPU µs/req = user + system time of the server processes (and their own Redis) ' +
+        "over the measured run / requests; CPU × ceiling = that / the ceiling's; vs ref = req/s / req/s of the named case; " +
+        'ratios are medians of per-round ratios; errors = non-2xx + socket errors)\n',
     );
   }
   let pool: SimResult[] = [];

@@ -6,7 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
-import type { CacheYaml, ServerSpec } from './cases.js';
+import { fakeTokenSpec, poolTokensEnv } from './bench-tokens.js';
+import { CONSUMER_KEY, type EtagereSpec, type ServerSpec } from './cases.js';
+import { LOAD_CPU, pinned, SERVER_CPU } from './pin.js';
 import { freePort, httpGet, redisAnswers, spawnServer, type ServerProcess } from './processes.js';
 
 const HOST = '127.0.0.1';
@@ -38,12 +40,21 @@ export interface ServerContext {
   readonly useDist: boolean;
   /** etagere's log.level (info logs one access line per request, as in production). */
   readonly logLevel: string;
+  /** --pin: servers under test on SERVER_CPU, the shared fake on LOAD_CPU. */
+  readonly pin: boolean;
 }
 
 export interface RunningServer {
   /** Origin the load generator targets. */
   readonly origin: string;
   readonly process: ServerProcess;
+  /** Processes whose CPU time (with their descendants') is the case's server CPU: the server, and its own Redis. */
+  readonly pids: readonly number[];
+}
+
+/** `command args`, on the server side's CPU under --pin. */
+function serverCommand(ctx: ServerContext, command: string, args: readonly string[]): { command: string; args: string[] } {
+  return pinned(ctx.pin ? SERVER_CPU : undefined, command, args);
 }
 
 export function cliArgs(ctx: ServerContext, args: readonly string[]): string[] {
@@ -67,10 +78,9 @@ let seq = 0;
 export async function startFake(ctx: ServerContext): Promise<RunningServer> {
   const port = await freePort(HOST);
   const origin = `http://${HOST}:${port}`;
-  const proc = await spawnServer({
-    name: 'fake-upstream',
-    command: process.execPath,
-    args: cliArgs(ctx, [
+  // The fake is on the load side under --pin: a case's misses cost it CPU, but it is not the server under test.
+  const command = pinned(ctx.pin ? LOAD_CPU : undefined, process.execPath, [
+    ...cliArgs(ctx, [
       'fake-upstream',
       '--host',
       HOST,
@@ -82,14 +92,21 @@ export async function startFake(ctx: ServerContext): Promise<RunningServer> {
       HUGE_LIMIT,
       '--latency-ms',
       '0',
+      // Its demo tokens plus generated ones, for the pools of up to 50 tokens (bench/bench-tokens.ts).
+      '--tokens',
+      fakeTokenSpec(),
     ]),
+  ]);
+  const proc = await spawnServer({
+    name: 'fake-upstream',
+    ...command,
     cwd: ctx.root,
     env: cleanEnv(),
     logFile: join(ctx.tmpDir, `fake-upstream-${seq++}.log`),
     readyUrl: `${origin}/__fake/stats`,
     deadlineMs: START_DEADLINE_MS,
   });
-  return { origin, process: proc };
+  return { origin, process: proc, pids: [proc.pid] };
 }
 
 /** Hop-by-hop and per-response headers left out of the recording (Node sets its own). */
@@ -112,8 +129,7 @@ async function startCeiling(ctx: ServerContext, responseFile: string, workers: n
   const origin = `http://${HOST}:${port}`;
   const proc = await spawnServer({
     name: workers > 1 ? `ceiling (${workers} workers)` : 'ceiling',
-    command: process.execPath,
-    args: [
+    ...serverCommand(ctx, process.execPath, [
       '--import',
       'tsx',
       join(ctx.root, 'bench', 'servers', 'ceiling.ts'),
@@ -125,14 +141,14 @@ async function startCeiling(ctx: ServerContext, responseFile: string, workers: n
       responseFile,
       '--workers',
       String(workers),
-    ],
+    ]),
     cwd: ctx.root,
     env: process.env,
     logFile: join(ctx.tmpDir, `ceiling-${seq++}.log`),
     readyUrl: `${origin}/`,
     deadlineMs: START_DEADLINE_MS,
   });
-  return { origin, process: proc };
+  return { origin, process: proc, pids: [proc.pid] };
 }
 
 /**
@@ -206,15 +222,14 @@ http {
   writeFileSync(confFile, conf);
   const proc = await spawnServer({
     name: 'nginx',
-    command: nginx,
-    args: ['-c', confFile, '-p', dir],
+    ...serverCommand(ctx, nginx, ['-c', confFile, '-p', dir]),
     cwd: dir,
     env: cleanEnv(),
     logFile: join(ctx.tmpDir, `nginx-${serial}.log`),
     readyUrl: `http://${HOST}:${port}/__ready`,
     deadlineMs: START_DEADLINE_MS,
   });
-  return { origin: `http://${HOST}:${port}`, process: proc };
+  return { origin: `http://${HOST}:${port}`, process: proc, pids: [proc.pid] };
 }
 
 /** A fresh redis-server for one case (no persistence, loopback only). */
@@ -222,8 +237,7 @@ export async function startRedisServer(ctx: ServerContext, serial: number): Prom
   const port = await freePort(HOST);
   const proc = await spawnServer({
     name: 'redis-server',
-    command: 'redis-server',
-    args: ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no'],
+    ...serverCommand(ctx, 'redis-server', ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no']),
     cwd: ctx.tmpDir,
     env: cleanEnv(),
     logFile: join(ctx.tmpDir, `redis-${serial}.log`),
@@ -234,44 +248,56 @@ export async function startRedisServer(ctx: ServerContext, serial: number): Prom
   return { url: `redis://${HOST}:${port}`, process: proc };
 }
 
-async function startEtagere(
+/** The generated etagere config of one case. */
+function etagereConfig(
   ctx: ServerContext,
+  spec: EtagereSpec,
   fakeOrigin: string,
-  cache: CacheYaml,
-  logLevel: string | undefined,
-  pool: boolean,
-  redisSpec: { l1: boolean } | undefined,
-  workers: number,
-): Promise<RunningServer> {
+  ports: { port: number; admin: number },
+  redisUrl?: string,
+) {
+  const pool = spec.pool;
+  return {
+    listen: { host: HOST, port: ports.port },
+    admin: { host: HOST, port: ports.admin },
+    log: { level: spec.logLevel ?? ctx.logLevel },
+    workers: spec.workers ?? 1,
+    upstreams: [{ name: 'github', prefix: '/', url: fakeOrigin, cache: spec.cache, token_pool: pool !== undefined }],
+    ...(pool === undefined ? {} : { pool: { equivalent: pool.equivalent } }),
+    ...(spec.consumerKeys === true ? { consumers: { enabled: true, keys: [{ name: CONSUMER_KEY.name, value: CONSUMER_KEY.value }] } } : {}),
+    // required: /readyz waits for the Redis connection, so the case starts with Redis up.
+    ...(redisUrl === undefined ? {} : { redis: { url: redisUrl, required: true }, cache: { l1: spec.redis?.l1 ?? true } }),
+  };
+}
+
+async function startEtagere(ctx: ServerContext, fakeOrigin: string, spec: EtagereSpec): Promise<RunningServer> {
   const [port, adminPort] = [await freePort(HOST), await freePort(HOST)];
   const serial = seq++;
-  const redis = redisSpec === undefined ? undefined : await startRedisServer(ctx, serial);
-  const config = {
-    listen: { host: HOST, port },
-    admin: { host: HOST, port: adminPort },
-    log: { level: logLevel ?? ctx.logLevel },
-    workers,
-    upstreams: [{ name: 'github', prefix: '/', url: fakeOrigin, cache, token_pool: pool }],
-    // required: /readyz waits for the Redis connection, so the case starts with Redis up.
-    ...(redis === undefined ? {} : { redis: { url: redis.url, required: true }, cache: { l1: redisSpec!.l1 } }),
-  };
+  const redis = spec.redis === undefined ? undefined : await startRedisServer(ctx, serial);
+  const config = etagereConfig(ctx, spec, fakeOrigin, { port, admin: adminPort }, redis?.url);
   const configFile = join(ctx.tmpDir, `etagere-${serial}.yaml`);
   writeFileSync(configFile, `# generated by etagere bench\n${toYaml(config)}`);
-  const proc = await spawnServer({
-    name: `etagere (policy ${cache.policy})`,
-    command: process.execPath,
-    args: cliArgs(ctx, ['serve', '--config', configFile]),
-    cwd: ctx.root,
-    // Pool cases: two of the fake's demo tokens (never real ones), through the environment.
-    env: pool ? { ...cleanEnv(), ETAGERE_TOKENS: 'bench-a=demo_token_alice_public,bench-b=demo_token_bob_public' } : cleanEnv(),
-    logFile: join(ctx.tmpDir, `etagere-${serial}.log`),
-    // The access log (one JSON line per request at info) goes to /dev/null: its serialization
-    // and write(2) are measured, disk writeback is not. Start-up errors arrive on stderr.
-    discardStdout: true,
-    readyUrl: `http://${HOST}:${adminPort}/readyz`,
-    deadlineMs: START_DEADLINE_MS,
-  });
-  if (redis === undefined) return { origin: `http://${HOST}:${port}`, process: proc };
+  let proc: ServerProcess;
+  try {
+    proc = await spawnServer({
+      name: `etagere (policy ${spec.cache.policy})`,
+      ...serverCommand(ctx, process.execPath, cliArgs(ctx, ['serve', '--config', configFile])),
+      cwd: ctx.root,
+      // Pool cases: the fake's tokens (never real ones), through the environment.
+      env: spec.pool === undefined ? cleanEnv() : { ...cleanEnv(), ETAGERE_TOKENS: poolTokensEnv(spec.pool.tokens) },
+      logFile: join(ctx.tmpDir, `etagere-${serial}.log`),
+      // The access log (one JSON line per request at info) goes to /dev/null: its serialization
+      // and write(2) are measured, disk writeback is not. Start-up errors arrive on stderr.
+      discardStdout: true,
+      readyUrl: `http://${HOST}:${adminPort}/readyz`,
+      deadlineMs: START_DEADLINE_MS,
+    });
+  } catch (err) {
+    await redis?.process.stop();
+    throw err;
+  }
+  const origin = `http://${HOST}:${port}`;
+  if (redis === undefined) return { origin, process: proc, pids: [proc.pid] };
   const both: ServerProcess = {
     ...proc,
     stop: async () => {
@@ -279,7 +305,7 @@ async function startEtagere(
       await redis.process.stop();
     },
   };
-  return { origin: `http://${HOST}:${port}`, process: both };
+  return { origin, process: both, pids: [proc.pid, redis.process.pid] };
 }
 
 /**
@@ -298,8 +324,8 @@ export async function startCaseServer(
     case 'nginx':
       return startNginx(ctx, fake.origin);
     case 'fake-upstream':
-      return { origin: fake.origin, process: { ...fake.process, stop: () => Promise.resolve() } };
+      return { origin: fake.origin, process: { ...fake.process, stop: () => Promise.resolve() }, pids: fake.pids };
     case 'etagere':
-      return startEtagere(ctx, fake.origin, spec.cache, spec.logLevel, spec.pool === true, spec.redis, spec.workers ?? 1);
+      return startEtagere(ctx, fake.origin, spec);
   }
 }

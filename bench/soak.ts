@@ -219,7 +219,7 @@ async function main(): Promise<void> {
   installCleanup();
   const root = resolve(import.meta.dirname, '..');
   const tmpDir = mkdtempSync(join(tmpdir(), 'etagere-soak-'));
-  const ctx: ServerContext = { root, tmpDir, useDist: values.dist === true, logLevel: 'info' };
+  const ctx: ServerContext = { root, tmpDir, useDist: values.dist === true, logLevel: 'info', pin: false };
   const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
   const fakePort = await freePort(HOST);

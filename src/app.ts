@@ -13,8 +13,12 @@ import { createHandler } from './proxy/handle.js';
 import { requestId } from './proxy/request-id.js';
 import { buildServices } from './services.js';
 import { createAdminServer } from './server/admin.js';
+import { createCacheAdmin, type Answer, type CacheCall } from './server/admin-cache.js';
 import { hardenListener } from './server/connections.js';
 import { closed, listen, urlOf } from './server/listen.js';
+import type { AppTiming } from './tokens/app-members.js';
+import type { ReloadOutcome, ReloadTrigger } from './tokens/reload.js';
+import { watchFile } from './tokens/watch-file.js';
 
 export interface App {
   /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 */
@@ -30,6 +34,15 @@ export interface App {
   tokens(): TokenReport[];
   /** Redis connected (null when Redis is not configured). */
   redisUp(): boolean | null;
+  /** Whether the pool had members since start-up (true without a pool; an App-only pool once it minted). */
+  poolReady(): boolean;
+  /**
+   * Reloads pool.tokens_file into the token pool (what SIGHUP does; src/tokens/reload.ts): the
+   * outcome, also logged by token names. Never throws.
+   */
+  reloadTokens(trigger?: ReloadTrigger): Promise<ReloadOutcome>;
+  /** Purge, inspect or stats of this process's cache (what /admin/purge and /admin/cache answer; a cluster primary asks its workers). */
+  cacheAdmin(call: CacheCall): Answer;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
    * timeout), then close everything. Logs a line when it starts (with the signal, if one asked)
@@ -45,13 +58,23 @@ export interface AppOptions {
   adminListener?: boolean;
   /** A token pool to use instead of one built from the config (a worker's IPC pool). */
   pool?: TokenPool;
+  /** Reload pool.tokens_file when it changes (default true; false in a cluster worker: the primary watches). */
+  watchTokensFile?: boolean;
+  /** The GitHub App sources' clocks: shorter in tests (no config key: src/tokens/app-members.ts). */
+  appTiming?: AppTiming;
 }
 
 export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
   const metrics = opts.metrics ?? createMetrics();
-  const services = buildServices(config, { logger, metrics }, opts.pool);
+  const services = buildServices(config, { logger, metrics, appTiming: opts.appTiming }, opts.pool);
   const handler = createHandler(config, services, { logger, metrics });
+  const cacheAdmin = createCacheAdmin({
+    tiers: services.tiers,
+    upstreams: config.upstreams.map((upstream) => upstream.name),
+    metrics,
+    shared: services.redis !== undefined,
+  });
   let draining = false;
   let inFlight = 0;
   let onIdle: (() => void) | undefined;
@@ -79,25 +102,33 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   });
 
   // Redis is optional unless the config says it is required: a Redis outage never makes the
-  // proxy unready by default (it serves from L1 and the upstream).
+  // proxy unready by default (it serves from L1 and the upstream). A pool of GitHub Apps only is
+  // ready once it had a member (a wrong key keeps a new rollout from taking traffic).
   const redisOk = (): boolean => !config.redis.required || services.redis === undefined || services.redis.up();
   const admin = createAdminServer(metrics, {
-    ready: () => !draining && server.listening && redisOk(),
+    ready: () => !draining && server.listening && redisOk() && (services.pool?.ready() ?? true),
     tokens: () => services.pool?.pool.snapshot(),
     budget: () => services.pool?.budget(),
     consumers: () => services.consumerBudget?.report(),
     redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
     allowedHosts: config.admin.allowed_hosts,
+    cache: (call) => Promise.resolve(cacheAdmin(call)),
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
   await services.start();
   const addr = await listen(server, config.listen.port, config.listen.host);
   const adminAddr = opts.adminListener === false ? undefined : await listen(admin, config.admin.port, config.admin.host);
+  const tokensFile = config.pool.tokens_file;
+  const watch =
+    tokensFile === null || opts.watchTokensFile === false
+      ? undefined
+      : watchFile(tokensFile, () => void services.reloadTokens('file'), logger.child({ component: 'token-pool' }));
 
   let closing: Promise<void> | undefined;
   const close = (signal?: string): Promise<void> => {
     closing ??= (async () => {
       draining = true;
+      watch?.close();
       const started = Date.now();
       const atStart = inFlight;
       logger.info({ signal, inFlight: atStart, drainTimeoutMs: config.shutdown.drain_timeout_ms }, 'etagere shutting down: draining');
@@ -137,6 +168,9 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     inFlight: () => inFlight,
     tokens: () => services.pool?.pool.snapshot() ?? [],
     redisUp: () => (services.redis === undefined ? null : services.redis.up()),
+    poolReady: () => services.pool?.ready() ?? true,
+    reloadTokens: (trigger = 'signal') => services.reloadTokens(trigger),
+    cacheAdmin,
     close,
   };
 }

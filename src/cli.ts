@@ -4,9 +4,15 @@
  *   etagere serve [--config FILE]
  *   etagere fake-upstream [--port N] [--host H] [--tokens SPEC] [--anon-limit N] [--token-limit N]
  *                         [--window-seconds N] [--latency-ms N] [--faults KIND:RATE,...]
+ *                         [--app ID:KEY_FILE:INSTALLATIONS]... [--installation-token-seconds N] [--base-path /api/v3]
+ *                         [--webhook-url URL] [--webhook-secret SECRET]
  *   etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet] [--verbose]
+ *   etagere purge (--path P | --prefix P) [--upstream NAME] [--admin URL | --config FILE]
+ *   etagere cache inspect PATH [--upstream NAME] [--body] [--admin URL | --config FILE]
+ *   etagere cache stats [--top N] [--admin URL | --config FILE]
  *   etagere --help | <command> --help | --version
  */
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startApp, type App } from './app.js';
@@ -17,8 +23,17 @@ import type { Config } from './config/schema.js';
 import { startupSummary } from './config/summary.js';
 import { demoBanner } from './demo/banner.js';
 import { startDemoLoad, summaryLine } from './demo/consumer.js';
-import { startFakeUpstream, parseFaultSpec, parseTokenSpec, type FakeUpstreamOptions } from './fake-upstream/index.js';
+import {
+  AppSpecError,
+  normaliseBasePath,
+  parseAppSpec,
+  parseFaultSpec,
+  parseTokenSpec,
+  startFakeUpstream,
+  type FakeUpstreamOptions,
+} from './fake-upstream/index.js';
 import { basePrefixOf } from './upstream/client.js';
+import { adminCall, adminUrlOf, pretty, type AdminAnswer } from './cli-admin.js';
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`etagere: ${message}\n`);
@@ -31,7 +46,11 @@ function intFlag(name: string, value: string | undefined): number | undefined {
   return Number(value);
 }
 
-function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>): void {
+/**
+ * SIGTERM and SIGINT stop gracefully (a second one exits at once). With `reload` (etagere serve),
+ * SIGHUP calls it (the tokens file) instead of ending the process, as daemons do.
+ */
+function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>, reload?: () => Promise<unknown>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -46,6 +65,10 @@ function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>): void {
   };
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
+  if (reload !== undefined)
+    process.on('SIGHUP', () => {
+      if (!stopping) void reload();
+    });
 }
 
 async function serve(args: string[]): Promise<void> {
@@ -59,7 +82,11 @@ async function serve(args: string[]): Promise<void> {
   }
   if (cluster.isWorker) {
     const worker = await runWorker(config);
-    onSignals(() => worker.close());
+    // SIGHUP (to the whole process group, say) changes nothing here: the primary reloads.
+    onSignals(
+      () => worker.close(),
+      async () => undefined,
+    );
     return;
   }
   if (workerCount(config.workers) > 1) {
@@ -67,17 +94,23 @@ async function serve(args: string[]): Promise<void> {
     process.stdout.write(
       `etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl}) ${JSON.stringify(startupSummary(config))}\n`,
     );
-    onSignals(() => primary.close());
+    onSignals(
+      () => primary.close(),
+      () => primary.reload('signal'),
+    );
     return;
   }
   const app = await startApp(config);
   // One line says what it runs with: addresses, upstreams, tokens (a count), Redis, public URL.
   app.logger.info({ url: app.url, admin: app.adminUrl, ...startupSummary(config) }, 'etagere listening');
   app.logger.flush(); // the async destination would otherwise hold the line until 4 KiB accumulate
-  onSignals((signal) => app.close(signal));
+  onSignals(
+    (signal) => app.close(signal),
+    () => app.reloadTokens('signal'),
+  );
 }
 
-function fakeOptions(values: Record<string, string | boolean | undefined>): FakeUpstreamOptions {
+function fakeOptions(values: Record<string, string | string[] | boolean | undefined>): FakeUpstreamOptions {
   const str = (k: string): string | undefined => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const opts: FakeUpstreamOptions = {
     port: intFlag('port', str('port')) ?? 9100,
@@ -95,7 +128,10 @@ function fakeOptions(values: Record<string, string | boolean | undefined>): Fake
   };
   const tokens = parsed('tokens', parseTokenSpec);
   if (tokens !== undefined) opts.tokens = tokens;
-  const setIntOption = (flag: string, key: 'anonymousLimit' | 'tokenLimit' | 'windowSeconds' | 'latencyMs'): void => {
+  const setIntOption = (
+    flag: string,
+    key: 'anonymousLimit' | 'tokenLimit' | 'windowSeconds' | 'latencyMs' | 'installationTokenSeconds',
+  ): void => {
     const value = intFlag(flag, str(flag));
     if (value !== undefined) opts[key] = value;
   };
@@ -103,8 +139,30 @@ function fakeOptions(values: Record<string, string | boolean | undefined>): Fake
   setIntOption('token-limit', 'tokenLimit');
   setIntOption('window-seconds', 'windowSeconds');
   setIntOption('latency-ms', 'latencyMs');
+  setIntOption('installation-token-seconds', 'installationTokenSeconds');
   const faults = parsed('faults', parseFaultSpec);
   if (faults !== undefined) opts.faults = faults;
+  const basePath = parsed('base-path', normaliseBasePath);
+  if (basePath !== undefined) opts.basePath = basePath;
+  if (values['no-rate-limits'] === true) opts.rateLimits = false;
+  const webhookUrl = parsed('webhook-url', (value) => {
+    if (!/^https?:\/\/\S+$/i.test(value)) throw new Error('must be an http:// or https:// URL');
+    return value;
+  });
+  if (webhookUrl !== undefined) opts.webhookUrl = webhookUrl;
+  const webhookSecret = str('webhook-secret');
+  if (webhookSecret !== undefined && webhookUrl === undefined) fail('--webhook-secret needs --webhook-url');
+  if (webhookSecret !== undefined) opts.webhookSecret = webhookSecret;
+  const apps = values.app;
+  if (Array.isArray(apps)) {
+    opts.apps = apps.map((spec) => {
+      try {
+        return parseAppSpec(spec, (path) => readFileSync(path, 'utf8'));
+      } catch (err) {
+        fail(`--app: ${(err as Error).message}`);
+      }
+    });
+  }
   return opts;
 }
 
@@ -117,13 +175,30 @@ const FAKE_FLAGS = {
   'window-seconds': { type: 'string' },
   'latency-ms': { type: 'string' },
   faults: { type: 'string' },
+  app: { type: 'string', multiple: true },
+  'installation-token-seconds': { type: 'string' },
+  'base-path': { type: 'string' },
+  'no-rate-limits': { type: 'boolean' },
+  'webhook-url': { type: 'string' },
+  'webhook-secret': { type: 'string' },
 } as const;
 
 async function fakeUpstream(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: FAKE_FLAGS, strict: true });
   const opts = fakeOptions(values);
-  const fake = await startFakeUpstream(opts);
+  let fake;
+  try {
+    fake = await startFakeUpstream(opts);
+  } catch (err) {
+    // A bad App (unknown account, a key that is not RSA, a taken id): a flag error, exit 2.
+    if (err instanceof AppSpecError) fail(`--app: ${err.message}`);
+    throw err;
+  }
   let banner = `fake upstream listening on ${fake.url} (stats: ${fake.url}/__fake/stats)\n`;
+  if (fake.apiUrl !== fake.url) banner += `API under ${fake.apiUrl}\n`;
+  if (opts.rateLimits === false) banner += 'rate limits off (GitHub Enterprise Server default): /rate_limit answers 404\n';
+  if (opts.webhookUrl !== undefined)
+    banner += `webhooks to ${opts.webhookUrl}${opts.webhookSecret === undefined ? ' (unsigned)' : ' (signed)'}\n`;
   if (opts.faults !== undefined && opts.faults.length > 0) {
     const rules = opts.faults.map((fault) => `${fault.kind}:${fault.rate ?? 1}`).join(', ');
     banner += `fault injection on: ${rules} (rules: ${fake.url}/__fake/faults)\n`;
@@ -189,6 +264,58 @@ async function demo(args: string[]): Promise<void> {
   });
 }
 
+/** The admin port to talk to: --admin, else the config's (--config, ETAGERE_CONFIG, the environment). */
+function adminTarget(admin: string | undefined, file: string | undefined): string {
+  if (admin !== undefined) {
+    if (!/^https?:\/\/\S+$/i.test(admin)) fail("--admin must be the admin port's URL, e.g. http://127.0.0.1:9090");
+    return admin;
+  }
+  try {
+    return adminUrlOf(loadConfig({ file }));
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`${err.message}\n(give the admin port's URL with --admin)`);
+    throw err;
+  }
+}
+
+/** Prints an admin answer; a status other than 2xx exits 1. */
+function report(answer: AdminAnswer): void {
+  const ok = answer.status >= 200 && answer.status < 300;
+  (ok ? process.stdout : process.stderr).write(pretty(answer), () => process.exit(ok ? 0 : 1));
+}
+
+const ADMIN_FLAGS = { admin: { type: 'string' }, config: { type: 'string', short: 'c' }, upstream: { type: 'string' } } as const;
+
+async function purge(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { ...ADMIN_FLAGS, path: { type: 'string' }, prefix: { type: 'string' } }, strict: true });
+  if ((values.path === undefined) === (values.prefix === undefined)) fail('give exactly one of --path and --prefix');
+  const body: Record<string, string> = values.prefix !== undefined ? { prefix: values.prefix } : { path: values.path! };
+  if (values.upstream !== undefined) body.upstream = values.upstream;
+  report(await adminCall(adminTarget(values.admin, values.config), 'POST', '/admin/purge', body));
+}
+
+async function cacheCommand(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { ...ADMIN_FLAGS, body: { type: 'boolean', default: false }, top: { type: 'string' } },
+    strict: true,
+    allowPositionals: true,
+  });
+  const admin = adminTarget(values.admin, values.config);
+  if (sub === 'stats') {
+    const top = intFlag('top', values.top);
+    report(await adminCall(admin, 'GET', `/admin/cache/stats${top === undefined ? '' : `?top=${top}`}`));
+    return;
+  }
+  if (sub !== 'inspect' || positionals.length !== 1)
+    fail(`usage: etagere cache inspect PATH | etagere cache stats\n${commandHelp('cache')}`);
+  const query = new URLSearchParams({ path: positionals[0]! });
+  if (values.upstream !== undefined) query.set('upstream', values.upstream);
+  if (values.body) query.set('body', '1');
+  report(await adminCall(admin, 'GET', `/admin/cache?${query.toString()}`));
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   if (COMMANDS.includes(command as Command) && (rest.includes('--help') || rest.includes('-h'))) {
@@ -202,6 +329,10 @@ async function main(argv: string[]): Promise<void> {
       return fakeUpstream(rest);
     case 'demo':
       return demo(rest);
+    case 'purge':
+      return purge(rest);
+    case 'cache':
+      return cacheCommand(rest);
     case '-h':
     case '--help':
     case 'help':

@@ -7,20 +7,28 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { createCoalescer, type Coalescer } from './cache/coalesce.js';
 import { createPartitioner, type Partitioner } from './cache/key.js';
+import { DEFAULT_MARK_SETTINGS } from './cache/marking.js';
 import { createTiers, type Tiers } from './cache/tiers.js';
 import type { Config } from './config/schema.js';
 import type { Logger } from './log/logger.js';
 import type { Metrics } from './metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from './proxy/upstreams.js';
+import type { EntryForm } from './proxy/entry-form.js';
+import { createRewrittenBodies } from './rewrite/rewritten-bodies.js';
 import { createRedisConnection, type RedisConnection } from './redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from './tokens/consumer-budget.js';
 import { createConsumers, type Consumers } from './tokens/consumers.js';
+import { reloadWithoutPool, type ReloadOutcome, type ReloadTrigger } from './tokens/reload.js';
+import type { AppTiming } from './tokens/app-members.js';
 import { createPoolRuntime, type PoolRuntime } from './tokens/runtime.js';
 import type { TokenPool } from './tokens/types.js';
+import { createWebhookReceiver, type WebhookReceiver } from './webhooks/receiver.js';
 
 export interface ServiceDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** The GitHub App sources' clocks (tests only: src/tokens/app-members.ts). */
+  readonly appTiming?: AppTiming | undefined;
 }
 
 export interface Services {
@@ -28,7 +36,7 @@ export interface Services {
   readonly tiers: Tiers;
   readonly coalescer: Coalescer;
   readonly partitioner: Partitioner;
-  /** The token pool, when tokens are configured. */
+  /** The token pool, when tokens or GitHub Apps are configured. */
   readonly pool: PoolRuntime | undefined;
   /** One runtime per configured upstream, in config order (the router's indexes). */
   readonly upstreams: readonly UpstreamRuntime[];
@@ -36,8 +44,15 @@ export interface Services {
   readonly consumers: Consumers | undefined;
   /** The fair share between consumers, when consumer access control is on and there is a pool. */
   readonly consumerBudget: ConsumerBudget | undefined;
-  /** Agrees on the partition secret through Redis and learns the pool tokens' numbers; never throws. */
+  /** The webhook receiver, when a webhook secret is configured (src/webhooks/). */
+  readonly webhooks: WebhookReceiver | undefined;
+  /**
+   * Agrees on the partition secret through Redis, mints the GitHub Apps' first installation tokens
+   * and learns the pool members' numbers; never throws.
+   */
   start(): Promise<void>;
+  /** Reloads pool.tokens_file into the pool (src/tokens/reload.ts); never throws. */
+  reloadTokens(trigger: ReloadTrigger): Promise<ReloadOutcome>;
   close(): Promise<void>;
 }
 
@@ -47,7 +62,7 @@ export interface Services {
  * primary owns the budget). The cluster primary calls this with no Redis to own the budget itself.
  */
 export function buildPool(config: Config, deps: ServiceDeps, redis?: RedisConnection, workerPool?: TokenPool): PoolRuntime | undefined {
-  return createPoolRuntime(config, deps.logger, deps.metrics, redis, workerPool);
+  return createPoolRuntime(config, deps.logger, deps.metrics, redis, workerPool, deps.appTiming);
 }
 
 export function buildServices(config: Config, deps: ServiceDeps, workerPool?: TokenPool): Services {
@@ -60,7 +75,14 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   // The request path finds the fair share next to the pool it divides.
   const pool = runtime === undefined || consumerBudget === undefined ? runtime : { ...runtime, consumers: consumerBudget };
   const tiers = createTiers(
-    { l1: config.cache.l1, maxBytes: config.cache.max_bytes, maxEntryBytes: config.cache.max_entry_bytes, lockMs: config.redis.lock_ms },
+    {
+      l1: config.cache.l1,
+      maxBytes: config.cache.max_bytes,
+      maxEntryBytes: config.cache.max_entry_bytes,
+      lockMs: config.redis.lock_ms,
+      // Stale marks matter while an entry stored before them could still be fresh.
+      marks: { ...DEFAULT_MARK_SETTINGS, horizonMs: 1000 * Math.max(3600, ...config.upstreams.map(longestFreshness)) },
+    },
     metrics,
     logger,
     redis,
@@ -68,17 +90,34 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms);
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
+  // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/rewrite/rewritten-bodies.ts).
+  const rewrittenBodies = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 8));
+  // Decoded forms of gzip entries, for clients that do not take gzip: a small memo for hot entries, a sixty-fourth of L1 (src/proxy/entry-form.ts).
+  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 64));
   const upstreams = config.upstreams.map((cfg) =>
-    createUpstreamRuntime(cfg, links, (upstream, pathname, status) => {
-      // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
-      if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
-    }),
+    createUpstreamRuntime(
+      cfg,
+      links,
+      { rewritten: rewrittenBodies, decoded: decodedForms },
+      (upstream, pathname, status) => {
+        // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
+        if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
+      },
+      config.cache.max_entry_bytes,
+      config.webhooks.owners,
+    ),
   );
   metrics.watchCache({
     l1Entries: () => tiers.l1.size,
     l1Bytes: () => tiers.l1.bytes,
     waiters: () => coalescer.waiters,
-    memoBytes: () => ({ partition: partitioner.memoBytes, routes: upstreams.reduce((sum, rt) => sum + rt.routes.memoBytes, 0) }),
+    l1BodyBytes: () => tiers.l1.bodyBytes,
+    memoBytes: () => ({
+      partition: partitioner.memoBytes,
+      routes: upstreams.reduce((sum, rt) => sum + rt.routes.memoBytes, 0),
+      rewrittenBodies: rewrittenBodies.bytes,
+      decodedBodies: decodedForms.bytes,
+    }),
   });
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);
 
@@ -91,19 +130,36 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     upstreams,
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
     consumerBudget,
+    webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
     async start() {
       if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
+      await pool?.start();
+      await tiers.loadMarks();
       if (pool !== undefined && probeTarget !== undefined && config.pool.probe_at_start) await pool.probe(probeTarget.client);
+    },
+    reloadTokens(trigger) {
+      if (runtime?.reload !== undefined) return runtime.reload(trigger);
+      if (runtime !== undefined) return Promise.resolve({ result: 'skipped', why: 'a cluster worker: the primary reloads the pool' });
+      return Promise.resolve(reloadWithoutPool(config.pool.tokens_file, trigger, logger, metrics));
     },
     async close() {
       consumerBudget?.close();
       pool?.close();
       tiers.close();
       await redis?.close();
-      for (const rt of upstreams) rt.passThrough?.close();
+      for (const rt of upstreams) {
+        rt.passThrough?.close();
+        rt.graphql?.close();
+      }
       await Promise.all(upstreams.map((rt) => rt.client.close()));
     },
   };
+}
+
+/** The longest freshness an upstream's configuration gives, seconds (the upstream's own max-age aside). */
+function longestFreshness(upstream: Config['upstreams'][number]): number {
+  const cache = upstream.cache;
+  return Math.max(cache.webhook_fresh_seconds, cache.ttl_seconds ?? 0, cache.max_age_cap_seconds ?? 0);
 }
 
 /**

@@ -17,6 +17,8 @@ export interface Directives {
   mustRevalidate?: true;
   proxyRevalidate?: true;
   onlyIfCached?: true;
+  /** No intermediary may change the content or its coding (RFC 9111 section 5.2.2.6). */
+  noTransform?: true;
 }
 
 const EMPTY: Readonly<Directives> = Object.freeze({});
@@ -39,7 +41,8 @@ const NUMERIC = new Map<string, 'maxAge' | 'sMaxage' | 'minFresh' | 'staleIfErro
 ]);
 
 /** Directives without an argument, and the flag each sets. */
-const FLAGS = new Map<string, 'noStore' | 'noCache' | 'private' | 'public' | 'mustRevalidate' | 'proxyRevalidate' | 'onlyIfCached'>([
+type Flag = 'noStore' | 'noCache' | 'private' | 'public' | 'mustRevalidate' | 'proxyRevalidate' | 'onlyIfCached' | 'noTransform';
+const FLAGS = new Map<string, Flag>([
   ['no-store', 'noStore'],
   ['no-cache', 'noCache'],
   ['private', 'private'],
@@ -47,6 +50,7 @@ const FLAGS = new Map<string, 'noStore' | 'noCache' | 'private' | 'public' | 'mu
   ['must-revalidate', 'mustRevalidate'],
   ['proxy-revalidate', 'proxyRevalidate'],
   ['only-if-cached', 'onlyIfCached'],
+  ['no-transform', 'noTransform'],
 ]);
 
 export function parseCacheControl(header: string | string[] | undefined): Readonly<Directives> {

@@ -6,7 +6,9 @@
  * result to the tiers (`Tiers.apply`) and turns it into a reply.
  */
 import type { Readable } from 'node:stream';
+import { parseHttpDate } from '../headers/http-date.js';
 import { headerValue } from '../headers/value.js';
+import { contentCodingOf } from '../headers/coding.js';
 import { describesToken, responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { isRateLimitHeader } from '../tokens/pool-headers.js';
 import type { Unavailable } from '../tokens/types.js';
@@ -15,12 +17,20 @@ import type { Fetched, UpstreamHeaders } from '../upstream/fetch.js';
 import { parseCacheControl, type Directives } from './cache-control.js';
 import type { CacheEntry } from './entry.js';
 import { varySelection } from './key.js';
-import { corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
+import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
+import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
 import type { CacheRequest } from './request.js';
 
 /** What the upstream exchange produced: a fetch on a token (or without one), or no token to use. */
 export type Got =
-  | { kind: 'fetched'; fetched: Fetched; token: string | undefined; fetchedBy: string }
+  | {
+      kind: 'fetched';
+      fetched: Fetched;
+      token: string | undefined;
+      fetchedBy: string;
+      /** The body decoded (src/upstream/decode.ts): the body itself for identity, undefined for a coding the proxy does not decode. */
+      decoded?: Buffer | undefined;
+    }
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 type Response = Extract<Fetched, { kind: 'response' }>;
@@ -65,21 +75,25 @@ export interface Rejection {
 
 export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequest): CacheResult {
   if (got.kind === 'unavailable') return got;
-  const { fetched, token, fetchedBy } = got;
+  const { fetched, token, fetchedBy, decoded } = got;
   if (fetched.kind === 'failed') return { kind: 'failed', failure: fetched.failure, token, corrupt: false };
   if (fetched.kind === 'too-large')
     return { kind: 'too-large', status: fetched.status, headers: fetched.headers, head: fetched.head, rest: fetched.rest, token };
   const key = req.keys.store(token);
   if (fetched.status === 304 && stale !== undefined) {
+    if (!freshens(req.policy.kind, stale, validatorsOf(fetched.headers))) {
+      return { kind: 'failed', failure: { status: 502, detail: '304 for another representation' }, token, corrupt: false };
+    }
     const entry = refreshed(req, stale, fetched, fetchedBy);
     return { kind: 'entry', entry, fwdStatus: 304, storeKey: key, dropKey: undefined, transient: false, token };
   }
-  if (corruptBody(fetched.status, headerValue(fetched.headers['content-type']), fetched.body)) {
+  const plain = decoded ?? (contentCodingOf(fetched.headers['content-encoding']) === undefined ? fetched.body : undefined);
+  if (plain !== undefined && corruptBody(fetched.status, headerValue(fetched.headers['content-type']), plain)) {
     return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' }, token, corrupt: true };
   }
   const vary = varySelection(headerValue(fetched.headers.vary), req.header);
   const res = parseCacheControl(fetched.headers['cache-control']);
-  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null);
+  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, plain?.length ?? fetched.body.length);
   const reason =
     fetched.status === 304
       ? 'unsolicited-304'
@@ -99,20 +113,34 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
     return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: key, dropKey: undefined, transient: false, token };
   // A changed or vanished resource replaces the old entry even when the new answer is not
   // storable; a transient failure never evicts it; a rejected credential loses its entry.
-  const rejected = rejection(req, key, fetched, transient);
+  const rejected = rejection(req, key, fetched, transient, plain ?? fetched.body);
   const replaces = stale !== undefined && !transient && (fetched.status < 400 || fetched.status === 404 || fetched.status === 410);
   const dropKey = replaces || rejected !== undefined ? key : undefined;
   return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: undefined, dropKey, transient, token, rejected };
 }
 
+/** The validators a response carries. */
+function validatorsOf(headers: UpstreamHeaders): Validators {
+  return { etag: headerValue(headers.etag), lastModified: headerValue(headers['last-modified']) };
+}
+
+/**
+ * A 304 to the cache's conditional request that does not select the stored response (under
+ * `rfc9111`, src/cache/freshen.ts): the cache asks again, unconditionally (RFC 9111 section 4.3.4).
+ */
+export function unselected304(got: Got, stale: CacheEntry | undefined, req: CacheRequest): boolean {
+  if (stale === undefined || got.kind !== 'fetched' || got.fetched.kind !== 'response' || got.fetched.status !== 304) return false;
+  return !freshens(req.policy.kind, stale, validatorsOf(got.fetched.headers));
+}
+
 /** GitHub's message for an unknown or revoked token, on every endpoint. */
 const BAD_CREDENTIALS = /"message"\s*:\s*"Bad credentials"/;
 
-function rejection(req: CacheRequest, key: string, fetched: Response, transient: boolean): Rejection | undefined {
+function rejection(req: CacheRequest, key: string, fetched: Response, transient: boolean, body: Buffer): Rejection | undefined {
   if (req.credential === 'anonymous') return undefined;
   if (fetched.status !== 401 && (fetched.status !== 403 || transient)) return undefined;
   const badCredentials =
-    req.credential === 'client' && fetched.status === 401 && BAD_CREDENTIALS.test(fetched.body.subarray(0, 1024).toString('utf8'));
+    req.credential === 'client' && fetched.status === 401 && BAD_CREDENTIALS.test(body.subarray(0, 1024).toString('utf8'));
   return { key, partition: badCredentials ? req.keys.partition : undefined };
 }
 
@@ -149,9 +177,12 @@ function headerOf(list: ReadonlyArray<[string, string]>, name: string): string |
 
 function parseDate(value: string | string[] | undefined): number | undefined {
   const text = headerValue(value);
-  if (text === undefined) return undefined;
-  const time = Date.parse(text);
-  return Number.isNaN(time) ? undefined : time;
+  return text === undefined ? undefined : parseHttpDate(text);
+}
+
+/** RFC 9111 section 5.3: an Expires that is not a valid HTTP-date ("0" among them) is a time in the past. */
+function parseExpires(value: string | undefined): number | undefined {
+  return value === undefined ? undefined : (parseDate(value) ?? 0);
 }
 
 /**
@@ -159,19 +190,13 @@ function parseDate(value: string | string[] | undefined): number | undefined {
  * the same derivation for a new entry and for one a 304 refreshed.
  */
 function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, response: Response) {
-  const ageHeader = Number(headerValue(response.headers.age));
   return {
     storedAt: response.responseTime,
-    initialAge: initialAge(
-      Number.isFinite(ageHeader) ? ageHeader : undefined,
-      parseDate(response.headers.date),
-      response.requestTime,
-      response.responseTime,
-    ),
+    initialAge: initialAge(ageValue(response.headers.age), parseDate(response.headers.date), response.requestTime, response.responseTime),
     lifetime: freshnessLifetime(req.policy, {
       res,
       date: parseDate(headerOf(headers, 'date')),
-      expires: parseDate(headerOf(headers, 'expires')),
+      expires: parseExpires(headerOf(headers, 'expires')),
       lastModified: parseDate(headerOf(headers, 'last-modified')),
     }),
     ...staleWindows(req.policy, res),
@@ -185,12 +210,14 @@ function entryFrom(
   res: Readonly<Directives>,
   fetchedBy: string,
   vary: Record<string, string> | null,
+  decodedSize: number,
 ): CacheEntry {
   const headers = storedHeaders(response.headers, req.credential === 'pool');
   return {
     status: response.status,
     headers,
     body: response.body,
+    decodedSize,
     etag: headerOf(headers, 'etag'),
     lastModified: headerOf(headers, 'last-modified'),
     ...freshness(req, headers, res, response),
@@ -201,7 +228,8 @@ function entryFrom(
 
 /** A 304 confirmed `stored`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
 function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fetchedBy: string): CacheEntry {
-  const headers = mergeHeaders(stored.headers, storedHeaders(response.headers, req.credential === 'pool'));
+  const kept = req.policy.kind === 'rfc9111' ? KEPT_ON_304 : undefined;
+  const headers = mergeHeaders(stored.headers, storedHeaders(response.headers, req.credential === 'pool'), kept);
   return {
     ...stored,
     fetchedBy,

@@ -8,14 +8,18 @@
  * A value with another version, a bad length or bad JSON decodes to undefined: a miss, never a crash.
  */
 
-export const ENTRY_VERSION = 1;
+/** 2: the body is kept in the coding it arrived in (gzip), with its decoded size. */
+export const ENTRY_VERSION = 2;
 
 export interface CacheEntry {
   /** Upstream status of the stored response (200 for most). */
   status: number;
   /** End-to-end response headers as stored (lower-case names), without Age or Cache-Status. */
   headers: Array<[string, string]>;
+  /** The body as received: in the coding its stored Content-Encoding names (gzip), else identity. */
   body: Buffer;
+  /** Bytes of the body decoded (its length for identity): the identity Content-Length, and the compression metric. */
+  decodedSize: number;
   etag: string | undefined;
   lastModified: string | undefined;
   /** When the response (or the last 304 that refreshed it) was received, ms since epoch. */
@@ -38,19 +42,32 @@ export interface CacheEntry {
 
 /**
  * Who fetched an entry: nobody's credential, a client credential (a short keyed id, never the
- * credential), or a pool token (by name). A revalidation of a pool entry goes to the same token:
- * GitHub's ETag depends on the credential that fetched it.
+ * credential), or a pool token (by name; under `cache.rotated_token_revalidation: last_modified`
+ * also the keyed id of the value it had then). A revalidation of a pool entry goes to the same
+ * token: GitHub's ETag depends on the credential that fetched it.
  */
-export type FetchedBy = { kind: 'anonymous' } | { kind: 'credential'; id: string } | { kind: 'pool'; token: string };
+export type FetchedBy =
+  { kind: 'anonymous' } | { kind: 'credential'; id: string } | { kind: 'pool'; token: string; credential?: string | undefined };
 
-/** The stored form: "anon", "cred:<id>" or "pool:<token name>". */
+/** The stored form: "anon", "cred:<id>", "pool:<token name>" or "pool:<token name>/<credential id>" (names have no "/"). */
 export function encodeFetchedBy(by: FetchedBy): string {
-  return by.kind === 'anonymous' ? 'anon' : by.kind === 'credential' ? `cred:${by.id}` : `pool:${by.token}`;
+  if (by.kind === 'anonymous') return 'anon';
+  if (by.kind === 'credential') return `cred:${by.id}`;
+  return by.credential === undefined ? `pool:${by.token}` : `pool:${by.token}/${by.credential}`;
 }
 
 /** The pool token that fetched an entry, from its stored `fetchedBy`; undefined for any other fetcher. */
 export function poolTokenOf(fetchedBy: string | undefined): string | undefined {
-  return fetchedBy !== undefined && fetchedBy.startsWith('pool:') ? fetchedBy.slice(5) : undefined;
+  if (fetchedBy === undefined || !fetchedBy.startsWith('pool:')) return undefined;
+  const slash = fetchedBy.indexOf('/', 5);
+  return slash === -1 ? fetchedBy.slice(5) : fetchedBy.slice(5, slash);
+}
+
+/** The id of the value a pool token had when it fetched an entry, when it was recorded. */
+export function poolCredentialOf(fetchedBy: string | undefined): string | undefined {
+  if (fetchedBy === undefined || !fetchedBy.startsWith('pool:')) return undefined;
+  const slash = fetchedBy.indexOf('/', 5);
+  return slash === -1 ? undefined : fetchedBy.slice(slash + 1);
 }
 
 type Meta = Omit<CacheEntry, 'body'>;
@@ -59,6 +76,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
   const meta: Meta = {
     status: entry.status,
     headers: entry.headers,
+    decodedSize: entry.decodedSize,
     etag: entry.etag,
     lastModified: entry.lastModified,
     storedAt: entry.storedAt,
@@ -102,6 +120,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
     typeof meta !== 'object' ||
     !num(meta.status) ||
     !isHeaderList(meta.headers) ||
+    !num(meta.decodedSize) ||
     !optStr(meta.etag) ||
     !optStr(meta.lastModified) ||
     !num(meta.storedAt) ||
@@ -119,6 +138,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
     status: meta.status,
     headers: meta.headers,
     body: bytes.subarray(5 + metaLength),
+    decodedSize: meta.decodedSize,
     etag: meta.etag,
     lastModified: meta.lastModified,
     storedAt: meta.storedAt,

@@ -38,7 +38,8 @@ export const KEYED_VARY_HEADERS = ['cookie', 'x-github-otp', 'x-requested-with']
 
 /**
  * Vary names the key already accounts for: Accept and the partition (Authorization) are in the key;
- * Accept-Encoding is neutral because cached fetches always ask the upstream for identity bodies.
+ * Accept-Encoding is neutral because cached fetches always ask the upstream for gzip and every
+ * client is served from that one entry, decoded when it does not take gzip (src/proxy/entry-form.ts).
  */
 export const VARY_COVERED = new Set(['accept', 'authorization', 'accept-encoding', 'x-github-api-version', ...KEYED_VARY_HEADERS]);
 

@@ -11,6 +11,7 @@
  * Request directives (no-cache, max-age, min-fresh, max-stale, only-if-cached, no-store) apply
  * under every policy. Every function here takes plain data and returns plain data.
  */
+import { isJsonMediaType } from '../headers/media-type.js';
 import type { Directives } from './cache-control.js';
 import type { CacheEntry } from './entry.js';
 
@@ -28,6 +29,11 @@ export interface FreshnessPolicy {
   staleWhileRevalidate: number;
   /** rfc9111 heuristic freshness: this fraction of (Date - Last-Modified); 0 = off. */
   heuristicFraction: number;
+  /**
+   * A floor on the lifetime of a response the policy lets be fresh at all, seconds: an upstream's
+   * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/webhooks/coverage.ts). Unset: none.
+   */
+  freshFloor?: number;
 }
 
 /** Statuses a shared cache may store (RFC 9110 section 15.1 "heuristically cacheable", minus 206). */
@@ -62,19 +68,15 @@ export function notStorableReason(policy: FreshnessPolicy, input: StoreInput): s
   return null;
 }
 
-/** application/json and every `+json` type (application/vnd.github+json, application/problem+json). */
-const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9!#$&^_.-]+\+)?json$/i;
-
 /**
  * Whether a successful answer's body contradicts its own Content-Type: a body labelled JSON that
  * does not parse (garbled or cut by the upstream or something in between, with a consistent
  * Content-Length). Such an answer is an upstream failure: never stored, never served as the
- * resource (a stored entry is served instead, stale-if-error). Other types are not inspected.
+ * resource (a stored entry is served instead, stale-if-error). Other types, GitHub's media types with
+ * a parameter (`application/vnd.github.raw+json`: src/headers/media-type.ts) among them, are not inspected.
  */
 export function corruptBody(status: number, contentType: string | undefined, body: Buffer): boolean {
-  if (status < 200 || status >= 300 || body.length === 0 || contentType === undefined) return false;
-  const semi = contentType.indexOf(';');
-  if (!JSON_MEDIA_TYPE.test((semi < 0 ? contentType : contentType.slice(0, semi)).trim())) return false;
+  if (status < 200 || status >= 300 || body.length === 0 || !isJsonMediaType(contentType)) return false;
   try {
     JSON.parse(body.toString('utf8'));
     return false;
@@ -98,7 +100,7 @@ export function freshnessLifetime(policy: FreshnessPolicy, input: LifetimeInput)
     case 'revalidate':
       return 0;
     case 'ttl':
-      return policy.ttl;
+      return Math.max(policy.ttl, policy.freshFloor ?? 0);
     default: {
       if (policy.kind === 'rfc9111' && input.res.noCache) return 0;
       let life: number | undefined = input.res.sMaxage ?? input.res.maxAge;
@@ -115,12 +117,21 @@ export function freshnessLifetime(policy: FreshnessPolicy, input: LifetimeInput)
         life = Math.min(86_400, Math.floor(((input.date - input.lastModified) / 1000) * policy.heuristicFraction));
       }
       life = Math.max(0, life ?? 0);
-      return policy.maxAgeCap === undefined ? life : Math.min(life, policy.maxAgeCap);
+      if (policy.maxAgeCap !== undefined) life = Math.min(life, policy.maxAgeCap);
+      return life > 0 && policy.freshFloor !== undefined ? Math.max(life, policy.freshFloor) : life;
     }
   }
 }
 
-/** Stale-serving windows and whether stale serving is allowed at all. */
+/**
+ * Stale windows, and whether stale serving is forbidden. Under `rfc9111`, must-revalidate,
+ * proxy-revalidate, s-maxage (this is a shared cache) and no-cache forbid serving the response
+ * stale (RFC 9111 sections 4.2.4, 5.2.2.2, 5.2.2.4, 5.2.2.8, 5.2.2.10): `mustRevalidate`. Such an
+ * entry keeps its stale-if-error window only as the time it is kept for a conditional
+ * revalidation, never to be served from (`decide`, `usableOnError`); it has no
+ * stale-while-revalidate. The GitHub policies serve stale within the operator's windows whatever
+ * the response says (docs/caching.md, "When the upstream fails").
+ */
 export function staleWindows(
   policy: FreshnessPolicy,
   res: Readonly<Directives>,
@@ -128,12 +139,35 @@ export function staleWindows(
   const mustRevalidate =
     policy.kind === 'rfc9111' &&
     (res.mustRevalidate === true || res.proxyRevalidate === true || res.sMaxage !== undefined || res.noCache === true);
-  if (mustRevalidate) return { staleIfError: 0, staleWhileRevalidate: 0, mustRevalidate };
-  return {
-    staleIfError: res.staleIfError ?? policy.staleIfError,
-    staleWhileRevalidate: res.staleWhileRevalidate ?? policy.staleWhileRevalidate,
-    mustRevalidate,
-  };
+  const staleIfError = res.staleIfError ?? policy.staleIfError;
+  if (mustRevalidate) return { staleIfError, staleWhileRevalidate: 0, mustRevalidate };
+  return { staleIfError, staleWhileRevalidate: res.staleWhileRevalidate ?? policy.staleWhileRevalidate, mustRevalidate };
+}
+
+/** RFC 9111 section 1.2.2: delta-seconds past 2^31 count as 2^31. */
+const MAX_DELTA_SECONDS = 2_147_483_648;
+
+/**
+ * The Age a cache cannot trust counts as this: the response is stale on arrival. RFC 9111 section
+ * 5.1 lets a cache use the first member of a list-based Age, or ignore an invalid one (a SHOULD);
+ * a shared cache that ignored it would take a response of unknown age for a new one. The
+ * conservative reading, which issue 17 and the HTTP cache conformance tests ask for, is to treat
+ * such a response as stale: it is stored, and the next request revalidates it (docs/caching.md).
+ */
+export const UNTRUSTED_AGE = MAX_DELTA_SECONDS;
+
+/**
+ * The Age value of a response, in seconds, or undefined when it has none. A value that is not
+ * exactly one non-negative integer (`old`, `-5`, `7200.0`, `1e4`, `3600;p=1`, an empty field) or a
+ * list (`0, 0`, or two field lines) is UNTRUSTED_AGE.
+ */
+export function ageValue(header: string | readonly string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const text = typeof header === 'string' ? header : header.join(',');
+  const members = text.split(',');
+  const value = members[0]!.trim();
+  if (members.length !== 1 || !/^\d+$/.test(value)) return UNTRUSTED_AGE;
+  return Math.min(Number(value), MAX_DELTA_SECONDS);
 }
 
 /** RFC 9111 section 4.2.3: the age a response had on arrival. */
@@ -185,9 +219,17 @@ export function usableOnError(
   return currentAge(entry, now) - entry.lifetime <= entry.staleIfError;
 }
 
-/** How long a store may keep an entry: fresh time plus every stale window. */
-export function retentionSeconds(entry: Pick<CacheEntry, 'lifetime' | 'staleIfError' | 'staleWhileRevalidate' | 'initialAge'>): number {
-  return Math.max(1, Math.ceil(entry.lifetime - entry.initialAge + Math.max(entry.staleIfError, entry.staleWhileRevalidate)));
+/**
+ * How long a store may keep an entry: fresh time plus every stale window. An entry that may not be
+ * served stale (`mustRevalidate`) is kept past freshness only when it has a validator, for the
+ * conditional request that revalidates it (RFC 9111 section 4.3.1).
+ */
+export function retentionSeconds(
+  entry: Pick<CacheEntry, 'lifetime' | 'staleIfError' | 'staleWhileRevalidate' | 'initialAge' | 'mustRevalidate' | 'etag' | 'lastModified'>,
+): number {
+  const revalidatable = entry.etag !== undefined || entry.lastModified !== undefined;
+  const window = entry.mustRevalidate && !revalidatable ? 0 : Math.max(entry.staleIfError, entry.staleWhileRevalidate);
+  return Math.max(1, Math.ceil(entry.lifetime - entry.initialAge + window));
 }
 
 /**
@@ -196,10 +238,18 @@ export function retentionSeconds(entry: Pick<CacheEntry, 'lifetime' | 'staleIfEr
  */
 export const REPRESENTATION_FRAMING = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'content-range', 'content-type']);
 
-/** RFC 9111 section 4.3.4: merge a 304's headers into the stored ones. */
-export function mergeHeaders(stored: ReadonlyArray<[string, string]>, fresh: ReadonlyArray<[string, string]>): Array<[string, string]> {
+/**
+ * RFC 9111 section 3.2: a 304's header fields replace the stored ones of the same name, except the
+ * names in `kept` (by default the representation framing, as the GitHub policies do; `rfc9111`
+ * passes its own set, src/cache/freshen.ts).
+ */
+export function mergeHeaders(
+  stored: ReadonlyArray<[string, string]>,
+  fresh: ReadonlyArray<[string, string]>,
+  kept: ReadonlySet<string> = REPRESENTATION_FRAMING,
+): Array<[string, string]> {
   const replaced = new Set<string>();
-  for (const [name] of fresh) if (!REPRESENTATION_FRAMING.has(name)) replaced.add(name);
+  for (const [name] of fresh) if (!kept.has(name)) replaced.add(name);
   const out: Array<[string, string]> = [];
   for (const header of stored) if (!replaced.has(header[0])) out.push(header);
   for (const header of fresh) if (replaced.has(header[0])) out.push(header);

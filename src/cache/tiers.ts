@@ -8,6 +8,7 @@
  *   usable   the entry if this request may use it (Vary matches, path not invalidated since, its
  *            credential not rejected by the upstream since)
  *   apply    stores or drops what an upstream exchange produced, in L1 and L2, and tells the others
+ *   markStale  marks path scopes stale (webhook deliveries, purges) on every replica (marking.ts)
  */
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
@@ -17,6 +18,10 @@ import type { CacheResult, Rejection } from './classify.js';
 import type { CacheEntry } from './entry.js';
 import { createFlightLock, type FlightLock } from './flight-lock.js';
 import { pathScope, varyMatches } from './key.js';
+import { createMarking, DEFAULT_MARK_SETTINGS, type Marking } from './marking.js';
+import { scopeId, type PathScope } from './path-scope.js';
+import { createSharedMarks, type SharedMarks } from './shared-marks.js';
+import type { MarkSource, StaleMarksSettings } from './stale-marks.js';
 import { createDisabledStore, createMemoryStore, type MemoryStore } from './memory-store.js';
 import { currentAge, retentionSeconds } from './policy.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';
@@ -29,6 +34,8 @@ export interface TierSettings {
   maxEntryBytes: number;
   /** Redis lock time for the distributed single flight (redis.lock_ms). */
   lockMs: number;
+  /** How long stale marks are remembered, and how many (marking.ts); DEFAULT_MARK_SETTINGS when unset. */
+  marks?: StaleMarksSettings;
 }
 
 /** What an L2 lookup found; `answered` is false when Redis did not answer (down, breaker open, too slow). */
@@ -42,6 +49,8 @@ export interface SharedTier {
   readonly l2: RedisStore;
   readonly lock: FlightLock;
   readonly bus: InvalidationBus;
+  /** Stale marks kept for replicas that start later. */
+  readonly marks: SharedMarks;
   /** Writes an entry to L2, then tells the other replicas (their older L1 copies drop). */
   store(key: string, entry: CacheEntry, ttlMs: number): void;
   drop(key: string): void;
@@ -55,13 +64,20 @@ export interface Tiers {
   fromL1(req: CacheRequest): CacheEntry | undefined;
   lookup(req: CacheRequest): Promise<Found>;
   usable(req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined;
-  apply(result: CacheResult): void;
-  /** Puts an entry read from L2 into L1 for what is left of its retention. */
-  promote(key: string, entry: CacheEntry): void;
+  /** `sentAt`: when the exchange's request went upstream (a stale mark made since then covers its answer). */
+  apply(result: CacheResult, sentAt?: number): void;
+  /** Puts an entry read from L2 into L1 for what is left of its retention; returns it as kept (marked stale when a mark covers it). */
+  promote(key: string, entry: CacheEntry): CacheEntry;
   /** Resolves once a pending L2 write of `key` is done (a flight lock is released only then). */
   written(key: string): Promise<void>;
   /** Forgets every stored response for a path (after a successful unsafe method), on every replica. */
   invalidatePath(upstream: string, pathname: string): void;
+  /** Marks every entry in these scopes stale, on every replica; returns the entries in them in this replica's L1. */
+  markStale(scopes: readonly PathScope[], source: MarkSource): number;
+  /** The path index of L1 and the marks (admin inspection). */
+  readonly marking: Marking;
+  /** Reads the marks other replicas made before this one started (Redis); never throws. */
+  loadMarks(): Promise<void>;
   close(): void;
 }
 
@@ -69,12 +85,15 @@ export interface Tiers {
 const MAX_INVALIDATIONS = 10_000;
 
 export function createTiers(settings: TierSettings, metrics: Metrics, logger: Logger, redis: RedisConnection | undefined): Tiers {
+  const markSettings = settings.marks ?? DEFAULT_MARK_SETTINGS;
+  const marking = createMarking(markSettings, metrics, () => l1);
   const l1 = !settings.l1
     ? createDisabledStore()
     : createMemoryStore({
         maxBytes: settings.maxBytes,
         maxEntryBytes: settings.maxEntryBytes,
         onEvict: () => metrics.cacheEvictions.inc(),
+        onKeys: { added: (key) => marking.index.add(key), removed: (key) => marking.index.remove(key) },
       });
   /** Path scope -> when it was invalidated: entries stored before then are not used. Likewise what the upstream rejected. */
   const invalidations = new Map<string, number>();
@@ -104,11 +123,13 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
       l1.delete(key);
     },
     path: markInvalidated,
+    marked: (ids, at, source) => marking.mark(ids, { at, source: source === 'purge' ? 'purge' : 'webhook', observed: false }),
   };
 
-  const shared = redis === undefined ? undefined : createSharedTier(redis, settings.lockMs, metrics, logger, remote);
+  const shared = redis === undefined ? undefined : createSharedTier(redis, { ...settings, marks: markSettings }, metrics, logger, remote);
 
-  const store = (key: string, entry: CacheEntry): void => {
+  const store = (key: string, fetched: CacheEntry, sentAt: number | undefined): void => {
+    const entry = marking.checked(key, fetched, Date.now(), sentAt);
     const ttlMs = retentionSeconds(entry) * 1000;
     l1.set(key, entry, ttlMs);
     shared?.store(key, entry, ttlMs);
@@ -120,10 +141,13 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
   };
 
   /** The body is copied out of the Redis reply buffer so the L1 copy pins nothing larger than itself. */
-  const promote = (key: string, entry: CacheEntry): void => {
-    if (!settings.l1) return;
-    const ttlMs = entry.storedAt + retentionSeconds(entry) * 1000 - Date.now();
+  const promote = (key: string, found: CacheEntry): CacheEntry => {
+    const now = Date.now();
+    const entry = marking.checked(key, found, now);
+    if (!settings.l1) return entry;
+    const ttlMs = entry.storedAt + retentionSeconds(entry) * 1000 - now;
     if (ttlMs > 0) l1.set(key, { ...entry, body: Buffer.from(entry.body) }, ttlMs);
+    return entry;
   };
 
   const fromL1 = (req: CacheRequest): CacheEntry | undefined => {
@@ -133,25 +157,6 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
       req.keys.candidates.map((key) => l1.get(key)),
       Date.now(),
     );
-  };
-
-  const lookup = async (req: CacheRequest): Promise<Found> => {
-    if (shared === undefined) return { entry: undefined, answered: true };
-    const { l2 } = shared;
-    const { candidates } = req.keys;
-    try {
-      const found = await Promise.all(candidates.map((key) => l2.lookup(key)));
-      let entry: CacheEntry | undefined;
-      found.forEach((result, index) => {
-        if (result.kind !== 'hit') return;
-        promote(candidates[index]!, result.entry);
-        if (entry === undefined || result.entry.storedAt > entry.storedAt) entry = result.entry;
-      });
-      return { entry, answered: found.every((result) => result.kind !== 'skipped') };
-    } catch (err) {
-      logger.error({ err: (err as Error).message }, 'L2 lookup failed');
-      return { entry: undefined, answered: false };
-    }
   };
 
   const usable = (req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined => {
@@ -166,13 +171,15 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     l1,
     shared,
     fromL1,
-    lookup,
+    lookup: (req) => lookupL2(shared, req, promote, logger),
     usable,
     promote,
-    apply(result) {
+    apply(result, sentAt) {
       if (result.kind !== 'entry') return;
       if (result.rejected !== undefined) markRejected(result.rejected);
-      if (result.storeKey !== undefined) store(result.storeKey, result.entry);
+      const answered = result.transient ? undefined : (result.storeKey ?? result.dropKey);
+      if (answered !== undefined) marking.settled(answered, result.fwdStatus !== 304, Date.now());
+      if (result.storeKey !== undefined) store(result.storeKey, result.entry, sentAt);
       else if (result.dropKey !== undefined) drop(result.dropKey);
     },
     written: (key) => shared?.written(key) ?? Promise.resolve(),
@@ -182,8 +189,53 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
       markInvalidated(scope, at);
       shared?.bus.path(scope, at);
     },
+    marking,
+    ...markingMethods(marking, shared),
     close() {
       shared?.bus.close();
+    },
+  };
+}
+
+/** Every candidate key of a request in L2, each hit promoted into L1; the newest is the answer. */
+async function lookupL2(
+  shared: SharedTier | undefined,
+  req: CacheRequest,
+  promote: (key: string, entry: CacheEntry) => CacheEntry,
+  logger: Logger,
+): Promise<Found> {
+  if (shared === undefined) return { entry: undefined, answered: true };
+  const { l2 } = shared;
+  const { candidates } = req.keys;
+  try {
+    const found = await Promise.all(candidates.map((key) => l2.lookup(key)));
+    let entry: CacheEntry | undefined;
+    found.forEach((result, index) => {
+      if (result.kind !== 'hit') return;
+      const kept = promote(candidates[index]!, result.entry);
+      if (entry === undefined || kept.storedAt > entry.storedAt) entry = kept;
+    });
+    return { entry, answered: found.every((result) => result.kind !== 'skipped') };
+  } catch (err) {
+    logger.error({ err: (err as Error).message }, 'L2 lookup failed');
+    return { entry: undefined, answered: false };
+  }
+}
+
+/** Marking stale here, on the other replicas (the bus) and for those that start later (Redis). */
+function markingMethods(marking: Marking, shared: SharedTier | undefined): Pick<Tiers, 'markStale' | 'loadMarks'> {
+  return {
+    markStale(scopes, source) {
+      const at = Date.now();
+      const ids = scopes.map(scopeId);
+      const marked = marking.mark(ids, { at, source, observed: false });
+      shared?.bus.marked(ids, at, source);
+      shared?.marks.persist(ids, at);
+      return marked;
+    },
+    async loadMarks() {
+      const found = (await shared?.marks.load(Date.now())) ?? [];
+      for (const [id, at] of found) marking.mark([id], { at, source: 'webhook', observed: true });
     },
   };
 }
@@ -204,7 +256,7 @@ function freshest(entries: ReadonlyArray<CacheEntry | undefined>, now: number): 
 
 function createSharedTier(
   redis: RedisConnection,
-  lockMs: number,
+  { lockMs, marks }: Pick<TierSettings, 'lockMs'> & { marks: StaleMarksSettings },
   metrics: Metrics,
   logger: Logger,
   remote: InvalidationHandlers,
@@ -217,6 +269,7 @@ function createSharedTier(
     l2,
     lock: createFlightLock(redis, l2, lockMs),
     bus,
+    marks: createSharedMarks(redis, marks.horizonMs, marks.maxScopes),
     store(key, entry, ttlMs) {
       const write = l2.set(key, entry, ttlMs).then(
         () => bus.written(key, entry.storedAt),

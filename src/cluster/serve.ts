@@ -6,6 +6,15 @@
  * With Redis, workers share L2, the token budget and single flight through it, like replicas;
  * without Redis, the primary owns the token budget and workers lease tokens over IPC
  * (ipc-pool.ts), so one machine never overspends. A worker that dies is replaced.
+ *
+ * The primary reloads pool.tokens_file (SIGHUP, or the file changed; workers ignore SIGHUP and
+ * never watch): when it owns the budget it reloads its pool and sends the workers the new members;
+ * with Redis each worker owns a pool of its own, so the primary tells every worker to reload.
+ *
+ * GitHub Apps (pool.apps) mint where the pool lives: without Redis in the primary alone (its
+ * installation tokens reach the workers with the members, before a lease needs them); with Redis
+ * in each worker, like each replica (docs/token-pool.md says why). Readiness waits for an
+ * App-only pool's first member, in the primary or in every worker.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
@@ -14,14 +23,18 @@ import { startApp, type App } from '../app.js';
 import type { Config } from '../config/schema.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import type { RecentSummary } from '../metrics/recent.js';
-import { createMetrics } from '../metrics/registry.js';
+import { createMetrics, type Metrics } from '../metrics/registry.js';
 import { createAdminServer } from '../server/admin.js';
+import { combineAnswers, type Answer, type CacheCall } from '../server/admin-cache.js';
 import { closed, listen, urlOf } from '../server/listen.js';
 import { buildPool } from '../services.js';
 import { tokenName } from '../tokens/name.js';
 import type { TokenReport } from '../tokens/types.js';
 import { createUpstreamClient } from '../upstream/client.js';
-import { createIpcTokenPool, servePool } from '../tokens/ipc-pool.js';
+import { createIpcTokenPool, ignoreSendError, servePool } from '../tokens/ipc-pool.js';
+import { reloadWithoutPool, type ReloadTrigger } from '../tokens/reload.js';
+import { poolConfigured, type PoolRuntime } from '../tokens/runtime.js';
+import { watchFile } from '../tokens/watch-file.js';
 
 /** How many workers `workers` asks for on this machine. */
 export function workerCount(workers: Config['workers']): number {
@@ -31,14 +44,22 @@ export function workerCount(workers: Config['workers']): number {
 /** Whether the token budget goes through the primary (no Redis to share it). */
 function ipcBudget(config: Config): boolean {
   const redis = config.redis.url !== null || config.redis.cluster !== null;
-  return config.pool.tokens.length > 0 && (!redis || !config.redis.shared_tokens);
+  return poolConfigured(config) && (!redis || !config.redis.shared_tokens);
 }
 
 type Control =
   | { t: 'etagere:metrics'; id: number }
   | { t: 'etagere:metrics-reply'; id: number; json: unknown[] }
-  /** Pushed by every worker each second: its recent activity, its Redis state and (with Redis) its view of the pool. */
-  | { t: 'etagere:recent'; summary: RecentSummary; redisUp: boolean | null; tokens: TokenReport[] };
+  /**
+   * Pushed by every worker each second: its recent activity, its Redis state and (with Redis) its
+   * view of the pool and whether its pool is ready (had members: its GitHub Apps minted).
+   */
+  | { t: 'etagere:recent'; summary: RecentSummary; redisUp: boolean | null; tokens: TokenReport[]; poolReady: boolean }
+  /** To every worker with a pool of its own (Redis): reload pool.tokens_file. */
+  | { t: 'etagere:reload'; trigger: ReloadTrigger }
+  /** A purge, inspection or stats call on the admin port (src/server/admin-cache.ts), to every worker, and each one's answer. */
+  | { t: 'etagere:cache'; id: number; call: CacheCall }
+  | { t: 'etagere:cache-reply'; id: number; answer: Answer };
 
 const isControl = (message: unknown): message is Control =>
   typeof message === 'object' &&
@@ -48,6 +69,8 @@ const isControl = (message: unknown): message is Control =>
 
 export interface ClusterPrimary {
   readonly adminUrl: string;
+  /** Reloads pool.tokens_file (SIGHUP): the primary's own pool, or, with Redis, every worker's. */
+  reload(trigger?: ReloadTrigger): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -84,35 +107,73 @@ function sumRecent(list: readonly RecentSummary[]): RecentSummary {
   };
 }
 
-export async function runPrimary(config: Config, logger: Logger = createLogger({ level: config.log.level })): Promise<ClusterPrimary> {
-  const clusterSize = workerCount(config.workers);
-  const metrics = createMetrics();
-  // Without Redis to share it, the primary owns the token budget: a pool of its own (no Redis).
-  const poolRt = ipcBudget(config) ? buildPool(config, { logger, metrics }) : undefined;
+/**
+ * The primary's reload of pool.tokens_file, on SIGHUP (`reload`) and when the file changes (its
+ * watch): its own pool (then the workers get the new members), or, with Redis, every worker's
+ * (each owns a pool).
+ */
+function primaryReloads(
+  config: Config,
+  poolRt: PoolRuntime | undefined,
+  pools: ReadonlyMap<number, ReturnType<typeof servePool>>,
+  deps: { logger: Logger; metrics: Metrics },
+): { reload(trigger?: ReloadTrigger): Promise<void>; close(): void } {
+  const reload = async (trigger: ReloadTrigger = 'signal'): Promise<void> => {
+    if (poolRt?.reload !== undefined) {
+      await poolRt.reload(trigger);
+      for (const poolServer of pools.values()) poolServer.members();
+    } else if (!poolConfigured(config)) {
+      reloadWithoutPool(config.pool.tokens_file, trigger, deps.logger.child({ component: 'token-pool' }), deps.metrics);
+    } else {
+      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
+      for (const worker of workers) worker.send({ t: 'etagere:reload', trigger } satisfies Control, ignoreSendError);
+    }
+  };
+  const file = config.pool.tokens_file;
+  const watch = file === null ? undefined : watchFile(file, () => void reload('file'), deps.logger.child({ component: 'token-pool' }));
+  return { reload, close: () => watch?.close() };
+}
+
+/**
+ * Without Redis to share it, the primary owns the token budget: a pool of its own (no Redis). It
+ * alone mints the GitHub Apps' installation tokens (the workers get them with the members), and
+ * learns every member's numbers before the workers start.
+ */
+async function primaryPool(config: Config, logger: Logger, metrics: Metrics): Promise<PoolRuntime | undefined> {
+  const poolRt = buildPool(config, { logger, metrics });
+  await poolRt?.start();
   const probeTarget = config.upstreams.find((u) => u.token_pool);
   if (poolRt !== undefined && probeTarget !== undefined && config.pool.probe_at_start) {
     const client = createUpstreamClient(probeTarget);
     await poolRt.probe(client);
     await client.close();
   }
+  return poolRt;
+}
+
+export async function runPrimary(config: Config, logger: Logger = createLogger({ level: config.log.level })): Promise<ClusterPrimary> {
+  const clusterSize = workerCount(config.workers);
+  const metrics = createMetrics();
+  const poolRt = ipcBudget(config) ? await primaryPool(config, logger, metrics) : undefined;
 
   cluster.schedulingPolicy = cluster.SCHED_NONE;
   let draining = false;
   const listening = new Set<number>();
   const recent = new Map<number, Extract<Control, { t: 'etagere:recent' }>>();
   const pools = new Map<number, ReturnType<typeof servePool>>();
-  const replies = new Map<number, (json: unknown[]) => void>();
+  /** Waiting questions to workers (metrics, cache calls), by id. */
+  const replies = new Map<number, (value: unknown) => void>();
   let seq = 0;
 
   const fork = (): Worker => {
     const worker = cluster.fork({ ETAGERE_WORKER: '1' });
-    if (poolRt !== undefined) pools.set(worker.id, servePool(poolRt.pool, worker));
+    if (poolRt !== undefined) pools.set(worker.id, servePool(poolRt.pool, worker, poolRt.generation));
     worker.on('listening', () => listening.add(worker.id));
     worker.on('message', (message: unknown) => {
       if (!isControl(message)) return;
       if (message.t === 'etagere:recent') recent.set(worker.id, message);
-      else if (message.t === 'etagere:metrics-reply') {
-        replies.get(message.id)?.(message.json);
+      else if (message.t === 'etagere:metrics-reply' || message.t === 'etagere:cache-reply') {
+        replies.get(message.id)?.(message.t === 'etagere:metrics-reply' ? message.json : message.answer);
         replies.delete(message.id);
       }
     });
@@ -135,26 +196,10 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   }, 1_000);
   pushTimer.unref();
 
+  const ask = <Reply>(question: (id: number) => Control): Promise<Reply[]> => askEveryWorker<Reply>(question, replies, () => ++seq);
   /** Every worker's registry as JSON, plus the primary's (the pool's gauges), summed by prom-client. */
   const metricsText = async (): Promise<string> => {
-    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
-    const parts = await Promise.all(
-      workers.map(
-        (worker) =>
-          new Promise<unknown[]>((resolve) => {
-            const id = ++seq;
-            const timer = setTimeout(() => {
-              replies.delete(id);
-              resolve([]);
-            }, 2_000);
-            replies.set(id, (json) => {
-              clearTimeout(timer);
-              resolve(json);
-            });
-            worker.send({ t: 'etagere:metrics', id } satisfies Control);
-          }),
-      ),
-    );
+    const parts = await ask<unknown[]>((id) => ({ t: 'etagere:metrics', id }));
     const own = await metrics.registry.getMetricsAsJSON();
     const registry: Registry = AggregatorRegistry.aggregate([...parts, own] as object[]);
     return registry.metrics();
@@ -162,31 +207,36 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
 
   const admin = createAdminServer(metrics, {
     allowedHosts: config.admin.allowed_hosts,
-    ready: () => !draining && listening.size === clusterSize,
+    ready: () =>
+      !draining && listening.size === clusterSize && (poolRt?.ready() ?? true) && [...recent.values()].every((worker) => worker.poolReady),
     // Without Redis the primary holds the pool; with it, every worker sees the shared numbers.
-    tokens: () => poolRt?.pool.snapshot() ?? (config.pool.tokens.length === 0 ? undefined : ([...recent.values()][0]?.tokens ?? [])),
-    budget: () => (config.pool.tokens.length === 0 ? undefined : { shared: poolRt === undefined, replicas: clusterSize }),
+    tokens: () => poolRt?.pool.snapshot() ?? (!poolConfigured(config) ? undefined : ([...recent.values()][0]?.tokens ?? [])),
+    budget: () => (!poolConfigured(config) ? undefined : { shared: poolRt === undefined, replicas: clusterSize }),
     redis: () => ({
       configured: config.redis.url !== null || config.redis.cluster !== null,
       up: recent.size > 0 && [...recent.values()].every((r) => r.redisUp === true),
     }),
     metricsText,
     recent: () => sumRecent([...recent.values()].map((r) => r.summary)),
+    cache: async (call) => combineAnswers(call, await ask<Answer>((id) => ({ t: 'etagere:cache', id, call }))),
   });
   const addr = await listen(admin, config.admin.port, config.admin.host);
+  const reloads = primaryReloads(config, poolRt, pools, { logger, metrics });
   logger.info(
     {
       workers: clusterSize,
       admin: urlOf(addr),
-      budget: poolRt !== undefined ? 'primary (IPC)' : config.pool.tokens.length > 0 ? 'redis' : 'none',
+      budget: poolRt !== undefined ? 'primary (IPC)' : poolConfigured(config) ? 'redis' : 'none',
     },
     'etagere primary started',
   );
 
   return {
     adminUrl: urlOf(addr),
+    reload: reloads.reload,
     async close() {
       draining = true;
+      reloads.close();
       clearInterval(pushTimer);
       const exits = Object.values(cluster.workers ?? {})
         .filter((w): w is Worker => w !== undefined)
@@ -202,7 +252,41 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
   };
 }
 
-/** A worker: a full proxy without its own admin listener, answering the primary's questions. */
+/**
+ * Asks every live worker one question (the metrics' JSON, a cache call) and waits up to 2 s for
+ * each answer; a worker that does not answer in time is left out.
+ */
+async function askEveryWorker<Reply>(
+  question: (id: number) => Control,
+  replies: Map<number, (value: unknown) => void>,
+  nextId: () => number,
+): Promise<Reply[]> {
+  const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
+  const answers = await Promise.all(
+    workers.map(
+      (worker) =>
+        new Promise<Reply | undefined>((resolve) => {
+          const id = nextId();
+          const timer = setTimeout(() => {
+            replies.delete(id);
+            resolve(undefined);
+          }, 2_000);
+          replies.set(id, (value) => {
+            clearTimeout(timer);
+            resolve(value as Reply);
+          });
+          worker.send(question(id), ignoreSendError);
+        }),
+    ),
+  );
+  return answers.flatMap((answer) => (answer === undefined ? [] : [answer as Reply]));
+}
+
+/**
+ * A worker: a full proxy without its own admin listener, answering the primary's questions. Its
+ * IPC pool starts with the configured tokens; the primary's members (GitHub App installation
+ * tokens included) come before its first lease.
+ */
 export async function runWorker(config: Config): Promise<App> {
   const pool = ipcBudget(config)
     ? createIpcTokenPool(
@@ -212,21 +296,37 @@ export async function runWorker(config: Config): Promise<App> {
         new Map(config.pool.tokens.map((t) => [tokenName(t.value, t.name), `token ${t.value}`])),
       )
     : undefined;
-  const app = await startApp(config, { adminListener: false, ...(pool === undefined ? {} : { pool }) });
+  const app = await startApp(config, { adminListener: false, watchTokensFile: false, ...(pool === undefined ? {} : { pool }) });
   process.on('message', (message: unknown) => {
+    if (isControl(message) && message.t === 'etagere:reload') void app.reloadTokens(message.trigger);
+    if (isControl(message) && message.t === 'etagere:cache')
+      process.send?.(
+        { t: 'etagere:cache-reply', id: message.id, answer: app.cacheAdmin(message.call) } satisfies Control,
+        undefined,
+        undefined,
+        ignoreSendError,
+      );
     if (!isControl(message) || message.t !== 'etagere:metrics') return;
     app.metrics.registry.getMetricsAsJSON().then(
-      (json) => process.send?.({ t: 'etagere:metrics-reply', id: message.id, json } satisfies Control),
-      () => process.send?.({ t: 'etagere:metrics-reply', id: message.id, json: [] } satisfies Control),
+      (json) =>
+        process.send?.({ t: 'etagere:metrics-reply', id: message.id, json } satisfies Control, undefined, undefined, ignoreSendError),
+      () =>
+        process.send?.({ t: 'etagere:metrics-reply', id: message.id, json: [] } satisfies Control, undefined, undefined, ignoreSendError),
     );
   });
   const push = (): void =>
-    void process.send?.({
-      t: 'etagere:recent',
-      summary: app.metrics.recent.summary(),
-      redisUp: app.redisUp(),
-      tokens: pool === undefined ? app.tokens() : [],
-    } satisfies Control);
+    void process.send?.(
+      {
+        t: 'etagere:recent',
+        summary: app.metrics.recent.summary(),
+        redisUp: app.redisUp(),
+        tokens: pool === undefined ? app.tokens() : [],
+        poolReady: app.poolReady(),
+      } satisfies Control,
+      undefined,
+      undefined,
+      ignoreSendError,
+    );
   push();
   const timer = setInterval(push, 1_000);
   timer.unref();

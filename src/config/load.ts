@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { AppKeyError, appPrivateKey } from '../apps/jwt.js';
 import { configSchema, type Config } from './schema.js';
 
 export class ConfigError extends Error {
@@ -22,10 +23,15 @@ export const ENV_VARS = {
   REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
   ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
   ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
+  ETAGERE_APP_ID: 'pool.apps: one GitHub App named "app", with this app_id',
+  ETAGERE_APP_PRIVATE_KEY_FILE: "pool.apps[0].private_key_file: that App's private key (PEM)",
+  ETAGERE_APP_INSTALLATIONS: 'pool.apps[0].installations: "all" (the default) or comma-separated installation ids',
   UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
   LOG_LEVEL: 'log.level',
   WORKERS: 'workers: a number, or "auto" for one per CPU',
   ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
+  ETAGERE_WEBHOOK_SECRET: "webhooks.secret: the webhook's secret (turns the receiver on)",
+  ETAGERE_WEBHOOK_SECRET_FILE: "webhooks.secret_file: a file holding the webhook's secret",
 } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -68,6 +74,9 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','), (index) => `ETAGERE_TOKENS entry ${index + 1}`)));
   set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
+  set(env.ETAGERE_WEBHOOK_SECRET, (v) => (obj(raw, 'webhooks').secret = v.trim()));
+  set(env.ETAGERE_WEBHOOK_SECRET_FILE, (v) => (obj(raw, 'webhooks').secret_file = v));
+  applyAppEnv(raw, env);
   set(env.UPSTREAM_URL, (url) => {
     const list = raw.upstreams;
     if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') {
@@ -77,6 +86,32 @@ export function applyEnv(raw: Raw, env: Env): Raw {
     }
   });
   return raw;
+}
+
+/**
+ * The one-App shortcut: ETAGERE_APP_ID (with ETAGERE_APP_PRIVATE_KEY_FILE and, optionally,
+ * ETAGERE_APP_INSTALLATIONS) replaces pool.apps with one App named "app".
+ */
+function applyAppEnv(raw: Raw, env: Env): void {
+  const id = env.ETAGERE_APP_ID?.trim() ?? '';
+  const keyFile = env.ETAGERE_APP_PRIVATE_KEY_FILE?.trim() ?? '';
+  const installations = env.ETAGERE_APP_INSTALLATIONS?.trim() ?? '';
+  if (id === '') {
+    if (keyFile !== '' || installations !== '') {
+      throw new ConfigError('ETAGERE_APP_PRIVATE_KEY_FILE and ETAGERE_APP_INSTALLATIONS need ETAGERE_APP_ID (the App id)');
+    }
+    return;
+  }
+  const app: Raw = { name: 'app', app_id: intFromEnv('ETAGERE_APP_ID', id) };
+  if (keyFile !== '') app.private_key_file = keyFile;
+  if (installations !== '' && installations !== 'all') {
+    app.installations = installations
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '')
+      .map((item) => intFromEnv('ETAGERE_APP_INSTALLATIONS', item));
+  }
+  obj(raw, 'pool').apps = [app];
 }
 
 const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
@@ -117,6 +152,52 @@ export function parseSecretList(
   return out;
 }
 
+/** One token of a tokens file, with its line (1-based, counting blank and comment lines). */
+export interface TokensFileEntry {
+  name?: string;
+  value: string;
+  line: number;
+}
+
+/**
+ * A tokens file's tokens: one per line, "token" or "name=token", blank lines and "#" comments
+ * skipped. A malformed line is a ConfigError naming its line ("tokens file line 3"), never its text.
+ */
+export function parseTokensFile(text: string): TokensFileEntry[] {
+  return text
+    .split(/\r?\n/)
+    .flatMap((item, index) =>
+      parseSecretList([item], () => `tokens file line ${index + 1}`).map((token) => ({ ...token, line: index + 1 })),
+    );
+}
+
+/** Reads and parses a tokens file; a ConfigError names the file (never a value) when it cannot. */
+export function readTokensFile(path: string, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): TokensFileEntry[] {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    throw new ConfigError(`pool.tokens_file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  return parseTokensFile(text);
+}
+
+/**
+ * The values each tokens file held when `resolveSecrets` added them to pool.tokens, by path: what
+ * `tokensBesideFile` leaves out. Values stay in this process, like the config that holds them.
+ */
+const loadedFromFile = new Map<string, ReadonlySet<string>>();
+
+/**
+ * The pool tokens a config gives besides its tokens file (ETAGERE_TOKENS, pool.tokens): the ones a
+ * reload of the file keeps as they are. All of them when the file was not read by this module.
+ */
+export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
+  const file = config.pool.tokens_file;
+  const fromFile = file === null ? undefined : loadedFromFile.get(file);
+  return fromFile === undefined ? config.pool.tokens : config.pool.tokens.filter((token) => !fromFile.has(token.value));
+}
+
 /**
  * Turns secret references into values before validation: `{ env: NAME }` items of pool.tokens and
  * consumers.keys read the environment, and pool.tokens_file adds its lines to pool.tokens.
@@ -141,19 +222,86 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
   };
   resolveList(raw.pool, 'tokens', 'pool.tokens');
   resolveList(raw.consumers, 'keys', 'consumers.keys');
+  resolveAppKeys(raw.pool, env, readFile);
+  resolveWebhookSecret(raw.webhooks, readFile);
   const pool = raw.pool as Raw | undefined;
   const file = pool?.tokens_file;
   if (pool !== undefined && typeof file === 'string' && file.length > 0) {
-    let text: string;
-    try {
-      text = readFile(file);
-    } catch (err) {
-      throw new ConfigError(`pool.tokens_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
+    const fromFile = readTokensFile(file, readFile).map(({ line: _line, ...token }) => token);
+    loadedFromFile.set(file, new Set(fromFile.map((token) => token.value)));
     const existing = Array.isArray(pool.tokens) ? (pool.tokens as unknown[]) : [];
-    pool.tokens = [...existing, ...parseSecretList(text.split(/\r?\n/), (index) => `tokens file line ${index + 1}`)];
+    pool.tokens = [...existing, ...fromFile];
   }
   return raw;
+}
+
+/**
+ * Reads each App's private key (pool.apps[].private_key_file or private_key_env) into
+ * `private_key`, and checks that it is an RSA private key in PEM form. Errors name the key, the
+ * file or the variable, and what is wrong: never the key's content.
+ */
+function resolveAppKeys(pool: unknown, env: Env, readFile: (path: string) => string): void {
+  if (pool === null || typeof pool !== 'object') return;
+  const apps = (pool as Raw).apps;
+  if (!Array.isArray(apps)) return;
+  apps.forEach((app: unknown, index) => {
+    if (app === null || typeof app !== 'object' || Array.isArray(app)) return;
+    const item = app as Raw;
+    const where = `pool.apps[${index}]`;
+    const file = item.private_key_file;
+    const variable = item.private_key_env;
+    const given = [file, variable, item.private_key].filter((source) => source !== undefined).length;
+    if (given > 1) throw new ConfigError(`${where}: give only one of private_key_file, private_key_env and private_key`);
+    let pem: string;
+    let source: string;
+    if (typeof file === 'string' && file.length > 0) {
+      source = `${where}.private_key_file`;
+      try {
+        pem = readFile(file);
+      } catch (err) {
+        throw new ConfigError(`${source}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+      }
+    } else if (typeof variable === 'string' && variable.length > 0) {
+      source = `${where}.private_key_env`;
+      const value = env[variable];
+      if (value === undefined || value.trim() === '') throw new ConfigError(`${source}: environment variable ${variable} is not set`);
+      // A PEM squeezed onto one line with literal "\n" (as CI secret stores often hold it) is unfolded.
+      pem = value.includes('\n') ? value : value.replace(/\\n/g, '\n');
+    } else {
+      return; // nothing to read: the schema says what is missing
+    }
+    try {
+      appPrivateKey(pem);
+    } catch (err) {
+      if (err instanceof AppKeyError) throw new ConfigError(`${source}: not the App's private key: ${err.message} (content not shown)`);
+      throw err;
+    }
+    item.private_key = pem;
+  });
+}
+
+/**
+ * Reads webhooks.secret_file into webhooks.secret. Errors name the key and the file, never the
+ * secret; giving the secret both ways is an error (which one would win is not obvious).
+ */
+function resolveWebhookSecret(webhooks: unknown, readFile: (path: string) => string): void {
+  if (webhooks === null || typeof webhooks !== 'object' || Array.isArray(webhooks)) return;
+  const section = webhooks as Raw;
+  const file = section.secret_file;
+  if (typeof file !== 'string' || file.length === 0) return;
+  if (section.secret !== undefined && section.secret !== null)
+    throw new ConfigError(
+      'webhooks: give the secret once: secret (or ETAGERE_WEBHOOK_SECRET), or secret_file (or ETAGERE_WEBHOOK_SECRET_FILE)',
+    );
+  let text: string;
+  try {
+    text = readFile(file);
+  } catch (err) {
+    throw new ConfigError(`webhooks.secret_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  const secret = text.replace(/[\r\n]+$/, '');
+  if (secret.length === 0) throw new ConfigError(`webhooks.secret_file: ${file} is empty`);
+  section.secret = secret;
 }
 
 function describePath(path: ReadonlyArray<PropertyKey>): string {

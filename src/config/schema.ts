@@ -4,6 +4,7 @@
  * overrides before validating, so an invalid value from either source is reported by key.
  */
 import { z } from 'zod';
+import { AppKeyError, appPrivateKey } from '../apps/jwt.js';
 import { isLoopbackAddress } from '../headers/host.js';
 import { tokenName } from '../tokens/name.js';
 
@@ -35,11 +36,23 @@ export const cachePolicySchema = z
     /** Request `Cache-Control: no-cache` / `Pragma: no-cache` (which Node's fetch adds to every
      *  conditional request): honour, or ignore. Unset: ignore, except under rfc9111 (honor). */
     client_no_cache: z.enum(['honor', 'ignore']).optional(),
+    /** How an entry is revalidated once its pool token has a new value (re-minted, rotated): with the
+     *  old value's ETag (a full 200 on GitHub), or with If-Modified-Since (src/cache/validators.ts). */
+    rotated_token_revalidation: z.enum(['etag', 'last_modified']).default('etag'),
+    /** On the paths the webhooks cover (src/webhooks/coverage.ts), entries stay fresh at least this long (0: off). */
+    webhook_fresh_seconds: z.number().int().min(0).max(86_400).default(0),
   })
   .strict()
   .superRefine((cache, ctx) => {
     if (cache.policy === 'ttl' && cache.ttl_seconds === undefined) {
       ctx.addIssue({ code: 'custom', path: ['ttl_seconds'], message: 'is required when policy is "ttl"' });
+    }
+    if (cache.webhook_fresh_seconds > 0 && cache.policy !== 'max-age' && cache.policy !== 'ttl') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['webhook_fresh_seconds'],
+        message: `needs policy "max-age" or "ttl" (policy "${cache.policy}" decides freshness by other rules)`,
+      });
     }
   });
 
@@ -71,8 +84,22 @@ export const upstreamSchema = z
     routes: z.array(z.string().regex(/^\/[^?#\s]*$/, 'must be a path template such as /things/:id')).default([]),
     /** Attach a pool token to requests that carry no credential of their own (GitHub-like upstreams). */
     token_pool: z.boolean().default(false),
+    /** Point the upstream's API addresses inside JSON bodies (`url`, `repos_url`, ...) at the proxy.
+     *  Unset: on for token_pool upstreams (GitHub-like APIs whose clients navigate by them), off otherwise. */
+    rewrite_body_urls: z.boolean().optional(),
+    /**
+     * GitHub's GraphQL API through the proxy (src/graphql/): POST <route>/graphql (on Enterprise
+     * Server /api/graphql upstream); pooled consumers may run queries only.
+     */
+    graphql: z.boolean().default(false),
+    /** Pooled GraphQL queries answered from a short-lived cache for this long (0: off). */
+    graphql_cache_seconds: z.number().int().min(0).max(3600).default(0),
   })
-  .strict();
+  .strict()
+  .superRefine((upstream, ctx) => {
+    if (upstream.graphql_cache_seconds > 0 && !upstream.graphql)
+      ctx.addIssue({ code: 'custom', path: ['graphql_cache_seconds'], message: 'needs graphql: true' });
+  });
 
 /** A name shown in logs, metrics and /admin: never the secret it stands for. */
 const secretName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"');
@@ -88,12 +115,65 @@ export const secretSchema = z
   })
   .strict();
 
+/** Whether a token name is how an installation of GitHub App `app` is named (`<app>-<installation id>`). */
+const installationName = (name: string, app: string): boolean => name.startsWith(`${app}-`) && /^\d+$/.test(name.slice(app.length + 1));
+
+/** Whether a text is an RSA private key in PEM form (never quoted in a message). */
+function isAppKey(pem: string): boolean {
+  try {
+    appPrivateKey(pem);
+    return true;
+  } catch (err) {
+    if (err instanceof AppKeyError) return false;
+    throw err;
+  }
+}
+
+/**
+ * A GitHub App whose installations' tokens are pool members, named `<name>-<installation id>`
+ * (src/apps/app-source.ts keeps them minted and refreshed; src/tokens/app-members.ts makes them
+ * pool members). The loader (load.ts) reads the key from `private_key_file` or `private_key_env`
+ * into `private_key` and checks it is an RSA private key. The pool rules (an upstream with
+ * token_pool, consumer keys off loopback) count the Apps like tokens.
+ */
+export const appSchema = z
+  .object({
+    /** Label in logs, metrics and /admin; members are `<name>-<installation id>`. */
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$/, 'must be 1-40 letters, digits, ".", "_" or "-"'),
+    /** The App's id (its settings page; GET /app). */
+    app_id: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+    /** A file with the App's private key (PEM), read at start. */
+    private_key_file: z.string().min(1).optional(),
+    /** An environment variable holding the App's private key (PEM text), read at start. */
+    private_key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be the name of an environment variable')
+      .optional(),
+    /** The PEM text itself: set by the loader from private_key_file or private_key_env; never write it in a file. */
+    private_key: z.string().refine(isAppKey, 'is not an RSA private key in PEM form (content not shown)').optional(),
+    /** `all`: every installation of the App (listed again every few minutes); or a list of installation ids. */
+    installations: z
+      .union([z.literal('all'), z.array(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).min(1, 'give at least one id, or "all"')])
+      .default('all'),
+  })
+  .strict()
+  .superRefine((app, ctx) => {
+    if (app.private_key === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['private_key_file'], message: 'give private_key_file or private_key_env' });
+    }
+    if (Array.isArray(app.installations) && new Set(app.installations).size !== app.installations.length) {
+      ctx.addIssue({ code: 'custom', path: ['installations'], message: 'an installation id is listed twice' });
+    }
+  });
+
 export const poolSchema = z
   .object({
     /** Pool tokens: { name?, value } or { name?, env } (resolved at load). Usually ETAGERE_TOKENS. */
     tokens: z.array(secretSchema).default([]),
     /** A file with one token per line ("name=token" allowed; "#" comments). Usually ETAGERE_TOKENS_FILE. */
     tokens_file: z.string().min(1).nullable().default(null),
+    /** GitHub Apps whose installation tokens join the pool (appSchema; the ETAGERE_APP_* shortcut defines one). */
+    apps: z.array(appSchema).default([]),
     /** Pool tokens with the same scopes share one cache partition; false gives each its own. */
     equivalent: z.boolean().default(true),
     /** Requests in flight on one token at once. */
@@ -142,6 +222,35 @@ export const consumersSchema = z
     unknown: z.enum(['reject', 'anonymous']).default('reject'),
     /** The part of each consumer's share that is never lent to other consumers (src/tokens/fair-share.ts). */
     reserve_fraction: z.number().min(0).max(1).default(0.5),
+  })
+  .strict();
+
+/** An account login as GitHub spells them (organizations and users), or "*" for every account. */
+const accountLogin = z.string().regex(/^(?:\*|[A-Za-z0-9][A-Za-z0-9_.-]{0,99})$/, 'must be an account login, or "*" for every account');
+
+/**
+ * The webhook receiver (src/webhooks/): GitHub's deliveries mark cached paths stale. Off until a
+ * secret is configured (webhooks.secret, webhooks.secret_file, ETAGERE_WEBHOOK_SECRET, read by load.ts).
+ */
+export const webhooksSchema = z
+  .object({
+    /** Where GitHub POSTs, on the public port; served before any upstream route. */
+    path: z
+      .string()
+      .regex(/^\/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]$/, 'must be a path such as /_etagere/webhooks/github (no query, no trailing slash)')
+      .default('/_etagere/webhooks/github'),
+    /** The webhook's secret (X-Hub-Signature-256). Never logged; prefer ETAGERE_WEBHOOK_SECRET or secret_file. */
+    secret: z
+      .string()
+      .regex(/^[^\x00-\x1f\x7f]{16,4096}$/, 'must be 16-4096 characters without control characters (value not shown)')
+      .nullable()
+      .default(null),
+    /** A file holding the secret (read at start into `secret`; a trailing newline is dropped). */
+    secret_file: z.string().min(1).nullable().default(null),
+    /** Larger bodies get 413 (GitHub caps its payloads at 25 MB). */
+    max_body_bytes: z.number().int().min(1024).max(26_214_400).default(26_214_400),
+    /** The accounts whose deliveries reach the proxy: cache.webhook_fresh_seconds applies to their paths. */
+    owners: z.array(accountLogin).default([]),
   })
   .strict();
 
@@ -238,6 +347,7 @@ export const configSchema = z
     /** The token pool. Token values are never logged or exported. */
     pool: poolSchema.prefault({}),
     consumers: consumersSchema.prefault({}),
+    webhooks: webhooksSchema.prefault({}),
     log: z
       .object({ level: z.enum(LOG_LEVELS).default('info') })
       .strict()
@@ -271,10 +381,20 @@ export const configSchema = z
     if (config.pool.tokens.length > 0 && !config.upstreams.some((u) => u.token_pool)) {
       ctx.addIssue({ code: 'custom', path: ['pool', 'tokens'], message: 'tokens are configured but no upstream has token_pool: true' });
     }
+    if (config.pool.apps.length > 0 && !config.upstreams.some((u) => u.token_pool)) {
+      ctx.addIssue({ code: 'custom', path: ['pool', 'apps'], message: 'GitHub Apps are configured but no upstream has token_pool: true' });
+    }
+    const appNames = new Set<string>();
+    config.pool.apps.forEach((app, index) => {
+      if (appNames.has(app.name))
+        ctx.addIssue({ code: 'custom', path: ['pool', 'apps', index, 'name'], message: `duplicate App name "${app.name}"` });
+      appNames.add(app.name);
+    });
     if (config.consumers.enabled && config.consumers.keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['consumers', 'keys'], message: 'consumers.enabled needs at least one key' });
     }
-    if (config.pool.tokens.length > 0 && !config.consumers.enabled && !config.pool.open && !isLoopbackAddress(config.listen.host)) {
+    const pooled = config.pool.tokens.length > 0 || config.pool.apps.length > 0;
+    if (pooled && !config.consumers.enabled && !config.pool.open && !isLoopbackAddress(config.listen.host)) {
       ctx.addIssue({
         code: 'custom',
         path: ['listen', 'host'],
@@ -296,6 +416,18 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['pool', 'tokens', index, 'name'], message: `duplicate token name "${name}"` });
       tokenNames.set(name, index);
     });
+    // A token named like an installation member ("<app>-<id>") would hide that installation.
+    config.pool.tokens.forEach((token, index) => {
+      const name = token.name;
+      const app = name === undefined ? undefined : config.pool.apps.find((candidate) => installationName(name, candidate.name));
+      if (app !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['pool', 'tokens', index, 'name'],
+          message: `"${name}" is how GitHub App ${app.name}'s installations are named (${app.name}-<installation id>): name the token otherwise`,
+        });
+    });
+    checkWebhookFreshness(config, ctx);
     const names = new Set<string>();
     config.consumers.keys.forEach((key, index) => {
       if (names.has(key.name))
@@ -304,11 +436,35 @@ export const configSchema = z
     });
   });
 
+/** cache.webhook_fresh_seconds needs the receiver and the accounts it hears from. */
+function checkWebhookFreshness(
+  config: { upstreams: ReadonlyArray<{ cache: { webhook_fresh_seconds: number } }>; webhooks: z.infer<typeof webhooksSchema> },
+  ctx: z.RefinementCtx,
+): void {
+  const fresh = config.upstreams.findIndex((upstream) => upstream.cache.webhook_fresh_seconds > 0);
+  if (fresh === -1) return;
+  if (config.webhooks.secret === null)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['upstreams', fresh, 'cache', 'webhook_fresh_seconds'],
+      message: 'needs the webhook receiver: set webhooks.secret_file or ETAGERE_WEBHOOK_SECRET (or webhooks.secret)',
+    });
+  if (config.webhooks.owners.length === 0)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['webhooks', 'owners'],
+      message:
+        'name the accounts whose webhooks reach the proxy ("*" for every account): cache.webhook_fresh_seconds applies to their paths only',
+    });
+}
+
 export type Config = z.infer<typeof configSchema>;
 export type PoolConfig = z.infer<typeof poolSchema>;
 export type RedisConfig = z.infer<typeof redisSchema>;
 export type ConsumersConfig = z.infer<typeof consumersSchema>;
 export type ConsumerKeyConfig = z.infer<typeof consumerKeySchema>;
 export type SecretConfig = z.infer<typeof secretSchema>;
+export type AppConfig = z.infer<typeof appSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
 export type CachePolicyConfig = z.infer<typeof cachePolicySchema>;
+export type WebhooksConfig = z.infer<typeof webhooksSchema>;

@@ -28,10 +28,23 @@ export interface StartupSummary {
   redis: string;
   public_url: string;
   workers: number | 'auto';
+  /** The webhook receiver: its path, or off (never the secret). */
+  webhooks: string;
+}
+
+/** `N pool tokens`, and each GitHub App by name with its installations (`all` or their count). */
+function poolSummary(config: Config): string {
+  const tokenCount = config.pool.tokens.length;
+  const apps = config.pool.apps.map(
+    (app) =>
+      `GitHub App ${app.name} (${app.installations === 'all' ? 'all installations' : `${app.installations.length} installation${app.installations.length === 1 ? '' : 's'}`})`,
+  );
+  if (tokenCount === 0 && apps.length === 0) return 'anonymous (no pool tokens)';
+  const tokens = tokenCount === 0 ? [] : [`${tokenCount} pool token${tokenCount === 1 ? '' : 's'}`];
+  return [...tokens, ...apps].join(' + ');
 }
 
 export function startupSummary(config: Config): StartupSummary {
-  const tokenCount = config.pool.tokens.length;
   const redis =
     config.redis.cluster !== null
       ? `cluster (${config.redis.cluster.length} seed node${config.redis.cluster.length === 1 ? '' : 's'})`
@@ -40,9 +53,10 @@ export function startupSummary(config: Config): StartupSummary {
         : 'none (L1 cache only)';
   return {
     upstreams: config.upstreams.map((upstream) => `${upstream.name} ${upstream.prefix} -> ${withoutCredentials(upstream.url)}`),
-    pool: tokenCount === 0 ? 'anonymous (no pool tokens)' : `${tokenCount} pool token${tokenCount === 1 ? '' : 's'}`,
+    pool: poolSummary(config),
     redis,
     public_url: config.public_url ?? 'none (from each request)',
     workers: config.workers,
+    webhooks: config.webhooks.secret === null ? 'off (no secret)' : `on at ${config.webhooks.path}`,
   };
 }

@@ -8,8 +8,15 @@
  * Access: a private repository is visible only to a token that has the `repo` scope AND whose
  * login owns the repository or is a member of the owning organization.
  */
+import type { FakeApp } from './apps.js';
 import type { Repo } from './data.js';
 import type { FakeToken } from './tokens.js';
+
+/** What an installation token may reach besides public repositories (apps.ts). */
+export interface InstallationGrant {
+  id: number;
+  covers(repo: Repo): boolean;
+}
 
 export interface Viewer {
   token: FakeToken;
@@ -20,9 +27,20 @@ export interface Viewer {
   scopesHeader: string;
   /** Distinguishes bodies that depend on who is asking (permissions, private items). */
   key: string;
+  /** Set for an installation token: the bot of a GitHub App (apps.ts). */
+  installation?: InstallationGrant;
 }
 
-export type Credential = { kind: 'anonymous' } | { kind: 'invalid' } | { kind: 'token'; viewer: Viewer; authorization: string };
+/**
+ * Who is calling: nobody, a bad credential, a token (a personal one or an installation's), a GitHub
+ * App with a valid JWT, or a JWT that GitHub would refuse (its status and message: jwt.ts).
+ */
+export type Credential =
+  | { kind: 'anonymous' }
+  | { kind: 'invalid' }
+  | { kind: 'token'; viewer: Viewer; authorization: string }
+  | { kind: 'app'; app: FakeApp; authorization: string }
+  | { kind: 'refused'; status: 401 | 404; message: string };
 
 const ANONYMOUS: Credential = { kind: 'anonymous' };
 const INVALID: Credential = { kind: 'invalid' };
@@ -121,7 +139,16 @@ export function isAffiliated(login: string, repo: Repo): boolean {
 
 export function canSee(viewer: Viewer | null, repo: Repo): boolean {
   if (!repo.private) return true;
-  return viewer !== null && viewer.hasRepoScope && isAffiliated(viewer.login, repo);
+  if (viewer === null) return false;
+  if (viewer.installation !== undefined) return viewer.installation.covers(repo);
+  return viewer.hasRepoScope && isAffiliated(viewer.login, repo);
+}
+
+/** The label of a credential in stats and selectors: a token's login, `app/<slug>` for an App's JWT, else its kind. */
+export function credentialLabel(cred: Credential): string {
+  if (cred.kind === 'token') return cred.viewer.token.login;
+  if (cred.kind === 'app') return `app/${cred.app.slug}`;
+  return cred.kind === 'refused' ? 'invalid' : cred.kind;
 }
 
 export type PermissionClass = 'none' | 'admin' | 'write' | 'read';

@@ -5,23 +5,32 @@
  *                                      (body {"config": true} also restores the start-up config)
  *   POST /__fake/mutate  {"path": ...} change a repo, user, org or city
  *   POST /__fake/rename  {"path": "/repos/o/r", "name": ...} rename a repository (the old name answers 301)
+ *   GET|POST /__fake/webhooks          where the fake's webhooks go ({"url", "secret"}) and the recent deliveries
+ *   POST /__fake/webhooks/redeliver    {"delivery": GUID}: send a delivery again, as GitHub's "Redeliver"
+ *   (a mutation of a repository, a rename and an installation change send webhooks: webhook-payloads.ts)
  *   GET|POST /__fake/secondary         scripted secondary-limit failures
  *   GET|POST /__fake/config            runtime configuration
  *   GET|POST|DELETE /__fake/faults     fault injection rules (faults.ts)
  *   GET|POST /__fake/tokens            revoke or restore a token ({"token": value or login, "revoked": bool})
+ *   GET|POST /__fake/apps, POST /__fake/installations, POST|DELETE /__fake/installations/:id
+ *                                      GitHub Apps and their installations (app-control.ts)
  * Bad input answers 400 JSON; the process never crashes on it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { appControl } from './app-control.js';
+import { apiPathOf } from './base-path.js';
 import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
 import { FaultSpecError, parseFaultRules } from './faults.js';
 import { JSON_TYPE } from './headers.js';
 import { RenameError, renameRepo } from './rename.js';
+import { announce, ping, renamed, starred } from './webhook-payloads.js';
+import { FAKE_HOOK_ID } from './webhooks.js';
 import type { FakeState, RuntimeConfig } from './state.js';
 
 export const CONTROL_PREFIX = '/__fake';
 const MAX_BODY = 64 * 1024;
 
-class HttpError extends Error {
+export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -70,7 +79,7 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promise<Record<string, unknown>> {
+export async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promise<Record<string, unknown>> {
   const text = await readBody(req);
   if (text.trim() === '') {
     if (allowEmpty) return {};
@@ -88,7 +97,7 @@ async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promis
   return value as Record<string, unknown>;
 }
 
-function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
+export function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
   for (const key of Object.keys(body)) {
     if (!allowed.includes(key)) throw new HttpError(400, `Unknown field "${key}" (allowed: ${allowed.join(', ')})`);
   }
@@ -103,7 +112,7 @@ function intField(body: Record<string, unknown>, key: string, min: number, max: 
   return value;
 }
 
-function methodGuard(req: IncomingMessage, allowed: string[]): void {
+export function methodGuard(req: IncomingMessage, allowed: string[]): void {
   if (!allowed.includes(req.method ?? '')) {
     throw new HttpError(405, `Method ${req.method ?? ''} not allowed here`, { allow: allowed.join(', ') });
   }
@@ -136,6 +145,20 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         methodGuard(req, ['POST']);
         return sendJson(res, 200, rename(state, await readJsonObject(req, false)));
       }
+      case '/__fake/webhooks': {
+        methodGuard(req, ['GET', 'POST']);
+        if (req.method === 'POST') configureWebhooks(state, await readJsonObject(req, false));
+        return sendJson(res, 200, state.webhooks.describe());
+      }
+      case '/__fake/webhooks/redeliver': {
+        methodGuard(req, ['POST']);
+        const body = await readJsonObject(req, false);
+        onlyKeys(body, ['delivery']);
+        if (typeof body.delivery !== 'string') throw new HttpError(400, '"delivery" must be the GUID of a recent delivery');
+        const id = state.webhooks.redeliver(body.delivery);
+        if (id === undefined) throw new HttpError(404, 'No such recent delivery, or no webhook configured');
+        return sendJson(res, 200, { redelivered: id });
+      }
       case '/__fake/secondary': {
         methodGuard(req, ['GET', 'POST']);
         if (req.method === 'POST') configureSecondary(state, await readJsonObject(req, false));
@@ -166,8 +189,11 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         if (req.method === 'POST') revoke(state, await readJsonObject(req, false));
         return sendJson(res, 200, { revoked: state.credentials.revokedCount() });
       }
-      default:
-        throw new HttpError(404, `Unknown control endpoint ${path}`);
+      default: {
+        const answer = await appControl(state, req, path);
+        if (answer === undefined) throw new HttpError(404, `Unknown control endpoint ${path}`);
+        return sendJson(res, 200, answer);
+      }
     }
   } catch (err) {
     if (err instanceof HttpError) {
@@ -180,7 +206,10 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
 }
 
 /** Renames a repository: `{"path": "/repos/:owner/:repo" (or an absolute URL), "name": "new-name"}`. */
-function rename(state: FakeState, body: Record<string, unknown>): { from: string; to: string; id: number; location: string } {
+function rename(
+  state: FakeState,
+  body: Record<string, unknown>,
+): { from: string; to: string; id: number; location: string; deliveries?: string[] } {
   onlyKeys(body, ['path', 'name']);
   if (typeof body.path !== 'string' || body.path === '') throw new HttpError(400, '"path" must be a non-empty string');
   if (typeof body.name !== 'string') throw new HttpError(400, '"name" must be a string');
@@ -192,17 +221,32 @@ function rename(state: FakeState, body: Record<string, unknown>): { from: string
       throw new HttpError(400, '"path" is not a valid URL');
     }
   }
-  const parts = (path.split('?')[0] ?? '').split('/');
+  const parts = apiPath(state, path.split('?')[0] ?? '').split('/');
   const repo = parts.length === 4 && parts[0] === '' && parts[1] === 'repos' ? state.world.repo(parts[2] ?? '', parts[3] ?? '') : undefined;
   if (repo === undefined) throw new HttpError(404, `Unknown repository ${path.slice(0, 200)} (expected /repos/:owner/:repo)`);
   try {
+    const formerName = repo.name;
     const moved = renameRepo(state.world, repo, body.name);
     state.invalidateLists();
-    return { ...moved, id: repo.id, location: `/repositories/${repo.id}` };
+    const deliveries = announce(state.webhooks, renamed(state.world, repo, formerName, state.webhooks.apiBase()));
+    return { ...moved, id: repo.id, location: `/repositories/${repo.id}`, ...(deliveries.length > 0 ? { deliveries } : {}) };
   } catch (err) {
     if (err instanceof RenameError) throw new HttpError(err.status, err.message);
     throw err;
   }
+}
+
+/** `{"url": "http://...", "secret": "..."}` (the secret optional), or `{"url": null}` to stop sending. */
+function configureWebhooks(state: FakeState, body: Record<string, unknown>): void {
+  onlyKeys(body, ['url', 'secret']);
+  if (body.url === null) return state.webhooks.configure(null);
+  if (typeof body.url !== 'string' || !/^https?:\/\/[^\s]+$/i.test(body.url))
+    throw new HttpError(400, '"url" must be an http:// or https:// URL, or null');
+  const secret = body.secret ?? null;
+  if (secret !== null && (typeof secret !== 'string' || secret.length === 0 || secret.length > 4096))
+    throw new HttpError(400, '"secret" must be a string of 1 to 4096 characters, or null');
+  state.webhooks.configure({ url: body.url, secret });
+  announce(state.webhooks, ping(state.world, body.url, FAKE_HOOK_ID, state.webhooks.apiBase()));
 }
 
 /** Revokes or restores a configured token, as an operator would on GitHub (then 401 Bad credentials everywhere). */
@@ -224,9 +268,11 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
     'searchWindowSeconds',
     'latencyMs',
     'enforceConcurrency',
+    'installationTokenSeconds',
+    'rateLimits',
   ]);
   const patch: Partial<RuntimeConfig> = {};
-  const set = (key: keyof RuntimeConfig, min: number, max: number): void => {
+  const set = (key: Exclude<keyof RuntimeConfig, 'rateLimits'>, min: number, max: number): void => {
     const value = intField(body, key, min, max);
     if (value !== undefined) patch[key] = value;
   };
@@ -238,6 +284,9 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
   set('graphqlLimit', 0, 1e9);
   set('searchWindowSeconds', 1, 1e7);
   set('latencyMs', 0, 600_000);
+  set('installationTokenSeconds', 1, 86_400);
+  if (body.rateLimits !== undefined && typeof body.rateLimits !== 'boolean') throw new HttpError(400, '"rateLimits" must be a boolean');
+  if (typeof body.rateLimits === 'boolean') patch.rateLimits = body.rateLimits;
   if (body.enforceConcurrency === null) patch.enforceConcurrency = 0;
   else set('enforceConcurrency', 0, 1e6);
   state.configure(patch);
@@ -248,7 +297,8 @@ function configureSecondary(state: FakeState, body: Record<string, unknown>): vo
   const count = intField(body, 'count', 0, 1e9);
   if (count === undefined) throw new HttpError(400, '"count" is required');
   const status = body.status ?? 403;
-  if (status !== 403 && status !== 429) throw new HttpError(400, '"status" must be 403 or 429');
+  if (status !== 200 && status !== 403 && status !== 429)
+    throw new HttpError(400, '"status" must be 403, 429 or 200 (a GraphQL RATE_LIMITED answer)');
   let retryAfter: number | null = 60;
   if (body.retryAfter === null) retryAfter = null;
   else retryAfter = intField(body, 'retryAfter', 0, 86_400) ?? 60;
@@ -260,7 +310,7 @@ function configureSecondary(state: FakeState, body: Record<string, unknown>): vo
 }
 
 /** Accepts `/repos/o/r`, `/users/u`, `/orgs/o`, `/bicyclists/c`, also as absolute URLs or with a query. */
-function mutate(state: FakeState, target: string): { path: string; kind: string; changed: Change } {
+function mutate(state: FakeState, target: string): { path: string; kind: string; changed: Change; deliveries?: string[] } {
   let path = target;
   if (/^https?:\/\//i.test(path)) {
     try {
@@ -269,17 +319,22 @@ function mutate(state: FakeState, target: string): { path: string; kind: string;
       throw new HttpError(400, '"path" is not a valid URL');
     }
   }
-  path = path.split('?')[0] ?? '';
+  path = apiPath(state, path.split('?')[0] ?? '');
   const parts = path.split('/');
   const world = state.world;
   const unknown = (): never => {
     throw new HttpError(404, `Unknown resource ${path} (mutable: /repos/:owner/:repo, /users/:login, /orgs/:org, /bicyclists/:city)`);
   };
   if (parts[0] !== '') unknown();
-  let result: { path: string; kind: string; changed: Change } | undefined;
+  let result: { path: string; kind: string; changed: Change; deliveries?: string[] } | undefined;
   if (parts.length === 4 && parts[1] === 'repos') {
     const repo = world.repo(parts[2] ?? '', parts[3] ?? '');
-    if (repo) result = { path: `/repos/${repo.owner.login}/${repo.name}`, kind: 'repository', changed: mutateRepo(world, repo) };
+    if (repo) {
+      result = { path: `/repos/${repo.owner.login}/${repo.name}`, kind: 'repository', changed: mutateRepo(world, repo) };
+      // GitHub's events for what changed (a star): sent after the change, asynchronously.
+      const deliveries = announce(state.webhooks, starred(world, repo, state.webhooks.apiBase()));
+      if (deliveries.length > 0) result.deliveries = deliveries;
+    }
   } else if (parts.length === 3 && (parts[1] === 'users' || parts[1] === 'orgs')) {
     const account = world.account(parts[2] ?? '');
     if (account && (parts[1] === 'users' || account.type === 'Organization')) {
@@ -296,4 +351,9 @@ function mutate(state: FakeState, target: string): { path: string; kind: string;
   if (!result) return unknown();
   state.invalidateLists();
   return result;
+}
+
+/** A resource path as the control endpoints take it: below the base path when it starts with it. */
+function apiPath(state: FakeState, path: string): string {
+  return apiPathOf(path, state.basePath) ?? path;
 }

@@ -15,9 +15,10 @@
  *   refuse, reset-headers, slow-headers (then the request is answered normally), status, huge;
  * - body kinds corrupt the real answer on the wire (it is computed, counted and spends quota as
  *   usual, but as if unconditional, so there is always a body to cut): reset-body, truncate,
- *   slow-body, bad-json.
+ *   slow-body, bad-json, bad-gzip.
  */
 import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { CACHE_PUBLIC, errorJson, JSON_TYPE, nextRequestId, VARY } from './headers.js';
@@ -31,6 +32,7 @@ export const FAULT_KINDS = [
   'slow-body',
   'status',
   'bad-json',
+  'bad-gzip',
   'huge',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -39,7 +41,7 @@ export const FAULT_STATUSES = [500, 502, 503, 504] as const;
 export type FaultStatus = (typeof FAULT_STATUSES)[number];
 
 /** Kinds that corrupt the real answer (the API runs first); the others answer instead of it. */
-const BODY_KINDS: ReadonlySet<FaultKind> = new Set(['reset-body', 'truncate', 'slow-body', 'bad-json']);
+const BODY_KINDS: ReadonlySet<FaultKind> = new Set(['reset-body', 'truncate', 'slow-body', 'bad-json', 'bad-gzip']);
 
 export const DEFAULT_SLOW_HEADERS_MS = 30_000;
 export const DEFAULT_SLOW_BODY_MS = 5_000;
@@ -387,13 +389,24 @@ export function writeFaulted(
       return;
     }
     case 'bad-json': {
-      const bad = Buffer.concat([body.subarray(0, Math.floor(body.length / 2)), BAD_TAIL]);
+      const gzipped = headers['content-encoding'] === 'gzip';
+      const plain = gzipped ? gunzipSync(body) : body;
+      const text = Buffer.concat([plain.subarray(0, Math.floor(plain.length / 2)), BAD_TAIL]);
+      const bad = gzipped ? gzipSync(text) : text;
       const out: OutgoingHttpHeaders = { ...headers, 'content-type': JSON_TYPE, 'content-length': bad.length };
       out['cache-control'] ??= CACHE_PUBLIC;
       out.etag ??= `W/"${createHash('sha256').update(bad).digest('hex')}"`;
       out['last-modified'] ??= LAST_MODIFIED;
       delete out['retry-after'];
       res.writeHead(200, out);
+      res.end(res.req.method === 'HEAD' ? undefined : bad);
+      return;
+    }
+    case 'bad-gzip': {
+      // A gzip stream cut in half: its header is right, its data ends early and its trailer is missing.
+      const gzipped = headers['content-encoding'] === 'gzip' ? body : gzipSync(body);
+      const bad = gzipped.subarray(0, Math.max(10, Math.floor(gzipped.length / 2)));
+      res.writeHead(status, { ...headers, 'content-encoding': 'gzip', 'content-length': bad.length });
       res.end(res.req.method === 'HEAD' ? undefined : bad);
       return;
     }

@@ -5,6 +5,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { Viewer } from './auth.js';
+import { JSON_MEDIA } from './media-type.js';
 
 export const DOCS_URL = 'https://docs.github.com/rest';
 export const RATE_LIMIT_DOCS_URL = 'https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting';
@@ -44,20 +45,26 @@ export interface ApiHeaderInput {
   lastModified: string | null;
   link: string | null;
   retryAfter: number | null;
+  /** X-GitHub-Media-Type of a custom media type (`github.v3; param=raw`); null: the JSON one. */
+  mediaType?: string | null;
+  /** Content-Encoding of the body (`gzip`); null or absent: identity. */
+  contentEncoding?: string | null;
 }
 
 export function apiHeaders(input: ApiHeaderInput): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = { server: 'github.com' };
   if (input.contentType !== null) out['content-type'] = input.contentType;
+  if (input.contentEncoding !== undefined && input.contentEncoding !== null) out['content-encoding'] = input.contentEncoding;
   if (input.cacheControl !== null) out['cache-control'] = input.cacheControl;
   out.vary = VARY;
   if (input.etag !== null) out.etag = input.etag;
   if (input.lastModified !== null) out['last-modified'] = input.lastModified;
-  if (input.viewer !== null) {
+  // Installation tokens have permissions, not OAuth scopes: GitHub sends no scope headers for them.
+  if (input.viewer !== null && input.viewer.installation === undefined) {
     out['x-oauth-scopes'] = input.viewer.scopesHeader;
     out['x-accepted-oauth-scopes'] = input.acceptedScopes;
   }
-  out['x-github-media-type'] = 'github.v3; format=json';
+  out['x-github-media-type'] = input.mediaType ?? JSON_MEDIA;
   out['x-github-api-version-selected'] = input.apiVersion;
   if (input.link !== null) out.link = input.link;
   if (input.rate !== null) {
@@ -109,6 +116,11 @@ export function errorJson(message: string, documentationUrl = DOCS_URL): Buffer 
 export const NOT_FOUND_BODY = errorJson('Not Found');
 export const BAD_CREDENTIALS_BODY = errorJson('Bad credentials');
 export const REQUIRES_AUTH_BODY = errorJson('Requires authentication');
+/** GitHub Enterprise Server's answer to GET /rate_limit with rate limiting off (404). */
+export const RATE_LIMITING_OFF_BODY = errorJson(
+  'Rate limiting is not enabled.',
+  'https://docs.github.com/enterprise-server@latest/rest/rate-limit/rate-limit',
+);
 /** What GitHub answers on App-only endpoints to any credential that is not an App's JWT. */
 export const JWT_REQUIRED_BODY = errorJson(
   'A JSON web token could not be decoded',

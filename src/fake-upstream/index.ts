@@ -1,10 +1,12 @@
 /**
  * A faithful, fast fake of the GitHub REST read API (users, orgs, repositories, pagination,
- * ETags, quotas, secondary limits) and of the cyclist-count service, on one port.
- * See docs/fake-upstream.md.
+ * ETags, quotas, secondary limits, GitHub Apps), optionally under a base path as GitHub Enterprise
+ * Server serves it, and of the cyclist-count service, on one port. See docs/fake-upstream.md.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AppSpecError, generateAppKeyPair, parseAppSpec, type FakeAppInput, type FakeInstallationInput } from './app-spec.js';
+import { BasePathError, normaliseBasePath } from './base-path.js';
 import { FaultSpecError, parseFaultRule, parseFaultSpec, type FaultRuleInput } from './faults.js';
 import { createPipeline } from './server.js';
 import { FakeState, RESOURCE_DEFAULTS, type RuntimeConfig } from './state.js';
@@ -12,7 +14,9 @@ import type { FakeStats } from './stats.js';
 import { DEMO_TOKENS, parseTokenSpec, type FakeToken } from './tokens.js';
 
 export { DEMO_TOKENS, parseTokenSpec, parseFaultSpec, FaultSpecError };
-export type { FakeToken, FakeStats, FaultRuleInput };
+export { AppSpecError, BasePathError, generateAppKeyPair, normaliseBasePath, parseAppSpec };
+export type { FakeToken, FakeStats, FaultRuleInput, FakeAppInput, FakeInstallationInput };
+export { JWT_MESSAGES, verifyAppJwt, type JwtApp, type JwtCheck } from './jwt.js';
 export { FAULT_KINDS, type FaultKind, type FaultRule } from './faults.js';
 export { CITIES, SEED_ORG } from './data.js';
 
@@ -33,7 +37,7 @@ export interface FakeUpstreamOptions {
   searchLimit?: number;
   /** `code_search` requests per search window per token. Default 10. */
   codeSearchLimit?: number;
-  /** `graphql` points per window per token (one per request). Default 5000. */
+  /** `graphql` points per window per token (a call costs its points: docs/fake-upstream.md). Default 5000. */
   graphqlLimit?: number;
   /** Length of the `search` and `code_search` windows. Default 60. */
   searchWindowSeconds?: number;
@@ -45,11 +49,29 @@ export interface FakeUpstreamOptions {
   enforceConcurrency?: number;
   /** Fault injection rules active from the start (as POST /__fake/faults; see parseFaultSpec). Default none. */
   faults?: FaultRuleInput[];
+  /** GitHub Apps and their installations (see parseAppSpec for the CLI form). Default none. */
+  apps?: FakeAppInput[];
+  /** Lifetime of an installation token, in seconds. Default 3600 (GitHub's hour). */
+  installationTokenSeconds?: number;
+  /** Serve the API under this path, as GitHub Enterprise Server does (`/api/v3`). Default none. */
+  basePath?: string;
+  /**
+   * Primary rate limits, as on github.com. false: as GitHub Enterprise Server with rate limiting off
+   * (its default): /rate_limit answers 404 "Rate limiting is not enabled.", no x-ratelimit-*
+   * headers, no primary quota. Default true.
+   */
+  rateLimits?: boolean;
+  /** Send signed webhooks for the fake's changes to this URL (webhooks.ts). Default none. */
+  webhookUrl?: string;
+  /** The webhooks' secret (X-Hub-Signature-256). Default none: unsigned, as GitHub sends them without one. */
+  webhookSecret?: string;
 }
 
 export interface FakeUpstream {
-  /** e.g. http://127.0.0.1:41234 (no trailing slash). */
+  /** e.g. http://127.0.0.1:41234 (no trailing slash): the control endpoints are at `${url}/__fake/...`. */
   url: string;
+  /** Where the API is: `url` plus the base path (`url` itself without one). */
+  apiUrl: string;
   server: Server;
   /** Same JSON as GET /__fake/stats. */
   stats(): FakeStats;
@@ -73,6 +95,28 @@ export const fakeUpstreamFlags = [
     option: 'faults',
     description: 'fault rules at start-up, "kind:rate,...", e.g. "reset-body:0.05,status:0.02" (parseFaultSpec)',
   },
+  {
+    flag: '--app',
+    option: 'apps',
+    description: 'a GitHub App, "ID[/SLUG]:KEY_FILE:INST[@ACCOUNT][=LIMIT]+...", e.g. "123456:app.pem:1001@etagere-org" (repeatable)',
+  },
+  {
+    flag: '--installation-token-seconds',
+    option: 'installationTokenSeconds',
+    description: 'lifetime of an App installation token (default 3600)',
+  },
+  { flag: '--base-path', option: 'basePath', description: 'serve the API under this path, as GitHub Enterprise Server (e.g. /api/v3)' },
+  {
+    flag: '--no-rate-limits',
+    option: 'rateLimits',
+    description: 'no primary rate limits, as GitHub Enterprise Server by default (/rate_limit 404, no x-ratelimit-*)',
+  },
+  {
+    flag: '--webhook-url',
+    option: 'webhookUrl',
+    description: "POST signed webhooks for the fake's changes here (e.g. a proxy's receiver)",
+  },
+  { flag: '--webhook-secret', option: 'webhookSecret', description: "the webhooks' secret (X-Hub-Signature-256)" },
 ] as const;
 
 function checkInt(name: string, value: number, min: number): number {
@@ -91,13 +135,23 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     searchWindowSeconds: checkInt('searchWindowSeconds', opts.searchWindowSeconds ?? RESOURCE_DEFAULTS.searchWindowSeconds, 1),
     latencyMs: checkInt('latencyMs', opts.latencyMs ?? 0, 0),
     enforceConcurrency: checkInt('enforceConcurrency', opts.enforceConcurrency ?? 0, 0),
+    installationTokenSeconds: checkInt(
+      'installationTokenSeconds',
+      opts.installationTokenSeconds ?? RESOURCE_DEFAULTS.installationTokenSeconds,
+      1,
+    ),
+    rateLimits: opts.rateLimits ?? true,
   };
+  if (typeof config.rateLimits !== 'boolean') throw new TypeError(`rateLimits must be a boolean, got ${String(config.rateLimits)}`);
   const orgRepoCount = checkInt('orgRepoCount', opts.orgRepoCount ?? 75, 0);
-  const state = new FakeState(config, opts.tokens ?? DEMO_TOKENS, orgRepoCount);
+  if (opts.apps !== undefined && !Array.isArray(opts.apps)) throw new AppSpecError('apps must be an array of Apps');
+  const basePath = normaliseBasePath(opts.basePath ?? '');
+  const state = new FakeState(config, opts.tokens ?? DEMO_TOKENS, orgRepoCount, opts.apps ?? [], basePath);
   if (opts.faults !== undefined) {
     if (!Array.isArray(opts.faults)) throw new FaultSpecError('faults must be an array of rules');
     state.faults.set(opts.faults.map((r, i) => parseFaultRule(r, `faults[${i}]`)));
   }
+  if (opts.webhookUrl !== undefined) state.webhooks.configure({ url: opts.webhookUrl, secret: opts.webhookSecret ?? null });
   const host = opts.host ?? '127.0.0.1';
   let url = '';
   const pipeline = createPipeline(
@@ -116,9 +170,11 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
   const address = server.address() as AddressInfo;
   const shownHost = address.family === 'IPv6' || address.address.includes(':') ? `[${address.address}]` : address.address;
   url = `http://${shownHost}:${address.port}`;
+  state.webhooks.apiBase = () => url + basePath;
 
   return {
     url,
+    apiUrl: url + basePath,
     server,
     stats: () => state.stats.snapshot(),
     reset: () => state.reset(),
@@ -126,6 +182,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       new Promise<void>((resolve, reject) => {
         for (const timer of pipeline.timers) clearTimeout(timer);
         pipeline.timers.clear();
+        state.webhooks.close();
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeAllConnections();
       }),

@@ -4,7 +4,8 @@
  * `core` (most of REST), `search` (`/search/*` but code), `code_search` (`/search/code`), `graphql`,
  * and a few others that the fake only reports. A window starts at its first use and lasts the
  * resource's window length; `x-ratelimit-reset` is its end in epoch seconds. Spending never goes
- * past the limit, so limit = remaining + used always holds.
+ * past the limit, so limit = remaining + used always holds. With `rateLimits: false` (GitHub
+ * Enterprise Server's default) every window is too large to spend to the end.
  */
 
 /** Every resource GitHub's GET /rate_limit lists, in its order. */
@@ -34,7 +35,12 @@ export interface QuotaSettings {
   graphqlLimit: number;
   /** Window of `search` and `code_search` (GitHub: 60 s). */
   searchWindowSeconds: number;
+  /** Primary rate limits on (default); off: no window ever runs out. */
+  rateLimits?: boolean;
 }
+
+/** A window's size when rate limits are off: never spent to the end. */
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** The resources the fake only reports in /rate_limit (GitHub's documented sizes, an hour each). */
 const REPORTED_ONLY: Readonly<Record<string, number>> = {
@@ -77,7 +83,14 @@ export interface QuotaSnapshot {
 export class Quotas {
   private readonly windows = new Map<string, QuotaWindow>();
 
-  constructor(private settings: QuotaSettings) {}
+  /**
+   * `limitOf(key)` may give a key its own `core` and `graphql` budget (a GitHub App installation's
+   * rate limit, apps.ts); other keys get the settings' sizes.
+   */
+  constructor(
+    private settings: QuotaSettings,
+    private readonly limitOf: (key: string) => number | undefined = () => undefined,
+  ) {}
 
   /** Changes the limits; every window starts afresh (documented). */
   configure(settings: QuotaSettings): void {
@@ -89,9 +102,14 @@ export class Quotas {
     this.windows.clear();
   }
 
-  /** A window's size and length for a resource. */
-  private shape(resource: Resource, anonymous: boolean): { limit: number; seconds: number } {
+  /** A window's size and length for a key and resource. */
+  private shape(key: string, resource: Resource, anonymous: boolean): { limit: number; seconds: number } {
     const set = this.settings;
+    if (set.rateLimits === false) return { limit: NO_LIMIT, seconds: set.windowSeconds };
+    if (!anonymous && (resource === 'core' || resource === 'graphql')) {
+      const own = this.limitOf(key);
+      if (own !== undefined) return { limit: own, seconds: set.windowSeconds };
+    }
     switch (resource) {
       case 'core':
         return { limit: anonymous ? set.anonymousLimit : set.tokenLimit, seconds: set.windowSeconds };
@@ -111,7 +129,7 @@ export class Quotas {
     const id = `${key}|${resource}`;
     let window = this.windows.get(id);
     if (window === undefined || now >= window.endMs) {
-      const shape = this.shape(resource, anonymous);
+      const shape = this.shape(key, resource, anonymous);
       const endMs = now + shape.seconds * 1000;
       window = { limit: shape.limit, used: 0, endMs, reset: Math.ceil(endMs / 1000), resource };
       this.windows.set(id, window);
@@ -123,7 +141,7 @@ export class Quotas {
   peek(key: string, anonymous: boolean, resource: Resource = 'core', now = Date.now()): QuotaSnapshot {
     const window = this.windows.get(`${key}|${resource}`);
     if (window === undefined || now >= window.endMs) {
-      const shape = this.shape(resource, anonymous);
+      const shape = this.shape(key, resource, anonymous);
       const reset = Math.ceil((now + shape.seconds * 1000) / 1000);
       return { limit: shape.limit, remaining: shape.limit, used: 0, reset, resource };
     }
@@ -150,6 +168,13 @@ export function remaining(window: QuotaWindow): number {
 export function spend(window: QuotaWindow): boolean {
   if (window.used >= window.limit) return false;
   window.used++;
+  return true;
+}
+
+/** Spends `units` (a GraphQL call's points) if that many are left; returns whether it did. */
+export function spendUnits(window: QuotaWindow, units: number): boolean {
+  if (units <= 0 || window.used + units > window.limit) return false;
+  window.used += units;
   return true;
 }
 

@@ -1,6 +1,6 @@
 /**
- * JSON rendering of accounts and repositories, GitHub-shaped. Every address points at the base
- * URL the request arrived at. Rendered strings are cached on the resource (the cache is replaced
+ * JSON rendering of accounts and repositories, GitHub-shaped. Every API address points at the base
+ * URL the request arrived at; web addresses (html_url, clone_url, avatars) at the web beside it (webBaseOf). Rendered strings are cached on the resource (the cache is replaced
  * when the resource mutates), keyed by base URL, API version and viewer permission class.
  */
 import { iso, type Account, type Repo } from './data.js';
@@ -12,7 +12,48 @@ export const DEFAULT_API_VERSION: ApiVersion = '2022-11-28';
 /** Versions newer than the default carry this marker field (a documented fake difference). */
 const VERSION_MARKER = 'fake_api_version';
 
+/**
+ * The web addresses of a resource, as GitHub gives them beside its API addresses: on GitHub.com
+ * the API is api.github.com and the web is github.com (avatars on avatars.githubusercontent.com);
+ * on an API under a base path (Enterprise Server's `/api/v3`) the web is the same origin's root.
+ * The fake serves no web pages: these are addresses to show, as GitHub's are to an API client.
+ */
+export interface WebBase {
+  /** html_url, clone_url, svn_url. */
+  web: string;
+  /** git_url and ssh_url's host. */
+  gitHost: string;
+  /** avatar_url, without the trailing /u/<id>. */
+  avatars: string;
+  /** A file's download_url, without the trailing /<owner>/<repo>/<ref>/<path>. */
+  raw: string;
+}
+const GITHUB_WEB: WebBase = {
+  web: 'https://github.com',
+  gitHost: 'github.com',
+  avatars: 'https://avatars.githubusercontent.com',
+  raw: 'https://raw.githubusercontent.com',
+};
+const webBases = new Map<string, WebBase>();
+
+export function webBaseOf(apiBase: string): WebBase {
+  const known = webBases.get(apiBase);
+  if (known !== undefined) return known;
+  const origin = /^https?:\/\/[^/]+/.exec(apiBase)?.[0] ?? apiBase;
+  const found =
+    origin === apiBase
+      ? GITHUB_WEB
+      : { web: origin, gitHost: origin.replace(/^https?:\/\//, ''), avatars: `${origin}/avatars`, raw: `${origin}/raw` };
+  if (webBases.size > 1000) webBases.clear();
+  webBases.set(apiBase, found);
+  return found;
+}
+
 const nodeId = (prefix: string, kind: string, id: number): string => Buffer.from(`${prefix}:${kind}${id}`).toString('base64');
+
+export function repoNodeId(repo: Repo): string {
+  return nodeId('010', 'Repository', repo.id);
+}
 
 export function accountNodeId(account: Account): string {
   return account.type === 'Organization' ? nodeId('012', 'Organization', account.id) : nodeId('04', 'User', account.id);
@@ -27,10 +68,10 @@ export function accountSummary(account: Account, base: string): Record<string, u
     login: account.login,
     id: account.id,
     node_id: accountNodeId(account),
-    avatar_url: `${base}/avatars/u/${account.id}?v=4`,
+    avatar_url: `${webBaseOf(base).avatars}/u/${account.id}?v=4`,
     gravatar_id: '',
     url: userUrl,
-    html_url: `${base}/${account.login}`,
+    html_url: `${webBaseOf(base).web}/${account.login}`,
     followers_url: `${userUrl}/followers`,
     following_url: `${userUrl}/following{/other_user}`,
     gists_url: `${userUrl}/gists{/gist_id}`,
@@ -113,15 +154,15 @@ export function repoRecord(repo: Repo, perm: PermissionClass, base: string, vers
   const owner = repo.owner;
   const full = `${owner.login}/${repo.name}`;
   const repoUrl = `${base}/repos/${full}`;
-  const host = base.replace(/^https?:\/\//, '');
+  const web = webBaseOf(base);
   const record: Record<string, unknown> = {
     id: repo.id,
-    node_id: nodeId('010', 'Repository', repo.id),
+    node_id: repoNodeId(repo),
     name: repo.name,
     full_name: full,
     private: repo.private,
     owner: accountSummary(owner, base),
-    html_url: `${base}/${full}`,
+    html_url: `${web.web}/${full}`,
     description: repo.description,
     fork: false,
     url: repoUrl,
@@ -164,10 +205,10 @@ export function repoRecord(repo: Repo, perm: PermissionClass, base: string, vers
     created_at: iso(repo.createdAt),
     updated_at: iso(repo.updatedAt),
     pushed_at: iso(repo.pushedAt),
-    git_url: `git://${host}/${full}.git`,
-    ssh_url: `git@${host}:${full}.git`,
-    clone_url: `${base}/${full}.git`,
-    svn_url: `${base}/${full}`,
+    git_url: `git://${web.gitHost}/${full}.git`,
+    ssh_url: `git@${web.gitHost}:${full}.git`,
+    clone_url: `${web.web}/${full}.git`,
+    svn_url: `${web.web}/${full}`,
     homepage: repo.homepage,
     size: repo.size,
     stargazers_count: repo.stargazers,

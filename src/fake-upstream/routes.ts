@@ -9,10 +9,12 @@ import type { Account, Repo, World } from './data.js';
 import { bodyHash } from './etag.js';
 import { JSON_TYPE, NOT_FOUND_BODY, REQUIRES_AUTH_BODY, TEXT_TYPE } from './headers.js';
 import { orgMembers, orgRecord } from './orgs.js';
+import { customMedia } from './media-type.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
+import { readmeAnswer } from './readme.js';
 import { privateAccount, publicAccount, repoJson, type ApiVersion } from './render.js';
 import { movedBody, movedRepo, repoById } from './rename.js';
-import { appOnly, searchRoute } from './search.js';
+import { searchRoute } from './search.js';
 import type { FakeState, Rendered } from './state.js';
 
 export interface RouteContext {
@@ -23,6 +25,8 @@ export interface RouteContext {
   version: ApiVersion;
   path: string;
   query: string;
+  /** The request's Accept (custom media types choose a representation). */
+  accept: string;
 }
 
 export interface ApiResult {
@@ -38,6 +42,8 @@ export interface ApiResult {
   link?: string | null;
   /** Location of a redirect (a renamed repository's old name). */
   location?: string;
+  /** X-GitHub-Media-Type, when not the plain JSON one. */
+  mediaType?: string;
 }
 
 const notFound = (): ApiResult => ({
@@ -83,7 +89,7 @@ function segment(text: string | undefined): string | null {
   }
 }
 
-/** Routes one GET/HEAD request of the API (everything but /rate_limit and POST /graphql). */
+/** Routes one GET/HEAD request of the API (everything but /rate_limit, POST /graphql and the App endpoints: app-routes.ts). */
 export function route(ctx: RouteContext): ApiResult {
   const parts = ctx.path.split('/');
   const [, first] = parts;
@@ -104,21 +110,20 @@ export function route(ctx: RouteContext): ApiResult {
       return notFound();
     }
     case 'repos': {
-      if (segmentCount === 5 && parts[4] === 'installation') return appOnly();
-      if (segmentCount !== 4) return notFound();
+      const sub = segmentCount === 5 && parts[4] === 'readme' ? 'readme' : segmentCount === 4 ? '' : null;
       const owner = segment(parts[2]);
       const name = segment(parts[3]);
-      if (owner === null || name === null) return notFound();
-      return repoRecord(ctx, owner, name);
+      if (sub === null || owner === null || name === null) return notFound();
+      return sub === 'readme' ? readme(ctx, owner, name) : repoRecord(ctx, owner, name);
     }
     case 'repositories': {
       const id = parts[2] ?? '';
-      if (segmentCount !== 3 || !/^[1-9][0-9]{0,15}$/.test(id)) return notFound();
+      const sub = segmentCount === 4 && parts[3] === 'readme' ? 'readme' : segmentCount === 3 ? '' : null;
+      if (sub === null || !/^[1-9][0-9]{0,15}$/.test(id)) return notFound();
       const repo = repoById(ctx.world, Number(id));
-      return repo === undefined ? notFound() : repoRecord(ctx, repo.owner.login, repo.name);
+      if (repo === undefined) return notFound();
+      return sub === 'readme' ? readme(ctx, repo.owner.login, repo.name) : repoRecord(ctx, repo.owner.login, repo.name);
     }
-    case 'app':
-      return segmentCount === 2 ? appOnly() : notFound();
     case 'search':
       return (segmentCount === 3 ? searchRoute(ctx, parts[2] ?? '') : undefined) ?? notFound();
     case 'orgs': {
@@ -181,11 +186,23 @@ function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
   return ok(rendered, 'repo');
 }
 
-/** The old name of a renamed repository: 301 to /repositories/:id (404 to whoever may not see it). */
-function moved(ctx: RouteContext, owner: string, name: string): ApiResult {
+/** GET /repos/:owner/:repo/readme: the content object, or the raw file with the raw media type (readme.ts). */
+function readme(ctx: RouteContext, owner: string, name: string): ApiResult {
+  const repo = ctx.world.repo(owner, name);
+  if (!repo) return moved(ctx, owner, name, '/readme');
+  if (!canSee(ctx.viewer, repo)) return notFound();
+  const found = readmeAnswer(repo, customMedia(ctx.accept), ctx.base, ctx.version);
+  return { ...ok(found.rendered, 'repo'), contentType: found.contentType, mediaType: found.mediaHeader };
+}
+
+/**
+ * The old name of a renamed repository: 301 to /repositories/:id, with the rest of the path
+ * (`suffix`) kept (404 to whoever may not see it).
+ */
+function moved(ctx: RouteContext, owner: string, name: string, suffix = ''): ApiResult {
   const repo = movedRepo(ctx.world, owner, name);
   if (repo === undefined || !canSee(ctx.viewer, repo)) return notFound();
-  const location = `${ctx.base}/repositories/${repo.id}`;
+  const location = `${ctx.base}/repositories/${repo.id}${suffix}`;
   return { status: 301, body: movedBody(location), contentType: JSON_TYPE, rendered: null, acceptedScopes: 'repo', location };
 }
 

@@ -1,7 +1,6 @@
 /**
- * The search endpoints (`/search/repositories`, `/search/users`, `/search/code`) and the App-only
- * endpoints a token cannot use (`/app`, `/repos/:owner/:repo/installation`). Search answers spend
- * the `search` budget (`/search/code`: `code_search`); the server picks the budget by path.
+ * The search endpoints (`/search/repositories`, `/search/users`, `/search/code`). Search answers
+ * spend the `search` budget (`/search/code`: `code_search`); the server picks the budget by path.
  *
  * Search: `q` is required (422 otherwise); its free words must all occur in the repository's full
  * name (or the login), `user:`/`org:` qualifiers keep one owner, other qualifiers are ignored.
@@ -10,7 +9,7 @@
  */
 import { canSee, permissionClass } from './auth.js';
 import type { Account, Repo } from './data.js';
-import { errorJson, JSON_TYPE, JWT_REQUIRED_BODY, REQUIRES_AUTH_BODY } from './headers.js';
+import { errorJson, JSON_TYPE, REQUIRES_AUTH_BODY } from './headers.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { accountSummary, repoJson } from './render.js';
 import type { ApiResult, RouteContext } from './routes.js';
@@ -100,15 +99,6 @@ export function searchRoute(ctx: RouteContext, kind: string): ApiResult | undefi
   if (kind === 'repositories') return searchRepositories(ctx, query, params);
   if (kind === 'users') return searchUsers(ctx, query, params);
   return searchAnswer(ctx, params, [], () => '');
-}
-
-/**
- * An App-only endpoint (`GET /app`, `GET /repos/:owner/:repo/installation`): GitHub answers 401
- * to any credential that is not the App's JWT, valid tokens included. The token is fine; the
- * request is not for it (GET /rate_limit with the same token answers 200).
- */
-export function appOnly(): ApiResult {
-  return unauthorized(JWT_REQUIRED_BODY);
 }
 
 /** POST /graphql without credentials. */

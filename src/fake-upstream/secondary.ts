@@ -1,12 +1,15 @@
 /**
  * Secondary rate limits: scripted failures (POST /__fake/secondary makes the next N matching API
- * requests fail) and an optional real concurrency limit (`enforceConcurrency`).
+ * requests fail) and an optional real concurrency limit (`enforceConcurrency`). A scripted rule
+ * with status 200 is GraphQL's other form of a secondary limit (a 200 whose `errors` say
+ * RATE_LIMITED): it matches POST /graphql calls only.
  */
 
 export interface SecondaryRule {
   /** Failures still to produce. */
   remaining: number;
-  status: 403 | 429;
+  /** 200: a GraphQL RATE_LIMITED answer (GraphQL calls only). */
+  status: 200 | 403 | 429;
   /** Seconds for `retry-after`; null sends no retry-after header. */
   retryAfter: number | null;
   /** Only requests of this token (value or login), or `anonymous`; null = every request. */
@@ -14,7 +17,7 @@ export interface SecondaryRule {
 }
 
 export interface SecondaryFailure {
-  status: 403 | 429;
+  status: 200 | 403 | 429;
   retryAfter: number | null;
   reason: 'scripted' | 'concurrency';
 }
@@ -35,11 +38,13 @@ export class Secondary {
 
   /**
    * Whether this request must fail; consumes one scripted failure when it does.
-   * `matches(selector)` tells whether the request's credential matches a token selector.
+   * `matches(selector)` tells whether the request's credential matches a token selector;
+   * `graphql`, whether it is a GraphQL call (the only ones a status-200 rule fails).
    */
-  check(matches: (selector: string) => boolean): SecondaryFailure | null {
+  check(matches: (selector: string) => boolean, graphql = false): SecondaryFailure | null {
     const rule = this.rule;
     if (rule === null) return null;
+    if (rule.status === 200 && !graphql) return null;
     if (rule.token !== null && !matches(rule.token)) return null;
     rule.remaining--;
     if (rule.remaining <= 0) this.rule = null;

@@ -1,17 +1,26 @@
 /**
  * The HTTP request pipeline of the fake. For an API request, in order:
- *   OPTIONS preflight → credentials (invalid: 401) → /rate_limit (free, every resource)
- *   → secondary limits (scripted, concurrency) → GraphQL without credentials (401)
+ *   OPTIONS preflight → credentials (invalid, or a JWT GitHub would refuse: 401/404) → /rate_limit
+ *   (free, every resource) → secondary limits (scripted, concurrency) → GraphQL without credentials (401)
+ *   → POST /graphql (graphql.ts: its own costs and RATE_LIMITED answers)
  *   → primary quota of the path's resource exhausted (403) → API version (400)
- *   → method (POST /graphql answers; other non-GET/HEAD: 404, like GitHub) → route → conditional (304)
- *   → spend → headers.
- * Each answer spends, and its x-ratelimit-* describe, the budget of its path's resource (quota.ts).
- * Control endpoints (/__fake/*) branch off first; then fault rules (faults.ts) may break the
- * request or corrupt its answer; then cyclist requests branch off. Any exception answers 500 JSON;
- * the process never crashes on a request.
+ *   → GitHub Apps (app-routes.ts: App endpoints, App JWTs, installation-only paths)
+ *   → method (non-GET/HEAD: 404, like GitHub) → route → conditional (304) → spend → headers.
+ * Each answer spends, and its x-ratelimit-* describe, the budget of its path's resource (quota.ts),
+ * for its credential: the client address, the token, the App (its JWT) or the installation (every
+ * token of an installation shares one). With rate limits off (`rateLimits: false`, GitHub Enterprise
+ * Server's default) /rate_limit is a 404 and no answer carries x-ratelimit-* (quota.ts: no window
+ * runs out).
+ * Control endpoints (/__fake/*) branch off first; then, under a base path (base-path.ts), a path
+ * outside it is a 404 (but GraphQL, which is beside it: /api/graphql for /api/v3); then fault rules
+ * (faults.ts) may break the request or corrupt its answer; then cyclist requests branch off. Any
+ * exception answers 500 JSON; the process never crashes on a request.
  */
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Viewer } from './auth.js';
+import { appRoute } from './app-routes.js';
+import { appKey, installationKey } from './apps.js';
+import { credentialLabel, type Credential, type Viewer } from './auth.js';
+import { requestApiPath } from './base-path.js';
 import { handleControl, CONTROL_PREFIX } from './control.js';
 import { cyclist, CYCLIST_PREFIX } from './cyclist.js';
 import { computeEtag, httpDate, isNotModified } from './etag.js';
@@ -26,6 +35,7 @@ import {
   NOT_FOUND_BODY,
   nextRequestId,
   preflightHeaders,
+  RATE_LIMITING_OFF_BODY,
   RATE_LIMIT_DOCS_URL,
   SECONDARY_DOCS_URL,
   SERVER_ERROR_BODY,
@@ -33,11 +43,16 @@ import {
 } from './headers.js';
 import { anonymousKey, remaining, resourceOfPath, spend, tokenKey, type QuotaWindow } from './quota.js';
 import { API_VERSIONS, DEFAULT_API_VERSION, type ApiVersion } from './render.js';
-import { route } from './routes.js';
+import { route, type ApiResult } from './routes.js';
+import { acceptsGzip, gzippedBody } from './compression.js';
+import { answerGraphql, rateLimitedBody } from './graphql.js';
+import { announce, starred } from './webhook-payloads.js';
 import { GRAPHQL_AUTH_BODY } from './search.js';
 import { CONCURRENCY_FAILURE, type SecondaryFailure } from './secondary.js';
 import type { FakeState } from './state.js';
 
+/** The stats path of requests outside the base path (stats count API paths, below the base path). */
+export const OUTSIDE_BASE = '(outside the base path)';
 const HOST_RE = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const VERSIONS = new Set<string>(API_VERSIONS);
 const UNSUPPORTED_VERSION = (version: string): Buffer =>
@@ -129,9 +144,16 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
       handleControl(state, req, res, path).catch(() => internalError(res));
       return;
     }
-    const fault = state.faults.pick(path);
+    // The cyclist service stays at the root; the API is served below the base path, if any.
+    const isCyclist = path === CYCLIST_PREFIX || path.startsWith(`${CYCLIST_PREFIX}/`);
+    const apiPath = isCyclist ? path : requestApiPath(path, state.basePath);
+    if (apiPath === null) {
+      outsideBase(state, req, res);
+      return;
+    }
+    const fault = state.faults.pick(apiPath);
     if (fault === null) {
-      answer(state, req, res, path, query, null);
+      answer(state, req, res, { path: apiPath, query, isCyclist }, null);
       return;
     }
     if (isBodyFault(fault)) {
@@ -140,7 +162,9 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
       delete req.headers['if-modified-since'];
     }
     try {
-      injectEarly(fault, req, res, { timers }, () => answer(state, req, res, path, query, isBodyFault(fault) ? fault : null));
+      injectEarly(fault, req, res, { timers }, () =>
+        answer(state, req, res, { path: apiPath, query, isCyclist }, isBodyFault(fault) ? fault : null),
+      );
     } catch {
       internalError(res);
     }
@@ -151,20 +175,19 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
     state: FakeState,
     req: IncomingMessage,
     res: ServerResponse,
-    path: string,
-    query: string,
+    at: { path: string; query: string; isCyclist: boolean },
     fault: FaultRule | null,
   ): void => {
+    const { path, query } = at;
     const reply = new Reply(state, res, timers, req.method === 'HEAD', fault);
     try {
-      if (path === CYCLIST_PREFIX || path.startsWith(`${CYCLIST_PREFIX}/`)) {
+      if (at.isCyclist) {
         const result = cyclist(state.world, req.method ?? 'GET', path);
-        const cred = state.credentials.resolve(req.headers.authorization);
-        state.stats.record(path, result.status, cred.kind === 'token' ? cred.viewer.token.login : cred.kind, false);
+        state.stats.record(path, result.status, credentialLabel(state.resolveCredential(req.headers.authorization)), false);
         reply.send(result.status, result.headers, result.body);
         return;
       }
-      api(state, req, reply, path, query, baseOf(req));
+      api(state, req, reply, path, query, baseOf(req) + state.basePath);
     } catch {
       if (!reply.done) {
         state.stats.record(path, 500, 'anonymous', false);
@@ -173,6 +196,13 @@ export function createPipeline(getState: () => FakeState, fallbackBase: () => st
         internalError(res);
       }
     }
+  };
+
+  /** A path outside the base path: a 404 (the API is not there), counted under OUTSIDE_BASE (stats count API paths). */
+  const outsideBase = (state: FakeState, req: IncomingMessage, res: ServerResponse): void => {
+    const reply = new Reply(state, res, timers, req.method === 'HEAD');
+    state.stats.record(OUTSIDE_BASE, 404, credentialLabel(state.resolveCredential(req.headers.authorization)), false);
+    reply.send(404, { 'content-type': JSON_TYPE, 'content-length': NOT_FOUND_BODY.length, server: 'github.com' }, NOT_FOUND_BODY);
   };
 
   return { handle, timers };
@@ -211,15 +241,22 @@ interface AnswerExtra {
   lastModified?: string | null;
   link?: string | null;
   location?: string;
+  /** X-GitHub-Media-Type when not the plain JSON one (a custom media type). */
+  mediaType?: string;
   viewer?: Viewer | null;
+  /** The body is gzipped (the client accepts gzip). */
+  contentEncoding?: 'gzip';
 }
 
 /** One call of the API as the fake sees it: who calls, in which API version, and how to answer. */
 interface ApiCall {
   readonly method: string;
   readonly requestId: string;
-  readonly cred: ReturnType<FakeState['credentials']['resolve']>;
+  readonly cred: Credential;
+  /** The token's viewer; null for no credential and for an App's JWT. */
   readonly viewer: Viewer | null;
+  /** No credential at all (an App's JWT is a credential without a viewer). */
+  readonly anonymous: boolean;
   readonly address: string;
   readonly versionHeader: string | undefined;
   readonly versionOk: boolean;
@@ -230,21 +267,22 @@ interface ApiCall {
 
 function apiCall(state: FakeState, req: IncomingMessage, reply: Reply, path: string): ApiCall {
   const requestId = nextRequestId();
-  const cred = state.credentials.resolve(req.headers.authorization);
+  const cred = state.resolveCredential(req.headers.authorization);
   const viewer: Viewer | null = cred.kind === 'token' ? cred.viewer : null;
-  const label = viewer !== null ? viewer.token.login : cred.kind;
+  const label = credentialLabel(cred);
+  const installation = viewer?.installation?.id;
   const versionHeader = header(req, 'x-github-api-version');
   const versionOk = versionHeader === undefined || versionHeader === '' || VERSIONS.has(versionHeader);
   const version: ApiVersion = versionOk && versionHeader ? (versionHeader as ApiVersion) : DEFAULT_API_VERSION;
   const answer = (status: number, body: Buffer, rate: RateView | null, spent: boolean, extra: AnswerExtra = {}): void => {
-    state.stats.record(path, status, label, spent);
+    state.stats.record(path, status, label, spent, installation);
     const headers = apiHeaders({
       status,
       contentType: extra.contentType === undefined ? JSON_TYPE : extra.contentType,
       contentLength: body.length,
       requestId,
       apiVersion: version,
-      rate,
+      rate: state.config.rateLimits ? rate : null,
       viewer: extra.viewer === undefined ? viewer : extra.viewer,
       acceptedScopes: extra.acceptedScopes ?? '',
       cacheControl: extra.cacheControl ?? null,
@@ -252,38 +290,76 @@ function apiCall(state: FakeState, req: IncomingMessage, reply: Reply, path: str
       lastModified: extra.lastModified ?? null,
       link: extra.link ?? null,
       retryAfter: extra.retryAfter ?? null,
+      mediaType: extra.mediaType ?? null,
+      contentEncoding: extra.contentEncoding ?? null,
     });
     if (extra.location !== undefined) headers.location = extra.location;
     reply.send(status, headers, body);
   };
-  return { method: req.method ?? 'GET', requestId, cred, viewer, address: clientAddress(req), versionHeader, versionOk, version, answer };
+  return {
+    method: req.method ?? 'GET',
+    requestId,
+    cred,
+    viewer,
+    anonymous: cred.kind === 'anonymous',
+    address: clientAddress(req),
+    versionHeader,
+    versionOk,
+    version,
+    answer,
+  };
+}
+
+/** Whose budget a request spends: the client address, the App, the installation (all its tokens) or the token. */
+function quotaKeyOf(cred: Credential, address: string): string {
+  if (cred.kind === 'app') return appKey(cred.app.id);
+  if (cred.kind !== 'token') return anonymousKey(address);
+  const installation = cred.viewer.installation;
+  return installation !== undefined ? installationKey(installation.id) : tokenKey(cred.viewer.token.token);
+}
+
+/** The 403 of a spent primary quota, worded as GitHub words it for the caller. */
+function rateLimitedMessage(state: FakeState, call: ApiCall): string {
+  const { cred, address } = call;
+  if (cred.kind === 'app') return `API rate limit exceeded for app ID ${cred.app.id}.`;
+  if (cred.kind !== 'token') {
+    return `API rate limit exceeded for ${address}. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`;
+  }
+  const installation = cred.viewer.installation;
+  if (installation !== undefined) return `API rate limit exceeded for installation ID ${installation.id}.`;
+  return `API rate limit exceeded for user ID ${state.world.account(cred.viewer.login)?.id ?? 0}.`;
 }
 
 function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string, query: string, base: string): void {
   const call = apiCall(state, req, reply, path);
-  const { method, requestId, cred, viewer, address, versionHeader, versionOk, version, answer } = call;
+  const { method, requestId, cred, viewer, anonymous, address, versionHeader, versionOk, version, answer } = call;
 
   if (method === 'OPTIONS') {
-    state.stats.record(path, 204, viewer !== null ? viewer.token.login : cred.kind, false);
+    state.stats.record(path, 204, credentialLabel(cred), false);
     reply.send(204, preflightHeaders(requestId), null);
     return;
   }
 
-  // Unknown or malformed credentials: 401, counted against the caller's anonymous quota.
-  if (cred.kind === 'invalid') {
+  // Unknown or malformed credentials, and JWTs GitHub refuses: 401 (404 for an unknown App),
+  // counted against the caller's anonymous quota.
+  if (cred.kind === 'invalid' || cred.kind === 'refused') {
     const window = state.quotas.window(anonymousKey(address), true);
     const spent = spend(window);
-    answer(401, BAD_CREDENTIALS_BODY, window, spent, { viewer: null });
+    if (cred.kind === 'refused') answer(cred.status, errorJson(cred.message), window, spent, { viewer: null });
+    else answer(401, BAD_CREDENTIALS_BODY, window, spent, { viewer: null });
     return;
   }
 
-  const anonymous = viewer === null;
-  const quotaKey = anonymous ? anonymousKey(address) : tokenKey(viewer.token.token);
+  const quotaKey = quotaKeyOf(cred, address);
 
   // GET /rate_limit: free, and exempt from secondary limits.
   if (path === '/rate_limit' && (method === 'GET' || method === 'HEAD')) {
     if (!versionOk) {
       answer(400, UNSUPPORTED_VERSION(versionHeader ?? ''), null, false);
+      return;
+    }
+    if (!state.config.rateLimits) {
+      answer(404, RATE_LIMITING_OFF_BODY, null, false);
       return;
     }
     // Version 2026-03-10 dropped the deprecated top-level `rate` (as on GitHub).
@@ -292,19 +368,23 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     return;
   }
   const budget = resourceOfPath(path);
+  const isGraphql = path === '/graphql' && method === 'POST';
 
   // Secondary limits: a real concurrency cap (optional) and scripted failures.
   const failure: SecondaryFailure | null =
     state.config.enforceConcurrency > 0 && state.stats.inFlight > state.config.enforceConcurrency
       ? CONCURRENCY_FAILURE
-      : state.secondary.check((selector) => state.credentials.matches(viewer, selector));
+      : state.secondary.check(
+          (selector) => (cred.kind === 'app' ? selector === credentialLabel(cred) : state.credentials.matches(viewer, selector)),
+          isGraphql,
+        );
   if (failure !== null) {
     const window = state.quotas.window(quotaKey, anonymous, budget);
-    const body = errorJson(
+    const message =
       'You have exceeded a secondary rate limit. Please wait a few minutes before you try again. ' +
-        `If you reach out to GitHub Support for help, please include the request ID ${requestId}.`,
-      SECONDARY_DOCS_URL,
-    );
+      `If you reach out to GitHub Support for help, please include the request ID ${requestId}.`;
+    // GraphQL's secondary limits may also come as a 200 with a RATE_LIMITED error (graphql.ts).
+    const body = failure.status === 200 ? rateLimitedBody(message) : errorJson(message, SECONDARY_DOCS_URL);
     answer(failure.status, body, window, false, { retryAfter: failure.retryAfter });
     return;
   }
@@ -315,12 +395,15 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
   }
 
   const window = state.quotas.window(quotaKey, anonymous, budget);
+  if (isGraphql) {
+    // Its own costs and RATE_LIMITED answers; a star sends the webhooks of a star (webhook-payloads.ts).
+    answerGraphql(state.world, req, call, window, base, (repo, login) =>
+      announce(state.webhooks, starred(state.world, repo, state.webhooks.apiBase(), login)),
+    );
+    return;
+  }
   if (remaining(window) <= 0) {
-    const who = anonymous ? address : `user ID ${state.world.account(viewer.login)?.id ?? 0}`;
-    const message = anonymous
-      ? `API rate limit exceeded for ${who}. (But here's the good news: Authenticated requests get a higher rate limit. Check out the documentation for more details.)`
-      : `API rate limit exceeded for ${who}.`;
-    answer(403, errorJson(message, RATE_LIMIT_DOCS_URL), window, false);
+    answer(403, errorJson(rateLimitedMessage(state, call), RATE_LIMIT_DOCS_URL), window, false);
     return;
   }
 
@@ -330,34 +413,26 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     return;
   }
 
-  if (path === '/graphql' && method === 'POST') {
-    // One point per request, whatever the query (the fake does not compute query costs).
-    req.resume();
-    const spent = spend(window);
-    const body = Buffer.from(JSON.stringify({ data: { viewer: { login: viewer!.token.login } } }));
-    answer(200, body, window, spent, { cacheControl: CACHE_PRIVATE });
+  const forApps = appRoute({ state, cred, method, path, query, base, version, nowMs: Date.now() });
+  if (forApps !== undefined) {
+    if (method !== 'GET' && method !== 'HEAD') req.resume();
+    respond(req, call, window, forApps);
     return;
   }
+
   if (method !== 'GET' && method !== 'HEAD') {
     // GitHub answers an unsupported method with 404, not 405.
     const spent = spend(window);
     answer(404, NOT_FOUND_BODY, window, spent);
     return;
   }
-  resource(state, req, call, window, { path, query, base });
+  const result = route({ state, world: state.world, viewer, base, version, path, query, accept: header(req, 'accept') ?? '' });
+  respond(req, call, window, result);
 }
 
-/** A GET or HEAD of a resource, once the call has passed every limit: 200, or a free 304 when the client holds it. */
-function resource(
-  state: FakeState,
-  req: IncomingMessage,
-  call: ApiCall,
-  window: QuotaWindow,
-  at: { path: string; query: string; base: string },
-): void {
-  const { cred, viewer, version, answer } = call;
-  const anonymous = viewer === null;
-  const result = route({ state, world: state.world, viewer, base: at.base, version, path: at.path, query: at.query });
+/** The answer to a call that has passed every limit: 200, or a free 304 when the client holds it; other results as they are. */
+function respond(req: IncomingMessage, call: ApiCall, window: QuotaWindow, result: ApiResult): void {
+  const { cred, anonymous, version, answer } = call;
   const rendered = result.rendered;
   if (rendered === null) {
     const spent = spend(window);
@@ -372,7 +447,8 @@ function resource(
     return;
   }
 
-  const etag = computeEtag(rendered.hash, header(req, 'accept') ?? '', cred.kind === 'token' ? cred.authorization : '', version);
+  const authorization = cred.kind === 'token' || cred.kind === 'app' ? cred.authorization : '';
+  const etag = computeEtag(rendered.hash, header(req, 'accept') ?? '', authorization, version);
   const notModified = isNotModified(header(req, 'if-none-match'), header(req, 'if-modified-since'), etag, rendered.lastModified);
   // A 304 to a request with valid credentials is free; an anonymous one costs like any request.
   const spent = notModified && !anonymous ? false : spend(window);
@@ -385,7 +461,14 @@ function resource(
   if (notModified) {
     answer(304, EMPTY, window, spent, { ...validators, contentType: null });
   } else {
-    answer(200, result.body, window, spent, { ...validators, contentType: result.contentType, link: rendered.link });
+    const gzip = acceptsGzip(req.headers['accept-encoding']);
+    answer(200, gzip ? gzippedBody(rendered, result.body) : result.body, window, spent, {
+      ...validators,
+      ...(gzip ? { contentEncoding: 'gzip' as const } : {}),
+      contentType: result.contentType,
+      link: rendered.link,
+      mediaType: result.mediaType,
+    });
   }
 }
 

@@ -3,8 +3,11 @@
  * quotas, secondary-limit mode, statistics and the response caches. reset() puts it back to the
  * seed (configuration is kept unless asked to restore it).
  */
+import { WebhookSender } from './webhooks.js';
+import type { FakeAppInput } from './app-spec.js';
+import { AppRegistry } from './apps.js';
 import { World } from './data.js';
-import { Credentials } from './auth.js';
+import { Credentials, type Credential } from './auth.js';
 import { Faults } from './faults.js';
 import { Quotas } from './quota.js';
 import { Secondary } from './secondary.js';
@@ -19,17 +22,26 @@ export interface RuntimeConfig {
   searchLimit: number;
   /** `code_search` per token and window (10). */
   codeSearchLimit: number;
-  /** `graphql` points per token and window (5000; one per request). */
+  /** `graphql` points per token and window (5000; a call costs its points, graphql-cost.ts). */
   graphqlLimit: number;
   /** Window of `search` and `code_search` (60 s). */
   searchWindowSeconds: number;
   latencyMs: number;
   /** Maximum requests in flight before secondary-limit answers; 0 = off. */
   enforceConcurrency: number;
+  /** Lifetime of a GitHub App installation token (GitHub: one hour). */
+  installationTokenSeconds: number;
+  /**
+   * Primary rate limits on (GitHub's). Off: as GitHub Enterprise Server with rate limiting off (its
+   * default): GET /rate_limit answers 404, no answer carries x-ratelimit-*, no primary quota is spent
+   * to the end (secondary limits and faults still apply).
+   */
+  rateLimits: boolean;
 }
 
-/** The budgets added with rate-limit resources: optional when a state is built, GitHub's sizes by default. */
-type ResourceSettings = 'searchLimit' | 'codeSearchLimit' | 'graphqlLimit' | 'searchWindowSeconds';
+/** Settings added after the first ones: optional when a state is built, GitHub's values by default. */
+type ResourceSettings =
+  'searchLimit' | 'codeSearchLimit' | 'graphqlLimit' | 'searchWindowSeconds' | 'installationTokenSeconds' | 'rateLimits';
 export type RuntimeConfigInput = Omit<RuntimeConfig, ResourceSettings> & Partial<Pick<RuntimeConfig, ResourceSettings>>;
 
 /** GitHub's sizes: search 30 and code search 10 a minute, 5000 GraphQL points an hour. */
@@ -38,11 +50,15 @@ export const RESOURCE_DEFAULTS: Pick<RuntimeConfig, ResourceSettings> = {
   codeSearchLimit: 10,
   graphqlLimit: 5000,
   searchWindowSeconds: 60,
+  installationTokenSeconds: 3600,
+  rateLimits: true,
 };
 
 /** A cached, fully rendered response body with its validators. */
 export interface Rendered {
   body: Buffer;
+  /** The body gzipped, made on the first request that accepts gzip and kept beside it (compression.ts). */
+  gzipped?: Buffer;
   hash: string;
   lastModified: number;
   link: string | null;
@@ -59,6 +75,7 @@ const QUOTA_SETTINGS = [
   'codeSearchLimit',
   'graphqlLimit',
   'searchWindowSeconds',
+  'rateLimits',
 ] as const;
 
 export class FakeState {
@@ -70,21 +87,39 @@ export class FakeState {
   /** Fault injection rules (POST /__fake/faults, --faults). */
   readonly faults = new Faults();
   readonly stats = new Stats();
+  /** GitHub Apps, their installations and installation tokens. */
+  readonly apps: AppRegistry;
+  /** Webhooks for the fake's changes (webhooks.ts); configured by index.ts and POST /__fake/webhooks. */
+  readonly webhooks = new WebhookSender();
   /** Rendered list pages, keyed by path+query, viewer, base, version and world generation. */
   private listCache = new Map<string, Rendered>();
 
   private readonly initialConfig: RuntimeConfig;
 
+  /**
+   * `basePath` ("" or e.g. "/api/v3", base-path.ts) is where the API is served; `apps` the GitHub
+   * Apps of the start (an AppSpecError when one is wrong).
+   */
   constructor(
     initialConfig: RuntimeConfigInput,
     readonly tokens: FakeToken[],
     readonly orgRepoCount: number,
+    apps: readonly FakeAppInput[] = [],
+    readonly basePath = '',
   ) {
     this.initialConfig = { ...RESOURCE_DEFAULTS, ...initialConfig };
     this.config = { ...this.initialConfig };
     this.world = new World({ orgRepoCount, tokens });
     this.credentials = new Credentials(tokens);
-    this.quotas = new Quotas(this.config);
+    this.apps = new AppRegistry(apps, () => this.world);
+    this.quotas = new Quotas(this.config, (key) => this.apps.quotaLimit(key));
+  }
+
+  /** Who an Authorization header names: a configured token first, else an App's JWT or installation token. */
+  resolveCredential(header: string | undefined, nowMs = Date.now()): Credential {
+    const cred = this.credentials.resolve(header);
+    if (cred.kind !== 'invalid' || header === undefined) return cred;
+    return this.apps.authenticate(header, nowMs) ?? cred;
   }
 
   /** Stats, quotas, secondary mode, fault rules and mutations back to the seed; optionally the configuration too. */
@@ -95,8 +130,10 @@ export class FakeState {
     this.quotas.configure(this.config);
     this.secondary.reset();
     this.credentials.restoreAll();
+    this.apps.reset();
     this.faults.clear();
     this.stats.reset();
+    this.webhooks.forget();
   }
 
   /** Applies a partial configuration; quota windows start afresh when a quota setting changes. */

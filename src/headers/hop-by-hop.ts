@@ -50,6 +50,14 @@ export const POOL_FORWARDED: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The request headers a pooled GraphQL call forwards (src/graphql/exchange.ts): what selects the
+ * answer (Accept, GraphQL-Features for GitHub's schema previews, X-GitHub-Api-Version) and
+ * User-Agent. The body's type is the proxy's to set; validators, Range and Accept-Encoding mean
+ * nothing on a POST whose answer the proxy reads.
+ */
+export const POOL_GRAPHQL_FORWARDED: ReadonlySet<string> = new Set(['accept', 'user-agent', 'x-github-api-version', 'graphql-features']);
+
+/**
  * Headers of a pooled request the proxy reads itself and never forwards (framing, cache
  * directives, Link rewriting, the request id).
  */
@@ -90,6 +98,11 @@ function copyEndToEnd(
  */
 export function requestHeadersForUpstream(src: HeaderMap, pooled = false): Record<string, string | string[]> {
   return copyEndToEnd(src, REQUEST_OWNED, pooled ? POOL_FORWARDED : undefined);
+}
+
+/** The headers of a pooled GraphQL call that go upstream (POOL_GRAPHQL_FORWARDED, minus what Connection names). */
+export function graphqlHeadersForUpstream(src: HeaderMap): Record<string, string | string[]> {
+  return copyEndToEnd(src, REQUEST_OWNED, POOL_GRAPHQL_FORWARDED);
 }
 
 /**

@@ -13,18 +13,24 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import { buildMetrics, type BuiltMetrics } from './build.js';
 import { createRecentStats, type RecentStats } from './recent.js';
 import { createRequestMetrics, type RequestMetrics } from './request-metrics.js';
+import { createTopPaths, type TopPaths } from './top-paths.js';
 import type { CacheGaugeSource, GaugeSources, PoolGaugeSource } from './watched-gauges.js';
 
 /** The metrics other modules observe directly (help texts in specs.ts). */
 type Observed =
   | 'cacheEvictions'
   | 'tokenEvents'
+  | 'tokenReloads'
+  | 'appMints'
+  | 'appLists'
+  | 'appInstallations'
   | 'tokenSwitchRevalidations'
   | 'poolRejections'
   | 'poolExhausted'
   | 'queueWait'
   | 'consumerRequests'
   | 'consumerRejections'
+  | 'graphqlRefused'
   | 'consumerHits'
   | 'consumerUpstreamRequests'
   | 'consumerQuotaSpent'
@@ -34,12 +40,18 @@ type Observed =
   | 'redisErrors'
   | 'redisLatency'
   | 'l2Lookups'
-  | 'flightLocks';
+  | 'flightLocks'
+  | 'webhookDeliveries'
+  | 'cacheInvalidations'
+  | 'cachePurges'
+  | 'webhookStaleness';
 
 export interface Metrics extends RequestMetrics, Pick<BuiltMetrics, Observed> {
   readonly registry: Registry;
   /** The last five minutes, for the status page. */
   readonly recent: RecentStats;
+  /** The busiest paths by hits and by upstream spend, for /admin/cache/stats. */
+  readonly topPaths: TopPaths;
   /** Registers the pool whose tokens the etagere_token_* gauges report. */
   watchPool(source: PoolGaugeSource): void;
   /** Registers the cache whose size the etagere_cache_* gauges report. */
@@ -70,16 +82,22 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   return {
     registry,
     recent,
+    topPaths: createTopPaths(),
     countUpstream,
     observeRequest,
     cacheEvictions: built.cacheEvictions,
     tokenEvents: built.tokenEvents,
+    tokenReloads: built.tokenReloads,
+    appMints: built.appMints,
+    appLists: built.appLists,
+    appInstallations: built.appInstallations,
     tokenSwitchRevalidations: built.tokenSwitchRevalidations,
     poolRejections: built.poolRejections,
     poolExhausted: built.poolExhausted,
     queueWait: built.queueWait,
     consumerRequests: built.consumerRequests,
     consumerRejections: built.consumerRejections,
+    graphqlRefused: built.graphqlRefused,
     consumerHits: built.consumerHits,
     consumerUpstreamRequests: built.consumerUpstreamRequests,
     consumerQuotaSpent: built.consumerQuotaSpent,
@@ -90,6 +108,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     redisLatency: built.redisLatency,
     l2Lookups: built.l2Lookups,
     flightLocks: built.flightLocks,
+    webhookDeliveries: built.webhookDeliveries,
+    cacheInvalidations: built.cacheInvalidations,
+    cachePurges: built.cachePurges,
+    webhookStaleness: built.webhookStaleness,
     watchPool: (source) => {
       sources.pool = source;
     },

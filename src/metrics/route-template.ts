@@ -13,6 +13,7 @@ import { createBoundedMemo } from '../cache/bounded-memo.js';
  */
 export const DEFAULT_ROUTES: readonly string[] = [
   '/',
+  '/graphql',
   '/rate_limit',
   '/zen',
   '/meta',

@@ -6,7 +6,7 @@
  * Names, types, labels and help text are an interface: the Grafana dashboard, the alert rules,
  * promtool and the deploy-file tests read them. Change them only together with those.
  *
- * Labels are bounded: upstream names and consumer names come from the config, routes are
+ * Labels are bounded: upstream, consumer and GitHub App names come from the config, routes are
  * templates (route-template.ts), tokens are names (never values), and methods, status codes,
  * outcomes, operations and states are small fixed sets.
  */
@@ -136,8 +136,20 @@ export const METRIC_SPECS = {
   cacheBytes: {
     type: 'gauge',
     name: 'etagere_cache_bytes',
-    help: 'Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels).',
+    help: 'Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels), rewritten_bodies (bodies with API addresses rewritten, bounded at an eighth of cache.max_bytes), decoded_bodies (gzip entries decoded for clients that do not take gzip, bounded at a sixty-fourth of cache.max_bytes).',
     labelNames: ['tier'],
+  },
+  cacheBodyBytes: {
+    type: 'gauge',
+    name: 'etagere_cache_body_bytes',
+    help: 'Body bytes of the entries in L1: form="stored" as kept (gzip when the upstream sent gzip), form="decoded" their size decoded.',
+    labelNames: ['form'],
+  },
+  cacheCompressionRatio: {
+    type: 'gauge',
+    name: 'etagere_cache_compression_ratio',
+    help: 'Decoded over stored body bytes of the entries in L1 (1 when empty): how much smaller compression keeps the cache.',
+    labelNames: [],
   },
   coalescedWaiters: {
     type: 'gauge',
@@ -182,6 +194,39 @@ export const METRIC_SPECS = {
       'exhausted (primary limit, any resource), secondary (secondary limit).',
     labelNames: ['token', 'event'],
   },
+  tokenReloads: {
+    type: 'counter',
+    name: 'etagere_token_reloads_total',
+    help:
+      "Reloads of pool.tokens_file (SIGHUP, or the file changed): ok (the pool is the file's tokens now), " +
+      'failed (unreadable, malformed or emptied: the pool stayed as it was).',
+    labelNames: ['result'],
+    initial: [['ok'], ['failed']],
+  },
+  appMints: {
+    type: 'counter',
+    name: 'etagere_app_token_mints_total',
+    help:
+      'Installation tokens a GitHub App of pool.apps asked for, by App name and result: ok, refused (the App was refused: ' +
+      'a wrong key or app_id, an unknown App), revoked (the installation is uninstalled or suspended: dropped), ' +
+      'error (network, 5xx, rate limit: retried).',
+    labelNames: ['app', 'result'],
+  },
+  appLists: {
+    type: 'counter',
+    name: 'etagere_app_installation_lists_total',
+    help:
+      "Listings of a GitHub App's installations (installations: all), by App name and result: ok, refused (a wrong key or " +
+      'app_id, an unknown App), error (network, 5xx, rate limit).',
+    labelNames: ['app', 'result'],
+  },
+  appInstallations: {
+    type: 'gauge',
+    name: 'etagere_app_installations',
+    help: 'Installations of a GitHub App holding a token (each one a pool member named <app>-<installation id>), by App name.',
+    labelNames: ['app'],
+    aggregator: 'min',
+  },
   tokenSwitchRevalidations: {
     type: 'counter',
     name: 'etagere_token_switch_revalidations_total',
@@ -206,6 +251,12 @@ export const METRIC_SPECS = {
     name: 'etagere_consumer_rejections_total',
     help: 'Requests refused with 401 for lack of a known consumer key.',
     labelNames: [],
+  },
+  graphqlRefused: {
+    type: 'counter',
+    name: 'etagere_graphql_refused_total',
+    help: 'Pooled GraphQL calls refused before reaching the upstream, by upstream and reason (mutation, subscription, parse, limits, operation, bad_json, too_large).',
+    labelNames: ['upstream', 'reason'],
   },
   consumerHits: {
     type: 'counter',
@@ -267,6 +318,40 @@ export const METRIC_SPECS = {
       'Distributed single flight on L1+L2 misses: won (this replica fetched), followed (served what another replica fetched), ' +
       'gone, timeout (then fetched itself), unavailable (no Redis).',
     labelNames: ['result'],
+  },
+  // Webhooks, purges and stale marks (src/webhooks/, src/cache/marking.ts, src/server/admin-cache.ts).
+  webhookDeliveries: {
+    type: 'counter',
+    name: 'etagere_webhook_deliveries_total',
+    help:
+      'Webhook deliveries by event (a known event name, "other" for the rest, "-" before the signature is checked) and outcome: ' +
+      'applied, duplicate (its X-GitHub-Delivery was seen: acknowledged, not applied again), ignored (an event that marks nothing), ' +
+      'bad_signature (401), too_large (413), bad_request (400: no delivery id, a payload that does not parse), method (405).',
+    labelNames: ['event', 'outcome'],
+    initial: [['-', 'bad_signature']],
+  },
+  cacheInvalidations: {
+    type: 'counter',
+    name: 'etagere_cache_invalidations_total',
+    help: 'Cache entries marked stale (kept, to be revalidated on their next use) in this process, by source: webhook, purge.',
+    labelNames: ['source'],
+    initial: [['webhook'], ['purge']],
+  },
+  cachePurges: {
+    type: 'counter',
+    name: 'etagere_cache_purges_total',
+    help: 'Calls of POST /admin/purge that marked a scope stale, by scope: path (one path) or prefix (a path and everything below).',
+    labelNames: ['scope'],
+    initial: [['path'], ['prefix']],
+  },
+  webhookStaleness: {
+    type: 'histogram',
+    name: 'etagere_webhook_staleness_seconds',
+    help:
+      'Staleness window: from a webhook delivery to the first revalidation of an entry it marked that brought a changed representation ' +
+      '(once per delivery and process).',
+    labelNames: [],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600],
   },
 } as const satisfies Record<string, MetricSpec>;
 

@@ -30,7 +30,9 @@ export interface CacheGaugeSource {
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
   /** Bytes held by the memos of the key (credential -> partition) and of route labels (path -> template). */
-  memoBytes?(): { partition: number; routes: number };
+  memoBytes?(): { partition: number; routes: number; rewrittenBodies: number; decodedBodies?: number };
+  /** Body bytes of the L1 entries: as stored (gzip) and decoded. */
+  l1BodyBytes?(): { stored: number; decoded: number };
 }
 
 /** The sources registered so far (filled in by watchPool / watchCache). */
@@ -83,6 +85,17 @@ export const WATCHED_GAUGES = {
     const memos = sources.cache?.memoBytes?.();
     gauge.set({ tier: 'partition_memo' }, memos?.partition ?? 0);
     gauge.set({ tier: 'route_memo' }, memos?.routes ?? 0);
+    gauge.set({ tier: 'rewritten_bodies' }, memos?.rewrittenBodies ?? 0);
+    gauge.set({ tier: 'decoded_bodies' }, memos?.decodedBodies ?? 0);
+  },
+  cacheBodyBytes: (gauge, sources) => {
+    const bodies = sources.cache?.l1BodyBytes?.() ?? { stored: 0, decoded: 0 };
+    gauge.set({ form: 'stored' }, bodies.stored);
+    gauge.set({ form: 'decoded' }, bodies.decoded);
+  },
+  cacheCompressionRatio: (gauge, sources) => {
+    const bodies = sources.cache?.l1BodyBytes?.() ?? { stored: 0, decoded: 0 };
+    gauge.set(bodies.stored === 0 ? 1 : bodies.decoded / bodies.stored);
   },
   coalescedWaiters: (gauge, sources) => gauge.set(sources.cache?.waiters() ?? 0),
 } satisfies { [K in WatchedGauge]: (gauge: Gauge<LabelName<K>>, sources: GaugeSources) => void };
@@ -100,4 +113,6 @@ export type WatchedGauge =
   | 'poolQueueLength'
   | 'cacheEntries'
   | 'cacheBytes'
+  | 'cacheBodyBytes'
+  | 'cacheCompressionRatio'
   | 'coalescedWaiters';

@@ -3,27 +3,33 @@
  * reply.ts) and hands back what the log line and the metrics record.
  *
  * The hit path is one writeHead with a header list flattened once per entry, and one end(buffer).
- * Link headers, and the Location of a redirect or a 201, that point at the upstream are rewritten
- * to the proxy's public base (link.ts: public_url, trusted forwarded headers, or the request's own
- * Host), at serve time and never stored; a client that already holds the representation
+ * Link headers, the Location of a redirect or a 201, and (with rewrite_body_urls) API addresses in
+ * JSON bodies that point at the upstream are rewritten to the proxy's public base (entry-form.ts),
+ * at serve time and never stored; a client that already holds the representation
  * (If-None-Match / If-Modified-Since) gets a 304.
  */
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { parseCacheControl } from '../cache/cache-control.js';
+import { acceptsGzip, contentCodingOf } from '../headers/coding.js';
 import type { CacheEntry } from '../cache/entry.js';
 import { REPRESENTATION_FRAMING } from '../cache/policy.js';
 import { clientHasCurrent } from '../headers/conditional.js';
-import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix, type LinkRewrite } from '../headers/link.js';
-import type { RequestContext } from './context.js';
+import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite } from '../headers/link.js';
+import { isJsonMediaType } from '../headers/media-type.js';
+import { rewriteBodyUrls, weakened } from '../rewrite/body-urls.js';
+import type { AnswerContext } from './context.js';
+import { entryForm, proxyBaseFor } from './entry-form.js';
 import { errorBody } from './errors.js';
-import type { ErrorReply, Reply, Served } from './reply.js';
+import type { ErrorReply, Reply, Served, StreamReply } from './reply.js';
 
 export interface LinkSettings {
   publicUrl: string | null;
   trustForwarded: boolean;
 }
 
-export function answer(ctx: RequestContext, reply: Reply): Served {
+export function answer(ctx: AnswerContext, reply: Reply): Served {
   switch (reply.kind) {
     case 'entry':
       writeEntry(ctx, reply.entry, reply.cacheStatus, reply.age, reply.extra);
@@ -60,7 +66,19 @@ export function writeError(res: ServerResponse, reply: ErrorReply, requestId?: s
   res.end(body);
 }
 
-function writeStream(ctx: RequestContext, reply: Extract<Reply, { kind: 'stream' }>): void {
+/** Writes a small JSON answer of the proxy's own outside a routed request (the webhook receiver's acknowledgements). */
+export function writeJson(res: ServerResponse, status: number, value: unknown, requestId: string): void {
+  const body = Buffer.from(JSON.stringify(value));
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': body.length,
+    'cache-control': 'no-store',
+    'x-request-id': requestId,
+  });
+  res.end(body);
+}
+
+function writeStream(ctx: AnswerContext, reply: StreamReply): void {
   const { res } = ctx;
   const { rest } = reply;
   if (res.destroyed) {
@@ -69,22 +87,79 @@ function writeStream(ctx: RequestContext, reply: Extract<Reply, { kind: 'stream'
   }
   reply.headers['x-request-id'] = ctx.id;
   rewriteLinkHeaders(ctx, reply.status, reply.headers);
-  res.writeHead(reply.status, reply.headers);
   if (reply.headersOnly) {
     // The fetch was a GET (entries serve both), but a HEAD answer is complete with its headers: it
     // goes out now, and the body, which it would never carry, is dropped. Streamed into the HEAD
     // response, that body held the answer back until its last byte (Node sends a HEAD's headers at
     // end()), and an upstream failing in the middle of it cut a connection whose answer needed none of it.
+    res.writeHead(reply.status, reply.headers);
     res.end();
     rest?.destroy(); // fetchBuffered left an error listener on it
     return;
   }
-  if (rest === undefined) {
-    res.end(reply.head.length === 1 ? reply.head[0] : Buffer.concat(reply.head));
+  if (rest === undefined) return writeWhole(ctx, reply);
+  if (decodesFor(ctx, reply.headers)) {
+    res.writeHead(reply.status, identityStreamHeaders(reply.headers));
+    streamTo(decodingStream(reply.head, rest), res, reply.onBodyError);
     return;
   }
+  res.writeHead(reply.status, reply.headers);
   for (const chunk of reply.head) res.write(chunk);
   streamTo(rest, res, reply.onBodyError);
+}
+
+/**
+ * A streamed gzip body (over the entry cap) for a client that does not take gzip is decoded on the
+ * way, unless the response forbids it (no-transform): the same rule as for entries (entry-form.ts).
+ */
+function decodesFor(ctx: AnswerContext, headers: StreamReply['headers']): boolean {
+  const coding = contentCodingOf(headers['content-encoding']);
+  if (coding !== 'gzip' && coding !== 'x-gzip') return false;
+  if (parseCacheControl(headers['cache-control']).noTransform === true) return false;
+  return !acceptsGzip(ctx.req.headers['accept-encoding']);
+}
+
+/** The headers of a decoded stream: no coding, no length (chunked), a weak ETag. */
+function identityStreamHeaders(headers: StreamReply['headers']): StreamReply['headers'] {
+  const out = { ...headers };
+  delete out['content-encoding'];
+  delete out['content-length'];
+  if (typeof out.etag === 'string') out.etag = weakened(out.etag);
+  return out;
+}
+
+/** The head already read and the rest of a gzip body, decoded; an upstream error fails the decoder, and so does bad gzip. */
+function decodingStream(head: readonly Buffer[], rest: Readable): Readable {
+  const decoder = createGunzip();
+  rest.on('error', (err) => decoder.destroy(err));
+  decoder.once('close', () => rest.destroy());
+  for (const chunk of head) decoder.write(chunk);
+  rest.pipe(decoder);
+  return decoder;
+}
+
+/**
+ * A streamed answer whose body was read whole (an uncacheable one under the entry cap): its API
+ * addresses are rewritten like an entry's (not memoized: nothing will serve it again).
+ */
+function writeWhole(ctx: AnswerContext, reply: StreamReply): void {
+  const body = reply.head.length === 1 ? reply.head[0]! : Buffer.concat(reply.head);
+  const rewritten = rewrittenStreamBody(ctx, reply.headers, body);
+  if (rewritten !== undefined) {
+    reply.headers['content-length'] = String(rewritten.length);
+    const etag = reply.headers.etag;
+    if (typeof etag === 'string') reply.headers.etag = weakened(etag);
+  }
+  ctx.res.writeHead(reply.status, reply.headers);
+  ctx.res.end(rewritten ?? body);
+}
+
+function rewrittenStreamBody(ctx: AnswerContext, headers: StreamReply['headers'], body: Buffer): Buffer | undefined {
+  const contentType = headers['content-type'];
+  if (ctx.upstream.rewrittenBodies === undefined || typeof contentType !== 'string' || !isJsonMediaType(contentType)) return undefined;
+  if (headers['content-encoding'] !== undefined) return undefined;
+  const base = proxyBaseFor(ctx);
+  return base === undefined ? undefined : rewriteBodyUrls(body, ctx.upstream.linkBase, base);
 }
 
 /**
@@ -111,54 +186,8 @@ function streamTo(body: Readable, res: ServerResponse, onUpstreamError: (err: un
   body.pipe(res);
 }
 
-/** Stored headers flattened once per entry: [name, value, name, value, ..., 'content-length', n]. */
-const flatCache = new WeakMap<CacheEntry, string[]>();
-/** Entries that carry a Link header, or a Location to rewrite (the only ones needing per-request work). */
-const hasLink = new WeakSet<CacheEntry>();
-/** Per entry, the flattened headers with Link and Location rewritten for the last public base seen. */
-const linkCache = new WeakMap<CacheEntry, { base: string; flat: string[] }>();
-/** Per entry, its headers followed by the last `extra` list seen (the pool's headers change about once a second). */
-const extraCache = new WeakMap<CacheEntry, { extra: readonly string[]; stored: string[]; flat: string[] }>();
-
-function flatten(entry: CacheEntry): string[] {
-  let flat = flatCache.get(entry);
-  if (flat === undefined) {
-    flat = [];
-    for (const [name, value] of entry.headers) {
-      flat.push(name, value);
-      if (name === 'link' || (name === 'location' && rewritesLocation(entry.status))) hasLink.add(entry);
-    }
-    flat.push('content-length', String(entry.body.length));
-    flatCache.set(entry, flat);
-  }
-  return flat;
-}
-
-/**
- * Per upstream, the last proxy base and what it was built from (`public_url`, else the Host value):
- * clients mostly send one Host, so a hit compares one string instead of validating it and building
- * a URL. Not used with trust_forwarded (the base then depends on more than one header).
- */
-const baseMemo = new WeakMap<RequestContext['upstream'], { from: string; base: string | undefined }>();
-
-/** The proxy base URL that Link and Location headers should point at for this request, or undefined (no rewrite). */
-function proxyBaseFor(ctx: RequestContext): string | undefined {
-  const headers = ctx.req.headers;
-  const { links, cfg } = ctx.upstream;
-  const from = links.publicUrl ?? (links.trustForwarded ? undefined : (headers.host ?? ''));
-  const memo = from === undefined ? undefined : baseMemo.get(ctx.upstream);
-  if (memo !== undefined && memo.from === from) return memo.base;
-  const found = publicBase(links.publicUrl, links.trustForwarded, (name) => {
-    const value = headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  });
-  const base = found === undefined ? undefined : withRoutePrefix(found, cfg.strip_prefix, cfg.prefix);
-  if (from !== undefined) baseMemo.set(ctx.upstream, { from, base });
-  return base;
-}
-
 /** Rewrites Link and Location of a response that is not served from an entry (streamed answers). */
-function rewriteLinkHeaders(ctx: RequestContext, status: number, headers: Record<string, string | string[]>): void {
+function rewriteLinkHeaders(ctx: AnswerContext, status: number, headers: Record<string, string | string[]>): void {
   const { link, location } = headers;
   const locationToo = location !== undefined && rewritesLocation(status);
   if (link === undefined && !locationToo) return;
@@ -173,23 +202,8 @@ function rewriteLinkHeaders(ctx: RequestContext, status: number, headers: Record
       : rewriteLocation(location, rewrite);
 }
 
-function headersFor(ctx: RequestContext, entry: CacheEntry): string[] {
-  const flat = flatten(entry);
-  if (!hasLink.has(entry)) return flat;
-  const proxyBase = proxyBaseFor(ctx);
-  if (proxyBase === undefined) return flat;
-  const memo = linkCache.get(entry);
-  if (memo !== undefined && memo.base === proxyBase) return memo.flat;
-  const out = flat.slice();
-  const rewrite: LinkRewrite = { upstreamBase: ctx.upstream.linkBase, proxyBase };
-  const locationToo = rewritesLocation(entry.status);
-  for (let i = 0; i < out.length; i += 2) {
-    if (out[i] === 'link') out[i + 1] = rewriteLink(out[i + 1]!, rewrite);
-    else if (locationToo && out[i] === 'location') out[i + 1] = rewriteLocation(out[i + 1]!, rewrite);
-  }
-  linkCache.set(entry, { base: proxyBase, flat: out });
-  return out;
-}
+/** Per entry, its headers followed by the last `extra` list seen (the pool's headers change about once a second). */
+const extraCache = new WeakMap<CacheEntry, { extra: readonly string[]; stored: string[]; flat: string[] }>();
 
 function withExtra(entry: CacheEntry, stored: string[], extra: readonly string[]): string[] {
   const memo = extraCache.get(entry);
@@ -199,9 +213,10 @@ function withExtra(entry: CacheEntry, stored: string[], extra: readonly string[]
   return flat;
 }
 
-function writeEntry(ctx: RequestContext, entry: CacheEntry, status: string, age: number, extra: readonly string[] | undefined): void {
+function writeEntry(ctx: AnswerContext, entry: CacheEntry, status: string, age: number, extra: readonly string[] | undefined): void {
   const { req, res } = ctx;
-  const stored = headersFor(ctx, entry);
+  const form = entryForm(ctx, entry);
+  const stored = form.headers;
   const inm = req.headers['if-none-match'];
   const ims = req.headers['if-modified-since'];
   if ((inm !== undefined || ims !== undefined) && entry.status === 200 && clientHasCurrent(inm, ims, entry.etag, entry.lastModified)) {
@@ -216,5 +231,5 @@ function writeEntry(ctx: RequestContext, entry: CacheEntry, status: string, age:
   const base = extra === undefined ? stored : withExtra(entry, stored, extra);
   res.writeHead(entry.status, base.concat('age', String(age), 'cache-status', status, 'x-request-id', ctx.id));
   if (ctx.method === 'HEAD') res.end();
-  else res.end(entry.body);
+  else res.end(form.body);
 }

@@ -22,3 +22,9 @@ export interface RequestContext {
   /** Whose credential goes upstream (client, pool token, none). */
   readonly cred: Credential;
 }
+
+/**
+ * What `answer()` needs of a request: its request and response, id, upstream and method. A routed
+ * GET or HEAD (`RequestContext`) is one; so is a GraphQL POST (src/graphql/exchange.ts).
+ */
+export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstream'> & { readonly method: string };

@@ -95,7 +95,7 @@ export const errors = {
     if (reason === 'dead') {
       return error(
         503,
-        "Service Unavailable: the upstream rejected every token in the proxy's pool (401); the operator must replace them",
+        "Service Unavailable: the proxy's pool has no token the upstream accepts (each was rejected with 401, or no GitHub App installation token could be minted); the operator must replace them",
         withRetryAfter,
         FAILED,
       );
@@ -119,7 +119,21 @@ export const errors = {
     error(401, 'Requires a consumer key: send X-Etagere-Key, or the key as the user of Basic credentials', {
       'www-authenticate': 'Basic realm="etagere"',
     }),
+  /** A pooled consumer's GraphQL call the proxy will not send (src/graphql/operation.ts says why): 400 or 403. */
+  graphqlRefused: (status: 400 | 403, message: string) => error(status, message),
+  /** A GraphQL request body over the proxy's limit (src/graphql/limits.ts). */
+  payloadTooLarge: (maxBytes: number) =>
+    error(413, `Payload Too Large: a GraphQL request body on the token pool may be at most ${maxBytes} bytes`, { connection: 'close' }),
   /** An Expect other than 100-continue (RFC 9110 section 10.1.1). */
   expectationFailed: () => error(417, 'Expectation Failed: the only expectation supported is "100-continue"'),
   shuttingDown: () => error(503, 'Service Unavailable: the proxy is shutting down', { connection: 'close', 'retry-after': '1' }),
+  /** The webhook receiver (src/webhooks/receiver.ts): only POST. */
+  webhookMethod: (method: string) => error(405, `Method ${method} is not allowed: the webhook receiver takes POST`, { allow: 'POST' }),
+  /** A delivery whose X-Hub-Signature-256 is missing or does not match the webhook's secret. */
+  webhookSignature: () => error(401, 'Bad signature: X-Hub-Signature-256 is missing or does not match the webhook secret'),
+  /** A delivery body over webhooks.max_body_bytes (GitHub caps payloads at 25 MB). */
+  webhookTooLarge: (maxBytes: number) =>
+    error(413, `Payload Too Large: a webhook delivery may be at most ${maxBytes} bytes`, { connection: 'close' }),
+  /** Too many deliveries being read at once (each may be up to the body cap). */
+  webhookBusy: () => error(503, 'Service Unavailable: too many webhook deliveries at once; retry shortly', { 'retry-after': '1' }),
 } as const;

@@ -1,6 +1,7 @@
 /**
  * The request handler. Read top to bottom, it is the request path:
- *   target check -> route -> method gate (pass-through or 405) -> end-to-end headers -> credential
+ *   target check -> webhook receiver (src/webhooks/) -> route -> GraphQL (src/graphql/) -> method gate (pass-through or 405)
+ *   -> end-to-end headers -> credential
  *   -> pool rate_limit | streaming forward (policy none, Range) | cached path (GET/HEAD)
  * Each step returns a reply or what was served; the access line and the metrics are written
  * once, when the response closes, from what the path returned.
@@ -10,6 +11,7 @@ import type { Config } from '../config/schema.js';
 import { dropHopByHop, keepPoolHeaders } from '../headers/hop-by-hop.js';
 import { createAccessLog } from '../log/access.js';
 import type { Metrics } from '../metrics/registry.js';
+import { createGraphqlPath } from '../graphql/exchange.js';
 import type { ServiceDeps, Services } from '../services.js';
 import { isRateLimitPath, poolRateLimitBody } from '../tokens/pool-headers.js';
 import { createUpstreamExchange } from './exchange.js';
@@ -21,14 +23,14 @@ import { errors } from './errors.js';
 import { createForward } from './forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from './reply.js';
 import { requestId } from './request-id.js';
-import { createRouter, upstreamPath } from './route.js';
+import { apiPathname, createRouter, upstreamPath } from './route.js';
 import { checkFraming, checkHost, parseTarget } from './target.js';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** What the close handler records: the routed context (if any) and what the path served. */
+/** What the close handler records: the routed request (if any) and what the path served. */
 interface Trace {
-  ctx: RequestContext | undefined;
+  ctx: Pick<RequestContext, 'upstream' | 'cred' | 'pathname'> | undefined;
   route: string;
   served: Served | Promise<Served>;
 }
@@ -36,7 +38,7 @@ interface Trace {
 export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
-  const { pool, consumers, upstreams } = services;
+  const { pool, consumers, upstreams, webhooks } = services;
   const cached = createCachedPath({
     ...services,
     exchange: createUpstreamExchange({
@@ -49,6 +51,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     logger,
   });
   const forward = createForward(logger, metrics, pool);
+  const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
   const rules: CredentialRules[] = upstreams.map((rt) => ({
     pooled: rt.cfg.token_pool && pool !== undefined,
     consumers,
@@ -73,12 +76,15 @@ export function createHandler(config: Config, services: Services, { logger, metr
       if (target.close === true) res.shouldKeepAlive = false;
       return refuse(req, res, id, errors.badRequest(target.reason));
     }
+    if (target.pathname === webhooks?.path) return webhooks.receive(req, res, id);
     const match = router.match(target.pathname);
     if (match === undefined) return refuse(req, res, id, errors.noRoute());
     const upstream = upstreams[match.index]!;
-    trace.route = upstream.routes.match(target.pathname);
+    trace.route = upstream.routes.match(apiPathname(upstream.cfg, target.pathname));
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, target.pathname, target.search);
     const method = req.method;
+    if (upstream.graphql?.serves(method, path) === true)
+      return graphql(req, res, { id, upstream, path, rules: rules[match.index]! }, trace);
 
     if (method !== 'GET' && method !== 'HEAD') {
       delete req.headers['x-etagere-key']; // never forwarded; unsafe methods never use the pool
@@ -113,7 +119,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     };
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
-      return answer(ctx, { kind: 'body', status: 200, ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
+      return answer(ctx, { kind: 'body', ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
     }
     if (upstream.cfg.cache.policy === 'none' || req.headers.range !== undefined) return forward(ctx);
     return cached(ctx);
@@ -142,15 +148,9 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
   ): void => {
     const { ctx } = trace;
     const upstreamName = ctx?.upstream.cfg.name ?? '-';
-    metrics.observeRequest(
-      upstreamName,
-      trace.route,
-      req.method ?? '-',
-      res.statusCode,
-      served.outcome,
-      seconds,
-      ctx !== undefined && ctx.cred.kind !== 'anonymous',
-    );
+    const authorized = ctx !== undefined && ctx.cred.kind !== 'anonymous';
+    metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, authorized);
+    if (ctx !== undefined) metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
     if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined)
       metrics.consumerHits.inc({ consumer: ctx.cred.consumer });
     access({

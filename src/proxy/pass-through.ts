@@ -9,6 +9,8 @@ import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../config/schema.js';
 import { responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../headers/link.js';
+import { invalidatedPaths, invalidates, type PathMapping } from '../cache/invalidation.js';
+import { headerValue } from '../headers/value.js';
 import { basePrefixOf, classifyUpstreamError } from '../upstream/client.js';
 import { writeError, type LinkSettings } from './answer.js';
 import { errors } from './errors.js';
@@ -21,6 +23,14 @@ export interface PassThrough {
 
 const NO_PUBLIC_URL: LinkSettings = { publicUrl: null, trustForwarded: false };
 
+/** A reader of the request's headers (first value) for `publicBase`. */
+function headerOf(req: IncomingMessage): (name: string) => string | undefined {
+  return (name) => {
+    const value = req.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+}
+
 /** Rewrites the Link and Location of a passed-through answer that point at the upstream (`upstreamBase`). */
 function rewriteForClient(
   cfg: UpstreamConfig,
@@ -32,10 +42,7 @@ function rewriteForClient(
   const { link, location } = proxyRes.headers;
   const locationToo = location !== undefined && rewritesLocation(proxyRes.statusCode ?? 0);
   if (link === undefined && !locationToo) return;
-  const base = publicBase(links.publicUrl, links.trustForwarded, (name) => {
-    const value = req.headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  });
+  const base = publicBase(links.publicUrl, links.trustForwarded, headerOf(req));
   if (base === undefined) return;
   const rewrite = { upstreamBase, proxyBase: withRoutePrefix(base, cfg.strip_prefix, cfg.prefix) };
   if (link !== undefined)
@@ -43,9 +50,26 @@ function rewriteForClient(
   if (locationToo) proxyRes.headers.location = rewriteLocation(location, rewrite);
 }
 
+/** The client paths an answer to a passed-through request invalidates (RFC 9111 section 4.4: src/cache/invalidation.ts). */
+function invalidatedBy(
+  links: LinkSettings,
+  mapping: Omit<PathMapping, 'publicBase'>,
+  req: IncomingMessage & { etagerePathname?: string },
+  proxyRes: IncomingMessage,
+): string[] {
+  const pathname = req.etagerePathname;
+  if (pathname === undefined || !invalidates(req.method ?? '', proxyRes.statusCode ?? 0)) return [];
+  const { location, 'content-location': contentLocation } = proxyRes.headers;
+  return invalidatedPaths(
+    { pathname, upstreamPath: req.url ?? pathname, location, contentLocation: headerValue(contentLocation) },
+    { ...mapping, publicBase: publicBase(links.publicUrl, links.trustForwarded, headerOf(req)) },
+  );
+}
+
 /**
- * `onResponse` hears the status of every passed-through response, so the cache can invalidate
- * the path after a successful unsafe method (RFC 9111 section 4.4).
+ * `onResponse` hears, for every passed-through answer that invalidates (a 2xx or 3xx to a method
+ * other than GET, HEAD, OPTIONS and TRACE), each client path it invalidates: the request's own, and
+ * those its `Location` and `Content-Location` name on the same origin (RFC 9111 section 4.4).
  */
 export function createPassThrough(
   cfg: UpstreamConfig,
@@ -53,7 +77,9 @@ export function createPassThrough(
   links: LinkSettings = NO_PUBLIC_URL,
 ): PassThrough {
   const target = new URL(cfg.url);
-  const upstreamBase = target.origin + basePrefixOf(target.pathname || '/');
+  const basePrefix = basePrefixOf(target.pathname || '/');
+  const upstreamBase = target.origin + basePrefix;
+  const mapping = { upstreamOrigin: target.origin, basePrefix, strippedPrefix: cfg.strip_prefix && cfg.prefix !== '/' ? cfg.prefix : '' };
   const proxy: ProxyServer = createProxyServer({
     target: target.origin,
     changeOrigin: true,
@@ -73,10 +99,10 @@ export function createPassThrough(
     // it on agent-less requests) used to close the client's connection after every answer.
     const kept = responseHeadersForClient(proxyRes.headers);
     for (const name of Object.keys(proxyRes.headers)) if (!(name in kept)) delete proxyRes.headers[name];
+    // What the answer invalidates is read from the upstream's own Location, before it is rewritten.
+    if (onResponse !== undefined)
+      for (const path of invalidatedBy(links, mapping, req, proxyRes)) onResponse(cfg, path, proxyRes.statusCode ?? 0);
     rewriteForClient(cfg, links, upstreamBase, req, proxyRes);
-    if (onResponse === undefined) return;
-    const pathname = (req as IncomingMessage & { etagerePathname?: string }).etagerePathname;
-    if (pathname !== undefined) onResponse(cfg, pathname, proxyRes.statusCode ?? 0);
   });
   return {
     forward(req, res, pathname, path, requestId) {

@@ -39,10 +39,16 @@ export function createRouter(upstreams: readonly UpstreamConfig[]): Router {
  * path with the prefix removed when `strip_prefix` is set.
  */
 export function upstreamPath(upstream: UpstreamConfig, basePath: string, pathname: string, search: string): string {
-  let rest = pathname;
-  if (upstream.strip_prefix && upstream.prefix !== '/') {
-    rest = pathname.slice(upstream.prefix.length);
-    if (rest === '') rest = '/';
-  }
-  return basePrefixOf(basePath) + rest + search;
+  return basePrefixOf(basePath) + apiPathname(upstream, pathname) + search;
+}
+
+/**
+ * The client's path as the upstream's API sees it below its base path: without the prefix when
+ * `strip_prefix` is set. Route templates (metric labels) are matched against it, so
+ * `/ghe/repos/o/r` on a `/ghe` route that strips its prefix is `/repos/:owner/:repo`.
+ */
+export function apiPathname(upstream: UpstreamConfig, pathname: string): string {
+  if (!upstream.strip_prefix || upstream.prefix === '/') return pathname;
+  const rest = pathname.slice(upstream.prefix.length);
+  return rest === '' ? '/' : rest;
 }

@@ -4,19 +4,35 @@ import type { FreshnessPolicy } from '../cache/policy.js';
 import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../metrics/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import type { LinkSettings } from './answer.js';
+import type { RewrittenForms } from './entry-form.js';
+import { createGraphqlRuntime, type GraphqlRuntime } from '../graphql/runtime.js';
 import { createPassThrough, type PassThrough } from './pass-through.js';
+import { policyByPath } from '../webhooks/coverage.js';
 
 export interface UpstreamRuntime {
   readonly cfg: UpstreamConfig;
   readonly client: UpstreamClient;
   readonly passThrough: PassThrough | undefined;
+  /** GitHub's GraphQL endpoint through the proxy, when `graphql: true` (src/graphql/). */
+  readonly graphql: GraphqlRuntime | undefined;
   readonly policy: FreshnessPolicy;
+  /** The policy for one client path: `policy`, or more freshness where webhooks cover it (src/webhooks/coverage.ts). */
+  readonly policyFor: (pathname: string) => FreshnessPolicy;
   /** Route templates for metric labels. */
   readonly routes: RouteMatcher;
   /** Upstream URL (origin + base path, no trailing slash), as it appears in Link headers. */
   readonly linkBase: string;
   /** Where rewritten Link headers point (the proxy's public base). */
   readonly links: LinkSettings;
+  /** The memory of rewritten bodies when the upstream rewrites body URLs (`rewrite_body_urls`), else undefined. */
+  readonly rewrittenBodies: RewrittenForms | undefined;
+  /** The memory of decoded forms of gzip entries, for clients that do not take gzip (entry-form.ts). */
+  readonly decodedForms: RewrittenForms;
+}
+
+/** Whether an upstream rewrites the API addresses in its JSON bodies (unset: when it has the token pool). */
+export function rewritesBodyUrls(cfg: UpstreamConfig): boolean {
+  return cfg.rewrite_body_urls ?? cfg.token_pool;
 }
 
 export function policyOf(cfg: UpstreamConfig): FreshnessPolicy {
@@ -33,16 +49,24 @@ export function policyOf(cfg: UpstreamConfig): FreshnessPolicy {
 export function createUpstreamRuntime(
   cfg: UpstreamConfig,
   links: LinkSettings,
+  forms: { rewritten: RewrittenForms; decoded: RewrittenForms },
   onUnsafeResponse: (cfg: UpstreamConfig, pathname: string, status: number) => void,
+  maxEntryBytes = Number.MAX_SAFE_INTEGER,
+  webhookOwners: readonly string[] = [],
 ): UpstreamRuntime {
   const client = createUpstreamClient(cfg);
+  const policy = policyOf(cfg);
   return {
     cfg,
     client,
     passThrough: cfg.pass_through ? createPassThrough(cfg, onUnsafeResponse, links) : undefined,
-    policy: policyOf(cfg),
+    graphql: cfg.graphql ? createGraphqlRuntime(cfg, client.basePath, links, maxEntryBytes) : undefined,
+    policy,
+    policyFor: policyByPath(cfg, policy, webhookOwners),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
     linkBase: client.origin + client.basePrefix,
     links,
+    rewrittenBodies: rewritesBodyUrls(cfg) ? forms.rewritten : undefined,
+    decodedForms: forms.decoded,
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The admin listener (its own port, loopback by default): / (the status page), /healthz,
  * /readyz, /metrics, /admin/status (what the status page shows), /admin/tokens (each pool
- * token's name, numbers, state and last error) and /admin/consumers (each consumer's share and
- * figures, by name).
+ * token's name, numbers, state and last error), /admin/consumers (each consumer's share and
+ * figures, by name), and the cache's purge, inspection and stats (admin-cache.ts).
  * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
  * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
  * that rebinds its own name to this address (DNS rebinding) gets a 403, never the metrics or the
@@ -14,6 +14,7 @@ import { adminHostAllowed } from '../headers/host.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { ConsumersReport } from '../tokens/consumer-budget.js';
 import { consumersAnswer } from './admin-consumers.js';
+import { readCacheCall, servesCacheAdmin, writeAnswer, type Answer, type CacheCall } from './admin-cache.js';
 import { STATUS_PAGE } from './status-page.js';
 
 export interface AdminState {
@@ -33,14 +34,13 @@ export interface AdminState {
   recent?(): RecentSummary;
   /** admin.allowed_hosts: Host names answered besides the loopback ones. */
   allowedHosts?: readonly string[];
+  /** /admin/purge, /admin/cache, /admin/cache/stats (admin-cache.ts): this process's cache, or a cluster primary's workers'. */
+  cache?(call: CacheCall): Promise<Answer>;
 }
 
 /** A JSON answer once its value is ready (a 500 that says why if it fails). */
-function later(res: ServerResponse, value: Promise<unknown>): void {
-  value.then(
-    (ready) => json(res, 200, ready),
-    (err: unknown) => json(res, 500, { message: `admin answer failed: ${(err as Error).message}` }),
-  );
+function later<T>(res: ServerResponse, value: Promise<T>, write: (ready: T) => void = (ready) => json(res, 200, ready)): void {
+  value.then(write, (err: unknown) => json(res, 500, { message: `admin answer failed: ${(err as Error).message}` }));
 }
 
 function json(res: ServerResponse, status: number, value: unknown): void {
@@ -56,7 +56,13 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
       json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
       return;
     }
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const cache = state.cache;
+    if (servesCacheAdmin(path) && cache !== undefined) {
+      const answer = readCacheCall(req, path).then((call) => ('kind' in call ? cache(call) : call));
+      later(res, answer, (ready) => writeAnswer(res, ready, req.method === 'HEAD'));
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       json(res, 405, { message: 'Method not allowed' });
@@ -125,7 +131,16 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
       default:
         json(res, 404, {
           message: 'Not Found',
-          endpoints: ['/', '/healthz', '/readyz', '/metrics', '/admin/status', '/admin/tokens', '/admin/consumers'],
+          endpoints: [
+            '/',
+            '/healthz',
+            '/readyz',
+            '/metrics',
+            '/admin/status',
+            '/admin/tokens',
+            '/admin/consumers',
+            ...(state.cache === undefined ? [] : ['/admin/purge', '/admin/cache', '/admin/cache/stats']),
+          ],
         });
     }
   });

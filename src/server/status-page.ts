@@ -82,11 +82,11 @@ function render(st) {
     tr.dataset.token = t.name;
     tr.className = 'state-' + t.state;
     cell(tr, t.name);
-    cell(tr, t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
+    cell(tr, t.unlimited ? 'unlimited' : t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
     const td = cell(tr, '');
     const bar = document.createElement('div'); bar.className = 'bar';
     const fill = document.createElement('span');
-    fill.style.width = t.limit ? Math.round((100 * (t.remaining || 0)) / t.limit) + '%' : '0%';
+    fill.style.width = t.unlimited ? '100%' : t.limit ? Math.round((100 * (t.remaining || 0)) / t.limit) + '%' : '0%';
     bar.appendChild(fill); td.appendChild(bar);
     cell(tr, t.state, t.state === 'ok' ? 'ok' : t.state === 'unknown' ? 'muted' : 'bad');
     cell(tr, t.paused_until ? 'paused ' + countdown(Date.parse(t.paused_until) / 1000) : countdown(t.reset));

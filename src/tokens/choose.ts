@@ -6,6 +6,9 @@
  * Rule: among usable tokens, take the one whose quota left after in-flight reservations is the
  * largest per second until its reset ("use it or lose it": a token resetting in 2 minutes may
  * spend faster than one resetting in 59). Ties go to the lower name, so choices are repeatable.
+ * A token without rate limit (state.ts: unlimited, GitHub Enterprise Server's default) costs no
+ * quota: it goes before every limited one, and among such tokens the least loaded (fewest requests
+ * in flight) is chosen.
  * A revalidation prefers the token that stored the entry, because its ETag only matches for that
  * credential; another token is used only when that one is dead, paused (secondary limit),
  * exhausted or at its concurrency cap.
@@ -15,7 +18,7 @@
  * "wait"; when every token is spent, paused or dead, it is "none" with the earliest time one
  * comes back. Whether one token can take a request is state.ts's rule (`canReserve`).
  */
-import { available, canReserve, quotaLeft, RESET_GRACE_MS, windowOver } from './state.js';
+import { available, canReserve, hasQuota, RESET_GRACE_MS, windowOver } from './state.js';
 import type { TokenState } from './types.js';
 
 export type Choice =
@@ -37,8 +40,15 @@ export interface ChooseInput {
   exclude?: ReadonlySet<string> | undefined;
 }
 
-/** Spend rate the token can afford: units left per second until its reset. */
+/** The score of an unlimited token with nothing in flight: above any limited token's (no window holds this many units). */
+const UNLIMITED_SCORE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Spend rate the token can afford: units left per second until its reset. An unlimited token
+ * scores above them all, less one per request it has in flight (the least loaded wins).
+ */
 export function score(token: TokenState, nowMs: number): number {
+  if (token.unlimited === true) return UNLIMITED_SCORE - (token.concurrent ?? token.inFlight);
   const secondsLeft = windowOver(token, nowMs) ? 1 : Math.max(1, token.reset - nowMs / 1000);
   return available(token, nowMs) / secondsLeft;
 }
@@ -62,7 +72,7 @@ export function chooseToken(input: ChooseInput): Choice {
   if (best !== undefined) return { kind: 'token', name: best.name, switched: preferred !== undefined };
   const live = input.tokens.filter((t) => !excluded(t));
   // Units or slots held by requests in flight (in any resource: they share the per-token cap) come back soon.
-  if (live.some((t) => !t.dead && t.pausedUntil <= input.now && (t.concurrent ?? t.inFlight) > 0 && quotaLeft(t, input.now) > 0))
+  if (live.some((t) => !t.dead && t.pausedUntil <= input.now && (t.concurrent ?? t.inFlight) > 0 && hasQuota(t, input.now)))
     return { kind: 'wait' };
   // The earliest return over every token, tried ones included: a token this request already
   // tried (and found spent) still comes back at its reset.
@@ -77,7 +87,7 @@ export function earliestRetry(tokens: readonly TokenState[], nowMs: number): num
   let at: number | undefined;
   for (const token of tokens) {
     if (token.dead) continue;
-    const quotaAt = quotaLeft(token, nowMs) > 0 ? nowMs : token.reset * 1000 + RESET_GRACE_MS;
+    const quotaAt = hasQuota(token, nowMs) ? nowMs : token.reset * 1000 + RESET_GRACE_MS;
     const when = Math.max(nowMs, quotaAt, token.pausedUntil);
     if (at === undefined || when < at) at = when;
   }

@@ -20,15 +20,20 @@ import type { Confirmation, UnauthorizedKind } from './types.js';
 /** A token is probed for a 401 at most this often; in between, its last answer stands. */
 export const CONFIRM_INTERVAL_MS = 60_000;
 
-/** What GET /rate_limit's status says about the token (the probe already told the pool). */
-export function confirmationOf(status: number | undefined): Confirmation {
+/**
+ * What GET /rate_limit's status says about the token (the probe already told the pool): a 2xx, or
+ * GitHub Enterprise Server's 404 of rate limiting off (`unlimited`), is an accepted credential.
+ */
+export function confirmationOf(status: number | 'unlimited' | undefined): Confirmation {
+  if (status === 'unlimited') return 'alive';
   if (status === 401) return 'dead';
   return status !== undefined && status >= 200 && status < 300 ? 'alive' : 'unknown';
 }
 
 export interface ConfirmerDeps {
-  /** GET /rate_limit with the token, telling the pool what it said; the status, or undefined when it failed. Never throws. */
-  probe(name: string): Promise<number | undefined>;
+  /** GET /rate_limit with the token, telling the pool what it said; the status (or `unlimited`), undefined when it failed. Never throws. */
+  probe(name: string): Promise<number | 'unlimited' | undefined>;
+  /** The pool's members now (read at each call: members come and go, see membership.ts). */
   readonly names: readonly string[];
   readonly now: () => number;
   readonly intervalMs?: number;
@@ -39,6 +44,8 @@ export interface Confirmer {
   confirm(name: string, kind?: UnauthorizedKind): Promise<Confirmation>;
   /** Probes now (start-up, the revive timer), whatever the memo says; concurrent callers share a probe. */
   probeNow(name: string): Promise<Confirmation>;
+  /** Drops what was learnt of a member whose credential changed or which left the pool. */
+  forget(name: string): void;
 }
 
 interface Memo {
@@ -47,7 +54,7 @@ interface Memo {
 }
 
 export function createConfirmer(deps: ConfirmerDeps): Confirmer {
-  const known = new Set(deps.names);
+  const known = { has: (name: string): boolean => deps.names.includes(name) };
   const interval = deps.intervalMs ?? CONFIRM_INTERVAL_MS;
   const last = new Map<string, Memo>();
   const running = new Map<string, Promise<Confirmation>>();
@@ -69,6 +76,10 @@ export function createConfirmer(deps: ConfirmerDeps): Confirmer {
 
   return {
     probeNow,
+    forget(name) {
+      last.delete(`credentials|${name}`);
+      last.delete(`request|${name}`);
+    },
     confirm(name, kind = 'request') {
       const key = `${kind}|${name}`;
       const memo = last.get(key);

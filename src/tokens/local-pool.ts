@@ -16,19 +16,23 @@
  * Token values stay inside this module and the `authorization` of a lease.
  */
 import { chooseToken } from './choose.js';
-import { knows, newToken, scaleWindows, tokenReport, view, windowOf, write, type Token, type Window } from './local-token.js';
+import { changesAnything, diffMembers } from './membership.js';
+import { knows, newToken, revalue, scaleWindows, tokenReport, view, windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
-import { classify, readRateLimit } from './rate-limit.js';
+import { classify, mentionsRateLimit, readRateLimit } from './rate-limit.js';
 import { poolRateLimit } from './report.js';
 import { RESOURCES, resourceNamed, type Resource } from './resource.js';
-import { fallbackReset, observe, quotaLeft, react, settle, upstreamConcurrency, type Settlement } from './state.js';
+import { fallbackReset, hasQuota, observe, react, settle, upstreamConcurrency, type Settlement } from './state.js';
 import type {
   AcquireOptions,
   Lease,
+  Learnt,
   LocalTokenPool,
+  MembershipChange,
   PoolEvents,
   PoolRateLimit,
   PoolSettings,
+  PoolToken,
   RateObservation,
   TokenNumbers,
 } from './types.js';
@@ -43,8 +47,12 @@ interface Pool {
   readonly settings: PoolSettings;
   readonly now: () => number;
   readonly events: PoolEvents;
-  readonly tokens: Token[];
-  readonly byName: ReadonlyMap<string, Token>;
+  /** The members, in the order given (replaceMembers swaps these three together). */
+  tokens: readonly Token[];
+  byName: ReadonlyMap<string, Token>;
+  names: readonly string[];
+  /** Membership changes so far. */
+  generation: number;
   /** Recent secondary limits (for the whole-upstream slowdown). */
   readonly hits: Array<{ at: number; token: string }>;
   readonly queue: WaitQueue;
@@ -69,12 +77,14 @@ function fail(token: Token, at: number, message: string): void {
  */
 function apply(pool: Pool, token: Token, status: number, settlement: Settlement, at: number): void {
   const wasDead = token.dead;
+  const wasUnlimited = token.unlimited;
   const { resource } = settlement;
   write(token, resource, settle(view(token, resource), settlement, at));
+  if (token.unlimited && !wasUnlimited) pool.events.unlimited?.(token.name);
   if (settlement.verdict === 'dead' && !wasDead) {
     fail(token, at, `401 from upstream, confirmed by GET /rate_limit: token is invalid or revoked`);
     pool.events.dead?.(token.name);
-  } else if (settlement.verdict === 'alive' && wasDead) {
+  } else if ((settlement.verdict === 'alive' || settlement.verdict === 'unlimited') && wasDead) {
     pool.events.revived?.(token.name);
   } else if (settlement.verdict === 'exhausted') {
     const reset = windowOf(token, resource).reset;
@@ -119,7 +129,7 @@ function lease(pool: Pool, token: Token, resource: Resource, switched: boolean):
       const verdict = classify(status, header, body, at);
       if (done) return verdict;
       done = true;
-      const reaction = react(status, verdict, readRateLimit(header), token.secondaryRepeats, at, resource);
+      const reaction = react(status, verdict, readRateLimit(header), token.secondaryRepeats, at, resource, !mentionsRateLimit(header));
       token.secondaryRepeats = reaction.repeats;
       apply(pool, token, status, reaction.settlement, at);
       const spentIn = windowOf(token, reaction.settlement.resource);
@@ -151,7 +161,7 @@ function shortPauseEnd(pool: Pool, at: number, exclude: ReadonlySet<string> | un
   let end: number | undefined;
   for (const token of pool.tokens) {
     if (token.dead || token.pausedUntil <= at || exclude?.has(token.name) === true) continue;
-    if (quotaLeft(view(token, resource), token.pausedUntil) <= 0) continue;
+    if (!hasQuota(view(token, resource), token.pausedUntil)) continue;
     if (end === undefined || token.pausedUntil < end) end = token.pausedUntil;
   }
   return end !== undefined && end - at <= pool.settings.queueTimeoutMs ? end : undefined;
@@ -184,7 +194,7 @@ function rateLimit(pool: Pool, resource: Resource): PoolRateLimit {
   const memo = pool.rateMemo.get(resource);
   if (memo !== undefined && memo.version === pool.version && memo.second === second) return memo.value;
   const value = poolRateLimit(
-    pool.tokens.filter((token) => knows(token, resource)).map((token) => view(token, resource)),
+    pool.tokens.filter((token) => token.unlimited || knows(token, resource)).map((token) => view(token, resource)),
     at,
   );
   pool.rateMemo.set(resource, { version: pool.version, second, value });
@@ -200,29 +210,26 @@ function rateLimits(pool: Pool): Partial<Record<Resource, PoolRateLimit>> {
   return out;
 }
 
-/** One observation or a list of them (GET /rate_limit's every resource). */
-function listOf(observation: RateObservation | readonly RateObservation[] | undefined): readonly RateObservation[] {
-  if (observation === undefined) return [];
+/** One observation or a list of them (GET /rate_limit's every resource); none for `unlimited`. */
+function listOf(observation: Learnt): readonly RateObservation[] {
+  if (observation === undefined || observation === 'unlimited') return [];
   return 'limit' in observation ? [observation] : observation;
 }
 
 /**
  * What GET /rate_limit said about a token: a 401 kills it (it is the confirmation), a 2xx brings a
- * dead one back, and every resource's numbers are learnt.
+ * dead one back, and every resource's numbers are learnt; `unlimited` (404 "Rate limiting is not
+ * enabled.") brings it back too, without limits.
  */
-function learn(
-  pool: Pool,
-  name: string,
-  status: number,
-  observations: RateObservation | readonly RateObservation[] | undefined,
-  error: string | undefined,
-): void {
+function learn(pool: Pool, name: string, status: number, observations: Learnt, error: string | undefined): void {
   const token = pool.byName.get(name);
   if (token === undefined) return;
   const at = pool.now();
   if (error !== undefined) fail(token, at, error);
   else if (status === 401)
     apply(pool, token, status, react(status, { kind: 'dead' }, undefined, token.secondaryRepeats, at).settlement, at);
+  else if (observations === 'unlimited')
+    apply(pool, token, status, react(status, { kind: 'unlimited' }, undefined, token.secondaryRepeats, at).settlement, at);
   else {
     for (const observation of listOf(observations)) {
       const resource = resourceNamed(observation.resource);
@@ -246,6 +253,8 @@ function sync(pool: Pool, name: string, numbers: TokenNumbers, resource: Resourc
     window.known = true;
   }
   token.pausedUntil = Math.max(token.pausedUntil, numbers.pausedUntil);
+  if (numbers.unlimited && !token.unlimited) pool.events.unlimited?.(token.name);
+  token.unlimited = numbers.unlimited;
   if (numbers.dead && !token.dead) {
     token.dead = true;
     fail(token, pool.now(), '401 from upstream (confirmed by another replica): token is invalid or revoked');
@@ -254,6 +263,31 @@ function sync(pool: Pool, name: string, numbers: TokenNumbers, resource: Resourc
     token.dead = false;
   }
   changed(pool);
+}
+
+/**
+ * Makes `next` the members (see MemberPool.replaceMembers): kept and updated members are the same
+ * Token objects (their state stays), removed ones leave the lists (leases in flight hold them and
+ * settle as usual), added ones start unseen.
+ */
+function replaceMembers(pool: Pool, next: readonly PoolToken[]): MembershipChange {
+  const change = diffMembers(
+    pool.tokens.map((token) => ({ name: token.name, value: token.value })),
+    next,
+  );
+  if (!changesAnything(change)) return change;
+  const tokens = next.map((member) => {
+    const token = pool.byName.get(member.name);
+    if (token === undefined) return newToken(member);
+    if (token.value !== member.value) revalue(token, member.value);
+    return token;
+  });
+  pool.tokens = tokens;
+  pool.byName = new Map(tokens.map((token) => [token.name, token]));
+  pool.names = tokens.map((token) => token.name);
+  pool.generation++;
+  changed(pool); // a new member may take a waiter now
+  return change;
 }
 
 function scaleRemaining(pool: Pool, share: number): void {
@@ -272,6 +306,8 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     events,
     tokens,
     byName: new Map(tokens.map((token) => [token.name, token])),
+    names: tokens.map((token) => token.name),
+    generation: 0,
     hits: [],
     queue: createWaitQueue({
       attempt: (opts) => attempt(pool, opts),
@@ -287,19 +323,23 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     rateMemo: new Map(),
   };
   return {
-    names: tokens.map((token) => token.name),
+    get names() {
+      return pool.names;
+    },
     equivalent: settings.equivalent,
     acquire: (opts = {}) => pool.queue.acquire(opts),
     rateLimit: (resource = 'core') => rateLimit(pool, resource),
     rateLimits: () => rateLimits(pool),
     snapshot() {
       const at = now();
-      return tokens.map((token) => tokenReport(token, at));
+      return pool.tokens.map((token) => tokenReport(token, at));
     },
     queueLength: () => pool.queue.length(),
     learn: (name, status, observation, error) => learn(pool, name, status, observation, error),
     authorizationOf: (name) => pool.byName.get(name)?.authorization,
     sync: (name, numbers, resource = 'core') => sync(pool, name, numbers, resource),
+    replaceMembers: (next) => replaceMembers(pool, next),
+    generation: () => pool.generation,
     setMaxConcurrency(max) {
       pool.maxConcurrency = Math.max(1, max);
       pool.queue.pump();

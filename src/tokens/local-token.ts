@@ -27,9 +27,14 @@ export interface Window {
 
 export interface Token {
   readonly name: string;
-  readonly authorization: string;
+  /** The credential (never reported): it changes when the member is updated (membership.ts). */
+  value: string;
+  /** The Authorization header value of `value`. */
+  authorization: string;
   /** A confirmed 401 (every resource). */
   dead: boolean;
+  /** No rate limit applies (every resource: state.ts, unlimited). */
+  unlimited: boolean;
   /** Secondary limit (every resource: it is the credential's), epoch ms. */
   pausedUntil: number;
   /** Requests in flight over every resource (the per-token concurrency cap). */
@@ -43,8 +48,10 @@ export interface Token {
 export function newToken(configured: PoolToken): Token {
   return {
     name: configured.name,
+    value: configured.value,
     authorization: `token ${configured.value}`,
     dead: false,
+    unlimited: false,
     pausedUntil: 0,
     inFlight: 0,
     windows: new Map(),
@@ -52,6 +59,17 @@ export function newToken(configured: PoolToken): Token {
     lastError: null,
     lastErrorAt: null,
   };
+}
+
+/**
+ * The member sends a new credential from its next lease on (leases in flight keep the old one):
+ * its windows, pause and secondary limits stay (they are the name's budget), but a death was the
+ * old credential's, so it is alive again until the new one is refused.
+ */
+export function revalue(token: Token, value: string): void {
+  token.value = value;
+  token.authorization = `token ${value}`;
+  token.dead = false;
 }
 
 /** The token's window of a resource, created (as an unseen one) on first use. */
@@ -77,10 +95,11 @@ export function view(token: Token, resource: Resource): TokenState & TokenNumber
     concurrent: token.inFlight,
     dead: token.dead,
     pausedUntil: token.pausedUntil,
+    unlimited: token.unlimited,
   };
 }
 
-/** Stores numbers (of the token as seen in `resource`) back: the window's, and the token's pause and death. */
+/** Stores numbers (of the token as seen in `resource`) back: the window's, and the token's pause, death and want of limits. */
 export function write(token: Token, resource: Resource, numbers: TokenNumbers): void {
   const window = windowOf(token, resource);
   window.limit = numbers.limit;
@@ -89,6 +108,7 @@ export function write(token: Token, resource: Resource, numbers: TokenNumbers): 
   window.known = numbers.known;
   token.pausedUntil = numbers.pausedUntil;
   token.dead = numbers.dead;
+  token.unlimited = numbers.unlimited;
 }
 
 /** Whether the token knows its numbers in a resource. */
@@ -96,10 +116,10 @@ export function knows(token: Token, resource: Resource): boolean {
   return token.windows.get(resource)?.known === true;
 }
 
-/** The token's /admin/tokens row: core's numbers, its whole concurrency, and every known resource. */
+/** The token's /admin/tokens row: core's numbers, its whole concurrency, and every known resource (none when unlimited). */
 export function tokenReport(token: Token, nowMs: number): TokenReport {
   const resources: Partial<Record<Resource, ResourceReport>> = {};
-  for (const resource of RESOURCES) {
+  for (const resource of token.unlimited ? [] : RESOURCES) {
     const window = token.windows.get(resource);
     if (window?.known === true) resources[resource] = resourceReport(window, nowMs);
   }

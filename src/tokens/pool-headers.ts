@@ -4,8 +4,14 @@
  * x-etagere-token with the name of the token that fetched the response. Built once per change of
  * the pool's numbers, not per request. `forResource(resource)` gives the headers of one resource
  * (core by default), so replies built from a PoolHeaders need not know the resource.
+ *
+ * A pool with an unlimited token (GitHub Enterprise Server with rate limiting off, state.ts) has no
+ * quota to tell: consumers get no x-ratelimit-* at all, as GHES itself sends none (zeros would make
+ * clients that check `remaining` first, such as go-github, refuse to send), and GET /rate_limit
+ * answers GHES's own 404 "Rate limiting is not enabled.", which GitHub clients know.
  */
 import { describesToken } from '../headers/hop-by-hop.js';
+import { RATE_LIMITING_OFF_DOCS_URL, RATE_LIMITING_OFF_MESSAGE } from './rate-limit.js';
 import { basePrefixOf } from '../upstream/client.js';
 import { RESOURCES, type Resource } from './resource.js';
 import type { PoolRateLimit, TokenPool } from './types.js';
@@ -30,6 +36,7 @@ export interface PoolHeaders {
 }
 
 function pairs(rl: PoolRateLimit, resource: Resource): string[] {
+  if (rl.unlimited === true) return [];
   // prettier-ignore
   return [
     'x-ratelimit-limit', String(rl.limit),
@@ -104,16 +111,24 @@ export function isRateLimitPath(path: string, basePath: string): boolean {
   return pathOnly === `${basePrefixOf(basePath)}/rate_limit`;
 }
 
+/** GET /rate_limit's answer when the pool is unlimited: GitHub Enterprise Server's own, with rate limiting off. */
+function rateLimitingOffBody(): { status: number; headers: Record<string, string>; body: Buffer } {
+  const body = Buffer.from(JSON.stringify({ message: RATE_LIMITING_OFF_MESSAGE, documentation_url: RATE_LIMITING_OFF_DOCS_URL }));
+  return { status: 404, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' }, body };
+}
+
 /**
  * The answer to GET /rate_limit for a pool consumer: the pool as one quota in every resource
  * (`pool.rateLimits()`; or core alone), in GitHub's shape, so clients that pace themselves by it
- * (Octokit's throttling, scripts) see what they may spend.
+ * (Octokit's throttling, scripts) see what they may spend; or, when the pool is unlimited, the 404
+ * of rate limiting off.
  */
 export function poolRateLimitBody(
   headers: PoolHeaders,
   limits: PoolRateLimit | Partial<Record<Resource, PoolRateLimit>>,
-): { headers: Record<string, string>; body: Buffer } {
+): { status: number; headers: Record<string, string>; body: Buffer } {
   const byResource: Partial<Record<Resource, PoolRateLimit>> = 'limit' in limits ? { core: limits as PoolRateLimit } : limits;
+  if (byResource.core?.unlimited === true) return rateLimitingOffBody();
   const resources: Record<string, { limit: number; used: number; remaining: number; reset: number; resource: string }> = {};
   for (const resource of RESOURCES) {
     const rl = byResource[resource];
@@ -121,5 +136,9 @@ export function poolRateLimitBody(
   }
   const core = resources.core ?? { limit: 0, used: 0, remaining: 0, reset: Math.ceil(Date.now() / 1000), resource: 'core' };
   const body = Buffer.from(JSON.stringify({ resources: { ...resources, core }, rate: core }));
-  return { headers: { ...headers.record('core'), 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' }, body };
+  return {
+    status: 200,
+    headers: { ...headers.record('core'), 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' },
+    body,
+  };
 }

@@ -2,10 +2,12 @@
  * One upstream exchange on a pool token: take a lease in the request's rate-limit resource (its
  * path says which: resource.ts), send with its Authorization, tell the pool what came back, and
  * try another token when the answer was the token's fault (primary or secondary rate limit).
- * A 401 is the token's fault only once GET /rate_limit with the token answers 401 too
- * (`pool.confirm`): then the token is dead and the request is tried on another; otherwise the
- * 401 is about the request and goes to the client as it is. Without a pool it is a plain
- * `fetchBuffered`.
+ * A 401 "Bad credentials" first asks whether the credential can be renewed (`pool.renew`: a GitHub
+ * App installation token is re-minted once): renewed, the request is sent again on the new
+ * credential; gone (the member left the pool), on another token. Otherwise a 401 is the token's fault only once
+ * GET /rate_limit with the token answers 401 too (`pool.confirm`): then the token is dead and the
+ * request is tried on another; otherwise the 401 is about the request and goes to the client as
+ * it is. Without a pool it is a plain `fetchBuffered`.
  */
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
@@ -14,7 +16,7 @@ import type { PoolHeaders } from './pool-headers.js';
 import { retryable, unauthorizedKind } from './rate-limit.js';
 import type { ConsumerGate } from './consumer-budget.js';
 import { resourceOf } from './resource.js';
-import type { Confirmation, TokenPool, Unavailable } from './types.js';
+import type { Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './types.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
 export interface PoolContext {
@@ -44,9 +46,17 @@ export type PooledFetched =
 export const MAX_TOKEN_ATTEMPTS = 3;
 
 interface Req {
-  method: 'GET' | 'HEAD';
+  method: 'GET' | 'HEAD' | 'POST';
   path: string;
   headers: Record<string, string | string[]>;
+  body?: Buffer;
+  /**
+   * The status an answer counts as for its token, when its status alone does not say (GraphQL: a
+   * 200 whose errors say RATE_LIMITED counts as a 429, src/graphql/rate-limited.ts).
+   */
+  tokenStatus?: (status: number, body: Buffer, header: HeaderLookup) => number;
+  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/validators.ts). */
+  perToken?: (name: string, authorization: string) => Record<string, string>;
 }
 
 export async function fetchPooled(
@@ -91,6 +101,12 @@ function confirmed(pool: TokenPool, name: string, body: string | undefined): Pro
   return pool.confirm(name, unauthorizedKind(body)).catch(() => 'unknown' as const);
 }
 
+/** What became of the lease's credential after its 401 (never rejects: a failure is 'no'). */
+function renewal(pool: TokenPool, lease: Lease): Promise<Renewal> {
+  if (pool.renew === undefined) return Promise.resolve('no');
+  return pool.renew(lease.name, lease.authorization).catch(() => 'no' as const);
+}
+
 async function onTokens(
   client: UpstreamClient,
   req: Req,
@@ -107,14 +123,18 @@ async function onTokens(
     if (acquired.kind === 'unavailable') return acquired;
     const { lease } = acquired;
     fair.sent++;
-    const fetched = await fetchBuffered(client, { ...req, headers: { ...req.headers, authorization: lease.authorization } }, maxBytes);
+    const headers = { ...req.headers, ...req.perToken?.(lease.name, lease.authorization), authorization: lease.authorization };
+    const fetched = await fetchBuffered(client, { ...req, headers }, maxBytes);
     const switched = prefer !== undefined && lease.name !== prefer;
     if (fetched.kind === 'failed') {
       lease.cancel();
       return { kind: 'fetched', f: fetched, token: lease.name, switched };
     }
-    const limited = fetched.kind === 'response' && (fetched.status === 403 || fetched.status === 429);
-    const verdict = lease.settle(fetched.status, headerReader(fetched.headers), limited ? fetched.body.toString('utf8') : undefined);
+    const header = headerReader(fetched.headers);
+    const status =
+      fetched.kind === 'response' && req.tokenStatus !== undefined ? req.tokenStatus(fetched.status, fetched.body, header) : fetched.status;
+    const limited = fetched.kind === 'response' && (status === 403 || status === 429);
+    const verdict = lease.settle(status, header, limited ? fetched.body.toString('utf8') : undefined);
     attempts++;
     const more = fetched.kind === 'response' && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length);
     if (more && retryable(verdict)) {
@@ -123,10 +143,20 @@ async function onTokens(
       if (verdict.kind !== 'secondary') tried.add(lease.name);
       continue;
     }
+    const unauthorized = verdict.kind === 'unauthorized' && fetched.kind === 'response' ? fetched.body.toString('utf8', 0, 512) : undefined;
+    if (unauthorized !== undefined && unauthorizedKind(unauthorized) === 'credentials') {
+      // "Bad credentials": a renewable credential (an App installation token) is re-minted before
+      // anything else. Another 401 (an App-only endpoint's) is about the request: nothing is minted.
+      const renewed = await renewal(pool, lease);
+      if (renewed !== 'no' && attempts < MAX_TOKEN_ATTEMPTS) {
+        if (renewed === 'gone') tried.add(lease.name);
+        continue; // renewed: the same member, with its new credential
+      }
+    }
     if (verdict.kind === 'unauthorized') {
       // Only a confirmed 401 kills the token. When no other token may be tried, the 401 goes to
       // the client at once and the confirmation runs on its own.
-      const confirmation = confirmed(pool, lease.name, fetched.kind === 'response' ? fetched.body.toString('utf8', 0, 512) : undefined);
+      const confirmation = confirmed(pool, lease.name, unauthorized);
       if (more && (await confirmation) === 'dead') {
         tried.add(lease.name); // the token is dead (the pool knows); the request was not at fault
         continue;

@@ -25,6 +25,28 @@ export function readRateLimit(header: HeaderLookup): RateObservation | undefined
   return { limit, remaining: Math.min(remaining, limit), reset, resource: (header('x-ratelimit-resource') ?? 'core').trim().toLowerCase() };
 }
 
+const RATE_LIMIT_NUMBERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-ratelimit-used'] as const;
+
+/**
+ * Whether an answer names a rate limit at all: any of x-ratelimit-limit, -remaining, -reset or
+ * -used, whatever its value. An answer without any is silent (state.ts `react`): the upstream may
+ * apply no rate limit. Garbage values are not silence: they teach nothing, and end nothing.
+ */
+export function mentionsRateLimit(header: HeaderLookup): boolean {
+  return RATE_LIMIT_NUMBERS.some((name) => header(name) !== undefined);
+}
+
+/** GitHub Enterprise Server's answer to GET /rate_limit when its administrator left rate limiting off (its default): a 404. */
+export const RATE_LIMITING_OFF_MESSAGE = 'Rate limiting is not enabled.';
+export const RATE_LIMITING_OFF_DOCS_URL = 'https://docs.github.com/enterprise-server@latest/rest/rate-limit/rate-limit';
+
+/** Whether GET /rate_limit's answer says the upstream applies no rate limit (a 404 with GitHub's message). */
+export function rateLimitingOff(status: number, body: string): boolean {
+  if (status !== 404) return false;
+  const parsed = parseBody(body) as { message?: unknown } | undefined;
+  return parsed?.message === RATE_LIMITING_OFF_MESSAGE;
+}
+
 /** One budget of GET /rate_limit's body, if its numbers are whole and not negative. */
 function budgetOf(value: unknown, resource: string): RateObservation | undefined {
   if (value === null || typeof value !== 'object') return undefined;

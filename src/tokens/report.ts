@@ -3,27 +3,33 @@
  * /admin/tokens rows and the pool gauges) and the pool as one quota (the x-ratelimit-* headers
  * and GET /rate_limit answer pool consumers see). Pure.
  */
-import { quotaLeft, RESET_GRACE_MS, windowOver } from './state.js';
+import { hasQuota, quotaLeft, RESET_GRACE_MS, windowOver } from './state.js';
 import type { Resource } from './resource.js';
 import type { PoolRateLimit, ResourceReport, TokenHealth, TokenNumbers, TokenReport, TokenState } from './types.js';
 
 export function healthOf(token: TokenState, nowMs: number): TokenHealth {
   if (token.dead) return 'dead';
   if (token.pausedUntil > nowMs) return 'paused';
-  return quotaLeft(token, nowMs) <= 0 ? 'exhausted' : 'ok';
+  return hasQuota(token, nowMs) ? 'ok' : 'exhausted';
 }
 
 /**
  * The pool as one quota, as consumers see it in x-ratelimit-*: the sums of limits and remaining
  * over live tokens (limit = remaining + used), and the earliest reset. Paused tokens count with
- * their quota (it comes back); dead ones not at all.
+ * their quota (it comes back); dead ones not at all. Unlimited tokens have no numbers to add: one
+ * live unlimited token makes the pool `unlimited` (it always has a token that costs no quota).
  */
 export function poolRateLimit(tokens: readonly TokenState[], nowMs: number): PoolRateLimit {
   let limit = 0;
   let remaining = 0;
   let reset = Number.POSITIVE_INFINITY;
+  let unlimited = false;
   for (const token of tokens) {
     if (token.dead) continue;
+    if (token.unlimited === true) {
+      unlimited = true;
+      continue;
+    }
     limit += token.limit;
     remaining += Math.max(0, quotaLeft(token, nowMs));
     const tokenReset = windowOver(token, nowMs) ? Math.ceil((nowMs + RESET_GRACE_MS) / 1000) : token.reset;
@@ -31,11 +37,11 @@ export function poolRateLimit(tokens: readonly TokenState[], nowMs: number): Poo
   }
   if (!Number.isFinite(reset)) reset = Math.ceil(nowMs / 1000);
   remaining = Math.min(remaining, limit);
-  return { limit, remaining, used: limit - remaining, reset };
+  return unlimited ? { limit, remaining, used: limit - remaining, reset, unlimited } : { limit, remaining, used: limit - remaining, reset };
 }
 
 /** A token as the pool keeps it: its numbers, its reservations and the last error it met. */
-export interface ReportedToken extends TokenState, TokenNumbers {
+export interface ReportedToken extends Omit<TokenState, 'unlimited'>, TokenNumbers {
   readonly lastError: string | null;
   /** Epoch ms. */
   readonly lastErrorAt: number | null;
@@ -49,22 +55,26 @@ export function resourceReport(window: Pick<TokenNumbers, 'limit' | 'remaining' 
 
 /**
  * One token's row: numbers (core's) only once learnt, the state 'unknown' until something is
- * known, and the numbers of every resource learnt so far.
+ * known, and the numbers of every resource learnt so far. An unlimited token is known (its state
+ * is its health) and has no numbers.
  */
 export function reportOf(token: ReportedToken, nowMs: number, resources: Partial<Record<Resource, ResourceReport>> = {}): TokenReport {
-  const left = token.known ? Math.max(0, quotaLeft(token, nowMs)) : null;
+  const numbered = token.known && !token.unlimited;
+  const left = numbered ? Math.max(0, quotaLeft(token, nowMs)) : null;
+  const seen = token.known || token.unlimited || token.dead || token.pausedUntil > nowMs;
   return {
     name: token.name,
-    state: token.known || token.dead || token.pausedUntil > nowMs ? healthOf(token, nowMs) : 'unknown',
-    limit: token.known ? token.limit : null,
+    state: seen ? healthOf(token, nowMs) : 'unknown',
+    limit: numbered ? token.limit : null,
     remaining: left,
     used: left === null ? null : token.limit - left,
-    reset: token.known ? token.reset : null,
+    reset: numbered ? token.reset : null,
     in_flight: token.inFlight,
     paused_until: token.pausedUntil > nowMs ? new Date(token.pausedUntil).toISOString() : null,
     last_error: token.lastError,
     last_error_at: token.lastErrorAt === null ? null : new Date(token.lastErrorAt).toISOString(),
     resources,
+    unlimited: token.unlimited,
   };
 }
 
@@ -82,5 +92,6 @@ export function unknownReport(name: string): TokenReport {
     last_error: null,
     last_error_at: null,
     resources: {},
+    unlimited: false,
   };
 }

@@ -15,6 +15,10 @@
  * - A heartbeat counts live replicas (N): each takes 1/N of the whole-upstream concurrency cap.
  * - Redis unavailable: this replica keeps serving from its own pool, conservatively assuming it
  *   owns 1/N of what was left; when Redis answers again the shared numbers take over.
+ * - Membership changes (replaceMembers): a removed member's keys expire REMOVED_STATE_TTL_MS later
+ *   (other replicas may still use it until they reload; past the longest window its numbers are
+ *   stale anyway), an added or updated member's keys no longer expire, and an updated member's
+ *   shared dead flag goes (it was the old credential's).
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
@@ -34,10 +38,11 @@ import {
   settleArgs,
   type Reply,
 } from './shared-scripts.js';
+import { changesAnything } from './membership.js';
 import { heldByOthers, react } from './state.js';
-import { readRateLimit } from './rate-limit.js';
+import { mentionsRateLimit, readRateLimit } from './rate-limit.js';
 import { RESOURCES, type Resource } from './resource.js';
-import type { AcquireOptions, Acquired, Lease, LocalTokenPool, RateObservation, TokenPool, Verdict } from './types.js';
+import type { AcquireOptions, Acquired, Lease, LocalTokenPool, MemberPool, MembershipChange, RateObservation, Verdict } from './types.js';
 
 interface BudgetCommands {
   etagereReserve(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
@@ -70,7 +75,10 @@ export interface SharedBudgetSettings {
 /** Pause before asking Redis again when a token's units are all reserved by other replicas. */
 const BUSY_RETRY_MS = 5;
 
-export interface SharedTokenPool extends TokenPool {
+/** How long a removed member's shared state outlives its removal: an hour (GitHub's longest window) and a margin. */
+export const REMOVED_STATE_TTL_MS = 65 * 60_000;
+
+export interface SharedTokenPool extends MemberPool {
   /** True while the budget is shared through Redis; false in the local fallback. */
   shared(): boolean;
   /** Live replicas seen by the heartbeat. */
@@ -151,18 +159,21 @@ async function heartbeat(budget: Budget, heartbeatMs: number): Promise<void> {
   await refresh(budget);
 }
 
-/** Applies an answer to a request in `resource` to the token's shared numbers (`member` '' when nothing was reserved). */
+/**
+ * Applies an answer to a request in `resource` to the token's shared numbers (`member` '' when
+ * nothing was reserved; `silent`: the answer carried no rate-limit header at all).
+ */
 function settleShared(
   budget: Budget,
   name: string,
   member: string,
-  status: number,
-  observation: RateObservation | undefined,
-  verdict: Verdict | { kind: 'alive' },
+  answer: { status: number; observation: RateObservation | undefined; silent: boolean },
+  verdict: Verdict | { kind: 'alive' } | { kind: 'unlimited' },
   resource: Resource,
 ): void {
   const now = Date.now();
-  const reaction = react(status, verdict, observation, budget.repeats.get(name) ?? 0, now, resource);
+  const { status, observation, silent } = answer;
+  const reaction = react(status, verdict, observation, budget.repeats.get(name) ?? 0, now, resource, silent);
   if (reaction.repeats === 0) budget.repeats.delete(name);
   else budget.repeats.set(name, reaction.repeats);
   const args = settleArgs(member, reaction.settlement, now);
@@ -183,7 +194,8 @@ function sharedLease(budget: Budget, lease: Lease, member: string): Lease {
     switched: lease.switched,
     settle(status, header, body) {
       const verdict = lease.settle(status, header, body);
-      settleShared(budget, lease.name, member, status, readRateLimit(header), verdict, lease.resource);
+      const answer = { status, observation: readRateLimit(header), silent: !mentionsRateLimit(header) };
+      settleShared(budget, lease.name, member, answer, verdict, lease.resource);
       return verdict;
     },
     cancel() {
@@ -191,6 +203,24 @@ function sharedLease(budget: Budget, lease: Lease, member: string): Lease {
       void budget.conn.run('release', (client) => client.zrem(budget.keys.reservations(lease.name), member));
     },
   };
+}
+
+/** The shared side of a membership change (see the top of this file); then the added members' shared numbers. */
+function membersChanged(budget: Budget, change: MembershipChange): void {
+  const { keys } = budget;
+  for (const name of change.removed) budget.repeats.delete(name);
+  void budget.conn
+    .run('members', (client) => {
+      const batch = client.multi();
+      for (const name of change.removed) {
+        batch.pexpire(keys.token(name), REMOVED_STATE_TTL_MS);
+        batch.pexpire(keys.reservations(name), REMOVED_STATE_TTL_MS);
+      }
+      for (const name of [...change.added, ...change.updated]) batch.persist(keys.token(name)).persist(keys.reservations(name));
+      for (const name of change.updated) batch.hset(keys.token(name), 'dead', 0);
+      return batch.exec();
+    })
+    .then(() => refresh(budget));
 }
 
 /** A lease from the local pool that Redis also granted (or the local one, in the fallback). */
@@ -268,7 +298,9 @@ export function createSharedTokenPool(
   timer.unref();
 
   return {
-    names: local.names,
+    get names() {
+      return local.names;
+    },
     equivalent: local.equivalent,
     acquire: (opts = {}) => acquire(budget, opts),
     rateLimit: (resource) => local.rateLimit(resource),
@@ -276,15 +308,30 @@ export function createSharedTokenPool(
     snapshot: () => local.snapshot(),
     queueLength: () => local.queueLength(),
     authorizationOf: (name) => local.authorizationOf(name),
+    replaceMembers(tokens) {
+      const change = local.replaceMembers(tokens);
+      if (changesAnything(change)) membersChanged(budget, change);
+      return change;
+    },
+    generation: () => local.generation(),
     learn(name, status, observation, error) {
       local.learn(name, status, observation, error);
       if (error !== undefined) return;
-      // A 401 is the confirmation (dead, with an expiry); a 2xx proves the token good (the shared flag goes).
+      // A 401 is the confirmation (dead, with an expiry); a 2xx proves the token good (the shared
+      // flag goes), and so does rate limiting off (the token is unlimited for every replica).
       const verdict =
-        status === 401 ? { kind: 'dead' as const } : status >= 200 && status < 300 ? { kind: 'alive' as const } : { kind: 'ok' as const };
-      const observations = observation === undefined ? [] : 'limit' in observation ? [observation] : observation;
-      if (observations.length === 0) settleShared(budget, name, '', status, undefined, verdict, 'core');
-      for (const seen of observations) settleShared(budget, name, '', status, seen, verdict, 'core');
+        status === 401
+          ? { kind: 'dead' as const }
+          : observation === 'unlimited'
+            ? { kind: 'unlimited' as const }
+            : status >= 200 && status < 300
+              ? { kind: 'alive' as const }
+              : { kind: 'ok' as const };
+      const observations =
+        observation === undefined || observation === 'unlimited' ? [] : 'limit' in observation ? [observation] : observation;
+      const silent = false; // a probe's answer never makes a token unlimited by its silence
+      if (observations.length === 0) settleShared(budget, name, '', { status, observation: undefined, silent }, verdict, 'core');
+      for (const seen of observations) settleShared(budget, name, '', { status, observation: seen, silent }, verdict, 'core');
     },
     close() {
       clearInterval(timer);

@@ -11,7 +11,8 @@
  * Keys share the hash tag {pool}, so every script stays in one Cluster slot:
  *   <prefix>{pool}:t:<name>  hash: <resource>:limit, <resource>:remaining, <resource>:reset,
  *                            <resource>:known per resource; paused (epoch ms); dead (epoch ms
- *                            until which the token is dead: the flag expires, see DEAD_FLAG_TTL_MS)
+ *                            until which the token is dead: the flag expires, see DEAD_FLAG_TTL_MS);
+ *                            unlimited (1: no rate limit applies, every resource; state.ts)
  *   <prefix>{pool}:r:<name>  zset: reservation "<resource>|<id>" -> expiry (epoch ms); their count
  *                            is the per-token concurrency, those of one resource hold its quota
  *   <prefix>{pool}:replicas  zset: replica id -> heartbeat expiry (epoch ms)
@@ -49,11 +50,11 @@ const bit = (b: boolean): number => (b ? 1 : 0);
  */
 const STATE = `
 local function numbers(key, r, now)
-  local h = redis.call('HMGET', key, r .. ':limit', r .. ':remaining', r .. ':reset', 'paused', 'dead', r .. ':known')
+  local h = redis.call('HMGET', key, r .. ':limit', r .. ':remaining', r .. ':reset', 'paused', 'dead', r .. ':known', 'unlimited')
   local dead = 0
   if (tonumber(h[5]) or 0) > now then dead = 1 end
   return {tonumber(h[1]) or ${UNSEEN.limit}, tonumber(h[2]) or ${UNSEEN.remaining}, tonumber(h[3]) or ${UNSEEN.reset},
-    tonumber(h[4]) or ${UNSEEN.pausedUntil}, dead, tonumber(h[6]) or ${bit(UNSEEN.known)}}
+    tonumber(h[4]) or ${UNSEEN.pausedUntil}, dead, tonumber(h[6]) or ${bit(UNSEEN.known)}, tonumber(h[7]) or ${bit(UNSEEN.unlimited)}}
 end
 local function held(reservations, r)
   local all = redis.call('ZRANGE', reservations, 0, -1)
@@ -67,13 +68,14 @@ end
 local function state(ok, key, reservations, r, now)
   local n = numbers(key, r, now)
   local mine, all = held(reservations, r)
-  return {ok, n[1], n[2], n[3], n[4], n[5], n[6], mine, all}
+  return {ok, n[1], n[2], n[3], n[4], n[5], n[6], mine, all, n[7]}
 end
 `;
 
 /**
  * Reserves one unit of a resource when state.ts's `canReserve` allows it, after dropping expired
- * reservations: the quota counts the resource's reservations, the per-token cap all of them.
+ * reservations: the quota counts the resource's reservations (an unlimited token has no quota to
+ * count), the per-token cap all of them.
  * KEYS: token hash, reservations. ARGV: now (ms), member, expiry (ms), per-token cap, reset grace (ms), resource.
  */
 export const RESERVE = `${STATE}
@@ -81,11 +83,11 @@ local now = tonumber(ARGV[1])
 local r = ARGV[6]
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local s = state(0, KEYS[1], KEYS[2], r, now)
-local limit, remaining, reset, paused, dead, mine, all = s[2], s[3], s[4], s[5], s[6], s[8], s[9]
+local limit, remaining, reset, paused, dead, mine, all, unlimited = s[2], s[3], s[4], s[5], s[6], s[8], s[9], s[10]
 if dead == 1 or paused > now then return s end
 local left = remaining
 if now >= reset * 1000 + tonumber(ARGV[5]) then left = limit end
-if all >= tonumber(ARGV[4]) or left - mine <= 0 then return s end
+if all >= tonumber(ARGV[4]) or (unlimited ~= 1 and left - mine <= 0) then return s end
 redis.call('ZADD', KEYS[2], tonumber(ARGV[3]), ARGV[2])
 s[1] = 1
 s[8] = mine + 1
@@ -95,10 +97,11 @@ return s
 
 /**
  * Drops the reservation, then applies state.ts's `settle` in the settlement's resource: observe
- * the answer's numbers, then its verdict. KEYS: token hash, reservations. ARGV: member ('' for
- * none), has observation (0/1), limit, remaining, reset, verdict (ok, unauthorized, dead, alive,
- * exhausted, secondary), the upstream's reset for an exhaustion (0 for none), pause until (ms),
- * now (ms), the no-reset fallback (epoch s), resource, dead until (ms).
+ * the answer's numbers (which end `unlimited`), then its verdict. KEYS: token hash, reservations.
+ * ARGV: member ('' for none), has observation (0/1), limit, remaining, reset, verdict (ok,
+ * unauthorized, dead, alive, unlimited, exhausted, secondary), the upstream's reset for an
+ * exhaustion (0 for none), pause until (ms), now (ms), the no-reset fallback (epoch s), resource,
+ * dead until (ms), numberless (0/1: an ok answer without any rate-limit header).
  */
 export const SETTLE = `${STATE}
 if ARGV[1] ~= '' then redis.call('ZREM', KEYS[2], ARGV[1]) end
@@ -114,16 +117,22 @@ if ARGV[2] == '1' then
   elseif oreset == reset then
     redis.call('HSET', KEYS[1], r .. ':limit', olimit, r .. ':remaining', math.min(remaining, oremaining))
   end
+  redis.call('HSET', KEYS[1], 'unlimited', 0)
+  known = 1
 end
 local v = ARGV[6]
-if v == 'dead' then
+if v == 'ok' then
+  if ARGV[13] == '1' and known == 0 then redis.call('HSET', KEYS[1], 'unlimited', 1) end
+elseif v == 'dead' then
   redis.call('HSET', KEYS[1], 'dead', tonumber(ARGV[12]))
 elseif v == 'alive' then
   redis.call('HSET', KEYS[1], 'dead', 0)
+elseif v == 'unlimited' then
+  redis.call('HSET', KEYS[1], 'dead', 0, 'unlimited', 1)
 elseif v == 'exhausted' then
   local until_ = math.max(reset, tonumber(ARGV[7]))
   if until_ * 1000 <= now then until_ = tonumber(ARGV[10]) end
-  redis.call('HSET', KEYS[1], r .. ':remaining', 0, r .. ':reset', until_, r .. ':known', 1)
+  redis.call('HSET', KEYS[1], r .. ':remaining', 0, r .. ':reset', until_, r .. ':known', 1, 'unlimited', 0)
 elseif v == 'secondary' then
   redis.call('HSET', KEYS[1], 'paused', math.max(paused, tonumber(ARGV[8])))
 end
@@ -157,7 +166,8 @@ return redis.call('ZCARD', KEYS[1])
 
 /**
  * Reply of RESERVE and SETTLE (and of each token and resource in READ): ok flag, the token's
- * numbers in the resource, its reservations in the resource, all its reservations.
+ * numbers in the resource, its reservations in the resource, all its reservations, and whether no
+ * rate limit applies to it.
  */
 export type Reply = [
   ok: number,
@@ -169,8 +179,9 @@ export type Reply = [
   known: number,
   reserved: number,
   reservedAll: number,
+  unlimited: number,
 ];
-export const REPLY_LENGTH = 9;
+export const REPLY_LENGTH = 10;
 
 /** A reply as the pool reads it. */
 export interface SharedState {
@@ -184,10 +195,10 @@ export interface SharedState {
 }
 
 export function decodeReply(reply: readonly number[]): SharedState {
-  const [ok, limit, remaining, reset, paused, dead, known, reserved, reservedAll] = reply as Reply;
+  const [ok, limit, remaining, reset, paused, dead, known, reserved, reservedAll, unlimited] = reply as Reply;
   return {
     granted: ok === 1,
-    numbers: { limit, remaining, reset, pausedUntil: paused, dead: dead === 1, known: known === 1 },
+    numbers: { limit, remaining, reset, pausedUntil: paused, dead: dead === 1, known: known === 1, unlimited: unlimited === 1 },
     reserved,
     reservedAll,
   };
@@ -221,6 +232,7 @@ export function settleArgs(member: string, settlement: Settlement, nowMs: number
     fallbackReset(nowMs),
     settlement.resource,
     settlement.deadUntil,
+    settlement.numberless ? '1' : '0',
   ];
 }
 
@@ -241,5 +253,6 @@ export function hashOf(numbers: TokenNumbers, resource: Resource = 'core', deadU
     [`${resource}:known`]: bit(numbers.known),
     paused: numbers.pausedUntil,
     dead: numbers.dead ? deadUntil : 0,
+    unlimited: bit(numbers.unlimited),
   };
 }

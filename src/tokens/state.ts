@@ -22,6 +22,12 @@
  *   usable reset, for NO_RESET_FALLBACK_S); a secondary limit pauses the token in every resource
  *   (GitHub's secondary limits are per credential: Retry-After, else 60 s doubling per repeat,
  *   capped at 1 h).
+ * - unlimited: an upstream may apply no rate limit at all (GitHub Enterprise Server's default:
+ *   GET /rate_limit answers 404 "Rate limiting is not enabled." and answers carry no x-ratelimit-*).
+ *   Such a token holds quota without end in every resource (only its pause, death and concurrency
+ *   cap stop it). It becomes so when GET /rate_limit says so (`unlimited`, which also revives it),
+ *   or when a served answer carries no rate-limit header at all while the token has no numbers in
+ *   the request's resource (`numberless`); numbers seen later, or a spent limit, end it.
  * - slowdown: secondary limits on two tokens within a minute cut the whole-upstream concurrency.
  *
  * No I/O and no timers: every function takes the time as an argument (epoch ms).
@@ -43,7 +49,15 @@ export const NO_RESET_FALLBACK_S = 60;
 export const DEAD_FLAG_TTL_MS = 15 * 60_000;
 
 /** A token never seen holds one unit: one request at a time learns its real numbers. */
-export const UNSEEN: TokenNumbers = Object.freeze({ limit: 1, remaining: 1, reset: 0, pausedUntil: 0, dead: false, known: false });
+export const UNSEEN: TokenNumbers = Object.freeze({
+  limit: 1,
+  remaining: 1,
+  reset: 0,
+  pausedUntil: 0,
+  dead: false,
+  known: false,
+  unlimited: false,
+});
 
 /** The reset assumed when none is usable: NO_RESET_FALLBACK_S from now (epoch seconds). */
 export function fallbackReset(nowMs: number): number {
@@ -59,6 +73,7 @@ export function numbersOf(token: TokenNumbers): TokenNumbers {
     pausedUntil: token.pausedUntil,
     dead: token.dead,
     known: token.known,
+    unlimited: token.unlimited,
   };
 }
 
@@ -67,7 +82,7 @@ export function numbersOf(token: TokenNumbers): TokenNumbers {
 
 type Window = Pick<TokenNumbers, 'limit' | 'remaining' | 'reset'>;
 /** A token's numbers with its reservations: what reserving looks at. */
-export type Reservable = Pick<TokenState, 'limit' | 'remaining' | 'reset' | 'inFlight' | 'dead' | 'pausedUntil'>;
+export type Reservable = Pick<TokenState, 'limit' | 'remaining' | 'reset' | 'inFlight' | 'dead' | 'pausedUntil' | 'unlimited'>;
 
 export function windowOver(token: Pick<TokenNumbers, 'reset'>, nowMs: number): boolean {
   return nowMs >= token.reset * 1000 + RESET_GRACE_MS;
@@ -76,6 +91,11 @@ export function windowOver(token: Pick<TokenNumbers, 'reset'>, nowMs: number): b
 /** Quota the token holds, before reservations: a renewed window holds its whole limit. */
 export function quotaLeft(token: Window, nowMs: number): number {
   return windowOver(token, nowMs) ? token.limit : token.remaining;
+}
+
+/** Whether the token holds quota now (before reservations): an unlimited one always does. */
+export function hasQuota(token: Window & { readonly unlimited?: boolean | undefined }, nowMs: number): boolean {
+  return token.unlimited === true || quotaLeft(token, nowMs) > 0;
 }
 
 /** Quota a token can still hand out now: what it holds minus in-flight reservations. */
@@ -88,7 +108,12 @@ export function available(token: Reservable, nowMs: number): number {
  * there (against the quota), `concurrent` those over every resource (against the per-token cap).
  */
 export function canReserve(token: Reservable & { readonly concurrent?: number }, nowMs: number, maxInFlight: number): boolean {
-  return !token.dead && token.pausedUntil <= nowMs && (token.concurrent ?? token.inFlight) < maxInFlight && available(token, nowMs) > 0;
+  return (
+    !token.dead &&
+    token.pausedUntil <= nowMs &&
+    (token.concurrent ?? token.inFlight) < maxInFlight &&
+    (token.unlimited === true || available(token, nowMs) > 0)
+  );
 }
 
 /**
@@ -96,7 +121,7 @@ export function canReserve(token: Reservable & { readonly concurrent?: number },
  * (they come back soon, so asking again is worth it) rather than it being dead, paused or spent.
  */
 export function heldByOthers(token: TokenNumbers, reserved: number, nowMs: number): boolean {
-  return !token.dead && token.pausedUntil <= nowMs && quotaLeft(token, nowMs) > 0 && reserved > 0;
+  return !token.dead && token.pausedUntil <= nowMs && hasQuota(token, nowMs) && reserved > 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -119,7 +144,10 @@ export function mergeObservation(
   return { limit: observation.limit, remaining: Math.min(token.remaining, observation.remaining), reset: token.reset };
 }
 
-/** A token's numbers in `resource` after an answer's x-ratelimit-* (unchanged by an observation of another resource). */
+/**
+ * A token's numbers in `resource` after an answer's x-ratelimit-* (unchanged by an observation of
+ * another resource). Numbers seen mean the upstream applies rate limits: the token is no longer unlimited.
+ */
 export function observe(token: TokenNumbers, observation: RateObservation | undefined, resource: Resource = 'core'): TokenNumbers {
   if (observation === undefined || observation.resource !== resource) return numbersOf(token);
   const merged = mergeObservation(token, observation, token.known, resource);
@@ -130,6 +158,7 @@ export function observe(token: TokenNumbers, observation: RateObservation | unde
     pausedUntil: token.pausedUntil,
     dead: token.dead,
     known: true,
+    unlimited: false,
   };
 }
 
@@ -146,10 +175,10 @@ export function secondaryPauseMs(retryAfter: number | undefined, repeats: number
 }
 
 /**
- * What a settlement does: an answer's verdict, or `alive` when GET /rate_limit answered a token
- * (a dead one comes back).
+ * What a settlement does: an answer's verdict, `alive` when GET /rate_limit answered a token (a
+ * dead one comes back), or `unlimited` when it answered that rate limiting is off (alive too).
  */
-export type SettleKind = Verdict['kind'] | 'alive';
+export type SettleKind = Verdict['kind'] | 'alive' | 'unlimited';
 
 /** What one answer does to a token's shared numbers: the same for every holder of the pool. */
 export interface Settlement {
@@ -164,20 +193,28 @@ export interface Settlement {
   readonly pauseUntil: number;
   /** dead: until when the shared dead flag holds (epoch ms); 0 otherwise. */
   readonly deadUntil: number;
+  /**
+   * ok: the answer was served (below 500) and carried no rate-limit header at all: a token with no
+   * numbers in the resource is taken as unlimited. False otherwise.
+   */
+  readonly numberless: boolean;
 }
 
 /**
  * Reaction to an answer to a request in `resource` (core by default): its settlement, and the
  * token's count of secondary limits in a row (one more after a secondary limit, back to 0 after a
  * success, unchanged otherwise), which each holder keeps for itself and which doubles the pause.
+ * `silent`: the answer carried no x-ratelimit-limit, -remaining, -reset or -used header at all
+ * (rate-limit.ts `mentionsRateLimit`; garbage values are not silence).
  */
 export function react(
   status: number,
-  verdict: Verdict | { kind: 'alive' },
+  verdict: Verdict | { kind: 'alive' } | { kind: 'unlimited' },
   observation: RateObservation | undefined,
   repeats: number,
   nowMs: number,
   resource: Resource = 'core',
+  silent = false,
 ): { settlement: Settlement; repeats: number } {
   const next = verdict.kind === 'secondary' ? repeats + 1 : verdict.kind === 'ok' && status < 400 ? 0 : repeats;
   // A 401's numbers are not the token's: the request was not taken as the token's (GitHub reports
@@ -193,6 +230,7 @@ export function react(
       exhaustedReset: verdict.kind === 'exhausted' ? verdict.reset : undefined,
       pauseUntil: verdict.kind === 'secondary' ? nowMs + secondaryPauseMs(verdict.retryAfterMs, next) : 0,
       deadUntil: verdict.kind === 'dead' ? nowMs + DEAD_FLAG_TTL_MS : 0,
+      numberless: silent && verdict.kind === 'ok' && status < 500,
     },
   };
 }
@@ -211,14 +249,19 @@ export function settle(token: TokenNumbers, settlement: Settlement, nowMs: numbe
   const seen = observe(token, settlement.observation, settlement.resource);
   switch (settlement.verdict) {
     case 'ok':
+      return settlement.numberless && !seen.known && !seen.unlimited ? { ...seen, unlimited: true } : seen;
     case 'unauthorized':
       return seen;
     case 'alive':
       return { ...seen, dead: false };
+    case 'unlimited':
+      return { ...seen, dead: false, unlimited: true };
     case 'dead':
       return { ...seen, dead: true };
-    case 'exhausted':
-      return { ...seen, remaining: 0, reset: exhaustedUntil(seen.reset, settlement.exhaustedReset, nowMs), known: true };
+    case 'exhausted': {
+      const reset = exhaustedUntil(seen.reset, settlement.exhaustedReset, nowMs);
+      return { ...seen, remaining: 0, reset, known: true, unlimited: false };
+    }
     case 'secondary':
       return { ...seen, pausedUntil: Math.max(seen.pausedUntil, settlement.pauseUntil) };
   }

@@ -36,6 +36,12 @@ export interface TokenNumbers {
   readonly dead: boolean;
   /** Numbers learnt from the upstream at least once (else the placeholder of an unseen token). */
   readonly known: boolean;
+  /**
+   * The upstream applies no rate limit to the credential (every resource): GET /rate_limit answered
+   * 404 "Rate limiting is not enabled." (GitHub Enterprise Server's default), or answers carry no
+   * rate-limit numbers at all. Such a token holds quota without end; numbers seen later end it.
+   */
+  readonly unlimited: boolean;
 }
 
 /** What token choice (choose.ts) looks at: a token's numbers and its reservations. */
@@ -55,6 +61,8 @@ export interface TokenState {
   readonly dead: boolean;
   /** Secondary limit: not used before this time (epoch ms), 0 when not paused. */
   readonly pausedUntil: number;
+  /** No rate limit applies (TokenNumbers.unlimited): chosen by load alone. Absent: false. */
+  readonly unlimited?: boolean;
 }
 
 /** What an upstream answer means for the token that was used (rate-limit.ts decides). */
@@ -130,6 +138,12 @@ export interface PoolRateLimit {
   used: number;
   /** Epoch seconds: the earliest reset among live tokens. */
   reset: number;
+  /**
+   * A live token has no rate limit (TokenNumbers.unlimited): the pool has no quota to tell, so
+   * consumers get no x-ratelimit-* and GET /rate_limit answers GitHub's "Rate limiting is not
+   * enabled." 404. The numbers above are those of the limited tokens. Absent: false.
+   */
+  unlimited?: boolean;
 }
 
 export type TokenHealth = 'ok' | 'exhausted' | 'paused' | 'dead';
@@ -158,10 +172,14 @@ export interface TokenReport {
   last_error_at: string | null;
   /** Every resource whose numbers are known (core included); the fields above are core's. */
   resources: Partial<Record<Resource, ResourceReport>>;
+  /** No rate limit applies to the token (TokenNumbers.unlimited): its numbers are null. */
+  unlimited: boolean;
 }
 
 export interface PoolEvents {
   dead?(name: string): void;
+  /** The upstream applies no rate limit to the token (GHES with rate limiting off): it is used by load alone. */
+  unlimited?(name: string): void;
   /** A dead token answered GET /rate_limit again: back in the pool. */
   revived?(name: string): void;
   exhausted?(name: string, reset: number, resource?: Resource): void;
@@ -195,25 +213,76 @@ export interface TokenPool {
    * Learns a token's numbers without spending (GET /rate_limit): every resource of the body. A 401
    * kills the token; a 200 brings a dead one back.
    */
-  learn(name: string, status: number, observation: RateObservation | readonly RateObservation[] | undefined, error?: string): void;
+  learn(name: string, status: number, observation: Learnt, error?: string): void;
   /**
    * Tells whether a 401 a request met on this token is about the token: asks GET /rate_limit with
    * it (at most once a minute per token and kind of 401; concurrent callers share one probe).
    * Absent: unknown.
    */
   confirm?(name: string, kind?: UnauthorizedKind): Promise<Confirmation>;
+  /**
+   * A 401 met on member `name` with `authorization` (the lease's): asked before `confirm`. A
+   * credential that can be renewed (a GitHub App installation token) is re-minted, once per value.
+   * Absent: 'no'.
+   */
+  renew?(name: string, authorization: string): Promise<Renewal>;
   authorizationOf(name: string): string | undefined;
   close(): void;
 }
 
+/**
+ * What GET /rate_limit taught of a token: its numbers (one resource's, or every resource's), or
+ * `unlimited` when the upstream said it applies no rate limit (404 "Rate limiting is not enabled.").
+ */
+export type Learnt = RateObservation | readonly RateObservation[] | 'unlimited' | undefined;
+
 /** A 401's kind: `credentials` ("Bad credentials") or `request` (any other: the endpoint wants another credential). */
 export type UnauthorizedKind = 'credentials' | 'request';
+
+/**
+ * What became of a member's credential that met a 401 (TokenPool.renew):
+ * renewed: the member sends another credential now (re-minted, or replaced since): try it;
+ * gone: the member left the pool (its installation was revoked, or a reload removed it): try another;
+ * no: the same credential stands (a static token, or one already re-minted once): confirm the 401.
+ */
+export type Renewal = 'renewed' | 'gone' | 'no';
 
 /** What GET /rate_limit said about a token: dead (401), alive (200), or unknown (it failed). */
 export type Confirmation = 'dead' | 'alive' | 'unknown';
 
+/**
+ * What a membership change did, by token name (membership.ts): each list in the order of the lists
+ * given. kept: same name, same value; updated: same name, new value (its learned state stays);
+ * added: a new name; removed: a name no longer given.
+ */
+export interface MembershipChange {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  readonly updated: readonly string[];
+  readonly kept: readonly string[];
+}
+
+/**
+ * A pool whose members can change while it serves (a reloaded tokens file, re-minted App
+ * installation tokens): the in-process pool and the budget shared through Redis. A worker's IPC
+ * pool follows the primary's membership instead.
+ */
+export interface MemberPool extends TokenPool {
+  /**
+   * Makes `tokens` (unique names and values) the pool's members and returns what changed. Kept
+   * and updated members keep their learned state (windows, pause, secondary limits in a row); an
+   * updated one sends its new value from its next lease on, and is no longer dead (the refused
+   * credential is gone). Removed members take no new lease; leases in flight on them settle
+   * normally. Added members start unseen (learn them with `learn`, as at start-up). Waiters are
+   * served at once if a new member can take them.
+   */
+  replaceMembers(tokens: readonly PoolToken[]): MembershipChange;
+  /** Counts the membership changes so far (0 at start): a holder of a copy compares it to know it is behind. */
+  generation(): number;
+}
+
 /** The in-process pool, plus the hooks a shared budget uses to keep it in line with Redis. */
-export interface LocalTokenPool extends TokenPool {
+export interface LocalTokenPool extends MemberPool {
   /**
    * Overwrites a token's numbers in a resource (core by default) with the shared view, whose
    * `remaining` already excludes what other replicas have reserved (a pause is never shortened;

@@ -13,9 +13,11 @@ export interface UpstreamClient {
   /** The base path as a prefix for upstream paths: "" for "/", else without a trailing slash ("/api/v3"). */
   readonly basePrefix: string;
   request(opts: {
-    method: 'GET' | 'HEAD';
+    /** POST only for GraphQL calls (src/graphql/exchange.ts). */
+    method: 'GET' | 'HEAD' | 'POST';
     path: string;
     headers: Record<string, string | string[]>;
+    body?: Buffer;
     signal?: AbortSignal;
   }): Promise<Dispatcher.ResponseData>;
   close(): Promise<void>;
@@ -41,6 +43,7 @@ export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
         method: opts.method,
         path: opts.path,
         headers: opts.headers,
+        body: opts.body,
         signal: opts.signal,
       }),
     close: () => pool.close(),

@@ -24,7 +24,7 @@ export type Fetched =
 
 export async function fetchBuffered(
   client: UpstreamClient,
-  req: { method: 'GET' | 'HEAD'; path: string; headers: Record<string, string | string[]> },
+  req: { method: 'GET' | 'HEAD' | 'POST'; path: string; headers: Record<string, string | string[]>; body?: Buffer },
   maxBytes: number,
 ): Promise<Fetched> {
   const requestTime = Date.now();
@@ -41,7 +41,7 @@ export async function fetchBuffered(
   if (read.kind === 'error') return { kind: 'failed', failure: classifyUpstreamError(read.error) };
   if (read.kind === 'over') return tooLarge(res, read.chunks);
   const { chunks, size } = read;
-  if (req.method === 'GET' && Number.isFinite(declared) && declared !== size) {
+  if (req.method !== 'HEAD' && Number.isFinite(declared) && declared !== size) {
     return { kind: 'failed', failure: { status: 502, detail: 'truncated body' } };
   }
   // Always a fresh copy: a chunk can be a view into a larger socket buffer, which a stored entry

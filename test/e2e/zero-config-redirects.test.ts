@@ -11,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { rawGet } from '../fake-upstream/helpers.js';
+import { expectAllThroughProxy } from '../helpers/clients.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
@@ -22,13 +23,8 @@ async function rename(fake: FakeUpstream, path: string, name: string): Promise<v
   expect(res.status).toBe(200);
 }
 
-/** Every request the fake saw was made with a pool token: none came from a client directly. */
-function expectAllThroughProxy(fake: FakeUpstream): void {
-  const { byCredential, total } = fake.stats();
-  expect(byCredential.anonymous ?? 0).toBe(0);
-  expect(byCredential.invalid ?? 0).toBe(0);
-  expect((byCredential.alice ?? 0) + (byCredential.bob ?? 0)).toBe(total);
-}
+/** The fake's logins of the pool's tokens: a request on anything else did not come through the proxy. */
+const POOL_LOGINS = ['alice', 'bob'];
 
 describe('zero-config proxy: Link and Location keep clients on the proxy', () => {
   let fake: FakeUpstream;
@@ -90,7 +86,7 @@ describe('zero-config proxy: Link and Location keep clients on the proxy', () =>
     expect(followed.url).toBe(`${proxy.url}/repositories/${HELLO_ID}`);
     expect(((await followed.json()) as { full_name: string }).full_name).toBe('octocat/hello-universe');
     expect(fake.stats().byPath[`/repositories/${HELLO_ID}`]).toBeGreaterThanOrEqual(1);
-    expectAllThroughProxy(fake);
+    expectAllThroughProxy(fake, POOL_LOGINS);
   });
 
   it('Octokit follows the redirect on the proxy', async () => {
@@ -99,7 +95,7 @@ describe('zero-config proxy: Link and Location keep clients on the proxy', () =>
     const { data } = await octokit.repos.get({ owner: 'octocat', repo: 'linguist' });
     expect(data.full_name).toBe('octocat/tongues');
     expect(fake.stats().byStatus['301']).toBe(1);
-    expectAllThroughProxy(fake);
+    expectAllThroughProxy(fake, POOL_LOGINS);
   });
 
   it('a streamed answer (policy none) rewrites its Location too, with the stripped prefix', async () => {
@@ -109,7 +105,7 @@ describe('zero-config proxy: Link and Location keep clients on the proxy', () =>
     expect(moved.headers.get('location')).toMatch(new RegExp(`^${proxy.url}/raw/repositories/\\d+$`));
     const followed = await fetch(`${proxy.url}/raw/repos/octocat/spoon-knife`);
     expect(((await followed.json()) as { full_name: string }).full_name).toBe('octocat/spork');
-    expectAllThroughProxy(fake);
+    expectAllThroughProxy(fake, POOL_LOGINS);
   });
 
   it('Octokit paginate stays on the proxy for pages 2 and 3', async () => {
@@ -118,7 +114,7 @@ describe('zero-config proxy: Link and Location keep clients on the proxy', () =>
     expect(repos).toHaveLength(75);
     expect(new Set(repos.map((repo) => repo.id)).size).toBe(75);
     expect(fake.stats().byPath['/orgs/etagere-org/repos']).toBe(3);
-    expectAllThroughProxy(fake);
+    expectAllThroughProxy(fake, POOL_LOGINS);
   });
 
   it('pass-through: the Location of a 201 and of a redirect point at the proxy; other hosts are left alone', async () => {
@@ -158,6 +154,6 @@ describe('zero-config proxy: Link and Location keep clients on the proxy', () =>
     const bad = await rawGet(`${proxy.url}${path}`, { host: 'evil.example/path' });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.headers)).not.toContain('evil.example/path');
-    expectAllThroughProxy(fake);
+    expectAllThroughProxy(fake, POOL_LOGINS);
   });
 });

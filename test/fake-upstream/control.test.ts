@@ -62,6 +62,7 @@ describe('fake upstream: control endpoints', () => {
       byPath: { '/repos/octocat/hello-world': 4, '/users/nobody-at-all': 1, '/users/octocat': 1, '/bicyclists/spb': 1 },
       byStatus: { '200': 4, '304': 1, '404': 1, '401': 1 },
       byCredential: { anonymous: 3, alice: 2, bob: 1, invalid: 1 },
+      byInstallation: {},
       notModified: 1,
       quotaSpent: 6,
       maxInFlight: 1,
@@ -176,6 +177,9 @@ describe('fake upstream: control endpoints', () => {
       searchWindowSeconds: 60,
       latencyMs: 0,
       enforceConcurrency: 0,
+      // GitHub App installation tokens live an hour.
+      installationTokenSeconds: 3600,
+      rateLimits: true,
     });
   });
 

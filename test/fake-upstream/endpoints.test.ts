@@ -127,7 +127,7 @@ describe('fake upstream: endpoints, records and headers', () => {
     expect(repo.organization!.login).toBe('etagere-org');
   });
 
-  it('every *_url points at the base URL the request arrived at', async () => {
+  it("every API *_url points at the base URL the request arrived at, and web addresses at GitHub's web", async () => {
     for (const path of [
       '/repos/octocat/hello-world',
       '/repos/etagere-org/repo-002',
@@ -139,8 +139,10 @@ describe('fake upstream: endpoints, records and headers', () => {
       const urls = urlFields(body).filter(([, v]) => v !== null);
       expect(urls.length).toBeGreaterThan(0);
       for (const [keyPath, url] of urls) {
-        if (keyPath.endsWith('.git_url')) expect(url).toMatch(/^git:\/\/127\.0\.0\.1:\d+\//);
-        else if (keyPath.endsWith('.ssh_url')) expect(url).toMatch(/^git@127\.0\.0\.1:\d+:/);
+        if (keyPath.endsWith('.git_url')) expect(url).toMatch(/^git:\/\/github\.com\//);
+        else if (keyPath.endsWith('.ssh_url')) expect(url).toMatch(/^git@github\.com:/);
+        else if (/\.(html_url|clone_url|svn_url)$/.test(keyPath)) expect(url).toMatch(/^https:\/\/github\.com\//);
+        else if (keyPath.endsWith('.avatar_url')) expect(url).toMatch(/^https:\/\/avatars\.githubusercontent\.com\/u\/\d+\?v=4$/);
         else expect(String(url).startsWith(`${fake.url}/`), `${path} ${keyPath}=${String(url)}`).toBe(true);
       }
     }

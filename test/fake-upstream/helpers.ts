@@ -62,8 +62,12 @@ export interface RateLimitBody {
   rate?: RateWindowBody;
 }
 
+/**
+ * A request with Node's fetch, which asks for gzip unless told otherwise and decodes what it gets:
+ * here it asks for identity unless the test names a coding, so that lengths are those of the JSON.
+ */
 export async function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Got> {
-  const res = await fetch(url, { method, headers });
+  const res = await fetch(url, { method, headers: { 'accept-encoding': 'identity', ...headers } });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: <Body>() => JSON.parse(text) as Body };
 }
@@ -131,6 +135,14 @@ export function urlFields(value: unknown, path = ''): Array<[string, unknown]> {
   }
   return out;
 }
+
+/** The string-valued url and *_url fields of a value, by path. */
+export function stringUrlFields(value: unknown): Array<[string, string]> {
+  return urlFields(value).filter((pair): pair is [string, string] => typeof pair[1] === 'string');
+}
+
+/** Paths of the web and git addresses among them (GitHub's web, never the API). */
+export const WEB_URL_FIELD = /\.(html_url|clone_url|svn_url|git_url|ssh_url|avatar_url)$/;
 
 export const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
 
@@ -221,6 +233,9 @@ export function useFake(opts: FakeUpstreamOptions = {}): FakeUpstream {
   return {
     get url() {
       return current().url;
+    },
+    get apiUrl() {
+      return current().apiUrl;
     },
     get server() {
       return current().server;

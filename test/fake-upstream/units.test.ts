@@ -54,6 +54,12 @@ describe('parseTokenSpec', () => {
       '--window-seconds',
       '--latency-ms',
       '--faults',
+      '--app',
+      '--installation-token-seconds',
+      '--base-path',
+      '--no-rate-limits',
+      '--webhook-url',
+      '--webhook-secret',
     ]);
   });
 });

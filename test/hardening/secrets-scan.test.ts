@@ -54,6 +54,21 @@ describe('secrets scan', () => {
       await writeFile(join(other, 'ok.txt'), `${SECTION_MARK}cli output\nghp_ is the prefix of classic tokens; x-etagere-token: pool-a\n`);
       const result = scanForSecrets(other, []);
       expect(result.hits).toEqual([{ file: 'log.txt', section: 'cli output', secret: 'a fine-grained GitHub token (github_pat_)' }]);
+      // A GitHub App's secrets: its JWT and its private key.
+      const jwt = `${Buffer.from('{"alg":"RS256","typ":"JWT"}').toString('base64url')}.${Buffer.from('{"iss":123456,"iat":1}').toString('base64url')}.${'s'.repeat(40)}`;
+      await writeFile(
+        join(other, 'app.txt'),
+        `${SECTION_MARK}app log
+minting with Bearer ${jwt}
+${SECTION_MARK}app error
+-----BEGIN RSA PRIVATE KEY-----
+MIIE
+`,
+      );
+      expect(scanForSecrets(other, []).hits.filter((hit) => hit.file === 'app.txt')).toEqual([
+        { file: 'app.txt', section: 'app log', secret: 'a signed JWT (a GitHub App JWT?)' },
+        { file: 'app.txt', section: 'app error', secret: 'a private key (PEM)' },
+      ]);
     } finally {
       await rm(other, { recursive: true, force: true });
     }

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { capture, capturing, inTestFile, registerOrigin } from './capture.js';
 import { recordSecret } from './secrets.js';
+import { deadPort } from './upstream.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -106,4 +107,23 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
   const adminPort = env.ADMIN_PORT ?? flag('--admin-port');
   if (port !== undefined) registerOrigin(`http://${host}:${port}`, 'proxy');
   if (adminPort !== undefined) registerOrigin(`http://127.0.0.1:${adminPort}`, 'admin');
+}
+
+export interface ServedCli {
+  cli: CliProcess;
+  url: string;
+  admin: string;
+}
+
+/** `etagere serve` on free loopback ports, with no config file unless `env` names one; `env` goes on top. */
+export async function serveCli(env: Record<string, string | undefined>): Promise<ServedCli> {
+  const [port, adminPort] = [await deadPort(), await deadPort()];
+  const cli = runCli(['serve'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: String(adminPort),
+    ETAGERE_CONFIG: undefined,
+    ...env,
+  });
+  return { cli, url: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}` };
 }

@@ -19,3 +19,13 @@ export async function post(url: string, body: unknown): Promise<void> {
   expect(res.statusCode).toBe(200);
   await res.body.dump();
 }
+
+/** `count` GETs of `${url}/users/octocat?${tag}=N`, each a miss, 6 at a time: the answers that were not 200. */
+export async function missBurst(url: string, tag: string, count = 60): Promise<string[]> {
+  const failed: string[] = [];
+  for (let first = 0; first < count; first += 6) {
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, offset) => get(`${url}/users/octocat?${tag}=${first + offset}`)));
+    for (const answer of answers) if (answer.status !== 200) failed.push(`${answer.status} ${answer.body.slice(0, 120)}`);
+  }
+  return failed;
+}

@@ -1,13 +1,13 @@
 /**
  * Starts a proxy for tests: ephemeral ports, a log capture, and a config built from overrides.
  * For the secrets scan after the suite (test/helpers/secrets-scan.ts) it records the proxy's
- * secrets (pool tokens, consumer keys, partition secret), watches its listeners' answers, and at
+ * secrets (pool tokens, consumer keys, partition secret, GitHub App keys), watches its listeners' answers, and at
  * close captures its log text, /metrics and the admin answers.
  */
 import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { Duplex, Writable } from 'node:stream';
 import { pino } from 'pino';
-import { startApp, type App } from '../../src/app.js';
+import { startApp, type App, type AppOptions } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/log/logger.js';
@@ -21,7 +21,8 @@ export interface TestProxy extends App {
   logText(): string;
 }
 
-export async function startTestProxy(raw: Record<string, unknown>): Promise<TestProxy> {
+/** `options`: what startApp takes besides the config and logger (the GitHub App sources' clocks). */
+export async function startTestProxy(raw: Record<string, unknown>, options: Pick<AppOptions, 'appTiming'> = {}): Promise<TestProxy> {
   const config: Config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
@@ -39,9 +40,16 @@ export async function startTestProxy(raw: Record<string, unknown>): Promise<Test
   for (const token of config.pool.tokens)
     recordSecret(`pool token ${token.name ?? '(unnamed)'} of a test proxy${inTestFile()}`, token.value);
   for (const key of config.consumers.keys) recordSecret(`consumer key ${key.name} of a test proxy${inTestFile()}`, key.value);
+  for (const app of config.pool.apps) {
+    const lines = (app.private_key ?? '').split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----'));
+    lines.forEach((line, index) =>
+      recordSecret(`GitHub App ${app.name}'s private key line ${index + 1} of a test proxy${inTestFile()}`, line),
+    );
+  }
   if (config.cache.partition_secret !== null)
     recordSecret(`cache.partition_secret of a test proxy${inTestFile()}`, config.cache.partition_secret);
-  const app = await startApp(config, { logger });
+  if (config.webhooks.secret !== null) recordSecret(`webhooks.secret of a test proxy${inTestFile()}`, config.webhooks.secret);
+  const app = await startApp(config, { logger, ...options });
   if (capturing()) watchForScan(app, () => text);
   return Object.assign(app, {
     logs: () =>
@@ -54,7 +62,7 @@ export async function startTestProxy(raw: Record<string, unknown>): Promise<Test
 }
 
 /** Admin paths captured at close (rendered by the admin listener's own handler, even once closed). */
-const ADMIN_PATHS = ['/metrics', '/admin/tokens', '/admin/consumers', '/admin/status', '/readyz', '/healthz'];
+const ADMIN_PATHS = ['/metrics', '/admin/tokens', '/admin/consumers', '/admin/status', '/admin/cache/stats', '/readyz', '/healthz'];
 
 /** Registers the app's listeners and captures its logs and admin answers when it closes (or at the end of the file). */
 function watchForScan(app: App, logText: () => string): void {

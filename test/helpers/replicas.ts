@@ -3,9 +3,8 @@
  * returned once each one is connected to Redis; stopped with SIGTERM.
  */
 import { request } from 'undici';
-import { runCli, type CliProcess } from './cli.js';
+import { serveCli, type CliProcess } from './cli.js';
 import { until } from './proxy.js';
-import { deadPort } from './upstream.js';
 
 export interface Replica {
   cli: CliProcess;
@@ -25,16 +24,8 @@ export async function metric(adminUrl: string, name: string): Promise<string> {
 export async function startReplicas(count: number, env: Record<string, string | undefined>): Promise<Replica[]> {
   const replicas: Replica[] = [];
   for (let i = 0; i < count; i++) {
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    const cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      ETAGERE_CONFIG: undefined,
-      LOG_LEVEL: 'warn',
-      ...env,
-    });
-    replicas.push({ cli, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${adminPort}` });
+    const { cli, url, admin } = await serveCli({ LOG_LEVEL: 'warn', ...env });
+    replicas.push({ cli, url, adminUrl: admin });
   }
   for (const replica of replicas) {
     await until(

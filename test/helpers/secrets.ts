@@ -25,10 +25,16 @@ export interface NamedSecret {
 
 export const MIN_SECRET_LENGTH = 8;
 
-/** GitHub token formats (classic PAT, OAuth, user-to-server, server-to-server, refresh, fine-grained PAT). */
+/**
+ * GitHub token formats (classic PAT, OAuth, user-to-server, server-to-server such as App
+ * installation tokens, refresh, fine-grained PAT), and the secrets of GitHub Apps: a signed JWT and
+ * a private key in PEM form (test/helpers/apps.ts also records each test key's lines by value).
+ */
 export const SECRET_PATTERNS: ReadonlyArray<{ name: string; re: RegExp }> = [
   { name: 'a GitHub-shaped token (ghp_/gho_/ghu_/ghs_/ghr_)', re: /(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{20,}/ },
   { name: 'a fine-grained GitHub token (github_pat_)', re: /(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{20,}/ },
+  { name: 'a signed JWT (a GitHub App JWT?)', re: /eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{20,}/ },
+  { name: 'a private key (PEM)', re: /-----BEGIN (?:RSA |EC |ENCRYPTED )?PRIVATE KEY-----/ },
 ];
 
 const literal = (file: string, values: readonly string[]): NamedSecret[] =>

@@ -13,6 +13,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { createRedisConnection, type RedisConnection } from '../../src/redis/connection.js';
 import { createConsumerBudget, type Admission, type ConsumerBudget } from '../../src/tokens/consumer-budget.js';
+import { awayFromHourEdge, HOUR_EDGE_WAIT_MS } from '../helpers/clock.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
@@ -34,13 +35,6 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<{
   return { status: res.statusCode, body: await res.body.text() };
 }
 
-/** The core window is an hour on the clock: a test that spends a window does not straddle two. */
-async function awayFromHourEdge(): Promise<void> {
-  const hour = 3_600_000;
-  if (hour - (Date.now() % hour) < 20_000)
-    await until(() => Date.now() % hour > 1_000 && Date.now() % hour < 20_000, 25_000, 'the next hour');
-}
-
 describe('fair share across replicas through Redis', () => {
   const proxies: TestProxy[] = [];
   let fake: FakeUpstream | undefined;
@@ -53,66 +47,70 @@ describe('fair share across replicas through Redis', () => {
     await fake?.close();
   });
 
-  it('a greedy consumer spread over two replicas still leaves the other its reserve', async () => {
-    await awayFromHourEdge();
-    fake = await startFakeUpstream({ tokens: FAKE_TOKENS, tokenLimit: 50 });
-    const prefix = `fair-${Date.now()}:`;
-    for (let i = 0; i < 2; i++) {
-      proxies.push(
-        await startTestProxy({
-          upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true }],
-          redis: { url: redis.url, key_prefix: prefix },
-          pool: {
-            tokens: [
-              { name: 'a', value: TOKENS.a },
-              { name: 'b', value: TOKENS.b },
-            ],
-          },
-          consumers: {
-            enabled: true,
-            keys: [
-              { name: 'greedy', value: KEYS.greedy },
-              { name: 'polite', value: KEYS.polite },
-            ],
-          },
-        }),
-      );
-    }
-    const [one, two] = proxies as [TestProxy, TestProxy];
-    const greedy: number[] = [];
-    for (let i = 0; i < 100; i += 10) {
-      const batch = Array.from({ length: 10 }, (_, slot) =>
-        get(`${(slot % 2 === 0 ? one : two).url}/repos/etagere-org/repo-001?spread=${i + slot}`, { 'x-etagere-key': KEYS.greedy }),
-      );
-      greedy.push(...(await Promise.all(batch)).map((a) => a.status));
-    }
-    const served = greedy.filter((status) => status === 200).length;
-    expect(served).toBeGreaterThanOrEqual(50);
-    expect(served).toBeLessThanOrEqual(75);
-    const polite: number[] = [];
-    for (let i = 0; i < 25; i++)
-      polite.push(
-        (await get(`${(i % 2 === 0 ? one : two).url}/repos/etagere-org/repo-002?n=${i}`, { 'x-etagere-key': KEYS.polite })).status,
-      );
-    expect(polite).toEqual(Array.from({ length: 25 }, () => 200));
-    const report = JSON.parse((await get(`${one.adminUrl}/admin/consumers`)).body) as { budget: string };
-    expect(report.budget).toBe('shared');
-
-    // The counters are named by consumer (never by key) and expire at the end of their window.
-    const client = new Redis(redis.url);
-    try {
-      const keys = await client.keys(`${prefix}*{consumers}*`);
-      expect(keys.length).toBeGreaterThan(0);
-      for (const key of keys) {
-        expect(key).toMatch(/\{consumers\}:(core:\d+|hour:\d+):(greedy|polite)$/);
-        const ttl = await client.pttl(key);
-        expect(ttl).toBeGreaterThan(0);
-        expect(ttl).toBeLessThanOrEqual(3_600_000 + 60_000);
+  it(
+    'a greedy consumer spread over two replicas still leaves the other its reserve',
+    async () => {
+      await awayFromHourEdge();
+      fake = await startFakeUpstream({ tokens: FAKE_TOKENS, tokenLimit: 50 });
+      const prefix = `fair-${Date.now()}:`;
+      for (let i = 0; i < 2; i++) {
+        proxies.push(
+          await startTestProxy({
+            upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true }],
+            redis: { url: redis.url, key_prefix: prefix },
+            pool: {
+              tokens: [
+                { name: 'a', value: TOKENS.a },
+                { name: 'b', value: TOKENS.b },
+              ],
+            },
+            consumers: {
+              enabled: true,
+              keys: [
+                { name: 'greedy', value: KEYS.greedy },
+                { name: 'polite', value: KEYS.polite },
+              ],
+            },
+          }),
+        );
       }
-    } finally {
-      client.disconnect();
-    }
-  }, 60_000);
+      const [one, two] = proxies as [TestProxy, TestProxy];
+      const greedy: number[] = [];
+      for (let i = 0; i < 100; i += 10) {
+        const batch = Array.from({ length: 10 }, (_, slot) =>
+          get(`${(slot % 2 === 0 ? one : two).url}/repos/etagere-org/repo-001?spread=${i + slot}`, { 'x-etagere-key': KEYS.greedy }),
+        );
+        greedy.push(...(await Promise.all(batch)).map((a) => a.status));
+      }
+      const served = greedy.filter((status) => status === 200).length;
+      expect(served).toBeGreaterThanOrEqual(50);
+      expect(served).toBeLessThanOrEqual(75);
+      const polite: number[] = [];
+      for (let i = 0; i < 25; i++)
+        polite.push(
+          (await get(`${(i % 2 === 0 ? one : two).url}/repos/etagere-org/repo-002?n=${i}`, { 'x-etagere-key': KEYS.polite })).status,
+        );
+      expect(polite).toEqual(Array.from({ length: 25 }, () => 200));
+      const report = JSON.parse((await get(`${one.adminUrl}/admin/consumers`)).body) as { budget: string };
+      expect(report.budget).toBe('shared');
+
+      // The counters are named by consumer (never by key) and expire at the end of their window.
+      const client = new Redis(redis.url);
+      try {
+        const keys = await client.keys(`${prefix}*{consumers}*`);
+        expect(keys.length).toBeGreaterThan(0);
+        for (const key of keys) {
+          expect(key).toMatch(/\{consumers\}:(core:\d+|hour:\d+):(greedy|polite)$/);
+          const ttl = await client.pttl(key);
+          expect(ttl).toBeGreaterThan(0);
+          expect(ttl).toBeLessThanOrEqual(3_600_000 + 60_000);
+        }
+      } finally {
+        client.disconnect();
+      }
+    },
+    60_000 + HOUR_EDGE_WAIT_MS,
+  );
 });
 
 describe('consumer budget: the Redis outage fallback (1/N)', () => {
@@ -193,6 +191,6 @@ describe('consumer budget: the Redis outage fallback (1/N)', () => {
         'Redis again',
       );
     },
-    30_000,
+    30_000 + HOUR_EDGE_WAIT_MS,
   );
 });

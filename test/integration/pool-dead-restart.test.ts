@@ -12,11 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { serveCli, type CliProcess, type ServedCli } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { testSecret } from '../helpers/secrets.js';
-import { deadPort } from '../helpers/upstream.js';
 
 const TOKENS = {
   a: testSecret('pool-dead-restart token a', 'restart_pool_token_a_51e0'),
@@ -63,12 +62,8 @@ describe('row 1 with the CLI and Redis: a restart keeps no permanent dead flag',
     await redis?.stop();
   });
 
-  async function serve(): Promise<{ cli: CliProcess; url: string; admin: string }> {
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    const cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
+  async function serve(): Promise<ServedCli> {
+    const served = await serveCli({
       UPSTREAM_URL: fake.url,
       REDIS_URL: redis.url,
       ETAGERE_CONFIG: configFile,
@@ -77,9 +72,12 @@ describe('row 1 with the CLI and Redis: a restart keeps no permanent dead flag',
         .join(','),
       LOG_LEVEL: 'info',
     });
-    const admin = `http://127.0.0.1:${adminPort}`;
-    await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 20_000, 'the proxy to be ready');
-    return { cli, url: `http://127.0.0.1:${port}`, admin };
+    await until(
+      async () => (await get(`${served.admin}/readyz`).catch(() => ({ status: 0 }))).status === 200,
+      20_000,
+      'the proxy to be ready',
+    );
+    return served;
   }
 
   async function states(admin: string): Promise<Record<string, string>> {

@@ -10,11 +10,12 @@
  * Every step works in one rate-limit resource (core unless it says otherwise): a token has a
  * window per resource, its pause and death hold in all of them, its reservations hold the quota of
  * their resource and the per-token cap over all of them. A settle answers with the numbers of the
- * resource the answer named (x-ratelimit-resource), else the step's.
+ * resource the answer named (x-ratelimit-resource), else the step's. Whether no rate limit applies
+ * to the token (`unlimited`: GitHub Enterprise Server with rate limiting off) is the token's too.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classify, readRateLimit } from '../../src/tokens/rate-limit.js';
+import { classify, mentionsRateLimit, readRateLimit } from '../../src/tokens/rate-limit.js';
 import type { Resource } from '../../src/tokens/resource.js';
 import {
   budgetKeys,
@@ -50,8 +51,11 @@ type Step =
       headers?: Record<string, string>;
       body?: string;
       repeats?: number;
-      /** What GET /rate_limit said (learn): its 401 kills (`dead`), its 200 revives (`alive`); else the status is classified. */
-      verdict?: 'dead' | 'alive';
+      /**
+       * What GET /rate_limit said (learn): its 401 kills (`dead`), its 200 revives (`alive`), its 404
+       * "Rate limiting is not enabled." revives without limits (`unlimited`); else the status is classified.
+       */
+      verdict?: 'dead' | 'alive' | 'unlimited';
       want?: Partial<Outcome>;
     }
   | { op: 'read'; resource?: Resource; at?: number; want?: Partial<Outcome> };
@@ -89,8 +93,11 @@ const seen = (remaining: number, more: Partial<TokenNumbers> = {}): TokenNumbers
   pausedUntil: 0,
   dead: false,
   known: true,
+  unlimited: false,
   ...more,
 });
+/** A token no rate limit applies to (nothing learnt of any window). */
+const free = (more: Partial<TokenNumbers> = {}): TokenNumbers => ({ ...UNSEEN, unlimited: true, ...more });
 const rl = (remaining: number, limit = 5000, reset = NOW_S + 600): Record<string, string> => ({
   'x-ratelimit-limit': String(limit),
   'x-ratelimit-remaining': String(remaining),
@@ -390,6 +397,90 @@ const CASES: Case[] = [
       { op: 'reserve', id: 'r6', at: (NOW_S + 601) * 1000, want: { granted: true, reserved: 1 } },
     ],
   },
+  {
+    name: 'rate limiting off (GET /rate_limit 404): a dead token comes back unlimited, and takes requests up to its cap only',
+    stored: seen(0, { dead: true }),
+    steps: [
+      { op: 'settle', id: '', status: 404, verdict: 'unlimited', want: { numbers: seen(0, { unlimited: true }) } },
+      { op: 'reserve', id: 'r1', cap: 2, want: { granted: true } },
+      { op: 'reserve', id: 'r2', cap: 2, want: { granted: true } },
+      { op: 'reserve', id: 'r3', cap: 2, want: { granted: false, heldByOthers: true } },
+      { op: 'settle', id: 'r1', status: 200, want: { numbers: seen(0, { unlimited: true }), reservedAll: 1 } },
+      { op: 'reserve', id: 'r4', cap: 2, want: { granted: true } },
+    ],
+  },
+  {
+    name: 'an answer without any rate-limit header makes a token with no numbers unlimited',
+    steps: [
+      { op: 'reserve', id: 'r1', want: { granted: true } },
+      { op: 'reserve', id: 'r2', want: { granted: false, heldByOthers: true } },
+      { op: 'settle', id: 'r1', status: 200, want: { numbers: free() } },
+      { op: 'reserve', id: 'r3', cap: 3, want: { granted: true } },
+      { op: 'reserve', id: 'r4', cap: 3, want: { granted: true } },
+      { op: 'reserve', id: 'r5', cap: 3, want: { granted: true } },
+      { op: 'reserve', id: 'r6', cap: 3, want: { granted: false, heldByOthers: true } },
+      // In every resource: it is the credential's.
+      { op: 'read', resource: 'search', want: { numbers: free() } },
+    ],
+  },
+  {
+    name: 'silence never makes a token with numbers unlimited',
+    stored: seen(10),
+    steps: [{ op: 'settle', status: 304, want: { numbers: seen(10) } }],
+  },
+  {
+    name: 'garbage rate-limit headers are not silence: nothing learnt, nothing unlimited',
+    steps: [
+      {
+        op: 'settle',
+        status: 200,
+        headers: { 'x-ratelimit-limit': 'lots', 'x-ratelimit-remaining': '-1', 'x-ratelimit-reset': '1e99' },
+        want: { numbers: UNSEEN },
+      },
+      { op: 'settle', status: 200, headers: { 'x-ratelimit-remaining': '0' }, want: { numbers: UNSEEN } },
+    ],
+  },
+  {
+    name: 'a failure without headers (5xx) and a 401 teach nothing; a plain 403 without any is silence',
+    steps: [
+      { op: 'settle', status: 502, want: { numbers: UNSEEN } },
+      { op: 'settle', status: 401, body: '{"message":"Bad credentials"}', want: { numbers: UNSEEN } },
+      { op: 'settle', status: 403, body: '{"message":"Resource not accessible"}', want: { numbers: free() } },
+    ],
+  },
+  {
+    name: 'numbers seen later end unlimited (the administrator turned rate limiting on)',
+    steps: [
+      { op: 'settle', status: 200, want: { numbers: free() } },
+      { op: 'settle', status: 200, headers: rl(4999), want: { numbers: seen(4999) } },
+      { op: 'settle', status: 200, want: { numbers: seen(4999) } },
+    ],
+  },
+  {
+    name: 'a spent limit ends unlimited',
+    steps: [
+      { op: 'settle', id: '', status: 404, verdict: 'unlimited', want: { numbers: free() } },
+      {
+        op: 'settle',
+        status: 403,
+        headers: { 'x-ratelimit-remaining': '0' },
+        body: RATE_LIMIT_BODY,
+        want: { numbers: { ...UNSEEN, remaining: 0, reset: NOW_S + 60, known: true } },
+      },
+      { op: 'reserve', id: 'r1', want: { granted: false, heldByOthers: false } },
+    ],
+  },
+  {
+    name: 'an unlimited token is paused by a secondary limit and killed by a confirmed 401 like any',
+    steps: [
+      { op: 'settle', id: '', status: 404, verdict: 'unlimited' },
+      { op: 'settle', status: 429, headers: { 'retry-after': '5' }, want: { numbers: free({ pausedUntil: NOW + 5_000 }) } },
+      { op: 'reserve', id: 'r1', want: { granted: false, heldByOthers: false } },
+      { op: 'reserve', id: 'r2', at: NOW + 5_000, want: { granted: true } },
+      { op: 'settle', id: '', status: 401, verdict: 'dead', want: { numbers: free({ pausedUntil: NOW + 5_000, dead: true }) } },
+      { op: 'reserve', id: 'r3', at: NOW + 5_000, want: { granted: false, heldByOthers: false } },
+    ],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -400,18 +491,20 @@ interface Model {
   windows: Map<Resource, TokenNumbers>;
   pausedUntil: number;
   dead: boolean;
+  unlimited: boolean;
   reservations: Map<string, number>;
 }
 
 /** The token as seen in one resource (an unseen window: the placeholder's numbers). */
 function viewOf(model: Model, resource: Resource): TokenNumbers {
-  return { ...(model.windows.get(resource) ?? UNSEEN), pausedUntil: model.pausedUntil, dead: model.dead };
+  return { ...(model.windows.get(resource) ?? UNSEEN), pausedUntil: model.pausedUntil, dead: model.dead, unlimited: model.unlimited };
 }
 
 function writeBack(model: Model, resource: Resource, numbers: TokenNumbers): void {
   model.windows.set(resource, numbers);
   model.pausedUntil = numbers.pausedUntil;
   model.dead = numbers.dead;
+  model.unlimited = numbers.unlimited;
 }
 
 /** ZREMRANGEBYSCORE -inf now: a reservation whose expiry is not after `now` is gone. */
@@ -429,7 +522,8 @@ function held(model: Model, resource: Resource): number {
 function settlementOf(step: Extract<Step, { op: 'settle' }>, now: number): Settlement {
   const header = (name: string): string | undefined => step.headers?.[name];
   const verdict = step.verdict !== undefined ? { kind: step.verdict } : classify(step.status, header, step.body, now);
-  return react(step.status, verdict, readRateLimit(header), step.repeats ?? 0, now, step.resource ?? 'core').settlement;
+  const silent = !mentionsRateLimit(header);
+  return react(step.status, verdict, readRateLimit(header), step.repeats ?? 0, now, step.resource ?? 'core', silent).settlement;
 }
 
 function outcome(granted: boolean, numbers: TokenNumbers, reserved: number, reservedAll: number, now: number): Outcome {
@@ -473,8 +567,8 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
 
   /** The token's hash as stored in a resource, read field by field (a missing field is the unseen placeholder's). */
   async function stored(key: string, resource: Resource, now: number): Promise<TokenNumbers> {
-    const fields = [`${resource}:limit`, `${resource}:remaining`, `${resource}:reset`, 'paused', 'dead', `${resource}:known`];
-    const [limit, remaining, reset, paused, dead, known] = await client.hmget(key, ...fields);
+    const fields = [`${resource}:limit`, `${resource}:remaining`, `${resource}:reset`, 'paused', 'dead', `${resource}:known`, 'unlimited'];
+    const [limit, remaining, reset, paused, dead, known, unlimited] = await client.hmget(key, ...fields);
     const num = (v: string | null | undefined, fallback: number): number => (v === null || v === undefined ? fallback : Number(v));
     return {
       limit: num(limit, UNSEEN.limit),
@@ -483,6 +577,7 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
       pausedUntil: num(paused, UNSEEN.pausedUntil),
       dead: num(dead, 0) > now, // the flag is "dead until": it expires
       known: num(known, 0) === 1,
+      unlimited: num(unlimited, 0) === 1,
     };
   }
 
@@ -517,7 +612,13 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
       id.includes('|') ? id : reservationId('core', id),
       expiry,
     ]);
-    const model: Model = { windows: new Map(), pausedUntil: core.pausedUntil, dead: core.dead, reservations: new Map(members) };
+    const model: Model = {
+      windows: new Map(),
+      pausedUntil: core.pausedUntil,
+      dead: core.dead,
+      unlimited: core.unlimited,
+      reservations: new Map(members),
+    };
     if (testCase.stored !== undefined) {
       model.windows.set('core', testCase.stored);
       await client.hset(keys.token, hashOf(testCase.stored, 'core', NOW + DEAD_FLAG_TTL_MS));
@@ -525,8 +626,9 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
     for (const [resource, numbers] of Object.entries(testCase.storedIn ?? {}) as Array<[Resource, TokenNumbers]>) {
       model.windows.set(resource, numbers);
       const fields = hashOf(numbers, resource);
-      delete fields.paused; // the token's pause and death come from `stored`
+      delete fields.paused; // the token's pause, death and want of limits come from `stored`
       delete fields.dead;
+      delete fields.unlimited;
       await client.hset(keys.token, fields);
     }
     for (const [member, expiry] of model.reservations) await client.zadd(keys.reservations, expiry, member);

@@ -31,8 +31,11 @@ describe('three replicas, one Redis', () => {
     const before = fake.stats().total;
     const answers = await Promise.all(
       Array.from({ length: 300 }, async (_, index) => {
-        const res = await request(replicas[index % 3]!.url + path);
-        return { status: res.statusCode, body: await res.body.text(), cacheStatus: String(res.headers['cache-status']) };
+        const replica = replicas[index % 3]!;
+        const res = await request(replica.url + path);
+        // API addresses in the body point at the replica that answered (rewrite_body_urls): compare without them.
+        const body = (await res.body.text()).replaceAll(replica.url, 'http://proxy');
+        return { status: res.statusCode, body, cacheStatus: String(res.headers['cache-status']) };
       }),
     );
     expect(answers.every((a) => a.status === 200)).toBe(true);

@@ -8,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { serveCli, type CliProcess, type ServedCli } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { deadPort } from '../helpers/upstream.js';
 
 const TOKENS = ['workers_tok_a1', 'workers_tok_b2'];
 
@@ -21,25 +20,20 @@ async function get(url: string): Promise<{ status: number; body: string }> {
 }
 
 /** `etagere serve` with WORKERS=2 and the pool's tokens, against `fake`; resolves once the primary is ready. */
-async function startCluster(
-  fake: FakeUpstream,
-  env: Record<string, string> = {},
-): Promise<{ cli: CliProcess; url: string; admin: string }> {
-  const [port, adminPort] = [await deadPort(), await deadPort()];
-  const admin = `http://127.0.0.1:${adminPort}`;
-  const cli = runCli(['serve'], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ADMIN_PORT: String(adminPort),
+async function startCluster(fake: FakeUpstream, env: Record<string, string> = {}): Promise<ServedCli> {
+  const served = await serveCli({
     UPSTREAM_URL: fake.url,
-    ETAGERE_CONFIG: undefined,
     ETAGERE_TOKENS: TOKENS.map((t, i) => `w${i}=${t}`).join(','),
     WORKERS: '2',
     LOG_LEVEL: 'warn',
     ...env,
   });
-  await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers to listen');
-  return { cli, url: `http://127.0.0.1:${port}`, admin };
+  await until(
+    async () => (await get(`${served.admin}/readyz`).catch(() => ({ status: 0 }))).status === 200,
+    30_000,
+    'both workers to listen',
+  );
+  return served;
 }
 
 describe('workers: 2 without Redis', () => {

@@ -9,6 +9,7 @@ const entry: CacheEntry = {
     ['link', '<https://api.github.com/x?page=2>; rel="next"'],
   ],
   body: Buffer.from([0, 1, 2, 255, 123, 34]),
+  decodedSize: 60,
   etag: 'W/"abc"',
   lastModified: 'Mon, 01 Jan 2024 00:00:00 GMT',
   storedAt: 1_700_000_000_000,
@@ -30,6 +31,14 @@ describe('entry codec', () => {
   it('round-trips optional validators and an empty body', () => {
     const sparse = { ...entry, etag: undefined, lastModified: undefined, body: Buffer.alloc(0), vary: null };
     expect(decodeEntry(encodeEntry(sparse))).toEqual({ ...sparse });
+  });
+  it('reads an entry of version 1 (identity bodies, no decoded size) as a miss', () => {
+    const { decodedSize: _size, ...meta } = { ...entry, body: undefined };
+    const json = Buffer.from(JSON.stringify(meta));
+    const head = Buffer.from([1, 0, 0, 0, 0]);
+    head.writeUInt32BE(json.length, 1);
+    expect(ENTRY_VERSION).toBe(2);
+    expect(decodeEntry(Buffer.concat([head, json, entry.body]))).toBeUndefined();
   });
   it('starts with the version byte', () => {
     expect(encodeEntry(entry)[0]).toBe(ENTRY_VERSION);

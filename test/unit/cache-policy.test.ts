@@ -195,18 +195,32 @@ describe('age and decisions', () => {
   it('stale windows follow policy and response directives', () => {
     expect(staleWindows(policy('max-age'), {})).toEqual({ staleIfError: 86_400, staleWhileRevalidate: 0, mustRevalidate: false });
     expect(staleWindows(policy('max-age'), { staleIfError: 5 })).toMatchObject({ staleIfError: 5 });
-    expect(staleWindows(policy('rfc9111'), { mustRevalidate: true })).toEqual({
-      staleIfError: 0,
-      staleWhileRevalidate: 0,
-      mustRevalidate: true,
-    });
-    expect(staleWindows(policy('rfc9111'), { sMaxage: 5 })).toMatchObject({ mustRevalidate: true });
+    // Under rfc9111 these directives forbid stale serving; the stale-if-error window is then only how
+    // long the entry is kept for a conditional revalidation (decide and usableOnError never serve it).
+    for (const res of [{ mustRevalidate: true }, { proxyRevalidate: true }, { sMaxage: 5 }, { noCache: true }] as const) {
+      expect(staleWindows(policy('rfc9111'), { ...res, staleWhileRevalidate: 60 })).toEqual({
+        staleIfError: 86_400,
+        staleWhileRevalidate: 0,
+        mustRevalidate: true,
+      });
+    }
+    const forbidden = { ...entry({ lifetime: 60 }), ...staleWindows(policy('rfc9111'), { mustRevalidate: true }) };
+    expect(usableOnError(forbidden, now + 61_000)).toBe(false);
+    expect(decide(forbidden, { maxStale: Infinity }, now + 61_000)).toMatchObject({ kind: 'revalidate' });
     // GitHub sends s-maxage, but the GitHub policy (max-age) keeps stale-if-error.
     expect(staleWindows(policy('max-age'), { sMaxage: 60 })).toMatchObject({ mustRevalidate: false });
   });
   it('retains entries for freshness plus the longest stale window', () => {
-    expect(retentionSeconds({ lifetime: 60, staleIfError: 100, staleWhileRevalidate: 10, initialAge: 0 })).toBe(160);
-    expect(retentionSeconds({ lifetime: 0, staleIfError: 0, staleWhileRevalidate: 0, initialAge: 0 })).toBe(1);
+    const kept = { mustRevalidate: false, etag: undefined, lastModified: undefined };
+    expect(retentionSeconds({ lifetime: 60, staleIfError: 100, staleWhileRevalidate: 10, initialAge: 0, ...kept })).toBe(160);
+    expect(retentionSeconds({ lifetime: 0, staleIfError: 0, staleWhileRevalidate: 0, initialAge: 0, ...kept })).toBe(1);
+  });
+  it('keeps an entry that may not be served stale past freshness only for its conditional revalidation (RFC 9111 4.3.1)', () => {
+    const mustRevalidate = { lifetime: 60, staleIfError: 3600, staleWhileRevalidate: 0, initialAge: 0, mustRevalidate: true };
+    expect(retentionSeconds({ ...mustRevalidate, etag: '"a"', lastModified: undefined })).toBe(3660);
+    expect(retentionSeconds({ ...mustRevalidate, etag: undefined, lastModified: 'Mon, 01 Jan 2024 00:00:00 GMT' })).toBe(3660);
+    // Without a validator a stale copy is of no use: it goes when it stops being fresh.
+    expect(retentionSeconds({ ...mustRevalidate, etag: undefined, lastModified: undefined })).toBe(60);
   });
 });
 
@@ -245,6 +259,7 @@ describe('corruptBody', () => {
       'application/json; charset=utf-8',
       'Application/JSON',
       'application/vnd.github+json',
+      'application/vnd.github.v3+json',
       'application/problem+json ; x=y',
     ]) {
       expect(corruptBody(200, type, cut), type).toBe(true);
@@ -255,6 +270,13 @@ describe('corruptBody', () => {
   it('leaves other types, empty bodies and non-2xx answers alone', () => {
     expect(corruptBody(200, 'text/plain', cut)).toBe(false);
     expect(corruptBody(200, 'application/jsonx', cut)).toBe(false);
+    // GitHub labels a raw file with the media type asked for: `+json` there is no promise of JSON.
+    for (const type of [
+      'application/vnd.github.raw+json; charset=utf-8',
+      'application/vnd.github.v3.raw+json',
+      'application/vnd.github.html+json',
+    ])
+      expect(corruptBody(200, type, Buffer.from('# hello-world\n')), type).toBe(false);
     expect(corruptBody(200, undefined, cut)).toBe(false);
     expect(corruptBody(204, 'application/json', Buffer.alloc(0))).toBe(false);
     expect(corruptBody(200, 'application/json', Buffer.alloc(0))).toBe(false);

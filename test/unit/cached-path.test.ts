@@ -20,6 +20,7 @@ import type { RequestContext } from '../../src/proxy/context.js';
 import type { Credential } from '../../src/proxy/credential.js';
 import type { Served } from '../../src/proxy/reply.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/proxy/upstreams.js';
+import { createRewrittenBodies } from '../../src/rewrite/rewritten-bodies.js';
 
 /** A response that records what the path wrote: status, headers, body. */
 class RecordedResponse extends Writable {
@@ -88,7 +89,12 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     const metrics = createMetrics({ defaultMetrics: false });
     const logger = createLogger({ level: 'silent' });
     tiers = createTiers({ l1: true, maxBytes: 1 << 20, maxEntryBytes: 1 << 16, lockMs: 1000 }, metrics, logger, undefined);
-    upstream = createUpstreamRuntime(config.upstreams[0]!, { publicUrl: null, trustForwarded: false }, () => undefined);
+    upstream = createUpstreamRuntime(
+      config.upstreams[0]!,
+      { publicUrl: null, trustForwarded: false },
+      { rewritten: createRewrittenBodies(1 << 20), decoded: createRewrittenBodies(1 << 20) },
+      () => undefined,
+    );
     exchanges = [];
     script = () => response(200, '{"v":1}');
     serve = createCachedPath({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { createRouter, upstreamPath } from '../../src/proxy/route.js';
+import { apiPathname, createRouter, upstreamPath } from '../../src/proxy/route.js';
 import { checkFraming, checkHost, parseTarget } from '../../src/proxy/target.js';
 
 const config = parseConfig({
@@ -37,6 +37,15 @@ describe('router', () => {
     expect(upstreamPath(cy!, '/', '/bicyclists/spb', '')).toBe('/bicyclists/spb');
     expect(upstreamPath(ghe!, '/api/v3', '/ghe/users/x', '')).toBe('/api/v3/users/x');
     expect(upstreamPath(ghe!, '/api/v3', '/ghe', '?a=1')).toBe('/api/v3/?a=1');
+  });
+
+  it('gives route templates the path as the API sees it: below a stripped prefix, else as the client sent it', () => {
+    const [gh, cy, ghe] = config.upstreams;
+    expect(apiPathname(ghe!, '/ghe/repos/a/b')).toBe('/repos/a/b');
+    expect(apiPathname(ghe!, '/ghe')).toBe('/');
+    expect(apiPathname(gh!, '/repos/a/b')).toBe('/repos/a/b');
+    // a prefix that is not stripped goes upstream, so it is part of the API's path
+    expect(apiPathname(cy!, '/bicyclists/spb')).toBe('/bicyclists/spb');
   });
 });
 

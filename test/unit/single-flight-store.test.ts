@@ -51,6 +51,7 @@ const entry = (bytes: number): CacheEntry => ({
   status: 200,
   headers: [['content-type', 'application/json']],
   body: Buffer.alloc(bytes),
+  decodedSize: bytes,
   etag: undefined,
   lastModified: undefined,
   storedAt: 0,

@@ -80,6 +80,13 @@ describe('rate-limit resources: classification', () => {
     ['/api/v3/search/users?q=a', '/api/v3/', 'search'],
     ['/api/v3/repos/o/r', '/api/v3', 'core'],
     ['/search/code', '/api/v3', 'code_search'],
+    // Enterprise Server's GraphQL endpoint is /api/graphql, outside the REST base /api/v3
+    ['/api/graphql', '/api/v3', 'graphql'],
+    ['/api/graphql?x=1', '/api/v3/', 'graphql'],
+    ['/api/v3/graphql', '/api/v3', 'graphql'],
+    ['/api/graphqlx', '/api/v3', 'core'],
+    ['/api/graphql/x', '/api/v3', 'core'],
+    ['/ghe/graphql', '/ghe', 'graphql'],
   ])('%s under %s is %s', (path, base, want) => {
     expect(resourceOf(path, base)).toBe(want);
   });

@@ -1,0 +1,49 @@
+/**
+ * Pure: content codings. What a request's Accept-Encoding takes (RFC 9110 section 12.5.3): a coding
+ * is accepted when the header names it, or `*` and not it, with a q-value above 0; no header means
+ * identity only (the proxy never sends a coding the client did not ask for). And the coding a
+ * response's Content-Encoding declares.
+ */
+
+function qualityOf(params: readonly string[]): number {
+  for (const param of params) {
+    const equals = param.indexOf('=');
+    if (equals < 0 || param.slice(0, equals).trim().toLowerCase() !== 'q') continue;
+    const quality = Number(param.slice(equals + 1).trim());
+    return Number.isFinite(quality) ? quality : 0;
+  }
+  return 1;
+}
+
+/** The request accepts `coding` (lower-case, e.g. `gzip`). */
+export function acceptsCoding(header: string | string[] | undefined, coding: string): boolean {
+  if (header === undefined) return false;
+  const text = Array.isArray(header) ? header.join(',') : header;
+  let wildcard: number | undefined;
+  for (const part of text.split(',')) {
+    const [rawName = '', ...params] = part.split(';');
+    const name = rawName.trim().toLowerCase();
+    if (name === coding) return qualityOf(params) > 0;
+    if (name === '*') wildcard = qualityOf(params);
+  }
+  return (wildcard ?? 0) > 0;
+}
+
+/** One-entry memo for the hit path: clients of one kind send one Accept-Encoding value over and over. */
+let lastHeader: string | undefined;
+let lastGzip = false;
+
+/** The request accepts gzip (memoized for the last header value seen). */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  if (typeof header !== 'string') return acceptsCoding(header, 'gzip');
+  if (header === lastHeader) return lastGzip;
+  lastGzip = acceptsCoding(header, 'gzip');
+  lastHeader = header;
+  return lastGzip;
+}
+
+/** The content coding a Content-Encoding value declares, lower-case; undefined for identity. */
+export function contentCodingOf(value: string | string[] | undefined): string | undefined {
+  const coding = (Array.isArray(value) ? value.join(', ') : value)?.trim().toLowerCase();
+  return coding === undefined || coding === '' || coding === 'identity' ? undefined : coding;
+}

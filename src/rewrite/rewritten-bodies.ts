@@ -1,0 +1,49 @@
+/**
+ * The bounded memory of rewritten bodies: per stored entry, the form served for each public base
+ * (clients reach the proxy under a handful of names: a service name, localhost, an ingress host),
+ * so that a body is rewritten once per entry and base, not per hit. An LRU keyed by the entry
+ * itself (a replaced entry is a new object and a new key; the old one ages out), bounded in bytes,
+ * with at most MAX_BASES forms an entry: a further base is rewritten per request and not kept,
+ * so no client can fill memory by sending Host names. Its size is exported in `etagere_cache_bytes`.
+ */
+import { LRUCache } from 'lru-cache';
+
+/** Public bases kept per entry. */
+export const MAX_BASES = 4;
+/** Per-form cost beyond its body: the header list and the slot (an estimate on the high side). */
+const FORM_OVERHEAD = 512;
+
+export interface Form {
+  readonly base: string;
+  readonly body: Buffer;
+}
+
+export interface RewrittenBodies<F extends Form> {
+  get(entry: object, base: string): F | undefined;
+  set(entry: object, form: F): void;
+  /** Bytes held, as counted against the bound. */
+  readonly bytes: number;
+}
+
+export function createRewrittenBodies<F extends Form>(maxBytes: number): RewrittenBodies<F> {
+  const lru = new LRUCache<object, F[]>({
+    maxSize: Math.max(1, maxBytes),
+    sizeCalculation: (forms) => forms.reduce((sum, form) => sum + form.body.length + FORM_OVERHEAD, 0),
+  });
+  return {
+    get(entry, base) {
+      const forms = lru.get(entry);
+      if (forms === undefined) return undefined;
+      for (const form of forms) if (form.base === base) return form;
+      return undefined;
+    },
+    set(entry, form) {
+      const forms = lru.peek(entry) ?? [];
+      if (forms.length >= MAX_BASES) return;
+      lru.set(entry, [...forms, form]);
+    },
+    get bytes() {
+      return lru.calculatedSize;
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * Compression on the fake upstream: gzip when the request's Accept-Encoding takes it, as GitHub
+ * serves it; the same weak ETag for both codings; HEAD and 304; and the bad-gzip fault.
+ */
+import { request as httpRequest } from 'node:http';
+import { gunzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { acceptsGzip } from '../../src/fake-upstream/compression.js';
+import { ALICE_REPO, auth, useFake } from './helpers.js';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+/** One request with exactly these headers (Node's fetch would add its own Accept-Encoding and decode). */
+function send(url: string, headers: Record<string, string>, method = 'GET'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const LIST = '/orgs/etagere-org/repos?per_page=100';
+
+describe('fake upstream: gzip', () => {
+  const fake = useFake();
+
+  afterEach(async () => {
+    await fetch(`${fake.url}/__fake/faults`, { method: 'DELETE' });
+  });
+
+  it('gzips a list page for a client that accepts gzip, with the same content and ETag as identity', async () => {
+    const identity = await send(`${fake.url}${LIST}`, auth(ALICE_REPO));
+    const gzip = await send(`${fake.url}${LIST}`, { ...auth(ALICE_REPO), 'accept-encoding': 'gzip, deflate, br' });
+    expect(identity.status).toBe(200);
+    expect(identity.headers['content-encoding']).toBeUndefined();
+    expect(gzip.headers['content-encoding']).toBe('gzip');
+    expect(gzip.headers.vary).toMatch(/Accept-Encoding/);
+    expect(Number(gzip.headers['content-length'])).toBe(gzip.body.length);
+    expect(gunzipSync(gzip.body).equals(identity.body)).toBe(true);
+    expect(gzip.body.length).toBeLessThan(identity.body.length / 5);
+    expect(gzip.headers.etag).toBe(identity.headers.etag);
+    expect(gzip.headers.etag).toMatch(/^W\//);
+  });
+
+  it('HEAD gives the gzipped length; a 304 answers either coding with no body and no Content-Encoding', async () => {
+    const headers = { ...auth(ALICE_REPO), 'accept-encoding': 'gzip' };
+    const full = await send(`${fake.url}/repos/octocat/hello-world`, headers);
+    const head = await send(`${fake.url}/repos/octocat/hello-world`, headers, 'HEAD');
+    expect(head.headers['content-length']).toBe(String(full.body.length));
+    expect(head.headers['content-encoding']).toBe('gzip');
+    expect(head.body.length).toBe(0);
+    const etag = String(full.headers.etag);
+    for (const coding of ['gzip', 'identity']) {
+      const again = await send(`${fake.url}/repos/octocat/hello-world`, {
+        ...auth(ALICE_REPO),
+        'accept-encoding': coding,
+        'if-none-match': etag,
+      });
+      expect(again.status).toBe(304);
+      expect(again.headers['content-encoding']).toBeUndefined();
+    }
+  });
+
+  it('reads Accept-Encoding as RFC 9110 says: q=0 refuses, * accepts, names are case-insensitive', () => {
+    expect(acceptsGzip('gzip')).toBe(true);
+    expect(acceptsGzip('GZIP;q=0.5')).toBe(true);
+    expect(acceptsGzip('*')).toBe(true);
+    expect(acceptsGzip(['br', 'gzip'])).toBe(true);
+    expect(acceptsGzip('gzip;q=0')).toBe(false);
+    expect(acceptsGzip('*, gzip;q=0')).toBe(false);
+    expect(acceptsGzip('*;q=0')).toBe(false);
+    expect(acceptsGzip('identity')).toBe(false);
+    expect(acceptsGzip('gzip;q=nonsense')).toBe(false);
+    expect(acceptsGzip(undefined)).toBe(false);
+  });
+
+  it('errors stay identity', async () => {
+    const missing = await send(`${fake.url}/repos/octocat/nope-nope`, { ...auth(ALICE_REPO), 'accept-encoding': 'gzip' });
+    expect(missing.status).toBe(404);
+    expect(missing.headers['content-encoding']).toBeUndefined();
+    expect(JSON.parse(missing.body.toString('utf8'))).toHaveProperty('message');
+  });
+
+  it('bad-gzip: a gzip body that fails to decode, whatever the request accepts', async () => {
+    await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults: [{ kind: 'bad-gzip' }] }) });
+    for (const coding of ['gzip', 'identity']) {
+      const bad = await send(`${fake.url}/repos/octocat/hello-world`, { ...auth(ALICE_REPO), 'accept-encoding': coding });
+      expect(bad.status).toBe(200);
+      expect(bad.headers['content-encoding']).toBe('gzip');
+      expect(Number(bad.headers['content-length'])).toBe(bad.body.length);
+      expect(() => gunzipSync(bad.body)).toThrow();
+    }
+  });
+
+  it('bad-json keeps the coding: a gzipped answer decodes to a body that is not JSON', async () => {
+    await fetch(`${fake.url}/__fake/faults`, { method: 'POST', body: JSON.stringify({ faults: [{ kind: 'bad-json' }] }) });
+    const bad = await send(`${fake.url}/repos/octocat/hello-world`, { ...auth(ALICE_REPO), 'accept-encoding': 'gzip' });
+    expect(bad.headers['content-encoding']).toBe('gzip');
+    expect(() => JSON.parse(gunzipSync(bad.body).toString('utf8'))).toThrow();
+  });
+});
