@@ -32,8 +32,8 @@ function orgOf(world: World, login: string): Account | undefined {
   return account?.type === 'Organization' ? account : undefined;
 }
 
-/** GET /orgs/:org: organization-simple plus the public profile fields. */
-export function orgJson(world: World, org: Account, base: string): Record<string, unknown> {
+/** GitHub's organization-simple: what webhook payloads carry, and the head of GET /orgs/:org. */
+export function orgSimple(org: Account, base: string): Record<string, unknown> {
   const url = `${base}/orgs/${org.login}`;
   const summary = accountSummary(org, base);
   return {
@@ -49,6 +49,14 @@ export function orgJson(world: World, org: Account, base: string): Record<string
     public_members_url: `${url}/public_members{/member}`,
     avatar_url: summary.avatar_url,
     description: org.bio,
+  };
+}
+
+/** GET /orgs/:org: organization-simple plus the public profile fields. */
+export function orgJson(world: World, org: Account, base: string): Record<string, unknown> {
+  const summary = accountSummary(org, base);
+  return {
+    ...orgSimple(org, base),
     name: org.name,
     company: org.company,
     blog: org.blog,

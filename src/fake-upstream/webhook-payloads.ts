@@ -10,32 +10,15 @@
  *   ping                                                 POST /__fake/webhooks (a webhook configured)
  */
 import type { FakeInstallation } from './apps.js';
-import { iso, SEED_ORG, ZEN, type Account, type Repo, type World } from './data.js';
-import { accountNodeId, accountSummary, DEFAULT_API_VERSION, repoRecord, webBaseOf } from './render.js';
+import { iso, SEED_ORG, ZEN, type Repo, type World } from './data.js';
+import { accountSummary, DEFAULT_API_VERSION, repoRecord } from './render.js';
 import type { WebhookSender } from './webhooks.js';
+import { orgSimple } from './orgs.js';
 
 type Payload = Record<string, unknown>;
 
 /** The fake's changes have no actor of their own: deliveries name this account as the sender. */
 export const FAKE_SENDER = 'octocat';
-
-function organizationOf(account: Account, base: string): Payload {
-  const url = `${base}/orgs/${account.login}`;
-  return {
-    login: account.login,
-    id: account.id,
-    node_id: accountNodeId(account),
-    url,
-    repos_url: `${url}/repos`,
-    events_url: `${url}/events`,
-    hooks_url: `${url}/hooks`,
-    issues_url: `${url}/issues`,
-    members_url: `${url}/members{/member}`,
-    public_members_url: `${url}/public_members{/member}`,
-    avatar_url: `${webBaseOf(base).avatars}/u/${account.id}?v=4`,
-    description: account.bio,
-  };
-}
 
 function senderOf(world: World, login: string | undefined, base: string): Payload | undefined {
   const account = world.account(login ?? FAKE_SENDER) ?? world.account(FAKE_SENDER);
@@ -46,7 +29,7 @@ function senderOf(world: World, login: string | undefined, base: string): Payloa
 function aboutRepo(world: World, repo: Repo, base: string, sender: string | undefined): Payload {
   const repository = repoRecord(repo, 'none', base, DEFAULT_API_VERSION);
   const out: Payload = { repository };
-  if (repo.owner.type === 'Organization') out.organization = organizationOf(repo.owner, base);
+  if (repo.owner.type === 'Organization') out.organization = orgSimple(repo.owner, base);
   const who = senderOf(world, sender, base);
   if (who !== undefined) out.sender = who;
   return out;
@@ -137,7 +120,7 @@ export function ping(world: World, url: string, hookId: number, base: string, no
       deliveries_url: `${base}/orgs/${SEED_ORG}/hooks/${hookId}/deliveries`,
     },
   };
-  if (org !== undefined) payload.organization = organizationOf(org, base);
+  if (org !== undefined) payload.organization = orgSimple(org, base);
   const who = senderOf(world, undefined, base);
   if (who !== undefined) payload.sender = who;
   return [{ event: 'ping', payload, target: { id: org?.id ?? 0, type: 'organization' } }];

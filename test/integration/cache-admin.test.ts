@@ -6,6 +6,7 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EntryView } from '../../src/cache/inspect.js';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { runCli } from '../helpers/cli.js';
 import { get } from '../helpers/http.js';
@@ -17,23 +18,6 @@ const CLIENT_TOKEN = 'demo_token_alice_repo';
 const PARTITION_SECRET = testSecret('partition secret of the cache-admin test', 'cache-admin-partition-secret-0123');
 const WEBHOOK_SECRET = testSecret('webhook secret of the cache-admin test', 'cache-admin-webhook-secret-4567');
 const HELLO = '/repos/octocat/hello-world';
-
-interface EntryView {
-  upstream: string;
-  path: string;
-  query: string;
-  partition: string;
-  accept: string | null;
-  api_version: string | null;
-  status: number;
-  age: number;
-  ttl: number;
-  etag: string | null;
-  size: number;
-  fetched_by: string;
-  body?: string | null;
-  body_withheld?: string;
-}
 
 async function inspect(proxy: TestProxy, query: string): Promise<{ status: number; text: string; entries: EntryView[] }> {
   const res = await request(`${proxy.adminUrl}/admin/cache?${query}`);

@@ -4,13 +4,13 @@
  * place that changes them (a tokens reload keeps the Apps' members, an App's change keeps the
  * tokens), and a worker's renew over IPC (the credential named by a digest, never sent back).
  */
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { createIpcTokenPool, credentialDigest, servePool, type Channel, type PoolMessage } from '../../src/tokens/ipc-pool.js';
+import { createIpcTokenPool, credentialDigest, servePool } from '../../src/tokens/ipc-pool.js';
 import { createTokenPool } from '../../src/tokens/local-pool.js';
 import { createMemberSources } from '../../src/tokens/member-sources.js';
 import { composeMembers } from '../../src/tokens/membership.js';
 import type { Acquired, Renewal } from '../../src/tokens/types.js';
+import { channelPair } from '../helpers/ipc-channel.js';
 
 const token = (name: string, value = `value_${name}`) => ({ name, value });
 
@@ -85,28 +85,6 @@ describe('MemberSources: the one place that changes the members', () => {
     pool.close();
   });
 });
-
-/** Two ends of an in-memory IPC channel, and every message that went through it. */
-function channelPair(): { primary: Channel; worker: Channel; messages: unknown[] } {
-  const toPrimary = new EventEmitter();
-  const toWorker = new EventEmitter();
-  const messages: unknown[] = [];
-  const clone = (message: PoolMessage): unknown => {
-    messages.push(message);
-    return JSON.parse(JSON.stringify(message));
-  };
-  return {
-    primary: {
-      send: (message) => setImmediate(() => toWorker.emit('message', clone(message))),
-      on: (event, listener) => toPrimary.on(event, listener),
-    },
-    worker: {
-      send: (message) => setImmediate(() => toPrimary.emit('message', clone(message))),
-      on: (event, listener) => toWorker.on(event, listener),
-    },
-    messages,
-  };
-}
 
 const leaseOf = (acquired: Acquired) => {
   if (acquired.kind !== 'lease') throw new Error(`expected a lease, got ${acquired.kind}`);

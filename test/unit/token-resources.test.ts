@@ -3,16 +3,16 @@
  * resource in the local and the IPC pool, the headers and GET /rate_limit consumers see), and the
  * confirmation of 401s (at most one probe per token per minute, shared by concurrent callers).
  */
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { CONFIRM_INTERVAL_MS, confirmationOf, createConfirmer } from '../../src/tokens/confirm.js';
-import { createIpcTokenPool, servePool, type Channel, type PoolMessage } from '../../src/tokens/ipc-pool.js';
+import { createIpcTokenPool, servePool } from '../../src/tokens/ipc-pool.js';
 import { createTokenPool } from '../../src/tokens/local-pool.js';
 import { createPoolHeaders, poolRateLimitBody } from '../../src/tokens/pool-headers.js';
 import { rateLimitsFromBody, unauthorizedKind } from '../../src/tokens/rate-limit.js';
 import { resourceNamed, resourceOf } from '../../src/tokens/resource.js';
 import type { Acquired, Confirmation, LocalTokenPool } from '../../src/tokens/types.js';
 import { until } from '../helpers/proxy.js';
+import { channelPair } from '../helpers/ipc-channel.js';
 
 const NOW = 1_800_000_000_000;
 const NOW_S = NOW / 1000;
@@ -302,23 +302,6 @@ describe('row 1: confirming a 401 costs at most one probe per token per minute',
     expect(events).toEqual(['dead a', 'revived a']);
   });
 });
-
-/** Two ends of an in-memory IPC channel (what node:cluster gives the primary and a worker). */
-function channelPair(): { primary: Channel; worker: Channel } {
-  const toPrimary = new EventEmitter();
-  const toWorker = new EventEmitter();
-  const clone = (message: PoolMessage): unknown => JSON.parse(JSON.stringify(message));
-  return {
-    primary: {
-      send: (message) => setImmediate(() => toWorker.emit('message', clone(message))),
-      on: (event, listener) => toPrimary.on(event, listener),
-    },
-    worker: {
-      send: (message) => setImmediate(() => toPrimary.emit('message', clone(message))),
-      on: (event, listener) => toWorker.on(event, listener),
-    },
-  };
-}
 
 describe('rate-limit resources and 401 confirmation over IPC (cluster workers without Redis)', () => {
   it("a worker reserves in its request's resource and asks the primary to confirm a 401", async () => {
