@@ -270,9 +270,10 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
     'enforceConcurrency',
     'installationTokenSeconds',
     'rateLimits',
+    'noTransform',
   ]);
   const patch: Partial<RuntimeConfig> = {};
-  const set = (key: Exclude<keyof RuntimeConfig, 'rateLimits'>, min: number, max: number): void => {
+  const set = (key: Exclude<keyof RuntimeConfig, 'rateLimits' | 'noTransform'>, min: number, max: number): void => {
     const value = intField(body, key, min, max);
     if (value !== undefined) patch[key] = value;
   };
@@ -287,6 +288,8 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
   set('installationTokenSeconds', 1, 86_400);
   if (body.rateLimits !== undefined && typeof body.rateLimits !== 'boolean') throw new HttpError(400, '"rateLimits" must be a boolean');
   if (typeof body.rateLimits === 'boolean') patch.rateLimits = body.rateLimits;
+  if (body.noTransform !== undefined && typeof body.noTransform !== 'boolean') throw new HttpError(400, '"noTransform" must be a boolean');
+  if (typeof body.noTransform === 'boolean') patch.noTransform = body.noTransform;
   if (body.enforceConcurrency === null) patch.enforceConcurrency = 0;
   else set('enforceConcurrency', 0, 1e6);
   state.configure(patch);

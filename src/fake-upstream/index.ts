@@ -61,6 +61,8 @@ export interface FakeUpstreamOptions {
    * headers, no primary quota. Default true.
    */
   rateLimits?: boolean;
+  /** Resource and list answers carry `Cache-Control: …, no-transform` (also `POST /__fake/config {"noTransform": true}`). Default false. */
+  noTransform?: boolean;
   /** Send signed webhooks for the fake's changes to this URL (webhooks.ts). Default none. */
   webhookUrl?: string;
   /** The webhooks' secret (X-Hub-Signature-256). Default none: unsigned, as GitHub sends them without one. */
@@ -141,8 +143,10 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       1,
     ),
     rateLimits: opts.rateLimits ?? true,
+    noTransform: opts.noTransform ?? RESOURCE_DEFAULTS.noTransform,
   };
   if (typeof config.rateLimits !== 'boolean') throw new TypeError(`rateLimits must be a boolean, got ${String(config.rateLimits)}`);
+  if (typeof config.noTransform !== 'boolean') throw new TypeError(`noTransform must be a boolean, got ${String(config.noTransform)}`);
   const orgRepoCount = checkInt('orgRepoCount', opts.orgRepoCount ?? 75, 0);
   if (opts.apps !== undefined && !Array.isArray(opts.apps)) throw new AppSpecError('apps must be an array of Apps');
   const basePath = normaliseBasePath(opts.basePath ?? '');

@@ -416,7 +416,7 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
   const forApps = appRoute({ state, cred, method, path, query, base, version, nowMs: Date.now() });
   if (forApps !== undefined) {
     if (method !== 'GET' && method !== 'HEAD') req.resume();
-    respond(req, call, window, forApps);
+    respond(req, call, window, forApps, state.config.noTransform);
     return;
   }
 
@@ -427,11 +427,14 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
     return;
   }
   const result = route({ state, world: state.world, viewer, base, version, path, query, accept: header(req, 'accept') ?? '' });
-  respond(req, call, window, result);
+  respond(req, call, window, result, state.config.noTransform);
 }
 
-/** The answer to a call that has passed every limit: 200, or a free 304 when the client holds it; other results as they are. */
-function respond(req: IncomingMessage, call: ApiCall, window: QuotaWindow, result: ApiResult): void {
+/**
+ * The answer to a call that has passed every limit: 200, or a free 304 when the client holds it; other results as they are.
+ * `noTransform`: its Cache-Control forbids intermediaries to change the coding (`noTransform` of the runtime config).
+ */
+function respond(req: IncomingMessage, call: ApiCall, window: QuotaWindow, result: ApiResult, noTransform: boolean): void {
   const { cred, anonymous, version, answer } = call;
   const rendered = result.rendered;
   if (rendered === null) {
@@ -454,7 +457,7 @@ function respond(req: IncomingMessage, call: ApiCall, window: QuotaWindow, resul
   const spent = notModified && !anonymous ? false : spend(window);
   const validators = {
     acceptedScopes: result.acceptedScopes,
-    cacheControl: anonymous ? CACHE_PUBLIC : CACHE_PRIVATE,
+    cacheControl: (anonymous ? CACHE_PUBLIC : CACHE_PRIVATE) + (noTransform ? ', no-transform' : ''),
     etag,
     lastModified: httpDate(rendered.lastModified),
   };

@@ -37,11 +37,16 @@ export interface RuntimeConfig {
    * to the end (secondary limits and faults still apply).
    */
   rateLimits: boolean;
+  /**
+   * Resource and list answers (200 and 304) carry `no-transform` in their Cache-Control, as an
+   * origin that forbids intermediaries to change the content coding (RFC 9110 section 7.7).
+   */
+  noTransform: boolean;
 }
 
 /** Settings added after the first ones: optional when a state is built, GitHub's values by default. */
 type ResourceSettings =
-  'searchLimit' | 'codeSearchLimit' | 'graphqlLimit' | 'searchWindowSeconds' | 'installationTokenSeconds' | 'rateLimits';
+  'searchLimit' | 'codeSearchLimit' | 'graphqlLimit' | 'searchWindowSeconds' | 'installationTokenSeconds' | 'rateLimits' | 'noTransform';
 export type RuntimeConfigInput = Omit<RuntimeConfig, ResourceSettings> & Partial<Pick<RuntimeConfig, ResourceSettings>>;
 
 /** GitHub's sizes: search 30 and code search 10 a minute, 5000 GraphQL points an hour. */
@@ -52,6 +57,7 @@ export const RESOURCE_DEFAULTS: Pick<RuntimeConfig, ResourceSettings> = {
   searchWindowSeconds: 60,
   installationTokenSeconds: 3600,
   rateLimits: true,
+  noTransform: false,
 };
 
 /** A cached, fully rendered response body with its validators. */

@@ -7,6 +7,7 @@
  *   fwd=stale; fwd-status=502; detail=stale-if-error   upstream failed, stale entry served
  *   hit; ttl=-3; detail=stale-while-revalidate         stale served, refreshed in background
  *   fwd=bypass                           not a cacheable request (method, Range, policy none)
+ *   fwd=vary-miss; fwd-status=200; detail=coding   a stored entry in a coding the client refused (no-transform): forwarded
  *   fwd=miss; detail=only-if-cached      504: nothing usable stored
  */
 

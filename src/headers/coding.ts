@@ -1,8 +1,9 @@
 /**
  * Pure: content codings. What a request's Accept-Encoding takes (RFC 9110 section 12.5.3): a coding
  * is accepted when the header names it, or `*` and not it, with a q-value above 0; no header means
- * identity only (the proxy never sends a coding the client did not ask for). And the coding a
- * response's Content-Encoding declares.
+ * identity only when the proxy may choose (it decodes gzip for such a client), but any coding when
+ * it may not (`refusesCoding`: an entry it must not or cannot decode). And the coding a response's
+ * Content-Encoding declares.
  */
 
 function qualityOf(params: readonly string[]): number {
@@ -40,6 +41,23 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
   lastGzip = acceptsCoding(header, 'gzip');
   lastHeader = header;
   return lastGzip;
+}
+
+/**
+ * The request refuses a response in `coding` (what `contentCodingOf` gives: one coding, or a list
+ * applied in order): it sent an Accept-Encoding that does not take every coding of it. A request
+ * without Accept-Encoding takes any coding (RFC 9110 section 12.5.3), so only an explicit refusal
+ * counts: `identity`, `gzip;q=0`, `*;q=0`, `br` alone, an empty value, or garbage. `x-gzip` is
+ * `gzip` (RFC 9110 section 8.4.1.3).
+ */
+export function refusesCoding(header: string | string[] | undefined, coding: string): boolean {
+  if (header === undefined) return false;
+  for (const part of coding.split(',')) {
+    const name = part.trim();
+    if (name === '' || name === 'identity') continue;
+    if (!(name === 'gzip' || name === 'x-gzip' ? acceptsGzip(header) : acceptsCoding(header, name))) return true;
+  }
+  return false;
 }
 
 /** The content coding a Content-Encoding value declares, lower-case; undefined for identity. */

@@ -140,7 +140,8 @@ function decodingStream(head: readonly Buffer[], rest: Readable): Readable {
 
 /**
  * A streamed answer whose body was read whole (an uncacheable one under the entry cap): its API
- * addresses are rewritten like an entry's (not memoized: nothing will serve it again).
+ * addresses are rewritten like an entry's (not memoized: nothing will serve it again), unless it
+ * carries `no-transform`.
  */
 function writeWhole(ctx: AnswerContext, reply: StreamReply): void {
   const body = reply.head.length === 1 ? reply.head[0]! : Buffer.concat(reply.head);
@@ -158,6 +159,7 @@ function rewrittenStreamBody(ctx: AnswerContext, headers: StreamReply['headers']
   const contentType = headers['content-type'];
   if (ctx.upstream.rewrittenBodies === undefined || typeof contentType !== 'string' || !isJsonMediaType(contentType)) return undefined;
   if (headers['content-encoding'] !== undefined) return undefined;
+  if (parseCacheControl(headers['cache-control']).noTransform === true) return undefined; // RFC 9110 section 7.7
   const base = proxyBaseFor(ctx);
   return base === undefined ? undefined : rewriteBodyUrls(body, ctx.upstream.linkBase, base);
 }

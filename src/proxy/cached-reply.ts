@@ -14,6 +14,9 @@ import { errors } from './errors.js';
 import type { PoolHeaders } from '../tokens/pool-headers.js';
 import { resourceOf } from '../tokens/resource.js';
 import { streamReply, type Reply, type Served } from './reply.js';
+import { refusesCoding } from '../headers/coding.js';
+import { fixedCoding } from './entry-coding.js';
+import { refusesStoredCoding } from './entry-form.js';
 
 /** The pool's headers for pool consumers, in the request's rate-limit resource; undefined for everyone else. */
 function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
@@ -119,3 +122,21 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
     }
   }
 }
+
+/**
+ * The reply is in a coding the client explicitly refused and the proxy may not change
+ * (`Cache-Control: no-transform`) or cannot (not gzip): an entry, or a streamed answer over the
+ * entry cap. Such a reply never goes to that client (cached.ts forwards its request instead).
+ */
+export function refusedCoding(ctx: RequestContext, reply: Reply): boolean {
+  if (reply.kind === 'entry') return refusesStoredCoding(ctx, reply.entry);
+  if (reply.kind !== 'stream') return false;
+  const coding = fixedCoding(reply.headers['content-encoding'], reply.headers['cache-control']);
+  return coding !== undefined && refusesCoding(ctx.req.headers['accept-encoding'], coding);
+}
+
+/** The Cache-Status of a request forwarded because the client refused the stored coding (RFC 9211 `vary-miss`). */
+export const codingMissStatus = (fwdStatus: number): string => cacheStatus({ fwd: 'vary-miss', fwdStatus, detail: 'coding' });
+
+/** only-if-cached, when what is stored is in a coding the client refused: nothing usable is stored (RFC 9111 section 5.2.1.7). */
+export const onlyIfCachedCoding = (): Reply => errors.onlyIfCached(cacheStatus({ fwd: 'vary-miss', detail: 'only-if-cached' }));

@@ -12,7 +12,7 @@ import { requestDirectives, type Directives } from '../cache/cache-control.js';
 import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../cache/client-directives.js';
 import { classify, unselected304, type CacheResult, type Got } from '../cache/classify.js';
 import type { Coalescer } from '../cache/coalesce.js';
-import type { CacheEntry } from '../cache/entry.js';
+import { poolTokenOf, type CacheEntry } from '../cache/entry.js';
 import { ANONYMOUS, POOL, type Partitioner } from '../cache/key.js';
 import { planFor, type Plan } from '../cache/plan.js';
 import type { FreshnessPolicy } from '../cache/policy.js';
@@ -21,12 +21,13 @@ import type { Tiers } from '../cache/tiers.js';
 import { headerReader, headerValue } from '../headers/value.js';
 import type { Logger } from '../log/logger.js';
 import { answer } from './answer.js';
-import { planReply, resultReply } from './cached-reply.js';
+import { onlyIfCachedCoding, planReply, refusedCoding, resultReply } from './cached-reply.js';
 import type { RequestContext } from './context.js';
 import { errors } from './errors.js';
 import type { UpstreamExchange } from './exchange.js';
 import type { PoolContext } from '../tokens/pooled-fetch.js';
-import { NOT_SERVED, type Served } from './reply.js';
+import { NOT_SERVED, type Reply, type Served } from './reply.js';
+import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../tokens/fair-share.js';
 
 export interface CachedPathDeps {
@@ -36,6 +37,8 @@ export interface CachedPathDeps {
   readonly partitioner: Partitioner;
   readonly pool: PoolContext | undefined;
   readonly logger: Logger;
+  /** The streaming forward: for a client that refused the coding of an entry the proxy may not decode. */
+  readonly forward: Forward;
 }
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
@@ -82,7 +85,7 @@ class RoutedRequest implements CacheRequest {
 const clientNoCache = (ctx: RequestContext): ClientNoCache =>
   clientNoCacheMode(ctx.upstream.policy.kind, ctx.upstream.cfg.cache.client_no_cache);
 
-export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger }: CachedPathDeps): CachedPath {
+export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger, forward }: CachedPathDeps): CachedPath {
   const poolHeaders = pool?.headers;
   /** Non-equivalent pool tokens each have a partition: a request on the pool looks in every one (the members now). */
   const perTokenPool = pool !== undefined && !pool.pool.equivalent ? pool.pool : undefined;
@@ -107,6 +110,20 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       clientDirectives(requestDirectives(headers['cache-control'], headers.pragma), clientNoCache(ctx)),
       header,
     );
+  };
+
+  /**
+   * Writes a reply, unless it is in a coding the client explicitly refused and the proxy may not
+   * change (no-transform) or cannot (not gzip): then the client's own request, with its own
+   * Accept-Encoding, goes upstream on the same credential rules, and the answer is streamed
+   * uncached; the entry stays for the clients that take it. Under only-if-cached: 504.
+   */
+  const serve = (ctx: RequestContext, req: CacheRequest, reply: Reply): Served | Promise<Served> => {
+    if (!refusedCoding(ctx, reply)) return answer(ctx, reply);
+    if (reply.kind === 'stream') reply.rest?.destroy(); // the upstream's gzip body over the entry cap: nobody takes it
+    if (req.directives.onlyIfCached === true) return answer(ctx, onlyIfCachedCoding());
+    if (ctx.res.destroyed) return NOT_SERVED; // the client has gone: nothing to fetch for
+    return forward(ctx, { prefer: reply.kind === 'entry' ? poolTokenOf(reply.entry.fetchedBy) : undefined });
   };
 
   /** One upstream exchange, classified and applied to the tiers: the work a flight shares. */
@@ -145,9 +162,9 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       // takes another consumer's refusal (its share spent) as its own answer.
       if (ctx.res.destroyed) return NOT_SERVED; // the client has gone
       const own = await fetchAndStore(ctx, req, plan.stale);
-      return answer(ctx, resultReply(ctx, poolHeaders, logger, own, { plan, joined: false, now: Date.now() }));
+      return serve(ctx, req, resultReply(ctx, poolHeaders, logger, own, { plan, joined: false, now: Date.now() }));
     }
-    return answer(ctx, resultReply(ctx, poolHeaders, logger, result, { plan, joined, now: Date.now() }));
+    return serve(ctx, req, resultReply(ctx, poolHeaders, logger, result, { plan, joined, now: Date.now() }));
   };
 
   /** Plans from what the tiers hold; answers at once unless the upstream must be asked. */
@@ -159,7 +176,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   ): Served | Promise<Served> => {
     const plan = planFor(tiers.usable(req, found), req.directives, Date.now());
     if (plan.kind === 'stale' && plan.background) revalidateInBackground(ctx, req, plan.entry);
-    if (plan.kind !== 'fetch') return answer(ctx, planReply(ctx, poolHeaders, plan));
+    if (plan.kind !== 'fetch') return serve(ctx, req, planReply(ctx, poolHeaders, plan));
     return fetchThrough(ctx, req, plan, redisAnswered).catch((err: unknown) => {
       logger.error({ reqId: ctx.id, err: (err as Error).message }, 'cache fetch failed');
       return answer(ctx, errors.internal(ctx.upstream.cfg));

@@ -2,7 +2,9 @@
  * The content coding of a stored entry, as the forms served from it see it (issue 17, part 2).
  * Entries keep the body as the upstream sent it, gzip when it was asked for gzip; a client that
  * takes gzip gets those bytes, one that does not gets them decoded. `Cache-Control: no-transform`
- * forbids the proxy to change the coding (RFC 9110 section 7.7): such an entry is served as stored.
+ * forbids the proxy to change the coding (RFC 9110 section 7.7): such an entry is served as stored
+ * to a client that takes its coding (or sent no Accept-Encoding), and never to one that refused it
+ * (the cached path forwards that client's request instead: cached.ts).
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { contentCodingOf } from '../headers/coding.js';
@@ -11,8 +13,15 @@ import { parseCacheControl } from '../cache/cache-control.js';
 export interface EntryCoding {
   /** The body is gzip and the proxy may decode it for a client that does not take gzip. */
   readonly gzip: boolean;
+  /**
+   * The stored coding when the proxy may not decode it (`no-transform`) or cannot (a coding other
+   * than gzip); undefined for identity and for decodable gzip. A client that refuses it must not get the entry.
+   */
+  readonly fixed: string | undefined;
   /** The stored headers' Vary lists Accept-Encoding already. */
   readonly variesOnCoding: boolean;
+  /** `Cache-Control: no-transform`: the body goes out as stored (no decoding, no body URLs rewritten). */
+  readonly noTransform: boolean;
 }
 
 /** What the stored headers say of the body's coding. */
@@ -25,7 +34,19 @@ export function entryCoding(headers: ReadonlyArray<[string, string]>): EntryCodi
     else if (name === 'cache-control') noTransform ||= parseCacheControl(value).noTransform === true;
     else if (name === 'vary') variesOnCoding ||= /(?:^|,)\s*(?:accept-encoding|\*)\s*(?:,|$)/i.test(value);
   }
-  return { gzip: (coding === 'gzip' || coding === 'x-gzip') && !noTransform, variesOnCoding };
+  const gzip = (coding === 'gzip' || coding === 'x-gzip') && !noTransform;
+  return { gzip, fixed: gzip ? undefined : coding, variesOnCoding, noTransform };
+}
+
+/** `fixed` of a streamed answer's headers (see EntryCoding): its coding when the proxy may not or cannot decode it. */
+export function fixedCoding(
+  contentEncoding: string | string[] | undefined,
+  cacheControl: string | string[] | undefined,
+): string | undefined {
+  const coding = contentCodingOf(contentEncoding);
+  if (coding === undefined) return undefined;
+  if ((coding === 'gzip' || coding === 'x-gzip') && parseCacheControl(cacheControl).noTransform !== true) return undefined;
+  return coding;
 }
 
 /*

@@ -8,7 +8,8 @@
  * The body is stored in the coding it arrived in (gzip: src/proxy/entry-coding.ts). A client that
  * takes it gets those bytes; one that does not gets them decoded, memoized per (entry, base) in a
  * bounded memo of its own. Body URLs are rewritten on the decoded body, which goes back into gzip
- * for a gzip client. So a form is memoized per (entry, base, coding).
+ * for a gzip client. So a form is memoized per (entry, base, coding). An entry the proxy may not
+ * decode (`no-transform`) is never served to a client that refused its coding (`refusesStoredCoding`).
  *
  * A rewritten or decoded body gets its own Content-Length, and a strong ETag is weakened (the bytes
  * are no longer the upstream's); the client's If-None-Match is still compared with the tag it was given.
@@ -20,7 +21,7 @@ import { hasUrlsUnder, rewriteBodyUrls, weakened } from '../rewrite/body-urls.js
 import type { RewrittenBodies } from '../rewrite/rewritten-bodies.js';
 import type { AnswerContext } from './context.js';
 import { decodedBody, encodedBody, entryCoding } from './entry-coding.js';
-import { acceptsGzip } from '../headers/coding.js';
+import { acceptsGzip, refusesCoding } from '../headers/coding.js';
 
 export interface EntryForm {
   /** What the form was made for: the coding it is in and the public base (see formKey). */
@@ -41,6 +42,8 @@ interface Plain {
   readonly bodyUrls: boolean;
   /** Its body is gzip and may be decoded for a client that does not take gzip (entry-coding.ts). */
   readonly gzip: boolean;
+  /** Its coding when the proxy may not decode it (no-transform, or not gzip): never for a client that refused it. */
+  readonly fixed: string | undefined;
 }
 
 /** Per entry, its stored headers flattened and what of it depends on the public base and the coding. */
@@ -59,16 +62,31 @@ function plainOf(ctx: AnswerContext, entry: CacheEntry): Plain {
     if (name === 'link' || (name === 'location' && rewritesLocation(entry.status))) links = true;
     else if (name === 'content-type') contentType = value;
   }
-  const { gzip, variesOnCoding } = entryCoding(entry.headers);
-  if (gzip && !variesOnCoding) headers.push('vary', 'Accept-Encoding');
+  const { gzip, fixed, variesOnCoding, noTransform } = entryCoding(entry.headers);
+  // Either way what a client gets depends on its Accept-Encoding (decoded, or its request forwarded).
+  if ((gzip || fixed !== undefined) && !variesOnCoding) headers.push('vary', 'Accept-Encoding');
   headers.push('content-length', String(entry.body.length));
   const bodyUrls =
     ctx.upstream.rewrittenBodies !== undefined &&
+    !noTransform &&
     isJsonMediaType(contentType) &&
     hasUrlsUnder(gzip ? decodedBody(entry.body) : entry.body, ctx.upstream.linkBase);
-  const plain: Plain = { form: { base: '', headers, body: entry.body }, links, bodyUrls, gzip };
+  const plain: Plain = { form: { base: '', headers, body: entry.body }, links, bodyUrls, gzip, fixed };
   plains.set(entry, plain);
   return plain;
+}
+
+/**
+ * The client explicitly refused the coding of an entry the proxy may not decode (`fixed`): it must
+ * not get the entry, and the cached path forwards its request instead (cached.ts). A client without
+ * Accept-Encoding takes any coding, and one that takes the coding costs a lookup of the entry's
+ * memoized facts, nothing more.
+ */
+export function refusesStoredCoding(ctx: AnswerContext, entry: CacheEntry): boolean {
+  const header = ctx.req.headers['accept-encoding'];
+  if (header === undefined) return false;
+  const { fixed } = plainOf(ctx, entry);
+  return fixed !== undefined && refusesCoding(header, fixed);
 }
 
 /** The memo key of a form: its coding (`stored` or `identity`) and its public base ('' for none). */

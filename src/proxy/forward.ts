@@ -1,7 +1,7 @@
 /**
  * Streaming forward of a GET or HEAD that the cache does not handle (policy none, Range
- * requests): status, end-to-end headers and body bytes go to the client as the upstream sends
- * them. A pool consumer's answer is first read up to POOLED_HEAD_BYTES, so that a token's 401 or
+ * requests, and a client that refused the coding of an entry the proxy may not decode): status,
+ * end-to-end headers and body bytes go to the client as the upstream sends them. A pool consumer's answer is first read up to POOLED_HEAD_BYTES, so that a token's 401 or
  * rate limit is retried on another token and the token's x-ratelimit-* are replaced by the pool's.
  */
 import { cacheStatus } from '../headers/cache-status.js';
@@ -16,13 +16,23 @@ import { errors } from './errors.js';
 import { consumerOf, fetchPooled, type PoolContext } from '../tokens/pooled-fetch.js';
 import { resourceOf } from '../tokens/resource.js';
 import { streamReply, type Reply, type Served } from './reply.js';
+import { codingMissStatus } from './cached-reply.js';
 
 const BYPASS = cacheStatus({ fwd: 'bypass' });
 
 /** Bodies of pooled streamed answers are read up to this size before they go out (to spot limit errors). */
 const POOLED_HEAD_BYTES = 64 * 1024;
 
-export type Forward = (ctx: RequestContext) => Promise<Served>;
+/**
+ * Forwards a request. `coding`: the cached path's request of a client that refused the stored
+ * coding (cached.ts): its Cache-Status says so, and `prefer` is the pool token that fetched the
+ * entry (its ETag matches that credential's), as a revalidation of the entry would prefer.
+ */
+export type Forward = (ctx: RequestContext, coding?: CodingForward) => Promise<Served>;
+
+export interface CodingForward {
+  readonly prefer: string | undefined;
+}
 
 export function createForward(logger: Logger, metrics: Metrics, pool: PoolContext | undefined): Forward {
   const bodyFailed = (ctx: RequestContext) => (err: unknown) => {
@@ -30,8 +40,11 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     logger.warn({ reqId: ctx.id, upstream: ctx.upstream.cfg.name, err: classifyUpstreamError(err).detail }, 'upstream body failed');
   };
 
-  /** Cache-Status bypass on caching upstreams (a Range request), none on policy none. */
-  const bypass = (ctx: RequestContext): string | undefined => (ctx.upstream.cfg.cache.policy !== 'none' ? BYPASS : undefined);
+  /** Cache-Status bypass on caching upstreams (a Range request), none on policy none; a refused coding's own. */
+  const statusOf = (ctx: RequestContext, coding: CodingForward | undefined, status: number): string | undefined => {
+    if (coding !== undefined) return codingMissStatus(status);
+    return ctx.upstream.cfg.cache.policy !== 'none' ? BYPASS : undefined;
+  };
 
   const failed = (ctx: RequestContext, failure: ReturnType<typeof classifyUpstreamError>, token?: string): Reply => {
     metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, 'error');
@@ -39,7 +52,11 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     return errors.upstreamFailed(ctx.upstream.cfg, failure, { outcome: 'error', upstreamStatus: undefined, token });
   };
 
-  const direct = async (ctx: RequestContext, headers: Record<string, string | string[]>): Promise<Reply | undefined> => {
+  const direct = async (
+    ctx: RequestContext,
+    headers: Record<string, string | string[]>,
+    coding: CodingForward | undefined,
+  ): Promise<Reply | undefined> => {
     // No AbortSignal per request (measurably costly): if the client leaves, the writer destroys the
     // upstream body; an upstream that has not answered yet is bounded by the configured timeouts.
     const sentAt = Date.now();
@@ -51,7 +68,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
       return streamReply({
         status,
         upstreamHeaders,
-        cacheStatus: bypass(ctx),
+        cacheStatus: statusOf(ctx, coding, status),
         pool: undefined,
         token: undefined,
         head: [],
@@ -65,24 +82,32 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     }
   };
 
-  const pooled = async (ctx: RequestContext, headers: Record<string, string | string[]>, tokens: PoolContext): Promise<Reply> => {
+  const pooled = async (
+    ctx: RequestContext,
+    headers: Record<string, string | string[]>,
+    tokens: PoolContext,
+    coding: CodingForward | undefined,
+  ): Promise<Reply> => {
     const request = { method: ctx.method, path: ctx.path, headers };
-    const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, undefined, consumerOf(tokens, ctx.cred));
+    const consumer = consumerOf(tokens, ctx.cred);
+    const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, coding?.prefer, consumer);
     const headersOf = tokens.headers.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath));
     if (got.kind === 'unavailable') return errors.poolUnavailable(got.reason, got.retryAfterSeconds, headersOf.record());
     const { f: fetched, token } = got;
     if (fetched.kind === 'failed') return failed(ctx, fetched.failure, token);
     metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, fetched.status, seconds(fetched));
     const body = fetched.kind === 'response' ? { head: [fetched.body], rest: undefined } : { head: fetched.head, rest: fetched.rest };
-    const streamed = { status: fetched.status, upstreamHeaders: fetched.headers, cacheStatus: bypass(ctx), pool: headersOf, token };
+    const cacheStatus = statusOf(ctx, coding, fetched.status);
+    const streamed = { status: fetched.status, upstreamHeaders: fetched.headers, cacheStatus, pool: headersOf, token };
     return streamReply({ ...streamed, ...body, headersOnly: false, onBodyError: bodyFailed(ctx) });
   };
 
-  return async (ctx) => {
+  return async (ctx, coding) => {
     const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
     headers['x-request-id'] = ctx.id;
     try {
-      const reply = ctx.cred.kind === 'pool' && pool !== undefined ? await pooled(ctx, headers, pool) : await direct(ctx, headers);
+      const reply =
+        ctx.cred.kind === 'pool' && pool !== undefined ? await pooled(ctx, headers, pool, coding) : await direct(ctx, headers, coding);
       return reply === undefined ? { outcome: 'bypass', upstreamStatus: undefined, token: undefined } : answer(ctx, reply);
     } catch (err) {
       logger.error({ reqId: ctx.id, err: (err as Error).message }, 'forward failed');

@@ -39,6 +39,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
   const { pool, consumers, upstreams, webhooks } = services;
+  const forward = createForward(logger, metrics, pool);
   const cached = createCachedPath({
     ...services,
     exchange: createUpstreamExchange({
@@ -49,8 +50,8 @@ export function createHandler(config: Config, services: Services, { logger, metr
       logger,
     }),
     logger,
+    forward,
   });
-  const forward = createForward(logger, metrics, pool);
   const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
   const rules: CredentialRules[] = upstreams.map((rt) => ({
     pooled: rt.cfg.token_pool && pool !== undefined,

@@ -2,7 +2,8 @@
  * Issue 17, part 2: compression end to end. The proxy asks the upstream for gzip and keeps the
  * gzip bytes; a client that takes gzip gets them as they are, one that does not gets them decoded,
  * with the same content. Strong ETags are weakened when the proxy changes the coding, GitHub's weak
- * ones stay; `no-transform` is honoured; a body that fails to decode is never stored; HEAD and 304
+ * ones stay; `no-transform` is honoured (a client that refused the stored coding has its own request
+ * forwarded: no-transform.test.ts has more); a body that fails to decode is never stored; HEAD and 304
  * follow the same rules; policy `none` streams the upstream's coding unchanged.
  */
 import { request as httpRequest } from 'node:http';
@@ -235,11 +236,46 @@ describe('compression of other upstreams (scripted)', () => {
     expect(revalidated.headers.etag).toBe('W/"strong-tag"');
   });
 
-  it('honours no-transform: the stored coding goes out unchanged, ETag and all', async () => {
+  it('honours no-transform: the stored coding goes out unchanged, ETag and all, to clients that take it or sent no Accept-Encoding', async () => {
+    for (const headers of [GZIP, {}]) {
+      const answer = await send(`${proxy.url}/cached/no-transform`, headers);
+      expect(answer.headers['content-encoding']).toBe('gzip');
+      expect(answer.headers.etag).toBe('"strong-tag"');
+      expect(String(answer.headers.vary)).toMatch(/Accept-Encoding/i);
+      expect(gunzipSync(answer.body).equals(json)).toBe(true);
+    }
+  });
+
+  it('forwards a client that refused gzip with its own Accept-Encoding, uncached, and keeps the gzip entry', async () => {
+    await send(`${proxy.url}/cached/no-transform`, GZIP);
+    const before = upstream.seen.length;
     const identity = await send(`${proxy.url}/cached/no-transform`, IDENTITY);
-    expect(identity.headers['content-encoding']).toBe('gzip');
-    expect(identity.headers.etag).toBe('"strong-tag"');
-    expect(gunzipSync(identity.body).equals(json)).toBe(true);
+    expect(upstream.seen.length - before).toBe(1);
+    expect(upstream.seen.at(-1)?.headers['accept-encoding']).toBe('identity');
+    expect(identity.status).toBe(200);
+    expect(identity.headers['content-encoding']).toBeUndefined();
+    expect(identity.headers.etag).toBe('"strong-tag"'); // the origin's own, for its own representation
+    expect(identity.headers['cache-status']).toBe('etagere; fwd=vary-miss; fwd-status=200; detail=coding');
+    expect(identity.body.equals(json)).toBe(true);
+    const hit = await send(`${proxy.url}/cached/no-transform`, GZIP);
+    expect(hit.headers['cache-status']).toMatch(/; hit/);
+    expect(hit.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(hit.body).equals(json)).toBe(true);
+    expect(upstream.seen.length - before).toBe(1);
+  });
+
+  it('forwards a refusing client of a no-transform gzip body over the entry cap rather than stream the gzip it refused', async () => {
+    const before = upstream.seen.length;
+    const identity = await send(`${proxy.url}/cached/large-no-transform`, IDENTITY);
+    expect(upstream.seen.slice(before).map((seen) => seen.headers['accept-encoding'])).toEqual(['gzip', 'identity']);
+    expect(identity.status).toBe(200);
+    expect(identity.headers['content-encoding']).toBeUndefined();
+    expect(identity.headers['cache-status']).toMatch(/fwd=vary-miss; fwd-status=200; detail=coding/);
+    expect(identity.body.equals(large)).toBe(true);
+    const gzip = await send(`${proxy.url}/cached/large-no-transform`, GZIP);
+    expect(gzip.headers['content-encoding']).toBe('gzip');
+    expect(gzip.headers['cache-status']).toMatch(/detail=too-large/);
+    expect(gunzipSync(gzip.body).equals(large)).toBe(true);
   });
 
   it('refuses a gzip bomb (more than 32 times the entry cap decoded) with a 502, and stores nothing', async () => {

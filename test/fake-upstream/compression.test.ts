@@ -1,6 +1,7 @@
 /**
  * Compression on the fake upstream: gzip when the request's Accept-Encoding takes it, as GitHub
- * serves it; the same weak ETag for both codings; HEAD and 304; and the bad-gzip fault.
+ * serves it; the same weak ETag for both codings; HEAD and 304; the bad-gzip fault; and the
+ * `noTransform` setting (Cache-Control: no-transform on resource and list answers).
  */
 import { request as httpRequest } from 'node:http';
 import { gunzipSync } from 'node:zlib';
@@ -105,5 +106,31 @@ describe('fake upstream: gzip', () => {
     const bad = await send(`${fake.url}/repos/octocat/hello-world`, { ...auth(ALICE_REPO), 'accept-encoding': 'gzip' });
     expect(bad.headers['content-encoding']).toBe('gzip');
     expect(() => JSON.parse(gunzipSync(bad.body).toString('utf8'))).toThrow();
+  });
+
+  it('noTransform: resource and list answers (200 and 304) carry no-transform, in either coding; bad values are a 400', async () => {
+    const set = (value: unknown) => fetch(`${fake.url}/__fake/config`, { method: 'POST', body: JSON.stringify({ noTransform: value }) });
+    try {
+      expect((await set('yes')).status).toBe(400);
+      expect((await set(true)).status).toBe(200);
+      const gzip = await send(`${fake.url}/repos/octocat/hello-world`, { ...auth(ALICE_REPO), 'accept-encoding': 'gzip' });
+      const identity = await send(`${fake.url}${LIST}`, { ...auth(ALICE_REPO), 'accept-encoding': 'gzip;q=0, identity;q=0' });
+      const again = await send(`${fake.url}/repos/octocat/hello-world`, {
+        ...auth(ALICE_REPO),
+        'if-none-match': String(gzip.headers.etag),
+      });
+      expect(gzip.headers['content-encoding']).toBe('gzip');
+      expect(identity.status).toBe(200); // nothing acceptable: identity, as GitHub answers (no 406)
+      expect(identity.headers['content-encoding']).toBeUndefined();
+      expect(again.status).toBe(304);
+      for (const answer of [gzip, identity, again])
+        expect(answer.headers['cache-control']).toBe('private, max-age=60, s-maxage=60, no-transform');
+      const missing = await send(`${fake.url}/repos/octocat/nope-nope`, auth(ALICE_REPO));
+      expect(missing.headers['cache-control'] ?? '').not.toMatch(/no-transform/);
+    } finally {
+      await set(false);
+    }
+    const plain = await send(`${fake.url}/repos/octocat/hello-world`, auth(ALICE_REPO));
+    expect(plain.headers['cache-control']).toBe('private, max-age=60, s-maxage=60');
   });
 });

@@ -180,6 +180,8 @@ describe('fake upstream: control endpoints', () => {
       // GitHub App installation tokens live an hour.
       installationTokenSeconds: 3600,
       rateLimits: true,
+      // Answers do not forbid transformations (GitHub does not send no-transform).
+      noTransform: false,
     });
   });
 
@@ -190,6 +192,7 @@ describe('fake upstream: control endpoints', () => {
       ['/__fake/config', { latencyMs: 'slow' }, false, 400],
       ['/__fake/config', { windowSeconds: 0 }, false, 400],
       ['/__fake/config', { nope: 1 }, false, 400],
+      ['/__fake/config', { noTransform: 1 }, false, 400],
       ['/__fake/reset', '{oops', true, 400],
       ['/__fake/reset', { config: 'yes' }, false, 400],
       ['/__fake/secondary', 'x', true, 400],

@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable, Writable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Got } from '../../src/cache/classify.js';
 import { createCoalescer } from '../../src/cache/coalesce.js';
@@ -18,6 +19,7 @@ import { createMetrics } from '../../src/metrics/registry.js';
 import { createCachedPath, type CachedPath } from '../../src/proxy/cached.js';
 import type { RequestContext } from '../../src/proxy/context.js';
 import type { Credential } from '../../src/proxy/credential.js';
+import type { CodingForward } from '../../src/proxy/forward.js';
 import type { Served } from '../../src/proxy/reply.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/proxy/upstreams.js';
 import { createRewrittenBodies } from '../../src/rewrite/rewritten-bodies.js';
@@ -81,6 +83,8 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
   let upstream: UpstreamRuntime;
   let script: Script;
   let exchanges: Array<CacheEntry | undefined>;
+  /** What the path handed to the streaming forward (a client that refused a stored coding). */
+  let forwarded: Array<{ accept: string | undefined; coding: CodingForward | undefined }>;
   let serve: CachedPath;
 
   beforeEach(() => {
@@ -96,6 +100,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       () => undefined,
     );
     exchanges = [];
+    forwarded = [];
     script = () => response(200, '{"v":1}');
     serve = createCachedPath({
       tiers,
@@ -107,6 +112,12 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       partitioner: createPartitioner('a test secret'),
       pool: undefined,
       logger,
+      forward: async (ctx, coding) => {
+        forwarded.push({ accept: ctx.req.headers['accept-encoding'], coding });
+        ctx.res.writeHead(200, { 'cache-status': 'forwarded' });
+        ctx.res.end('forwarded');
+        return { outcome: 'bypass', upstreamStatus: 200, token: undefined };
+      },
     });
   });
 
@@ -293,5 +304,60 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     expect(res.status).toBe(504);
     expect(served.outcome).toBe('miss');
     expect(exchanges).toHaveLength(0);
+  });
+
+  describe('an entry the proxy may not decode (no-transform) and a client that refused its coding', () => {
+    const body = '{"v":"no-transform"}';
+    const gzipped = gzipSync(Buffer.from(body));
+    const noTransform = (): Got => {
+      const got = response(200, '', { 'content-encoding': 'gzip', 'cache-control': 'public, max-age=60, no-transform' });
+      if (got.kind !== 'fetched' || got.fetched.kind !== 'response') throw new Error('unexpected');
+      return { ...got, fetched: { ...got.fetched, body: gzipped }, decoded: Buffer.from(body) };
+    };
+
+    it('forwards the refusing client (hit or miss), while gzip clients and clients without Accept-Encoding get the stored gzip', async () => {
+      script = noTransform;
+      const miss = await get({ 'accept-encoding': 'identity' });
+      expect(exchanges).toHaveLength(1); // the entry was fetched (in gzip) and stored for the others
+      expect(miss.served.outcome).toBe('bypass');
+      expect(miss.res.body).toBe('forwarded');
+      expect(forwarded).toEqual([{ accept: 'identity', coding: { prefer: undefined } }]);
+      for (const headers of [{ 'accept-encoding': 'gzip' }, {}] as Array<Record<string, string>>) {
+        const { ctx, res } = context(headers);
+        const served = serve(ctx);
+        expect(served).not.toBeInstanceOf(Promise); // still the synchronous hit path
+        expect((served as Served).outcome).toBe('hit');
+        expect(res.headers['content-encoding']).toBe('gzip');
+        expect(res.headers.vary).toMatch(/Accept-Encoding/);
+      }
+      const refused = await get({ 'accept-encoding': 'gzip;q=0' });
+      expect(refused.res.body).toBe('forwarded');
+      expect(forwarded).toHaveLength(2);
+      expect(exchanges).toHaveLength(1);
+    });
+
+    it('answers only-if-cached with a 504 instead of going upstream', async () => {
+      script = noTransform;
+      await get({ 'accept-encoding': 'gzip' });
+      const { served, res } = await get({ 'accept-encoding': 'identity', 'cache-control': 'only-if-cached' });
+      expect(res.status).toBe(504);
+      expect(JSON.parse(res.body)).toHaveProperty('documentation_url');
+      expect(res.headers['content-encoding']).toBeUndefined();
+      expect(served.outcome).toBe('miss');
+      expect(res.headers['cache-status']).toContain('detail=only-if-cached');
+      expect(forwarded).toHaveLength(0);
+    });
+
+    it('never forwards for an entry the proxy may decode: a refusing client gets it decoded', async () => {
+      script = () => {
+        const got = noTransform();
+        if (got.kind !== 'fetched' || got.fetched.kind !== 'response') throw new Error('unexpected');
+        return { ...got, fetched: { ...got.fetched, headers: { ...got.fetched.headers, 'cache-control': 'public, max-age=60' } } };
+      };
+      const { res } = await get({ 'accept-encoding': 'identity' });
+      expect(res.body).toBe(body);
+      expect(res.headers['content-encoding']).toBeUndefined();
+      expect(forwarded).toHaveLength(0);
+    });
   });
 });

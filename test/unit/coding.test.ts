@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { acceptsCoding, acceptsGzip, contentCodingOf } from '../../src/headers/coding.js';
-import { entryCoding } from '../../src/proxy/entry-coding.js';
+import { acceptsCoding, acceptsGzip, contentCodingOf, refusesCoding } from '../../src/headers/coding.js';
+import { entryCoding, fixedCoding } from '../../src/proxy/entry-coding.js';
 
 describe('Accept-Encoding (RFC 9110 section 12.5.3)', () => {
   it('takes a coding named, or `*`, with a q-value above 0', () => {
@@ -26,6 +26,33 @@ describe('Accept-Encoding (RFC 9110 section 12.5.3)', () => {
   });
 });
 
+describe('an explicit refusal of a coding (entries the proxy may not decode)', () => {
+  it('counts only an Accept-Encoding that was sent: none takes any coding', () => {
+    expect(refusesCoding(undefined, 'gzip')).toBe(false);
+    expect(refusesCoding('gzip, deflate, br', 'gzip')).toBe(false);
+    expect(refusesCoding('*', 'br')).toBe(false);
+    expect(refusesCoding('gzip', 'x-gzip')).toBe(false); // x-gzip is gzip (RFC 9110 section 8.4.1.3)
+    expect(refusesCoding('gzip, br', 'gzip, br')).toBe(false);
+  });
+  it('refuses identity only, q=0, the wildcard at 0, another coding, an empty value and garbage', () => {
+    for (const header of [
+      'identity',
+      'gzip;q=0',
+      'gzip;q=0, identity;q=0',
+      '*;q=0',
+      'br',
+      '',
+      ';;;,,,==',
+      'gzip;q=lots',
+      '\u0000gzip\u0000',
+    ]) {
+      expect(refusesCoding(header, 'gzip'), header).toBe(true);
+    }
+    expect(refusesCoding('br', 'gzip, br')).toBe(true); // every coding of a list must be taken
+    expect(refusesCoding(`${'x;q=1, '.repeat(2000)}gzip;q=0`, 'gzip')).toBe(true);
+  });
+});
+
 describe('Content-Encoding of a stored entry', () => {
   it('reads identity as no coding', () => {
     expect(contentCodingOf(undefined)).toBeUndefined();
@@ -33,7 +60,12 @@ describe('Content-Encoding of a stored entry', () => {
     expect(contentCodingOf('GZIP')).toBe('gzip');
   });
   it('decodes gzip unless no-transform forbids it, and knows whether Vary lists Accept-Encoding', () => {
-    expect(entryCoding([['content-encoding', 'gzip']])).toEqual({ gzip: true, variesOnCoding: false });
+    expect(entryCoding([['content-encoding', 'gzip']])).toEqual({
+      gzip: true,
+      fixed: undefined,
+      variesOnCoding: false,
+      noTransform: false,
+    });
     expect(
       entryCoding([
         ['content-encoding', 'gzip'],
@@ -41,6 +73,21 @@ describe('Content-Encoding of a stored entry', () => {
       ]).gzip,
     ).toBe(false);
     expect(entryCoding([['content-encoding', 'br']]).gzip).toBe(false);
+  });
+  it('names the coding the proxy may not (no-transform) or cannot (not gzip) decode, and no other', () => {
+    expect(entryCoding([['content-encoding', 'gzip']]).fixed).toBeUndefined();
+    expect(entryCoding([['cache-control', 'no-transform']]).fixed).toBeUndefined();
+    expect(
+      entryCoding([
+        ['content-encoding', 'GZIP'],
+        ['cache-control', 'max-age=60, no-transform'],
+      ]).fixed,
+    ).toBe('gzip');
+    expect(entryCoding([['content-encoding', 'br']]).fixed).toBe('br');
+    expect(fixedCoding('gzip', 'public, no-transform')).toBe('gzip');
+    expect(fixedCoding('gzip', 'public')).toBeUndefined();
+    expect(fixedCoding(undefined, 'no-transform')).toBeUndefined();
+    expect(fixedCoding('identity', 'no-transform')).toBeUndefined();
     expect(entryCoding([['vary', 'Accept, Accept-Encoding']]).variesOnCoding).toBe(true);
     expect(entryCoding([['vary', 'X-Accept-Encoding-Not']]).variesOnCoding).toBe(false);
   });
