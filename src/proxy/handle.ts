@@ -129,7 +129,8 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
   return (req, res) => {
     const started = performance.now();
-    const bytesBefore = req.socket.bytesWritten;
+    const socket = req.socket;
+    let bytesBefore = socket.bytesWritten;
     const id = requestId(req.headers['x-request-id']);
     const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED };
     trace.served = route(req, res, id, trace);
@@ -138,10 +139,16 @@ export function createHandler(config: Config, services: Services, { logger, metr
     // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
     // been emitted yet: Node emits it on a later tick.
     if (writtenWhole(res, trace.served)) {
-      record(req, res, id, trace, started, bytesBefore);
+      record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
       return true;
     }
-    res.once('close', () => record(req, res, id, trace, started, bytesBefore));
+    // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
+    // ones gets it once they are out) to when it finishes, before Node hands the connection to the
+    // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
+    let bytesAfter: number | undefined;
+    if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
+    res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
+    res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
     return false;
   };
 }
@@ -153,7 +160,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
  * empties that buffer, but leaves the socket errored or destroyed: such a response waits for its
  * 'close' and is logged as aborted.
  */
-function writtenWhole(res: ServerResponse, served: Served | Promise<Served>): boolean {
+export function writtenWhole(res: ServerResponse, served: Served | Promise<Served>): boolean {
   if (served instanceof Promise || !res.writableFinished) return false;
   const socket = res.socket;
   return socket !== null && !socket.destroyed && socket.errored === null;
@@ -192,9 +199,8 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
       aborted: !res.writableFinished,
     });
   };
-  return (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytesBefore: number): void => {
+  return (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
     const seconds = (performance.now() - started) / 1e3;
-    const bytes = req.socket.bytesWritten - bytesBefore;
     const { served } = trace;
     // A client that leaves before its answer is ready: logged once the path has finished with it.
     if (served instanceof Promise)
