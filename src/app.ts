@@ -88,12 +88,12 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
         // While draining, answered keep-alive connections are closed instead of reused.
         res.shouldKeepAlive = false;
         writeError(res, errors.shuttingDown(), requestId(req.headers['x-request-id']));
-        if (res.writableFinished) answeredInTurn(req, res);
+        if (res.writableFinished) answeredInTurn(req);
         else owe(req, res);
         return;
       }
       // A response answered whole in this turn (a hit) is out already: neither in flight nor owed.
-      if (handler(req, res)) return answeredInTurn(req, res);
+      if (handler(req, res)) return answeredInTurn(req);
       inFlight++;
       owe(req, res);
       res.once('close', () => {

@@ -34,8 +34,8 @@ const ANSWERED = Symbol('etagere.answeredInTurn');
 type Tracked = Duplex & {
   [OWED]?: Set<ServerResponse>;
   [AFTER_OWED]?: { raw: string | undefined; failed: ServerResponse | undefined };
-  /** The connection's last response written whole in its request's turn (see `answeredInTurn`). */
-  [ANSWERED]?: ServerResponse;
+  /** The request of the connection's last response written whole in its turn (see `answeredInTurn`). */
+  [ANSWERED]?: IncomingMessage;
 };
 
 /** A complete error response for the cases without a usable ServerResponse (parse errors, CONNECT). */
@@ -81,12 +81,13 @@ export function owe(req: IncomingMessage, res: ServerResponse): void {
 
 /**
  * After the handler, for a response it wrote whole to its socket in the same turn: not owed, but
- * remembered (the connection's last one only) as the answer of a request whose body may still be
- * coming (a GET's body is read and dropped): when that body fails to parse, the connection just
- * closes, as for an owed response already answered, rather than appending a 400.
+ * its request is remembered (the connection's last one only: the request, not the response) as
+ * answered while its body may still be coming (a GET's body is read and dropped): when that body
+ * fails to parse, the connection just closes, as for an owed response already answered, rather
+ * than appending a 400.
  */
-export function answeredInTurn(req: IncomingMessage, res: ServerResponse): void {
-  (req.socket as Tracked)[ANSWERED] = res;
+export function answeredInTurn(req: IncomingMessage): void {
+  (req.socket as Tracked)[ANSWERED] = req;
 }
 
 /**
@@ -112,9 +113,9 @@ function failAfterOwed(socket: Duplex, raw: string): void {
   const tracked = socket as Tracked;
   // The request whose body failed is the connection's last one: owed, or answered in its turn.
   const last = tracked[ANSWERED];
-  let failed = last !== undefined && !last.req.complete ? last : undefined;
+  let failed: ServerResponse | undefined;
   for (const response of tracked[OWED] ?? []) if (!response.req.complete) failed = response;
-  const answered = failed !== undefined && failed.headersSent;
+  const answered = failed === undefined ? last !== undefined && !last.complete : failed.headersSent;
   tracked[AFTER_OWED] = { raw: answered ? undefined : raw, failed: answered ? undefined : failed };
   settle(tracked);
 }
