@@ -14,7 +14,7 @@ import { requestId } from './proxy/request-id.js';
 import { buildServices } from './services.js';
 import { createAdminServer } from './server/admin.js';
 import { createCacheAdmin, type Answer, type CacheCall } from './server/admin-cache.js';
-import { hardenListener } from './server/connections.js';
+import { answeredInTurn, beforeAnswer, hardenListener, owe } from './server/connections.js';
 import { closed, listen, urlOf } from './server/listen.js';
 import type { AppTiming } from './tokens/app-members.js';
 import type { ReloadOutcome, ReloadTrigger } from './tokens/reload.js';
@@ -83,23 +83,26 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   const server = createServer(
     { keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
     (req, res) => {
+      beforeAnswer(req, res);
       if (draining) {
+        // While draining, answered keep-alive connections are closed instead of reused.
+        res.shouldKeepAlive = false;
         writeError(res, errors.shuttingDown(), requestId(req.headers['x-request-id']));
+        if (res.writableFinished) answeredInTurn(req);
+        else owe(req, res);
         return;
       }
+      // A response answered whole in this turn (a hit) is out already: neither in flight nor owed.
+      if (handler(req, res)) return answeredInTurn(req);
       inFlight++;
+      owe(req, res);
       res.once('close', () => {
         if (--inFlight === 0 && onIdle !== undefined) onIdle();
       });
-      handler(req, res);
     },
   );
   // Parse errors, CONNECT, Expect, half-closed clients and pipelining: src/server/connections.ts.
   hardenListener(server);
-  // While draining, answered keep-alive connections are closed instead of reused.
-  server.on('request', (_req, res) => {
-    if (draining) res.shouldKeepAlive = false;
-  });
 
   // Redis is optional unless the config says it is required: a Redis outage never makes the
   // proxy unready by default (it serves from L1 and the upstream). A pool of GitHub Apps only is

@@ -41,6 +41,22 @@ function jsonString(text: string): string {
   return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
+/**
+ * The few values that repeat on every line (method, upstream name, route template) quoted once:
+ * a Map lookup instead of an escape check and a copy. Bounded: past the cap, values are quoted per line.
+ */
+const QUOTED_CAP = 4096;
+const quotedValues = new Map<string, string>();
+
+function quoted(text: string): string {
+  let literal = quotedValues.get(text);
+  if (literal === undefined) {
+    literal = jsonString(text);
+    if (quotedValues.size < QUOTED_CAP) quotedValues.set(text, literal);
+  }
+  return literal;
+}
+
 /** Beyond this many characters pending, lines are handed over at once rather than at the end of the tick. */
 const BATCH_CHARS = 64 * 1024;
 
@@ -74,7 +90,7 @@ export function createAccessLog(logger: Logger): AccessLog {
         }
       : (line: string): void => void dest.write(line);
   return (fields) => {
-    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${jsonString(fields.reqId)},"method":${jsonString(fields.method)},"path":${jsonString(redactQuery(fields.path))},"upstream":${jsonString(fields.upstream)}${fields.route === undefined ? '' : `,"route":${jsonString(fields.route)}`},"status":${fields.status}`;
+    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${jsonString(fields.reqId)},"method":${quoted(fields.method)},"path":${jsonString(redactQuery(fields.path))},"upstream":${quoted(fields.upstream)}${fields.route === undefined ? '' : `,"route":${quoted(fields.route)}`},"status":${fields.status}`;
     if (fields.cache !== undefined) line += `,"cache":"${fields.cache}"`;
     if (fields.upstreamStatus !== undefined) line += `,"upstreamStatus":${fields.upstreamStatus}`;
     if (fields.token !== undefined) line += `,"tokenName":${jsonString(fields.token)}`;

@@ -30,11 +30,14 @@ export interface LoggerOptions {
 
 /** Lines below warn wait at most this long in the stdout buffer (a lone info line is out within a second). */
 export const LOG_FLUSH_MS = 500;
+/** Lines below warn are written to stdout once this many bytes are waiting (or every LOG_FLUSH_MS). */
+const BATCH_BYTES = 32 * 1024;
 /** pino's level number for warn: warn, error and fatal lines are written at once. */
 const WARN = 40;
 
 /**
- * On stdout, lines are buffered up to 4 KiB (one write for many access lines on the hit path),
+ * On stdout, lines are buffered up to 32 KiB (one write for about a hundred access lines on the
+ * hit path: each write costs a thread-pool round trip, and with 4 KiB that showed on every line),
  * flushed every LOG_FLUSH_MS, and a warn or error line flushes the buffer at once: a "token dead"
  * line is in the log when it happens, not at shutdown.
  */
@@ -46,7 +49,7 @@ export function createLogger(opts: LoggerOptions): Logger {
     formatters: { level: (label: string) => ({ level: label }) },
   };
   if (opts.destination !== undefined) return pino(options, opts.destination);
-  const dest = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: LOG_FLUSH_MS });
+  const dest = pino.destination({ dest: 1, sync: false, minLength: BATCH_BYTES, maxWrite: 2 * BATCH_BYTES, periodicFlush: LOG_FLUSH_MS });
   let flushOnDrain = false;
   const flushNow = (): void => {
     try {

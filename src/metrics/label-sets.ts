@@ -3,31 +3,48 @@
  * of them), made on first use and then kept. prom-client hashes and validates label values on
  * every `labels()`/`inc(labels)` call; where that happens per request (the request metrics, the
  * Redis operation counters) the child is resolved once here and each later use costs one Map
- * lookup on the joined values. Label sets are bounded (see specs.ts), so the map is too.
+ * lookup per label value. Label sets are bounded (see specs.ts), so the map is too.
  */
 
-/** Joins label values into one map key; a value never contains it. */
-const SEPARATOR = '\u0000';
+type Node<V> = Map<string, Node<V> | V>;
 
 export class LabelSets<V> {
-  private readonly sets = new Map<string, V>();
+  /** One level per label, in label order; the last level holds the values. */
+  private readonly root: Node<V> = new Map();
+  private readonly all: V[] = [];
 
   /** `make` builds the value of a label set the first time it is asked for. */
   constructor(private readonly make: (...values: string[]) => V) {}
 
-  /** The value of one label set (label values in `labelNames` order). */
+  /**
+   * The value of one label set (label values in `labelNames` order). One Map lookup per label
+   * with the values as they come (their hashes are cached in the strings): no joined key to
+   * build and hash on every call, as there was.
+   */
   of(...values: string[]): V {
-    const key = values.join(SEPARATOR);
-    let value = this.sets.get(key);
+    let node = this.root;
+    const last = values.length - 1;
+    for (let index = 0; index < last; index++) {
+      const label = values[index]!;
+      let next = node.get(label) as Node<V> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        node.set(label, next);
+      }
+      node = next;
+    }
+    const label = last < 0 ? '' : values[last]!;
+    let value = node.get(label) as V | undefined;
     if (value === undefined) {
       value = this.make(...values);
-      this.sets.set(key, value);
+      node.set(label, value);
+      this.all.push(value);
     }
     return value;
   }
 
   /** Every value made so far, in the order their label sets were first seen. */
   values(): IterableIterator<V> {
-    return this.sets.values();
+    return this.all.values();
   }
 }

@@ -4,8 +4,8 @@
  * outcome, quota-saved and upstream series of specs.ts, and the status page's recent window.
  *
  * Cost matters here (see BENCHMARKS.md, "Per-request metrics as number cells"): the children of
- * a label set are resolved once (LabelSets) and kept, and an observation on the hit path is a
- * Map lookup on one joined key, then additions to plain number cells (cells.ts).
+ * a label set are resolved once (LabelSets) and kept, and an observation on the hit path is one
+ * label-set lookup (a Map lookup per label value), then additions to plain number cells (cells.ts).
  */
 import { savedQuota } from '../cache/quota-saved.js';
 import type { BuiltMetrics } from './build.js';
@@ -37,14 +37,21 @@ export type RequestSeries = Pick<
   'requests' | 'requestDuration' | 'cacheOutcomes' | 'quotaSaved' | 'upstreamRequests' | 'upstreamDuration'
 >;
 
+interface PerRequest {
+  requests: CountCell;
+  duration: HistogramCell;
+  outcome: CountCell | undefined;
+  saved: CountCell | undefined;
+}
+
 export function createRequestMetrics(series: RequestSeries, recent: RecentStats): RequestMetrics {
-  const perRequest = new LabelSets((upstream, route, method, status): { requests: CountCell; duration: HistogramCell } => ({
+  // One label-set lookup per request: its request and duration cells, and, for a cached path's
+  // request (outcome not ''), its outcome and quota-saved cells.
+  const perRequest = new LabelSets((upstream, route, method, status, outcome): PerRequest => ({
     requests: series.requests.cell(upstream, route, method, status),
     duration: series.requestDuration.cell(upstream, route),
-  }));
-  const perOutcome = new LabelSets((upstream, route, outcome): { outcome: CountCell; saved: CountCell } => ({
-    outcome: series.cacheOutcomes.cell(upstream, route, outcome),
-    saved: series.quotaSaved.cell(upstream),
+    outcome: outcome === '' ? undefined : series.cacheOutcomes.cell(upstream, route, outcome),
+    saved: outcome === '' ? undefined : series.quotaSaved.cell(upstream),
   }));
   const upstreamCount = new LabelSets((upstream, route, status) => series.upstreamRequests.labels(upstream, route, status));
   const upstreamTime = new LabelSets((upstream, route) => series.upstreamDuration.labels(upstream, route));
@@ -56,15 +63,12 @@ export function createRequestMetrics(series: RequestSeries, recent: RecentStats)
       if (seconds !== undefined) upstreamTime.of(upstream, route).observe(seconds);
     },
     observeRequest(upstream, route, method, status, outcome, seconds, authorized) {
-      const request = perRequest.of(upstream, route, method, String(status));
-      request.requests.value++;
-      request.duration.observe(seconds);
+      const cells = perRequest.of(upstream, route, method, String(status), outcome ?? '');
+      cells.requests.value++;
+      cells.duration.observe(seconds);
       const saved = savedQuota(outcome, authorized);
-      if (outcome !== undefined) {
-        const cells = perOutcome.of(upstream, route, outcome);
-        cells.outcome.value++;
-        if (saved) cells.saved.value++;
-      }
+      if (cells.outcome !== undefined) cells.outcome.value++;
+      if (saved && cells.saved !== undefined) cells.saved.value++;
       recent.request(saved, outcome === 'hit');
     },
   };

@@ -2,7 +2,8 @@
  * The one place that writes a client response. `answer(ctx, reply)` writes a reply value (see
  * reply.ts) and hands back what the log line and the metrics record.
  *
- * The hit path is one writeHead with a header list flattened once per entry, and one end(buffer).
+ * The hit path is one writeHead with a header list flattened once per entry form (its per-request
+ * values written into slots at its end), and one end(buffer).
  * Link headers, the Location of a redirect or a 201, and (with rewrite_body_urls) API addresses in
  * JSON bodies that point at the upstream are rewritten to the proxy's public base (entry-form.ts),
  * at serve time and never stored; a client that already holds the representation
@@ -204,15 +205,21 @@ function rewriteLinkHeaders(ctx: AnswerContext, status: number, headers: Record<
       : rewriteLocation(location, rewrite);
 }
 
-/** Per entry, its headers followed by the last `extra` list seen (the pool's headers change about once a second). */
-const extraCache = new WeakMap<CacheEntry, { extra: readonly string[]; stored: string[]; flat: string[] }>();
+/**
+ * Per header list of an entry form, what writeHead gets: that list, the last `extra` list seen
+ * (the pool's headers change about once a second), then three slots filled per request (Age,
+ * Cache-Status, X-Request-Id). writeHead reads the list before it returns and keeps no
+ * reference to it, so one list serves every hit: no copy of some thirty strings per request.
+ */
+const outgoing = new WeakMap<string[], { extra: readonly string[] | undefined; list: string[] }>();
+const PER_REQUEST = ['age', '', 'cache-status', '', 'x-request-id', ''];
 
-function withExtra(entry: CacheEntry, stored: string[], extra: readonly string[]): string[] {
-  const memo = extraCache.get(entry);
-  if (memo !== undefined && memo.extra === extra && memo.stored === stored) return memo.flat;
-  const flat = stored.concat(extra);
-  extraCache.set(entry, { extra, stored, flat });
-  return flat;
+function outgoingList(stored: string[], extra: readonly string[] | undefined): string[] {
+  const memo = outgoing.get(stored);
+  if (memo !== undefined && memo.extra === extra) return memo.list;
+  const list = extra === undefined ? stored.concat(PER_REQUEST) : stored.concat(extra, PER_REQUEST);
+  outgoing.set(stored, { extra, list });
+  return list;
 }
 
 function writeEntry(ctx: AnswerContext, entry: CacheEntry, status: string, age: number, extra: readonly string[] | undefined): void {
@@ -230,8 +237,12 @@ function writeEntry(ctx: AnswerContext, entry: CacheEntry, status: string, age: 
     res.end();
     return;
   }
-  const base = extra === undefined ? stored : withExtra(entry, stored, extra);
-  res.writeHead(entry.status, base.concat('age', String(age), 'cache-status', status, 'x-request-id', ctx.id));
+  const list = outgoingList(stored, extra);
+  const end = list.length;
+  list[end - 5] = String(age);
+  list[end - 3] = status;
+  list[end - 1] = ctx.id;
+  res.writeHead(entry.status, list);
   if (ctx.method === 'HEAD') res.end();
   else res.end(form.body);
 }

@@ -32,14 +32,39 @@ function entryReply(
   age: number,
   served: Served,
 ): Reply {
+  return entryReplyWith(ctx, pool, entry, cacheStatus(status), age, served);
+}
+
+function entryReplyWith(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  entry: CacheEntry,
+  status: string,
+  age: number,
+  served: Served,
+): Reply {
   const extra = poolHeadersFor(ctx, pool)?.flat(poolTokenOf(entry.fetchedBy));
-  return { kind: 'entry', entry, cacheStatus: cacheStatus(status), age, extra, ...served };
+  return { kind: 'entry', entry, cacheStatus: status, age, extra, ...served };
+}
+
+/** A fresh hit's Cache-Status by its whole seconds of ttl: made once per value (up to an hour), not per hit. */
+const hitStatuses = new Map<number, string>();
+const HIT_STATUS_MEMO_SECONDS = 3600;
+
+function hitStatus(ttl: number): string {
+  const seconds = Math.trunc(ttl);
+  let status = hitStatuses.get(seconds);
+  if (status === undefined) {
+    status = cacheStatus({ hit: true, ttl: seconds });
+    if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) hitStatuses.set(seconds, status);
+  }
+  return status;
 }
 
 /** The reply for a plan that needs no upstream exchange (fresh, stale, or only-if-cached). */
 export function planReply(ctx: RequestContext, pool: PoolHeaders | undefined, plan: Exclude<Plan, { kind: 'fetch' }>): Reply {
   if (plan.kind === 'only-if-cached') return errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }));
-  if (plan.kind === 'fresh') return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl }, plan.age, HIT);
+  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hitStatus(plan.ttl), plan.age, HIT);
   const detail = plan.background ? 'stale-while-revalidate' : 'max-stale';
   return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl, detail }, plan.age, STALE);
 }

@@ -4,7 +4,8 @@
  *   -> end-to-end headers -> credential
  *   -> pool rate_limit | streaming forward (policy none, Range) | cached path (GET/HEAD)
  * Each step returns a reply or what was served; the access line and the metrics are written
- * once, when the response closes, from what the path returned.
+ * once, from what the path returned: at once for an answer written whole in the same turn (a
+ * hit), else when the response closes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config/schema.js';
@@ -26,7 +27,8 @@ import { requestId } from './request-id.js';
 import { apiPathname, createRouter, upstreamPath } from './route.js';
 import { checkFraming, checkHost, parseTarget } from './target.js';
 
-export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+/** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
+export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 /** What the close handler records: the routed request (if any) and what the path served. */
 interface Trace {
@@ -128,15 +130,44 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
   return (req, res) => {
     const started = performance.now();
-    const bytesBefore = req.socket.bytesWritten;
+    const socket = req.socket;
+    let bytesBefore = socket.bytesWritten;
     const id = requestId(req.headers['x-request-id']);
     const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED };
-    res.once('close', () => record(req, res, id, trace, started, bytesBefore));
     trace.served = route(req, res, id, trace);
+    // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
+    // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
+    // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
+    // been emitted yet: Node emits it on a later tick.
+    if (writtenWhole(res, trace.served)) {
+      record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
+      return true;
+    }
+    // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
+    // ones gets it once they are out) to when it finishes, before Node hands the connection to the
+    // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
+    let bytesAfter: number | undefined;
+    if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
+    res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
+    res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
+    return false;
   };
 }
 
-/** The close handler: one access line and the request metrics, from what the path served. */
+/**
+ * The response ended and every byte of it went to the kernel (none waiting in Node's buffers):
+ * nothing can change its access line any more. `writableFinished` says ended, nothing queued in
+ * the response, its socket's write buffer empty; a write that failed (the client reset) also
+ * empties that buffer, but leaves the socket errored or destroyed: such a response waits for its
+ * 'close' and is logged as aborted.
+ */
+export function writtenWhole(res: ServerResponse, served: Served | Promise<Served>): boolean {
+  if (served instanceof Promise || !res.writableFinished) return false;
+  const socket = res.socket;
+  return socket !== null && !socket.destroyed && socket.errored === null;
+}
+
+/** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */
 function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
   const write = (
     req: IncomingMessage,
@@ -169,9 +200,8 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
       aborted: !res.writableFinished,
     });
   };
-  return (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytesBefore: number): void => {
+  return (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
     const seconds = (performance.now() - started) / 1e3;
-    const bytes = req.socket.bytesWritten - bytesBefore;
     const { served } = trace;
     // A client that leaves before its answer is ready: logged once the path has finished with it.
     if (served instanceof Promise)

@@ -25,12 +25,18 @@ import { errorBody, errors } from '../proxy/errors.js';
 const CONNECT_LINGER_MS = 5_000;
 const OWED = Symbol('etagere.owedResponses');
 const AFTER_OWED = Symbol('etagere.afterOwed');
+const ANSWERED = Symbol('etagere.answeredInTurn');
 
 /**
  * A connection's responses still owed (in request order), and what to do once the ones before a
  * failed request are out: write `raw` (the failed request's own answer) or just close.
  */
-type Tracked = Duplex & { [OWED]?: Set<ServerResponse>; [AFTER_OWED]?: { raw: string | undefined; failed: ServerResponse | undefined } };
+type Tracked = Duplex & {
+  [OWED]?: Set<ServerResponse>;
+  [AFTER_OWED]?: { raw: string | undefined; failed: ServerResponse | undefined };
+  /** The request of the connection's last response written whole in its turn (see `answeredInTurn`). */
+  [ANSWERED]?: IncomingMessage;
+};
 
 /** A complete error response for the cases without a usable ServerResponse (parse errors, CONNECT). */
 function rawError(status: string, message: string, extra = ''): string {
@@ -38,7 +44,22 @@ function rawError(status: string, message: string, extra = ''): string {
   return `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${body.length}\r\n${extra}connection: close\r\n\r\n${body.toString()}`;
 }
 
-function trackResponse(req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Before the handler. Node ignores Upgrade when nothing listens for it, but its parser has
+ * already stopped at the end of that request: what the client pipelined behind it was dropped
+ * and the connection then waited for nothing. Such a connection is closed after its answer.
+ */
+export function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
+  if (req.headers.upgrade !== undefined) res.shouldKeepAlive = false;
+}
+
+/**
+ * After the handler, for a response that is not out yet: it is owed on its connection until it
+ * closes. A response the handler wrote whole to its socket in the same turn (a cache hit) owes
+ * nothing: its bytes are ahead of anything written to the connection later, so it is not tracked
+ * (no Set entry, no 'close' listener on the hit path).
+ */
+export function owe(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket as Tracked;
   let owed = socket[OWED];
   if (owed === undefined) {
@@ -50,16 +71,23 @@ function trackResponse(req: IncomingMessage, res: ServerResponse): void {
       for (const response of set) if (response.socket === null) response.emit('close');
     });
   }
-  // Node ignores Upgrade when nothing listens for it, but its parser has already stopped at the
-  // end of that request: what the client pipelined behind it was dropped and the connection then
-  // waited for nothing. Such a connection is closed after its answer.
-  if (req.headers.upgrade !== undefined) res.shouldKeepAlive = false;
   const set = owed;
   set.add(res);
   res.once('close', () => {
     set.delete(res);
     settle(socket);
   });
+}
+
+/**
+ * After the handler, for a response it wrote whole to its socket in the same turn: not owed, but
+ * its request is remembered (the connection's last one only: the request, not the response) as
+ * answered while its body may still be coming (a GET's body is read and dropped): when that body
+ * fails to parse, the connection just closes, as for an owed response already answered, rather
+ * than appending a 400.
+ */
+export function answeredInTurn(req: IncomingMessage): void {
+  (req.socket as Tracked)[ANSWERED] = req;
 }
 
 /**
@@ -83,9 +111,11 @@ function settle(socket: Tracked): void {
  */
 function failAfterOwed(socket: Duplex, raw: string): void {
   const tracked = socket as Tracked;
+  // The request whose body failed is the connection's last one: owed, or answered in its turn.
+  const last = tracked[ANSWERED];
   let failed: ServerResponse | undefined;
   for (const response of tracked[OWED] ?? []) if (!response.req.complete) failed = response;
-  const answered = failed !== undefined && failed.headersSent;
+  const answered = failed === undefined ? last !== undefined && !last.complete : failed.headersSent;
   tracked[AFTER_OWED] = { raw: answered ? undefined : raw, failed: answered ? undefined : failed };
   settle(tracked);
 }
@@ -120,11 +150,14 @@ function onConnect(_req: IncomingMessage, socket: Duplex): void {
   );
 }
 
-/** Installs the behaviour above on the proxy listener (created with requireHostHeader: false: see checkHost in src/proxy/target.ts). */
+/**
+ * Installs the behaviour above on the proxy listener (created with requireHostHeader: false: see
+ * checkHost in src/proxy/target.ts). Its 'request' listener calls `beforeAnswer` before its
+ * handler and `owe` after it for a response not out yet (src/app.ts).
+ */
 export function hardenListener(server: Server): void {
   // Undocumented but long-standing: answer requests whose client has already sent its FIN.
   Object.assign(server, { httpAllowHalfOpen: true });
-  server.prependListener('request', trackResponse);
   server.on('checkContinue', (req, res) => {
     // Node's own 100 Continue for a response still queued behind another (pipelining) is
     // buffered ahead of it, and a Buffer body's head is then put in front of it: the client read
@@ -133,7 +166,8 @@ export function hardenListener(server: Server): void {
     server.emit('request', req, res);
   });
   server.on('checkExpectation', (req, res) => {
-    trackResponse(req, res);
+    beforeAnswer(req, res);
+    owe(req, res);
     req.resume();
     writeError(res, errors.expectationFailed());
   });

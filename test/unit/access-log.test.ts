@@ -63,6 +63,21 @@ describe('access log', () => {
     expect(line).not.toHaveProperty('cache');
     expect(captured.text()).not.toContain(secret);
   });
+  it('escapes method, upstream and route values (quoted once and remembered), also past the memo cap', () => {
+    const captured = capture();
+    const hostile = { ...base, method: 'GE"T', upstream: 'git\\hub', route: '/repos/"x"\n' };
+    captured.access(hostile);
+    captured.access(hostile); // the second line reads the remembered literals
+    for (let i = 0; i < 5000; i++) captured.access({ ...base, route: `/r/${i}"` });
+    const lines = captured
+      .text()
+      .trim()
+      .split('\n')
+      .map((text) => JSON.parse(text) as Record<string, unknown>);
+    expect(lines).toHaveLength(5002);
+    for (const line of lines.slice(0, 2)) expect(line).toMatchObject({ method: 'GE"T', upstream: 'git\\hub', route: '/repos/"x"\n' });
+    expect(lines.at(-1)).toMatchObject({ route: '/r/4999"' });
+  });
   it('writes nothing when info is disabled', () => {
     const captured = capture('warn');
     captured.access(base);

@@ -87,6 +87,30 @@ describe('label sets', () => {
     expect([...sets.values()]).toHaveLength(2);
   });
 
+  it('keep label sets apart that share a prefix of values, and list values in first-seen order', () => {
+    const sets = new LabelSets((...values) => values.join('/'));
+    const order = [
+      ['github', '/user', 'GET', '200'],
+      ['github', '/user', 'GET', '304'],
+      ['github', '/user', 'HEAD', '200'],
+      ['ghes', '/user', 'GET', '200'],
+    ];
+    for (const values of order) expect(sets.of(...values)).toBe(values.join('/'));
+    expect(sets.of('github', '/user', 'GET', '200')).toBe('github//user/GET/200');
+    expect([...sets.values()]).toEqual(order.map((values) => values.join('/')));
+  });
+
+  it('hold one value for a metric without labels, and treat an empty label value as a value', () => {
+    let made = 0;
+    const none = new LabelSets(() => ++made);
+    expect(none.of()).toBe(1);
+    expect(none.of()).toBe(1);
+    const sets = new LabelSets((...values) => values.join('|'));
+    expect(sets.of('github', '')).toBe('github|');
+    expect(sets.of('github', 'x')).toBe('github|x');
+    expect([...sets.values()]).toEqual(['github|', 'github|x']);
+  });
+
   it('keep label sets apart whose joined values would collide with a plain separator', () => {
     const sets = new LabelSets((...values) => values.join('|'));
     expect(sets.of('a b', 'c')).not.toBe(sets.of('a', 'b c'));
