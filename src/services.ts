@@ -115,6 +115,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     memoBytes: () => ({
       partition: partitioner.memoBytes,
       routes: upstreams.reduce((sum, rt) => sum + rt.routes.memoBytes, 0),
+      tokens: tiers.tokenMemoBytes,
       rewrittenBodies: rewrittenBodies.bytes,
       decodedBodies: decodedForms.bytes,
     }),

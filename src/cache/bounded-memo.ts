@@ -1,6 +1,6 @@
 /**
  * A string-to-string memo bounded in bytes, for the memos on the hit path (credential -> partition,
- * path -> route template). What clients send decides the keys, so the bound is on what they weigh,
+ * path -> route template, flight key -> pool token). What clients send decides the keys, so the bound is on what they weigh,
  * not on how many there are: a key longer than `maxKeyChars` is never kept, and once the memo would
  * pass `maxBytes` it starts over (a clear is one allocation; the common values come back at once).
  * Its size is exported in `etagere_cache_bytes`. Pure (no I/O, no timers).
@@ -31,11 +31,14 @@ export function createBoundedMemo(maxBytes: number, maxKeyChars: number): Bounde
       if (key.length > maxKeyChars) return;
       const cost = memoEntryBytes(key, value);
       if (cost > maxBytes) return;
-      if (bytes + cost > maxBytes) {
+      const held = map.get(key);
+      if (held === value) return;
+      // A new value for a held key replaces it (the token memo: the newest entry's token).
+      const freed = held === undefined ? 0 : memoEntryBytes(key, held);
+      if (bytes - freed + cost > maxBytes) {
         map.clear();
         bytes = 0;
-      }
-      if (map.has(key)) return;
+      } else bytes -= freed;
       map.set(key, value);
       bytes += cost;
     },

@@ -67,7 +67,7 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
     run(req, stale, redisAnswered, fetch) {
       // Only a plain miss whose key is the one it is stored under is locked across replicas: a
       // revalidation is a free 304, and per-token keys are not known before a token is chosen.
-      const locked = tiers.shared !== undefined && redisAnswered && stale === undefined && req.keys.store(undefined) === req.keys.flight;
+      const locked = tiers.shared !== undefined && redisAnswered && stale === undefined && !req.keys.perToken;
       const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch) : fetch);
       return { promise, joined: shared };
     },

@@ -85,6 +85,17 @@ export function cacheKey(input: KeyInput): string {
   return input.selecting === undefined ? key : `${key}\n${input.selecting}`;
 }
 
+/**
+ * A key around its partition: `cacheKey(input)` is `head + input.partition + tail`, so the keys of
+ * one request under several partitions (non-equivalent pool tokens) cost a concatenation each.
+ */
+export function keyAround(input: Omit<KeyInput, 'partition'>): { head: string; tail: string } {
+  return {
+    head: `${input.upstream}\n${input.pathname}\n${normalizeQuery(input.search)}\n${input.accept ?? ''}\n${input.apiVersion ?? ''}\n`,
+    tail: input.selecting === undefined ? '' : `\n${input.selecting}`,
+  };
+}
+
 /** The path part of a key, for invalidation after unsafe methods (RFC 9111 section 4.4). */
 export function pathScope(upstream: string, pathname: string): string {
   return `${upstream}\n${pathname}`;

@@ -4,7 +4,7 @@
  * Plain data (no socket, no response), so the cache's steps are testable without a server.
  */
 import type { Directives } from './cache-control.js';
-import { POOL, cacheKey, type KeyInput } from './key.js';
+import { POOL, cacheKey, keyAround, type KeyInput } from './key.js';
 import type { FreshnessPolicy } from './policy.js';
 
 /** The key a request is coalesced under, the keys it may be stored under, and the keys to look in. */
@@ -12,13 +12,27 @@ export interface Keys {
   readonly flight: string;
   /** The key a response fetched with `token` is stored under. */
   store(token: string | undefined): string;
-  /** Every key a stored answer for this request may be under (one, except for non-equivalent pool tokens). */
+  /** Every key a stored answer for this request may be under (one, except for non-equivalent pool tokens); built on first use. */
   readonly candidates: readonly string[];
+  /** The token each candidate key belongs to (same order; `undefined` for the one key of a request without per-token keys). */
+  readonly candidateTokens: readonly (string | undefined)[];
   /** Each pool token has its own key (non-equivalent tokens): look in every candidate. */
   readonly perToken: boolean;
+  /** The key of `token`'s entry when `token` is a member of the pool now, else undefined (one hash lookup, no scan). */
+  memberKey(token: string): string | undefined;
   /** The credential partition of the request (ANONYMOUS, POOL or a client's keyed hash): never a credential. */
   readonly partition: string;
 }
+
+/** The members of a pool of non-equivalent tokens, as the keys see them. */
+export interface PoolMembers {
+  /** The members now (the candidates of a request). */
+  readonly names: readonly string[];
+  /** Whether `name` is a member now: a hash lookup. */
+  has(name: string): boolean;
+}
+
+const NO_TOKEN: readonly (string | undefined)[] = [undefined];
 
 /** The common case: one key for everything (no pool, or a pool of equivalent tokens). */
 class SingleKey implements Keys {
@@ -30,33 +44,55 @@ class SingleKey implements Keys {
   store(): string {
     return this.flight;
   }
+  memberKey(): string | undefined {
+    return undefined;
+  }
   get candidates(): readonly string[] {
     return [this.flight];
   }
+  get candidateTokens(): readonly (string | undefined)[] {
+    return NO_TOKEN;
+  }
 }
 
-/** Non-equivalent pool tokens: each token has its own partition; the flight key names none. */
+/**
+ * Non-equivalent pool tokens: each token has its own partition; the flight key names none. The
+ * key is built once around its partition (`keyAround`), so each token's key is a concatenation;
+ * the candidates (one per member) are built only when asked for (an L1 miss of the memoized token).
+ */
 class PerTokenKeys implements Keys {
   readonly perToken = true;
   readonly flight: string;
-  readonly candidates: readonly string[];
   readonly partition: string;
+  private readonly head: string;
+  private readonly tail: string;
+  private tokens: readonly string[] | undefined = undefined;
+  private keys: readonly string[] | undefined = undefined;
   constructor(
-    private readonly input: KeyInput,
-    tokens: readonly string[],
+    input: KeyInput,
+    private readonly members: PoolMembers,
   ) {
     this.partition = input.partition;
-    this.flight = this.store(undefined);
-    this.candidates = tokens.map((token) => this.store(token));
+    ({ head: this.head, tail: this.tail } = keyAround(input));
+    this.flight = `${this.head}${POOL}:*${this.tail}`;
   }
   store(token: string | undefined): string {
-    return cacheKey({ ...this.input, partition: `${POOL}:${token ?? '*'}` });
+    return token === undefined ? this.flight : `${this.head}${POOL}:${token}${this.tail}`;
+  }
+  memberKey(token: string): string | undefined {
+    return this.members.has(token) ? this.store(token) : undefined;
+  }
+  get candidateTokens(): readonly string[] {
+    return (this.tokens ??= this.members.names);
+  }
+  get candidates(): readonly string[] {
+    return (this.keys ??= this.candidateTokens.map((token) => this.store(token)));
   }
 }
 
-/** `perToken`: the names of non-equivalent pool tokens when the request uses the pool, else undefined. */
-export function keysFor(input: KeyInput, perToken: readonly string[] | undefined): Keys {
-  return perToken === undefined ? new SingleKey(cacheKey(input), input.partition) : new PerTokenKeys(input, perToken);
+/** `members`: the non-equivalent pool tokens when the request uses the pool, else undefined. */
+export function keysFor(input: KeyInput, members: PoolMembers | undefined): Keys {
+  return members === undefined ? new SingleKey(cacheKey(input), input.partition) : new PerTokenKeys(input, members);
 }
 
 export interface CacheRequest {

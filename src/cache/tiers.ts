@@ -5,6 +5,7 @@
  *
  *   fromL1   synchronous: the hit path touches nothing else
  *   lookup   L2 when L1 had nothing (every candidate key), promoting what it finds into L1
+ *            (non-equivalent pool tokens: a hit probes one token's key first, token-memo.ts)
  *   usable   the entry if this request may use it (Vary matches, path not invalidated since, its
  *            credential not rejected by the upstream since)
  *   apply    stores or drops what an upstream exchange produced, in L1 and L2, and tells the others
@@ -23,10 +24,11 @@ import { scopeId, type PathScope } from './path-scope.js';
 import { createSharedMarks, type SharedMarks } from './shared-marks.js';
 import type { MarkSource, StaleMarksSettings } from './stale-marks.js';
 import { createDisabledStore, createMemoryStore, type MemoryStore } from './memory-store.js';
-import { currentAge, retentionSeconds } from './policy.js';
+import { retentionSeconds } from './policy.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';
 import { createRejectionMemo, rememberBounded } from './rejections.js';
 import type { CacheRequest } from './request.js';
+import { createTokenMemo, type TokenMemo } from './token-memo.js';
 
 export interface TierSettings {
   l1: boolean;
@@ -64,8 +66,13 @@ export interface Tiers {
   fromL1(req: CacheRequest): CacheEntry | undefined;
   lookup(req: CacheRequest): Promise<Found>;
   usable(req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined;
-  /** `sentAt`: when the exchange's request went upstream (a stale mark made since then covers its answer). */
-  apply(result: CacheResult, sentAt?: number): void;
+  /**
+   * `sentAt`: when the exchange's request went upstream (a stale mark made since then covers its
+   * answer). `req`: the request whose exchange it was (its stored token becomes the one a hit looks at first).
+   */
+  apply(result: CacheResult, sentAt?: number, req?: CacheRequest): void;
+  /** Bytes the flight -> token memo of non-equivalent pools holds (token-memo.ts). */
+  readonly tokenMemoBytes: number;
   /** Puts an entry read from L2 into L1 for what is left of its retention; returns it as kept (marked stale when a mark covers it). */
   promote(key: string, entry: CacheEntry): CacheEntry;
   /** Resolves once a pending L2 write of `key` is done (a flight lock is released only then). */
@@ -126,6 +133,8 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     marked: (ids, at, source) => marking.mark(ids, { at, source: source === 'purge' ? 'purge' : 'webhook', observed: false }),
   };
 
+  /** Non-equivalent pool tokens: per flight key, the token whose entry is the newest (token-memo.ts). */
+  const tokenMemo = createTokenMemo();
   const shared = redis === undefined ? undefined : createSharedTier(redis, { ...settings, marks: markSettings }, metrics, logger, remote);
 
   const store = (key: string, fetched: CacheEntry, sentAt: number | undefined): void => {
@@ -152,11 +161,9 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
 
   const fromL1 = (req: CacheRequest): CacheEntry | undefined => {
     if (!req.keys.perToken) return l1.get(req.keys.flight);
-    // Non-equivalent pool tokens: every token's entry is looked at.
-    return freshest(
-      req.keys.candidates.map((key) => l1.get(key)),
-      Date.now(),
-    );
+    if (!settings.l1) return undefined;
+    // Non-equivalent pool tokens: the memoized token's entry, else every member's (token-memo.ts).
+    return tokenMemo.fromL1(req, l1, (entry) => usable(req, entry) !== undefined, Date.now());
   };
 
   const usable = (req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined => {
@@ -171,16 +178,21 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     l1,
     shared,
     fromL1,
-    lookup: (req) => lookupL2(shared, req, promote, logger),
+    lookup: (req) => lookupL2(shared, req, promote, tokenMemo, logger),
     usable,
     promote,
-    apply(result, sentAt) {
+    apply(result, sentAt, req) {
       if (result.kind !== 'entry') return;
       if (result.rejected !== undefined) markRejected(result.rejected);
       const answered = result.transient ? undefined : (result.storeKey ?? result.dropKey);
       if (answered !== undefined) marking.settled(answered, result.fwdStatus !== 304, Date.now());
-      if (result.storeKey !== undefined) store(result.storeKey, result.entry, sentAt);
-      else if (result.dropKey !== undefined) drop(result.dropKey);
+      if (result.storeKey !== undefined) {
+        store(result.storeKey, result.entry, sentAt);
+        if (req?.keys.perToken === true && result.token !== undefined) tokenMemo.remember(req.keys.flight, result.token);
+      } else if (result.dropKey !== undefined) drop(result.dropKey);
+    },
+    get tokenMemoBytes() {
+      return tokenMemo.bytes;
     },
     written: (key) => shared?.written(key) ?? Promise.resolve(),
     invalidatePath(upstream, pathname) {
@@ -202,19 +214,23 @@ async function lookupL2(
   shared: SharedTier | undefined,
   req: CacheRequest,
   promote: (key: string, entry: CacheEntry) => CacheEntry,
+  tokenMemo: TokenMemo,
   logger: Logger,
 ): Promise<Found> {
   if (shared === undefined) return { entry: undefined, answered: true };
   const { l2 } = shared;
-  const { candidates } = req.keys;
+  const { candidates, candidateTokens } = req.keys;
   try {
+    // Issued in one tick: ioredis' auto-pipelining sends them in one write (one round trip).
     const found = await Promise.all(candidates.map((key) => l2.lookup(key)));
     let entry: CacheEntry | undefined;
+    let token: string | undefined;
     found.forEach((result, index) => {
       if (result.kind !== 'hit') return;
       const kept = promote(candidates[index]!, result.entry);
-      if (entry === undefined || kept.storedAt > entry.storedAt) entry = kept;
+      if (entry === undefined || kept.storedAt > entry.storedAt) [entry, token] = [kept, candidateTokens[index]];
     });
+    if (token !== undefined) tokenMemo.remember(req.keys.flight, token);
     return { entry, answered: found.every((result) => result.kind !== 'skipped') };
   } catch (err) {
     logger.error({ err: (err as Error).message }, 'L2 lookup failed');
@@ -238,20 +254,6 @@ function markingMethods(marking: Marking, shared: SharedTier | undefined): Pick<
       for (const [id, at] of found) marking.mark([id], { at, source: 'webhook', observed: true });
     },
   };
-}
-
-/** Of the entries found under several keys, a fresh one wins over a stale one, then the newest. */
-function freshest(entries: ReadonlyArray<CacheEntry | undefined>, now: number): CacheEntry | undefined {
-  const fresh = (entry: CacheEntry): boolean => currentAge(entry, now) < entry.lifetime;
-  let best: CacheEntry | undefined;
-  for (const entry of entries) {
-    if (entry === undefined) continue;
-    const better =
-      best === undefined ||
-      (fresh(entry) ? !fresh(best) || entry.storedAt > best.storedAt : !fresh(best) && entry.storedAt > best.storedAt);
-    if (better) best = entry;
-  }
-  return best;
 }
 
 function createSharedTier(

@@ -30,7 +30,7 @@ export interface CacheGaugeSource {
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
   /** Bytes held by the memos of the key (credential -> partition) and of route labels (path -> template). */
-  memoBytes?(): { partition: number; routes: number; rewrittenBodies: number; decodedBodies?: number };
+  memoBytes?(): { partition: number; routes: number; tokens?: number; rewrittenBodies: number; decodedBodies?: number };
   /** Body bytes of the L1 entries: as stored (gzip) and decoded. */
   l1BodyBytes?(): { stored: number; decoded: number };
 }
@@ -85,6 +85,7 @@ export const WATCHED_GAUGES = {
     const memos = sources.cache?.memoBytes?.();
     gauge.set({ tier: 'partition_memo' }, memos?.partition ?? 0);
     gauge.set({ tier: 'route_memo' }, memos?.routes ?? 0);
+    gauge.set({ tier: 'token_memo' }, memos?.tokens ?? 0);
     gauge.set({ tier: 'rewritten_bodies' }, memos?.rewrittenBodies ?? 0);
     gauge.set({ tier: 'decoded_bodies' }, memos?.decodedBodies ?? 0);
   },

@@ -16,7 +16,7 @@ import { poolTokenOf, type CacheEntry } from '../cache/entry.js';
 import { ANONYMOUS, POOL, type Partitioner } from '../cache/key.js';
 import { planFor, type Plan } from '../cache/plan.js';
 import type { FreshnessPolicy } from '../cache/policy.js';
-import { keysFor, type CacheRequest, type Keys } from '../cache/request.js';
+import { keysFor, type CacheRequest, type Keys, type PoolMembers } from '../cache/request.js';
 import type { Tiers } from '../cache/tiers.js';
 import { headerReader, headerValue } from '../headers/value.js';
 import type { Logger } from '../log/logger.js';
@@ -26,6 +26,7 @@ import type { RequestContext } from './context.js';
 import { errors } from './errors.js';
 import type { UpstreamExchange } from './exchange.js';
 import type { PoolContext } from '../tokens/pooled-fetch.js';
+import type { TokenPool } from '../tokens/types.js';
 import { NOT_SERVED, type Reply, type Served } from './reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../tokens/fair-share.js';
@@ -81,14 +82,22 @@ class RoutedRequest implements CacheRequest {
   }
 }
 
+/** The pool's members as the keys see them: live (the pool's members change), membership by a hash lookup. */
+const poolMembers = (pool: TokenPool): PoolMembers => ({
+  get names() {
+    return pool.names;
+  },
+  has: (name) => pool.authorizationOf(name) !== undefined,
+});
+
 /** Whether this upstream acts on a client's no-cache (src/cache/client-directives.ts). */
 const clientNoCache = (ctx: RequestContext): ClientNoCache =>
   clientNoCacheMode(ctx.upstream.policy.kind, ctx.upstream.cfg.cache.client_no_cache);
 
 export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger, forward }: CachedPathDeps): CachedPath {
   const poolHeaders = pool?.headers;
-  /** Non-equivalent pool tokens each have a partition: a request on the pool looks in every one (the members now). */
-  const perTokenPool = pool !== undefined && !pool.pool.equivalent ? pool.pool : undefined;
+  /** Non-equivalent pool tokens each have a partition: a request on the pool may use any member's (the members now). */
+  const perTokenPool = pool !== undefined && !pool.pool.equivalent ? poolMembers(pool.pool) : undefined;
 
   const requestFor = (ctx: RequestContext): CacheRequest => {
     const headers = ctx.req.headers;
@@ -105,7 +114,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       selecting: partitioner.selectingDigest(header),
     };
     return new RoutedRequest(
-      keysFor(keyInput, cred.kind === 'pool' ? perTokenPool?.names : undefined),
+      keysFor(keyInput, cred.kind === 'pool' ? perTokenPool : undefined),
       ctx,
       clientDirectives(requestDirectives(headers['cache-control'], headers.pragma), clientNoCache(ctx)),
       header,
@@ -135,7 +144,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     if (result.kind === 'failed' && result.corrupt) {
       logger.warn({ reqId: ctx.id, upstream: req.upstream, status: result.failure.status }, 'upstream body is not valid JSON');
     }
-    tiers.apply(result, sentAt(got));
+    tiers.apply(result, sentAt(got), req);
     return result;
   };
 

@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config/schema.js';
 import { dropHopByHop, keepPoolHeaders } from '../headers/hop-by-hop.js';
 import { createAccessLog } from '../log/access.js';
+import { LabelSets } from '../metrics/label-sets.js';
 import type { Metrics } from '../metrics/registry.js';
 import { createGraphqlPath } from '../graphql/exchange.js';
 import type { ServiceDeps, Services } from '../services.js';
@@ -107,7 +108,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
     if (cred.kind === 'pool') keepPoolHeaders(req.headers);
-    if (cred.kind === 'pool' && cred.consumer !== undefined) metrics.consumerRequests.inc({ consumer: cred.consumer });
+    if (cred.kind === 'pool' && cred.consumer !== undefined) record.consumer(cred.consumer).requests.inc();
     const ctx: RequestContext = {
       req,
       res,
@@ -169,6 +170,9 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
 
 /** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */
 function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
+  // Per consumer, its counters resolved once (names are the configured consumers': bounded).
+  const consumers = new LabelSets((name) => ({ requests: metrics.consumerRequests.labels(name), hits: metrics.consumerHits.labels(name) }));
+  const consumer = (name: string) => consumers.of(name);
   const write = (
     req: IncomingMessage,
     res: ServerResponse,
@@ -183,8 +187,7 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
     const authorized = ctx !== undefined && ctx.cred.kind !== 'anonymous';
     metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, authorized);
     if (ctx !== undefined) metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
-    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined)
-      metrics.consumerHits.inc({ consumer: ctx.cred.consumer });
+    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined) consumer(ctx.cred.consumer).hits.inc();
     access({
       reqId: id,
       method: req.method ?? '-',
@@ -200,7 +203,7 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
       aborted: !res.writableFinished,
     });
   };
-  return (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
+  const record = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
     const seconds = (performance.now() - started) / 1e3;
     const { served } = trace;
     // A client that leaves before its answer is ready: logged once the path has finished with it.
@@ -211,6 +214,7 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
       );
     else write(req, res, id, trace, served, seconds, bytes);
   };
+  return Object.assign(record, { consumer });
 }
 
 /** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */

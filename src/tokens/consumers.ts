@@ -1,10 +1,17 @@
 /**
  * Consumer access control for the token pool: who may spend it. A consumer presents its key as
- * `X-Etagere-Key: <key>` or as the user of Basic credentials (`curl -u <key>:`). Keys are
- * compared in constant time: every configured key is compared, always over SHA-256 digests of
- * equal length, so neither the position of a match nor a key's length shows in the timing.
+ * `X-Etagere-Key: <key>` or as the user of Basic credentials (`curl -u <key>:`).
+ *
+ * A presented key costs one SHA-256 and one hash-table lookup, whatever the number of keys: the
+ * table maps the SHA-256 digest of each configured key to its consumer, and the presented key's
+ * digest is looked up in it. The lookup never compares the presented key itself, only its
+ * digest, so its timing can tell an attacker at most how a guess's digest compares with a key's
+ * digest (a hash-table bucket, a common prefix of two digests): that narrows nothing about the
+ * key, since finding a value with a chosen digest prefix is a preimage search; and a key's length
+ * does not show (every digest has the same length). Nothing is remembered of a key that matched
+ * nothing, so spraying keys grows no memory.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export interface ConsumerKey {
   readonly name: string;
@@ -13,15 +20,16 @@ export interface ConsumerKey {
 
 export type Identity =
   /** No consumer credential at all. */
-  | { kind: 'none' }
-  /** A consumer credential that matched `name`. */
-  | { kind: 'consumer'; name: string }
+  | { readonly kind: 'none' }
+  /** A consumer credential that matched `name` (one shared object per consumer). */
+  | { readonly kind: 'consumer'; readonly name: string }
   /** A consumer credential that matched nothing. */
-  | { kind: 'unknown' };
+  | { readonly kind: 'unknown' };
 
 export const CONSUMER_KEY_HEADER = 'x-etagere-key';
 
-const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+/** SHA-256 as base64, in one call (`crypto.hash`: no Hash object per request). */
+const digest = (value: string): string => hash('sha256', value, 'base64');
 
 /** The user part of `Authorization: Basic base64(user:password)`, or undefined. */
 export function basicUser(authorization: string | undefined): string | undefined {
@@ -35,23 +43,22 @@ export function basicUser(authorization: string | undefined): string | undefined
 }
 
 export interface Consumers {
-  /** Matches a presented key against every configured key. */
+  /** The consumer a presented key belongs to: one digest and one lookup. */
   match(presented: string): Identity;
   readonly size: number;
 }
 
+const UNKNOWN: Identity = { kind: 'unknown' };
+
 export function createConsumers(keys: readonly ConsumerKey[]): Consumers {
-  const table = keys.map((k) => ({ name: k.name, digest: digest(k.value) }));
+  const table = new Map<string, Identity>();
+  for (const key of keys) {
+    const at = digest(key.value);
+    // Two consumers with one value: the first one listed, as before.
+    if (!table.has(at)) table.set(at, { kind: 'consumer', name: key.name });
+  }
   return {
-    size: table.length,
-    match(presented) {
-      const presentedDigest = digest(presented);
-      let found: string | undefined;
-      for (const key of table) {
-        // No early exit: every key is compared whatever matched before.
-        if (timingSafeEqual(presentedDigest, key.digest) && found === undefined) found = key.name;
-      }
-      return found === undefined ? { kind: 'unknown' } : { kind: 'consumer', name: found };
-    },
+    size: keys.length,
+    match: (presented) => table.get(digest(presented)) ?? UNKNOWN,
   };
 }
