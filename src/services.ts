@@ -118,6 +118,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       tokens: tiers.tokenMemoBytes,
       rewrittenBodies: rewrittenBodies.bytes,
       decodedBodies: decodedForms.bytes,
+      l2Memo: tiers.shared?.l2.memoBytes ?? 0,
     }),
   });
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);

@@ -1,15 +1,22 @@
 /**
  * The cache entry and its versioned binary encoding (one value per entry, ready for Redis).
  *
- *   byte 0      format version (ENTRY_VERSION)
- *   bytes 1..4  metadata length N (uint32, big-endian)
- *   bytes 5..   N bytes of metadata JSON, then the body bytes
+ *   byte 0       format version (ENTRY_VERSION)
+ *   bytes 1..6   write stamp: 6 random bytes drawn per encode (per write to L2)
+ *   bytes 7..10  metadata length N (uint32, big-endian)
+ *   bytes 11..   N bytes of metadata JSON, then the body bytes
  *
  * A value with another version, a bad length or bad JSON decodes to undefined: a miss, never a crash.
+ * The stamp tells one write from another without reading the rest: a reader that decoded a value
+ * may keep the result and reuse it while the stored value carries the same stamp, metadata length
+ * and total length (redis-store.ts, with L1 off), so an unchanged L2 value is not parsed again on every hit.
  */
+import { randomFillSync } from 'node:crypto';
 
-/** 2: the body is kept in the coding it arrived in (gzip), with its decoded size. */
-export const ENTRY_VERSION = 2;
+/** 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write stamp. */
+export const ENTRY_VERSION = 3;
+/** Bytes before the metadata JSON: version, stamp, metadata length. */
+export const ENTRY_HEAD_BYTES = 11;
 
 export interface CacheEntry {
   /** Upstream status of the stored response (200 for most). */
@@ -89,11 +96,24 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     vary: entry.vary,
   };
   const json = Buffer.from(JSON.stringify(meta));
-  const head = Buffer.allocUnsafe(5);
+  const head = Buffer.allocUnsafe(ENTRY_HEAD_BYTES);
   head[0] = ENTRY_VERSION;
-  head.writeUInt32BE(json.length, 1);
+  randomFillSync(head, 1, 6);
+  head.writeUInt32BE(json.length, 7);
   return Buffer.concat([head, json, entry.body]);
 }
+
+/**
+ * The write stamp of a stored value as a number (48 bits: exact in a double), or undefined when the value is not of this version or too short to hold its head. Says nothing of
+ * whether the rest decodes.
+ */
+export function entryStamp(buf: Buffer): number | undefined {
+  if (buf.length < ENTRY_HEAD_BYTES || buf[0] !== ENTRY_VERSION) return undefined;
+  return buf.readUIntBE(1, 6);
+}
+
+/** The metadata length a value's head gives (call only when `entryStamp` gave a stamp). */
+export const entryMetaLength = (buf: Buffer): number => buf.readUInt32BE(7);
 
 function isHeaderList(value: unknown): value is Array<[string, string]> {
   return (
@@ -105,13 +125,14 @@ const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinit
 const optStr = (v: unknown): v is string | undefined => v === undefined || typeof v === 'string';
 
 export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheEntry | undefined {
-  if (buf === null || buf === undefined || buf.length < 5 || buf[0] !== ENTRY_VERSION) return undefined;
+  if (buf === null || buf === undefined || buf.length < ENTRY_HEAD_BYTES || buf[0] !== ENTRY_VERSION) return undefined;
   const bytes = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  const metaLength = bytes.readUInt32BE(1);
-  if (5 + metaLength > bytes.length) return undefined;
+  const metaLength = entryMetaLength(bytes);
+  const bodyStart = ENTRY_HEAD_BYTES + metaLength;
+  if (bodyStart > bytes.length) return undefined;
   let meta: Record<string, unknown>;
   try {
-    meta = JSON.parse(bytes.toString('utf8', 5, 5 + metaLength)) as Record<string, unknown>;
+    meta = JSON.parse(bytes.toString('utf8', ENTRY_HEAD_BYTES, bodyStart)) as Record<string, unknown>;
   } catch {
     return undefined;
   }
@@ -137,7 +158,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
   return {
     status: meta.status,
     headers: meta.headers,
-    body: bytes.subarray(5 + metaLength),
+    body: bytes.subarray(bodyStart),
     decodedSize: meta.decodedSize,
     etag: meta.etag,
     lastModified: meta.lastModified,

@@ -221,6 +221,13 @@ async function lookupL2(
   const { l2 } = shared;
   const { candidates, candidateTokens } = req.keys;
   try {
+    if (candidates.length === 1) {
+      // The common case (one key): no arrays, no Promise.all.
+      const result = await l2.lookup(candidates[0]!);
+      const entry = result.kind === 'hit' ? promote(candidates[0]!, result.entry) : undefined;
+      if (entry !== undefined && candidateTokens[0] !== undefined) tokenMemo.remember(req.keys.flight, candidateTokens[0]);
+      return { entry, answered: result.kind !== 'skipped' };
+    }
     // Issued in one tick: ioredis' auto-pipelining sends them in one write (one round trip).
     const found = await Promise.all(candidates.map((key) => l2.lookup(key)));
     let entry: CacheEntry | undefined;
@@ -256,14 +263,17 @@ function markingMethods(marking: Marking, shared: SharedTier | undefined): Pick<
   };
 }
 
+/** With L1 off, the L2 store's memo of decoded values is bounded at a sixty-fourth of cache.max_bytes (redis-store.ts). */
+const L2_MEMO_SHARE = 64;
+
 function createSharedTier(
   redis: RedisConnection,
-  { lockMs, marks }: Pick<TierSettings, 'lockMs'> & { marks: StaleMarksSettings },
+  { lockMs, marks, l1, maxBytes }: Pick<TierSettings, 'lockMs' | 'l1' | 'maxBytes'> & { marks: StaleMarksSettings },
   metrics: Metrics,
   logger: Logger,
   remote: InvalidationHandlers,
 ): SharedTier {
-  const l2 = createRedisStore(redis, logger, metrics);
+  const l2 = createRedisStore(redis, logger, metrics, l1 ? 0 : Math.floor(maxBytes / L2_MEMO_SHARE));
   const bus = createInvalidationBus(redis, remote, logger);
   /** Pending L2 writes by key: a flight lock is released only once its entry is readable in L2. */
   const writes = new Map<string, Promise<void>>();

@@ -30,7 +30,7 @@ export interface CacheGaugeSource {
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
   /** Bytes held by the memos of the key (credential -> partition) and of route labels (path -> template). */
-  memoBytes?(): { partition: number; routes: number; tokens?: number; rewrittenBodies: number; decodedBodies?: number };
+  memoBytes?(): { partition: number; routes: number; tokens?: number; rewrittenBodies: number; decodedBodies?: number; l2Memo?: number };
   /** Body bytes of the L1 entries: as stored (gzip) and decoded. */
   l1BodyBytes?(): { stored: number; decoded: number };
 }
@@ -88,6 +88,7 @@ export const WATCHED_GAUGES = {
     gauge.set({ tier: 'token_memo' }, memos?.tokens ?? 0);
     gauge.set({ tier: 'rewritten_bodies' }, memos?.rewrittenBodies ?? 0);
     gauge.set({ tier: 'decoded_bodies' }, memos?.decodedBodies ?? 0);
+    gauge.set({ tier: 'l2_memo' }, memos?.l2Memo ?? 0);
   },
   cacheBodyBytes: (gauge, sources) => {
     const bodies = sources.cache?.l1BodyBytes?.() ?? { stored: 0, decoded: 0 };

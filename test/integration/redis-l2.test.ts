@@ -141,6 +141,79 @@ describe('Redis L2 shared by replicas', () => {
   });
 });
 
+describe('a replica with L1 off (every hit reads L2)', () => {
+  let redis: TestRedis;
+  let fake: FakeUpstream;
+  let writer: TestProxy;
+  let reader: TestProxy;
+  let raw: Redis;
+  const l2Hits = async (): Promise<number> =>
+    (await reader.metrics.l2Lookups.get()).values.find((v) => v.labels.result === 'hit')?.value ?? 0;
+  const redisKeyOf = (pathname: string): string =>
+    `${PREFIX}v1:{${keyTag(cacheKey({ upstream: 'github', pathname, search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS }))}}:e`;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ anonymousLimit: 1_000_000 });
+    writer = await startTestProxy(replicaConfig(fake, redis.url));
+    const base = replicaConfig(fake, redis.url);
+    reader = await startTestProxy({ ...base, cache: { ...base.cache, l1: false } });
+    raw = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 50, 500) });
+    await until(() => writer.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'writer connected');
+    await until(() => reader.metrics.redisUp.get().then((m) => m.values[0]?.value === 1), 5_000, 'reader connected');
+  });
+  afterAll(async () => {
+    raw?.disconnect();
+    await writer?.close();
+    await reader?.close();
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  it('serves every hit from L2, and a change another replica stored at once, with no upstream call', async () => {
+    const path = '/repos/octocat/spoon-knife';
+    const v1 = await get(`${writer.url}${path}`);
+    await until(async () => (await raw.exists(redisKeyOf(path))) === 1, 2_000, 'L2 write');
+    const before = fake.stats().total;
+    const hitsBefore = await l2Hits();
+    for (let round = 0; round < 3; round++) {
+      const hit = await get(`${reader.url}${path}`);
+      expect(hit.headers['cache-status']).toMatch(/^etagere; hit; ttl=\d+/);
+      expect(hit.body).toBe(v1.body);
+    }
+    expect((await l2Hits()) - hitsBefore).toBe(3);
+    const mutation = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }) });
+    await mutation.body.dump();
+    const v2 = await get(`${writer.url}${path}`, { 'cache-control': 'max-age=0' });
+    expect(v2.body).not.toBe(v1.body);
+    const afterChange = fake.stats().total;
+    await until(async () => (await get(`${reader.url}${path}`)).body === v2.body, 2_000, 'the reader to serve the new body');
+    expect((await get(`${reader.url}${path}`)).body).toBe(v2.body);
+    expect(fake.stats().total).toBe(afterChange);
+    expect(afterChange).toBeGreaterThan(before);
+  });
+
+  it('reads garbage written over a value it has served as a miss, and answers from the upstream', async () => {
+    const path = '/users/octocat';
+    const first = await get(`${writer.url}${path}`);
+    await until(async () => (await raw.exists(redisKeyOf(path))) === 1, 2_000, 'L2 write');
+    expect((await get(`${reader.url}${path}`)).headers['cache-status']).toMatch(/^etagere; hit/);
+    const value = await raw.getBuffer(redisKeyOf(path));
+    // The same write stamp, the rest garbled (same length, then truncated): never the entry served before.
+    const garbled = Buffer.from(value!);
+    garbled.fill(0x7b, 7);
+    for (const garbage of [garbled, value!.subarray(0, 20)]) {
+      await raw.set(redisKeyOf(path), garbage, 'PX', 60_000);
+      const before = fake.stats().total;
+      const answer = await get(`${reader.url}${path}`);
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body).login).toBe(JSON.parse(first.body).login);
+      expect(answer.headers['cache-status']).toMatch(/fwd=miss/);
+      expect(fake.stats().total).toBe(before + 1);
+    }
+  });
+});
+
 describe('Redis outages', () => {
   let redis: TestRedis;
   let fake: FakeUpstream;

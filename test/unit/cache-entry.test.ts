@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEntry, encodeEntry, ENTRY_VERSION, type CacheEntry } from '../../src/cache/entry.js';
+import { decodeEntry, encodeEntry, ENTRY_HEAD_BYTES, ENTRY_VERSION, entryStamp, type CacheEntry } from '../../src/cache/entry.js';
 
 const entry: CacheEntry = {
   status: 200,
@@ -37,8 +37,56 @@ describe('entry codec', () => {
     const json = Buffer.from(JSON.stringify(meta));
     const head = Buffer.from([1, 0, 0, 0, 0]);
     head.writeUInt32BE(json.length, 1);
-    expect(ENTRY_VERSION).toBe(2);
+    expect(ENTRY_VERSION).toBe(3);
     expect(decodeEntry(Buffer.concat([head, json, entry.body]))).toBeUndefined();
+  });
+  it('reads an entry of version 2 (no write stamp) as a miss', () => {
+    const { body: _body, ...meta } = entry;
+    const json = Buffer.from(JSON.stringify(meta));
+    const head = Buffer.from([2, 0, 0, 0, 0]);
+    head.writeUInt32BE(json.length, 1);
+    const v2 = Buffer.concat([head, json, entry.body]);
+    expect(decodeEntry(v2)).toBeUndefined();
+    expect(entryStamp(v2)).toBeUndefined();
+  });
+  it('gives every encoding its own write stamp, read without decoding the rest', () => {
+    const stamps = new Set<number | undefined>();
+    for (let round = 0; round < 50; round++) stamps.add(entryStamp(encodeEntry(entry)));
+    expect(stamps.size).toBe(50);
+    expect(stamps.has(undefined)).toBe(false);
+    const value = encodeEntry(entry);
+    expect(entryStamp(value)).toBe(value.readUIntBE(1, 6));
+  });
+  it('decodes the body as a view into the stored value, without copying it', () => {
+    const value = encodeEntry(entry);
+    const decoded = decodeEntry(value)!;
+    expect(decoded.body.buffer).toBe(value.buffer);
+    expect(decoded.body.byteOffset).toBe(value.byteOffset + value.length - entry.body.length);
+  });
+  it('treats hostile heads of the stamped layout as a miss: truncated, wrong or huge lengths', () => {
+    const good = encodeEntry(entry);
+    const metaLength = good.readUInt32BE(7);
+    const withLength = (length: number): Buffer => {
+      const copy = Buffer.from(good);
+      copy.writeUInt32BE(length, 7);
+      return copy;
+    };
+    const hostile = [
+      good.subarray(0, ENTRY_HEAD_BYTES - 1), // shorter than the head
+      good.subarray(0, ENTRY_HEAD_BYTES), // a head and nothing else
+      good.subarray(0, ENTRY_HEAD_BYTES + metaLength - 1), // cut inside the metadata
+      withLength(0xffffffff), // huge
+      withLength(good.length), // past the end by the head's bytes
+      withLength(0), // no metadata
+      withLength(metaLength - 1), // cuts the JSON short
+      withLength(metaLength + 1), // takes a body byte into the JSON
+      Buffer.concat([good.subarray(0, ENTRY_HEAD_BYTES - 4), Buffer.from([0, 0, 0, 4]), Buffer.from('null')]), // JSON, not an object
+      Buffer.concat([good.subarray(0, ENTRY_HEAD_BYTES - 4), Buffer.from([0, 0, 0, 2]), Buffer.from('[]')]),
+    ];
+    for (const stored of hostile) expect(decodeEntry(stored)).toBeUndefined();
+    // The stamp of a short value is not read past its end.
+    expect(entryStamp(good.subarray(0, ENTRY_HEAD_BYTES - 1))).toBeUndefined();
+    expect(entryStamp(Buffer.alloc(0))).toBeUndefined();
   });
   it('starts with the version byte', () => {
     expect(encodeEntry(entry)[0]).toBe(ENTRY_VERSION);
@@ -48,10 +96,10 @@ describe('entry codec', () => {
     const wrongVersion = Buffer.from(good);
     wrongVersion[0] = ENTRY_VERSION + 1;
     const badLength = Buffer.from(good);
-    badLength.writeUInt32BE(good.length, 1);
+    badLength.writeUInt32BE(good.length, 7);
     const badJson = Buffer.from(good);
-    badJson[6] = 0x7b;
-    const wrongShape = Buffer.concat([Buffer.from([ENTRY_VERSION, 0, 0, 0, 2]), Buffer.from('{}')]);
+    badJson[ENTRY_HEAD_BYTES + 1] = 0x7b;
+    const wrongShape = Buffer.concat([Buffer.from([ENTRY_VERSION, 1, 2, 3, 4, 5, 6, 0, 0, 0, 2]), Buffer.from('{}')]);
     for (const stored of [
       null,
       undefined,
