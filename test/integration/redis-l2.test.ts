@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { cacheKey, ANONYMOUS } from '../../src/cache/key.js';
+import { ENTRY_VERSION } from '../../src/cache/entry.js';
 import { keyTag } from '../../src/cache/redis-store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
@@ -114,7 +115,15 @@ describe('Redis L2 shared by replicas', () => {
       partition: ANONYMOUS,
     });
     const redisKey = `${PREFIX}v1:{${keyTag(key)}}:e`;
-    for (const garbage of [Buffer.from('not an entry'), Buffer.from([1, 0, 0, 0, 9, 123]), Buffer.from([1, 255, 255, 255, 255])]) {
+    const stampedHuge = Buffer.from([ENTRY_VERSION, 1, 2, 3, 4, 5, 6, 255, 255, 255, 255, 123, 125]); // this version's head, a huge length
+    const stampedShort = Buffer.from([ENTRY_VERSION, 1, 2, 3, 4, 5, 6, 0, 0]); // cut inside its head
+    for (const garbage of [
+      Buffer.from('not an entry'),
+      Buffer.from([1, 0, 0, 0, 9, 123]),
+      Buffer.from([1, 255, 255, 255, 255]),
+      stampedHuge,
+      stampedShort,
+    ]) {
       await raw.set(redisKey, garbage, 'PX', 60_000);
       const answer = await get(`${replicaB.url}${path}?g=${garbage.length}`);
       expect(answer.status).toBe(200);
