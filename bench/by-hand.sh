@@ -9,7 +9,7 @@
 # process over each run (from /proc), divided by the requests wrk completed.
 # --root DIR measures the built dist/ of another checkout (e.g. a git worktree of an older commit),
 # with this checkout's fake upstream, so two versions can be run back to back.
-# --header adds a request header to every request (e.g. 'Accept-Encoding: gzip', a gzip client);
+# --header adds a request header to every request (e.g. 'Accept-Encoding: gzip', a gzip client; repeat it for more);
 # the output also gives the body bytes of one response (curl's size_download, with the same header).
 # --webhooks true turns the webhook receiver on (a secret, webhooks.owners ["*"]) with
 # cache.webhook_fresh_seconds: 600 on the upstream (issue 18): the hit path with webhooks configured.
@@ -21,7 +21,7 @@
 # --redis URL --pool 50 --equivalent false --keys true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= WEBHOOKS=false POOL=0 EQUIVALENT=true KEYS=false
+WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= HEADERS=() WEBHOOKS=false POOL=0 EQUIVALENT=true KEYS=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --root) ROOT=$2; shift 2 ;;
     --path) URL_PATH=$2; shift 2 ;;
     --rewrite-body-urls) REWRITE=$2; shift 2 ;;
-    --header) HEADER=$2; shift 2 ;;
+    --header) HEADERS+=("$2"); HEADER="${HEADER:+$HEADER; }$2"; shift 2 ;;
     --webhooks) WEBHOOKS=$2; shift 2 ;;
     --pool) POOL=$2; shift 2 ;;
     --equivalent) EQUIVALENT=$2; shift 2 ;;
@@ -81,9 +81,10 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$FAKE/zen" > /dev/null && bre
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null || { echo "etagere did not start:" >&2; cat "$DIR/stderr" >&2; exit 1; }
 URL="http://127.0.0.1:$PORT$URL_PATH"
+# The consumer key first, then the --header ones: a key that is not the request's last header, as clients send it.
 HEADER_ARGS=()
-[ -n "$HEADER" ] && HEADER_ARGS=(-H "$HEADER")
 [ "$KEYS" = true ] && HEADER_ARGS+=(-H "X-Etagere-Key: $CONSUMER_KEY")
+for extra in "${HEADERS[@]}"; do HEADER_ARGS+=(-H "$extra"); done
 curl -s -o /dev/null "${HEADER_ARGS[@]}" "$URL"
 BYTES=$(curl -s -o "$DIR/body" -w '%{size_download}' "${HEADER_ARGS[@]}" "$URL")
 wrk -t1 -c64 -d2s "${HEADER_ARGS[@]}" "$URL" > /dev/null
