@@ -3,18 +3,25 @@
 # harness: the "by hand" runs of BENCHMARKS.md.
 #   npm run build && bench/by-hand.sh [--workers N] [--l1 false --redis URL] [--cpu-prof DIR] [--log-level L]
 #                                     [--root DIR] [--path P] [--rewrite-body-urls true|false] [--header 'Name: value'] [--webhooks true|false]
+#                                     [--pool N] [--equivalent true|false] [--keys true|false]
 # Prints req/s of three 5 s runs (after a 2 s warm-up) of GET /repos/octocat/hello-world (or --path),
 # 64 connections, and (one worker) the server's CPU per request: user+system time of the etagere
 # process over each run (from /proc), divided by the requests wrk completed.
 # --root DIR measures the built dist/ of another checkout (e.g. a git worktree of an older commit),
 # with this checkout's fake upstream, so two versions can be run back to back.
-# --header adds a request header to every request (e.g. 'Accept-Encoding: gzip', a gzip client);
+# --header adds a request header to every request (e.g. 'Accept-Encoding: gzip', a gzip client; repeat it for more);
 # the output also gives the body bytes of one response (curl's size_download, with the same header).
 # --webhooks true turns the webhook receiver on (a secret, webhooks.owners ["*"]) with
 # cache.webhook_fresh_seconds: 600 on the upstream (issue 18): the hit path with webhooks configured.
+# --pool N serves anonymous clients from a pool of the bench's first N fake tokens (bench/bench-tokens.ts,
+# as the harness's pool cases), with pool.equivalent from --equivalent (default true); --keys true turns
+# consumer keys on with the harness's one key (bench/cases.ts CONSUMER_KEY) and sends it as X-Etagere-Key.
+# The harness's cases by hand: l1-hot-pool = --pool 2; l1-hot-pool50 = --pool 50 --equivalent false;
+# l1-hot-keys = --pool 2 --keys true; l1-hot-redis = --redis URL; l1-hot-allon = all of
+# --redis URL --pool 50 --equivalent false --keys true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= WEBHOOKS=false
+WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= HEADERS=() WEBHOOKS=false POOL=0 EQUIVALENT=true KEYS=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -25,8 +32,11 @@ while [ $# -gt 0 ]; do
     --root) ROOT=$2; shift 2 ;;
     --path) URL_PATH=$2; shift 2 ;;
     --rewrite-body-urls) REWRITE=$2; shift 2 ;;
-    --header) HEADER=$2; shift 2 ;;
+    --header) HEADERS+=("$2"); HEADER="${HEADER:+$HEADER; }$2"; shift 2 ;;
     --webhooks) WEBHOOKS=$2; shift 2 ;;
+    --pool) POOL=$2; shift 2 ;;
+    --equivalent) EQUIVALENT=$2; shift 2 ;;
+    --keys) KEYS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +52,14 @@ if [ "$WEBHOOKS" = true ]; then
   WEBHOOK_LINE='webhooks: {secret: "by-hand-webhook-secret-0123456789", owners: ["*"]}'
   CACHE_LINE=', cache: {webhook_fresh_seconds: 600}'
 fi
+POOL_LINE= KEYS_LINE= TOKENS_ENV= UPSTREAM_POOL=
+if [ "$POOL" != 0 ]; then
+  POOL_LINE="pool: {equivalent: $EQUIVALENT}"
+  UPSTREAM_POOL=', token_pool: true'
+  TOKENS_ENV=$(node --import tsx -e "import('./bench/bench-tokens.ts').then((m) => console.log(m.poolTokensEnv($POOL)))")
+fi
+CONSUMER_KEY=$(node --import tsx -e "import('./bench/cases.ts').then((m) => console.log(m.CONSUMER_KEY.value))")
+[ "$KEYS" = true ] && KEYS_LINE="consumers: {enabled: true, keys: [{name: bench, value: \"$CONSUMER_KEY\"}]}"
 cat > "$DIR/config.yaml" <<YAML
 listen: {host: 127.0.0.1, port: $PORT}
 admin: {host: 127.0.0.1, port: $ADMIN}
@@ -50,18 +68,23 @@ workers: $WORKERS
 cache: {l1: $L1}
 $REDIS_LINE
 $WEBHOOK_LINE
+$POOL_LINE
+$KEYS_LINE
 upstreams:
-  - {name: github, prefix: /, url: "http://127.0.0.1:$FAKE", rewrite_body_urls: $REWRITE$CACHE_LINE}
+  - {name: github, prefix: /, url: "http://127.0.0.1:$FAKE", rewrite_body_urls: $REWRITE$CACHE_LINE$UPSTREAM_POOL}
 YAML
-node dist/cli.js fake-upstream --port "$FAKE" --anon-limit 1000000000 > /dev/null 2>&1 &
-node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} "$ROOT/dist/cli.js" serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
+FAKE_TOKENS=$(node --import tsx -e "import('./bench/bench-tokens.ts').then((m) => console.log(m.fakeTokenSpec()))")
+node dist/cli.js fake-upstream --port "$FAKE" --anon-limit 1000000000 --token-limit 1000000000 --tokens "$FAKE_TOKENS" > /dev/null 2>&1 &
+ETAGERE_TOKENS=$TOKENS_ENV node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} "$ROOT/dist/cli.js" serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
 SERVER=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$FAKE/zen" > /dev/null && break; sleep 0.1; done
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null || { echo "etagere did not start:" >&2; cat "$DIR/stderr" >&2; exit 1; }
 URL="http://127.0.0.1:$PORT$URL_PATH"
+# The consumer key first, then the --header ones: a key that is not the request's last header, as clients send it.
 HEADER_ARGS=()
-[ -n "$HEADER" ] && HEADER_ARGS=(-H "$HEADER")
+[ "$KEYS" = true ] && HEADER_ARGS+=(-H "X-Etagere-Key: $CONSUMER_KEY")
+for extra in "${HEADERS[@]}"; do HEADER_ARGS+=(-H "$extra"); done
 curl -s -o /dev/null "${HEADER_ARGS[@]}" "$URL"
 BYTES=$(curl -s -o "$DIR/body" -w '%{size_download}' "${HEADER_ARGS[@]}" "$URL")
 wrk -t1 -c64 -d2s "${HEADER_ARGS[@]}" "$URL" > /dev/null
@@ -77,7 +100,7 @@ for _ in 1 2 3; do
   DONE=$(echo "$OUT" | awk '/requests in/ {print $1}')
   CPU="$CPU$(awk -v t=$((AFTER - BEFORE)) -v hz="$HZ" -v n="$DONE" 'BEGIN {printf "%.1f ", t / hz * 1e6 / n}') "
 done
-echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, rewrite_body_urls $REWRITE, webhooks $WEBHOOKS, ${HEADER:-no extra header}, $ROOT)"
+echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, rewrite_body_urls $REWRITE, webhooks $WEBHOOKS, pool $POOL equivalent $EQUIVALENT, keys $KEYS, ${HEADER:-no extra header}, $ROOT)"
 echo "$BYTES body bytes a response ($URL_PATH): $(head -c 100 "$DIR/body" | tr -c "[:print:]" ".")"
 [ "$WORKERS" = 1 ] && echo "${CPU}CPU us/request of the server process"
 kill -INT "$SERVER"; wait "$SERVER" 2>/dev/null || true

@@ -242,6 +242,7 @@ export const METRIC_SPECS = {
   },
   consumerRequests: {
     type: 'counter',
+    cells: true,
     name: 'etagere_consumer_requests_total',
     help: 'Requests that used the token pool, by consumer name (consumer access control).',
     labelNames: ['consumer'],
@@ -260,6 +261,7 @@ export const METRIC_SPECS = {
   },
   consumerHits: {
     type: 'counter',
+    cells: true,
     name: 'etagere_consumer_hits_total',
     help: 'Pool requests answered from the cache (fresh hits), by consumer name.',
     labelNames: ['consumer'],

@@ -8,6 +8,7 @@
  * counts as none.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { removeHeader, type HeaderRemoval } from '../headers/hop-by-hop.js';
 import { CONSUMER_KEY_HEADER, basicUser, type Consumers } from '../tokens/consumers.js';
 
 export type Credential = { kind: 'client' } | { kind: 'pool'; consumer: string | undefined } | { kind: 'anonymous' };
@@ -25,13 +26,17 @@ export interface CredentialRules {
   unknown: 'reject' | 'anonymous';
 }
 
-/** undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`. */
-export function resolveCredential(headers: IncomingHttpHeaders, rules: CredentialRules): Credential | undefined {
+/** undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers` (as `how` says). */
+export function resolveCredential(
+  headers: IncomingHttpHeaders,
+  rules: CredentialRules,
+  how: HeaderRemoval = 'delete',
+): Credential | undefined {
   // An empty or blank Authorization is no credential: it must not pass as a client's own one
   // (that would reach the upstream anonymously, past the consumer-key rules).
-  if (headers.authorization !== undefined && headers.authorization.trim().length === 0) delete headers.authorization;
+  if (headers.authorization !== undefined && headers.authorization.trim().length === 0) removeHeader(headers, 'authorization', how);
   const keyHeader = headers[CONSUMER_KEY_HEADER];
-  if (keyHeader !== undefined) delete headers[CONSUMER_KEY_HEADER];
+  if (keyHeader !== undefined) removeHeader(headers, CONSUMER_KEY_HEADER, how);
   const { consumers } = rules;
   if (consumers === undefined) {
     if (headers.authorization !== undefined) return CLIENT;
@@ -45,7 +50,7 @@ export function resolveCredential(headers: IncomingHttpHeaders, rules: Credentia
   }
   // Basic credentials whose user is a consumer key are dropped even next to an X-Etagere-Key:
   // they are the consumer's key, never an upstream credential.
-  const basic = dropConsumerBasic(headers, consumers);
+  const basic = dropConsumerBasic(headers, consumers, how);
   consumer ??= basic;
   if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
@@ -58,11 +63,11 @@ export function resolveCredential(headers: IncomingHttpHeaders, rules: Credentia
  * returns that consumer's name. Also used for passed-through methods, which never use the pool
  * but must not carry the key upstream either.
  */
-export function dropConsumerBasic(headers: IncomingHttpHeaders, consumers: Consumers): string | undefined {
+export function dropConsumerBasic(headers: IncomingHttpHeaders, consumers: Consumers, how: HeaderRemoval = 'delete'): string | undefined {
   const user = basicUser(headers.authorization);
   if (user === undefined) return undefined;
   const id = consumers.match(user);
   if (id.kind !== 'consumer') return undefined;
-  delete headers.authorization;
+  removeHeader(headers, 'authorization', how);
   return id.name;
 }

@@ -12,6 +12,7 @@ import type { Config } from '../config/schema.js';
 import { dropHopByHop, keepPoolHeaders } from '../headers/hop-by-hop.js';
 import { createAccessLog } from '../log/access.js';
 import { LabelSets } from '../metrics/label-sets.js';
+import type { CountCell } from '../metrics/cells.js';
 import type { Metrics } from '../metrics/registry.js';
 import { createGraphqlPath } from '../graphql/exchange.js';
 import type { ServiceDeps, Services } from '../services.js';
@@ -102,13 +103,15 @@ export function createHandler(config: Config, services: Services, { logger, metr
     // From here on the headers are what goes upstream: the key is built from the same ones.
     dropHopByHop(req.headers);
 
-    const cred = resolveCredential(req.headers, rules[match.index]!);
+    // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
+    // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
+    const cred = resolveCredential(req.headers, rules[match.index]!, 'blank');
     if (cred === undefined) {
       metrics.consumerRejections.inc();
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
-    if (cred.kind === 'pool') keepPoolHeaders(req.headers);
-    if (cred.kind === 'pool' && cred.consumer !== undefined) record.consumer(cred.consumer).requests.inc();
+    if (cred.kind === 'pool') keepPoolHeaders(req.headers, 'blank');
+    if (cred.kind === 'pool' && cred.consumer !== undefined) record.consumer(cred.consumer).requests.value++;
     const ctx: RequestContext = {
       req,
       res,
@@ -170,8 +173,17 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
 
 /** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */
 function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
-  // Per consumer, its counters resolved once (names are the configured consumers': bounded).
-  const consumers = new LabelSets((name) => ({ requests: metrics.consumerRequests.labels(name), hits: metrics.consumerHits.labels(name) }));
+  // Per consumer, its counter cells resolved once (names are the configured consumers': bounded).
+  // The hits cell is made on the first hit: a consumer without hits has no hits series, as before.
+  const consumers = new LabelSets((name) => {
+    let hits: CountCell | undefined;
+    return {
+      requests: metrics.consumerRequests.cell(name),
+      get hits(): CountCell {
+        return (hits ??= metrics.consumerHits.cell(name));
+      },
+    };
+  });
   const consumer = (name: string) => consumers.of(name);
   const write = (
     req: IncomingMessage,
@@ -187,7 +199,7 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
     const authorized = ctx !== undefined && ctx.cred.kind !== 'anonymous';
     metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, authorized);
     if (ctx !== undefined) metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
-    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined) consumer(ctx.cred.consumer).hits.inc();
+    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined) consumer(ctx.cred.consumer).hits.value++;
     access({
       reqId: id,
       method: req.method ?? '-',

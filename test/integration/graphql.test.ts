@@ -249,6 +249,9 @@ describe('GraphQL through the pool', () => {
     expect(keyed.status).toBe(200);
     const own = await graphql(`${proxy.url}/graphql`, { query: VIEWER }, { authorization: `token ${OWN}` });
     expect(json(own).data).toEqual({ viewer: { login: 'octocat' } });
+    // Only the keyed call used the pool: it is the consumer's one request.
+    const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
+    expect(metrics).toContain('etagere_consumer_requests_total{consumer="web"} 1');
   });
 
   it('sends an Enterprise Server upstream (REST base /api/v3) its calls at /api/graphql', async () => {

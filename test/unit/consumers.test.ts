@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
+import { requestHeadersForUpstream } from '../../src/headers/hop-by-hop.js';
 import { resolveCredential, type CredentialRules } from '../../src/proxy/credential.js';
 import { basicUser, createConsumers } from '../../src/tokens/consumers.js';
 
@@ -57,6 +58,26 @@ describe('whose credential goes upstream', () => {
     expect(run({ authorization: basic('octocat', 'ghp_x') }, guarded).cred).toEqual({ kind: 'client' });
     // Upstreams without a pool are not guarded.
     expect(run({}, { ...guarded, pooled: false }).cred).toEqual({ kind: 'anonymous' });
+  });
+  it('a GET or HEAD takes the key out by blanking it: same credential, and nothing of it in the upstream copy', () => {
+    // The key in the middle of the headers, as clients send it (a delete there would make the map a dictionary).
+    const cases: Array<[IncomingHttpHeaders, CredentialRules]> = [
+      [{ accept: 'application/json', 'x-etagere-key': 'key-web-0123456789', 'user-agent': 'ua' }, guarded],
+      [{ accept: 'application/json', 'x-etagere-key': 'wrong', 'user-agent': 'ua' }, guarded],
+      [{ accept: 'application/json', authorization: basic('key-batch-abcdef'), 'user-agent': 'ua' }, guarded],
+      [{ accept: 'application/json', authorization: '  ', 'user-agent': 'ua' }, lenient],
+      [{ accept: 'application/json', 'x-etagere-key': 'junk', authorization: 'token mine', 'user-agent': 'ua' }, guarded],
+      [{ 'x-etagere-key': 'key-web-0123456789', 'user-agent': 'ua' }, open],
+    ];
+    for (const [headers, rules] of cases) {
+      const deleted = { ...headers };
+      const blanked = { ...headers };
+      const cred = resolveCredential(blanked, rules, 'blank');
+      expect(cred).toEqual(resolveCredential(deleted, rules));
+      for (const name of ['x-etagere-key', 'authorization']) expect(blanked[name]).toBe(deleted[name]);
+      expect(requestHeadersForUpstream(blanked, cred?.kind === 'pool')).toEqual(requestHeadersForUpstream(deleted, cred?.kind === 'pool'));
+      expect(JSON.stringify(requestHeadersForUpstream(blanked))).not.toMatch(/key-(web|batch)|junk|wrong/);
+    }
   });
 });
 

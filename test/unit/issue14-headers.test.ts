@@ -73,6 +73,19 @@ describe('pooled requests', () => {
     );
   });
 
+  it('blanking (a GET or HEAD) leaves the same upstream headers and the same readable values as deleting', () => {
+    const deleted: Record<string, string | undefined> = { ...sent };
+    const blanked: Record<string, string | undefined> = { ...sent };
+    keepPoolHeaders(deleted);
+    keepPoolHeaders(blanked, 'blank');
+    expect(requestHeadersForUpstream(blanked, true)).toEqual(requestHeadersForUpstream(deleted, true));
+    expect(requestHeadersForUpstream(blanked)).toEqual(requestHeadersForUpstream(deleted));
+    for (const name of Object.keys(sent)) expect(blanked[name]).toBe(deleted[name]);
+    // Blanked twice: nothing changes.
+    keepPoolHeaders(blanked, 'blank');
+    expect(requestHeadersForUpstream(blanked, true)).toEqual(requestHeadersForUpstream(deleted, true));
+  });
+
   it("a client's own request forwards its end-to-end headers as before", () => {
     expect(requestHeadersForUpstream(sent)).toMatchObject({ cookie: 'a=1', 'x-github-otp': '123456', 'time-zone': 'Europe/Helsinki' });
   });
