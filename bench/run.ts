@@ -14,7 +14,7 @@ import { CASES, REPO_PATH, selectCases, type BenchCase } from './cases.js';
 import { detectLoadTool, type ToolName } from './load.js';
 import { measureAll, type Started } from './measure.js';
 import { formatResults, poolGoalFailures, runPoolSimulation, type SimResult } from './pool-sim.js';
-import { formatQuota, quotaGoalFailures, runQuotaSimulation, type QuotaResults } from './quota.js';
+import { formatQuota, quotaGoalFailures, quotaReportedGoals, runQuotaSimulation, type QuotaResults } from './quota.js';
 import { formatMemory, memoryGoalFailures, type MemoryResults } from './memory.js';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -287,9 +287,11 @@ async function main(): Promise<number> {
   const failed = results.filter((r) => !r.ok).length;
   if (opts.smoke) {
     // Smoke asserts that everything completes, plus the simulations' goals; the memory goal is
-    // reported only (at the smoke's 32 MiB the process's own baseline dominates the bound).
+    // reported only (at the smoke's 32 MiB the process's own baseline dominates the bound), and so
+    // is the webhook scenario's 10x target (3 simulated minutes are mostly first fetches).
     const problems = [...smokeFailures(results), ...poolGoalFailures(pool), ...(quota === undefined ? [] : quotaGoalFailures(quota))];
     if (memory !== undefined) for (const failure of memoryGoalFailures(memory)) log(`memory (reported, not failed in smoke): ${failure}`);
+    if (quota !== undefined) for (const line of quotaReportedGoals(quota)) log(`quota (reported, not failed in smoke): ${line}`);
     if (problems.length > 0) {
       log(`smoke FAILED:\n  ${problems.join('\n  ')}`);
       return 1;

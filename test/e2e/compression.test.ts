@@ -6,7 +6,6 @@
  * forwarded: no-transform.test.ts has more); a body that fails to decode is never stored; HEAD and 304
  * follow the same rules; policy `none` streams the upstream's coding unchanged.
  */
-import { request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Octokit } from '@octokit/rest';
@@ -15,25 +14,7 @@ import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/in
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** One request with exactly these headers: no client library adding or decoding a coding. */
-function send(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { sendRaw as send } from '../helpers/raw-request.js';
 
 const GZIP = { 'accept-encoding': 'gzip, deflate, br' };
 const IDENTITY = { 'accept-encoding': 'identity' };

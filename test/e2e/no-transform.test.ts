@@ -5,31 +5,12 @@
  * gets the origin's answer uncached. Gzip clients and clients without Accept-Encoding (which take
  * any coding) keep getting the stored entry, which the forwarded answers never replace.
  */
-import { request as httpRequest } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** One request with exactly these headers: no client library adding or decoding a coding. */
-function send(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { sendRaw as send } from '../helpers/raw-request.js';
 
 const KEY = { 'x-etagere-key': 'nt-consumer-key-1' };
 const GZIP = { ...KEY, 'accept-encoding': 'gzip, deflate, br' };

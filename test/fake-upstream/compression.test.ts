@@ -3,30 +3,11 @@
  * serves it; the same weak ETag for both codings; HEAD and 304; the bad-gzip fault; and the
  * `noTransform` setting (Cache-Control: no-transform on resource and list answers).
  */
-import { request as httpRequest } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptsGzip } from '../../src/fake-upstream/compression.js';
 import { ALICE_REPO, auth, useFake } from './helpers.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-/** One request with exactly these headers (Node's fetch would add its own Accept-Encoding and decode). */
-function send(url: string, headers: Record<string, string>, method = 'GET'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { sendRaw as send } from '../helpers/raw-request.js';
 
 const LIST = '/orgs/etagere-org/repos?per_page=100';
 
