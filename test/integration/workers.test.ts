@@ -4,6 +4,9 @@
  * admin port with metrics summed over the workers, and replaces a worker that dies.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
@@ -112,6 +115,8 @@ describe('workers: 2 with Redis', () => {
   let url: string;
   let admin: string;
 
+  let configDir: string;
+
   beforeAll(async () => {
     redis = await startRedis();
     fake = await startFakeUpstream({
@@ -119,7 +124,13 @@ describe('workers: 2 with Redis', () => {
       tokenLimit: 1000,
       latencyMs: 20,
     });
-    ({ cli, url, admin } = await startCluster(fake, { REDIS_URL: redis.url }));
+    // This file is about sharing through Redis, not about giving up on a slow one: on a loaded CI
+    // machine a lookup of the burst below can take more than the default 20 ms, and a worker then
+    // goes on without Redis (and without the cross-worker lock) by design.
+    configDir = mkdtempSync(join(tmpdir(), 'etagere-workers-'));
+    const config = join(configDir, 'etagere.yaml');
+    writeFileSync(config, 'redis:\n  lookup_timeout_ms: 2000\n  command_timeout_ms: 2000\n');
+    ({ cli, url, admin } = await startCluster(fake, { REDIS_URL: redis.url, ETAGERE_CONFIG: config }));
     // Ready does not wait for Redis (redis.required is off): a worker still connecting would serve
     // the burst below without Redis, by design. Wait until every worker reports Redis up.
     await until(
@@ -133,6 +144,7 @@ describe('workers: 2 with Redis', () => {
     await cli?.exited;
     await fake?.close();
     await redis?.stop();
+    if (configDir !== undefined) rmSync(configDir, { recursive: true, force: true });
   });
 
   it('shares single flight and the budget through Redis; the primary reports them', async () => {
