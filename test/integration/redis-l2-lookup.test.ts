@@ -5,8 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import type { CacheResult } from '../../src/cache/classify.js';
-import type { CacheEntry } from '../../src/cache/entry.js';
 import { POOL } from '../../src/cache/key.js';
 import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/request.js';
 import { createTiers, type Tiers } from '../../src/cache/tiers.js';
@@ -14,6 +12,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { connectProxyRedis, startRedis, type TestRedis } from '../helpers/redis.js';
+import { poolEntry, storedBy } from '../helpers/entry.js';
 
 const TOKENS = ['t1', 't2', 't3'];
 const pool: PoolMembers = { names: TOKENS, has: (name) => TOKENS.includes(name) };
@@ -31,33 +30,6 @@ function request(pathname: string): CacheRequest {
     policy: { kind: 'max-age' } as CacheRequest['policy'],
   };
 }
-
-const entry = (token: string, storedAt: number): CacheEntry => ({
-  status: 200,
-  headers: [['content-type', 'application/json']],
-  body: Buffer.from(`{"by":"${token}"}`),
-  decodedSize: 12,
-  etag: `W/"${token}"`,
-  lastModified: undefined,
-  storedAt,
-  initialAge: 0,
-  lifetime: 600,
-  staleIfError: 0,
-  staleWhileRevalidate: 0,
-  mustRevalidate: false,
-  fetchedBy: `pool:${token}`,
-  vary: null,
-});
-
-const stored = (req: CacheRequest, token: string, value: CacheEntry): CacheResult => ({
-  kind: 'entry',
-  entry: value,
-  fwdStatus: 200,
-  storeKey: req.keys.store(token),
-  dropKey: undefined,
-  transient: false,
-  token,
-});
 
 /** Counts the writes on the connection's socket while `during` runs. */
 async function writesDuring<T>(conn: RedisConnection, during: () => Promise<T>): Promise<{ value: T; writes: number }> {
@@ -101,7 +73,7 @@ describe('L2 lookups of several candidate keys', () => {
     expect(req.keys.candidates.length).toBe(3);
     const now = Date.now();
     for (const [index, token] of TOKENS.entries()) {
-      const result = stored(req, token, entry(token, now - 10_000 + index * 1000));
+      const result = storedBy(req, token, poolEntry(token, { storedAt: now - 10_000 + index * 1000 }));
       tiers.apply(result);
       await tiers.written(req.keys.store(token));
     }

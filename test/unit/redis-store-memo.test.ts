@@ -10,23 +10,10 @@ import { createRedisStore, type RedisStore } from '../../src/cache/redis-store.j
 import { createLogger } from '../../src/log/logger.js';
 import { createMetrics, type Metrics } from '../../src/metrics/registry.js';
 import type { RedisClient, RedisConnection } from '../../src/redis/connection.js';
+import { testEntry } from '../helpers/entry.js';
 
-const entry = (body: string, storedAt = 1_700_000_000_000): CacheEntry => ({
-  status: 200,
-  headers: [['content-type', 'application/json']],
-  body: Buffer.from(body),
-  decodedSize: body.length,
-  etag: '"a"',
-  lastModified: undefined,
-  storedAt,
-  initialAge: 0,
-  lifetime: 60,
-  staleIfError: 0,
-  staleWhileRevalidate: 0,
-  mustRevalidate: false,
-  fetchedBy: 'anon',
-  vary: null,
-});
+const entry = (body: string, storedAt = 1_700_000_000_000): CacheEntry =>
+  testEntry({ body: Buffer.from(body), etag: '"a"', storedAt, lifetime: 60 });
 
 /** A Redis of one map; `reads` counts GETs, `replies` keeps every reply buffer handed out. */
 function fakeRedis() {

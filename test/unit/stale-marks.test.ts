@@ -15,29 +15,12 @@ import { createTiers } from '../../src/cache/tiers.js';
 import { createLogger } from '../../src/log/logger.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { signatureOf, verifySignature } from '../../src/webhooks/signature.js';
+import { testEntry } from '../helpers/entry.js';
+
+const entry = (over: Partial<CacheEntry> = {}): CacheEntry => testEntry({ etag: 'W/"1"', staleWhileRevalidate: 30, ...over });
 
 const key = (path: string, partition = 'anon', query = ''): string =>
   cacheKey({ upstream: 'github', pathname: path, search: query, accept: undefined, apiVersion: undefined, partition });
-
-function entry(over: Partial<CacheEntry> = {}): CacheEntry {
-  return {
-    status: 200,
-    headers: [['content-type', 'application/json']],
-    body: Buffer.from('{}'),
-    decodedSize: 2,
-    etag: 'W/"1"',
-    lastModified: undefined,
-    storedAt: Date.now(),
-    initialAge: 0,
-    lifetime: 600,
-    staleIfError: 0,
-    staleWhileRevalidate: 30,
-    mustRevalidate: false,
-    fetchedBy: 'anon',
-    vary: null,
-    ...over,
-  };
-}
 
 describe('path scopes', () => {
   it('compare paths in one normal form: case, plain percent-escapes, trailing slash', () => {

@@ -5,7 +5,6 @@
  * entry falls back to every member's, and the memo is bounded.
  */
 import { describe, expect, it } from 'vitest';
-import type { CacheResult } from '../../src/cache/classify.js';
 import type { CacheEntry } from '../../src/cache/entry.js';
 import { POOL, cacheKey, keyAround, type KeyInput } from '../../src/cache/key.js';
 import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/request.js';
@@ -13,6 +12,7 @@ import { createTiers, type Tiers } from '../../src/cache/tiers.js';
 import { createTokenMemo } from '../../src/cache/token-memo.js';
 import { createLogger } from '../../src/log/logger.js';
 import { createMetrics } from '../../src/metrics/registry.js';
+import { poolEntry, storedBy } from '../helpers/entry.js';
 
 const NAMES = Array.from({ length: 50 }, (_, index) => `t${String(index + 1).padStart(2, '0')}`);
 
@@ -56,37 +56,6 @@ function request(pool: PoolMembers, pathname?: string, headers: Record<string, s
     policy: { kind: 'max-age' } as CacheRequest['policy'],
   };
 }
-
-function entry(token: string, over: Partial<CacheEntry> = {}): CacheEntry {
-  return {
-    status: 200,
-    headers: [['content-type', 'application/json']],
-    body: Buffer.from(`{"by":"${token}"}`),
-    decodedSize: 13,
-    etag: `W/"${token}"`,
-    lastModified: undefined,
-    storedAt: Date.now(),
-    initialAge: 0,
-    lifetime: 600,
-    staleIfError: 0,
-    staleWhileRevalidate: 0,
-    mustRevalidate: false,
-    fetchedBy: `pool:${token}`,
-    vary: null,
-    ...over,
-  };
-}
-
-/** What an exchange on `token` stores for `req` (as classify makes it). */
-const stored = (req: CacheRequest, token: string, value: CacheEntry): CacheResult => ({
-  kind: 'entry',
-  entry: value,
-  fwdStatus: 200,
-  storeKey: req.keys.store(token),
-  dropKey: undefined,
-  transient: false,
-  token,
-});
 
 /** Tiers whose L1 counts its probes. */
 function countingTiers(): { tiers: Tiers; probes: () => number } {
@@ -141,7 +110,7 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers, probes } = countingTiers();
     const pool = members();
     const first = request(pool);
-    tiers.apply(stored(first, 't37', entry('t37')), undefined, first);
+    tiers.apply(storedBy(first, 't37', poolEntry('t37')), undefined, first);
     for (let round = 0; round < 3; round++) {
       const before = probes();
       const again = request(pool);
@@ -155,7 +124,7 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers, probes } = countingTiers();
     const pool = members();
     const req = request(pool);
-    tiers.promote(req.keys.store('t12'), entry('t12')); // as a flight lock follows another replica: no token known
+    tiers.promote(req.keys.store('t12'), poolEntry('t12')); // as a flight lock follows another replica: no token known
     expect(bodyOf(tiers.fromL1(req))).toBe('{"by":"t12"}');
     expect(probes()).toBe(50);
     expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t12"}');
@@ -167,8 +136,8 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers } = countingTiers();
     const pool = members();
     const req = request(pool);
-    tiers.apply(stored(req, 't01', entry('t01', { storedAt: Date.now() - 1_000 })), undefined, req);
-    tiers.apply(stored(req, 't02', entry('t02')), undefined, req);
+    tiers.apply(storedBy(req, 't01', poolEntry('t01', { storedAt: Date.now() - 1_000 })), undefined, req);
+    tiers.apply(storedBy(req, 't02', poolEntry('t02')), undefined, req);
     expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t02"}');
   });
 
@@ -176,13 +145,13 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers } = countingTiers();
     const pool = members();
     const req = request(pool);
-    tiers.apply(stored(req, 't05', entry('t05')), undefined, req);
+    tiers.apply(storedBy(req, 't05', poolEntry('t05')), undefined, req);
     expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t05"}');
     pool.remove('t05');
     expect(tiers.l1.peek(req.keys.store('t05'))).toBeDefined();
     expect(tiers.fromL1(request(pool))).toBeUndefined();
     // Another member's entry (older than t05's) is what there is to use.
-    tiers.promote(req.keys.store('t06'), entry('t06', { storedAt: Date.now() - 1_000 }));
+    tiers.promote(req.keys.store('t06'), poolEntry('t06', { storedAt: Date.now() - 1_000 }));
     expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t06"}');
   });
 
@@ -190,8 +159,8 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers, probes } = countingTiers();
     const pool = members();
     const req = request(pool);
-    tiers.apply(stored(req, 't20', entry('t20', { storedAt: Date.now() - 120_000, lifetime: 60 })), undefined, req);
-    tiers.promote(req.keys.store('t21'), entry('t21')); // fresh, but the memo does not know it yet
+    tiers.apply(storedBy(req, 't20', poolEntry('t20', { storedAt: Date.now() - 120_000, lifetime: 60 })), undefined, req);
+    tiers.promote(req.keys.store('t21'), poolEntry('t21')); // fresh, but the memo does not know it yet
     expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t21"}');
     const before = probes();
     expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t21"}');
@@ -202,8 +171,8 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers } = countingTiers();
     const pool = members();
     const req = request(pool);
-    tiers.apply(stored(req, 't30', entry('t30', { vary: { 'x-flavour': 'sweet' } })), undefined, req);
-    tiers.promote(req.keys.store('t31'), entry('t31', { storedAt: Date.now() - 5_000 }));
+    tiers.apply(storedBy(req, 't30', poolEntry('t30', { vary: { 'x-flavour': 'sweet' } })), undefined, req);
+    tiers.promote(req.keys.store('t31'), poolEntry('t31', { storedAt: Date.now() - 5_000 }));
     const sour = request(pool, undefined, { 'x-flavour': 'sour' });
     // The scan's freshest is t30's again; usable() then refuses it for this request, as before the memo.
     expect(bodyOf(tiers.fromL1(sour))).toBe('{"by":"t30"}');
@@ -222,12 +191,12 @@ describe('the token memo on the L1 hit path', () => {
     const { tiers } = countingTiers();
     const pool = members(['a', 'b']);
     const req = request(pool, '/users/x');
-    tiers.apply(stored(req, 'a', entry('a')), undefined, req);
+    tiers.apply(storedBy(req, 'a', poolEntry('a')), undefined, req);
     // Flood other request keys through the tiers' memo (each a stored entry), far past its bound.
     const long = 'x'.repeat(3_000);
     for (let index = 0; index < 800; index++) {
       const other = request(pool, `/users/${long}${index}`);
-      tiers.apply(stored(other, 'b', entry('b')), undefined, other);
+      tiers.apply(storedBy(other, 'b', poolEntry('b')), undefined, other);
     }
     expect(tiers.tokenMemoBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
     expect(bodyOf(tiers.fromL1(request(pool, '/users/x')))).toBe('{"by":"a"}');
