@@ -34,9 +34,12 @@ export function entryCoding(headers: ReadonlyArray<[string, string]>): EntryCodi
     else if (name === 'cache-control') noTransform ||= parseCacheControl(value).noTransform === true;
     else if (name === 'vary') variesOnCoding ||= /(?:^|,)\s*(?:accept-encoding|\*)\s*(?:,|$)/i.test(value);
   }
-  const gzip = (coding === 'gzip' || coding === 'x-gzip') && !noTransform;
+  const gzip = decodable(coding, noTransform);
   return { gzip, fixed: gzip ? undefined : coding, variesOnCoding, noTransform };
 }
+
+/** The proxy may decode a body in `coding` for a client that does not take it: gzip (`x-gzip` is gzip), unless no-transform. */
+const decodable = (coding: string | undefined, noTransform: boolean): boolean => (coding === 'gzip' || coding === 'x-gzip') && !noTransform;
 
 /** `fixed` of a streamed answer's headers (see EntryCoding): its coding when the proxy may not or cannot decode it. */
 export function fixedCoding(
@@ -44,8 +47,7 @@ export function fixedCoding(
   cacheControl: string | string[] | undefined,
 ): string | undefined {
   const coding = contentCodingOf(contentEncoding);
-  if (coding === undefined) return undefined;
-  if ((coding === 'gzip' || coding === 'x-gzip') && parseCacheControl(cacheControl).noTransform !== true) return undefined;
+  if (coding === undefined || decodable(coding, parseCacheControl(cacheControl).noTransform === true)) return undefined;
   return coding;
 }
 
