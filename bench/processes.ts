@@ -17,8 +17,8 @@ function refuseWhenStopping(name: string): void {
   if (stopping) throw new Error(`not starting ${name}: the bench is stopping`);
 }
 
-/** A free loopback TCP port (bound then released; the child binds it right after). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
+/** A port the kernel gives once (bound, then released). */
+function ephemeralPort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);
@@ -28,6 +28,25 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
       srv.close(() => (port > 0 ? resolve(port) : reject(new Error('no port assigned'))));
     });
   });
+}
+
+/**
+ * Ports handed out lately: a port is released before the child binds it, so the kernel may give
+ * it again meanwhile (an etagere's listen port came back as its own redis-server's, and the
+ * etagere then failed to start: EADDRINUSE). The last HANDED_OUT_KEPT are never handed out twice.
+ */
+const handedOut: number[] = [];
+const HANDED_OUT_KEPT = 256;
+
+/** A free loopback TCP port (bound then released; the child binds it right after), none handed out lately. */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await ephemeralPort(host);
+    if (handedOut.includes(port) && attempt < 50) continue;
+    handedOut.push(port);
+    if (handedOut.length > HANDED_OUT_KEPT) handedOut.shift();
+    return port;
+  }
 }
 
 export interface HttpReply {
