@@ -7,7 +7,9 @@
  * seconds, scaled like every other time), the fake announcing each change with a signed webhook to
  * the proxy. Goal: at least 10 x fewer upstream requests (304s included) than `revalidate`, and a
  * staleness window (how long after a change a consumer could still be answered the old version)
- * of at most 1 s.
+ * of at most 1 s. The report sets the first against the freshness floor (bench/fresh-floor.ts): the
+ * fewest upstream requests of any cache that honours webhook_fresh_seconds as a bound on the data's
+ * age, which on this workload is about 7.4 x below revalidate's at 600 s: 10 x is out of reach there.
  *
  *   npm run bench:quota [-- --minutes N] [--smoke] [--minute-ms MS] [--rate N] [--seed N] [--json FILE]
  *   npm run bench:quota -- --rotation [--entries N] [--rotations N] [--options none,replace,...] [--smoke]
@@ -39,6 +41,7 @@ import { parseConfig } from '../src/config/load.js';
 import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
 import { createLogger } from '../src/log/logger.js';
+import { computeFreshnessFloor, type FreshnessFloor } from './fresh-floor.js';
 import {
   formatRotation,
   rotationGoalFailures,
@@ -128,6 +131,8 @@ export interface ScenarioResult {
   per1000: number;
   /** billable / floor.total. */
   vsFloor: number;
+  /** The webhook scenario only: upstreamRequests / freshnessFloor.total (304s count); null for the others. */
+  vsFreshnessFloor: number | null;
   /** Responses whose body was older than the resource's current version. */
   stale: number;
   /** The staleness window: the longest a stale answer's request came after the change it missed (wall ms); null when none. */
@@ -151,6 +156,19 @@ export interface QuotaResults {
   totalRequests: number;
   floor: Floor;
   floorPer1000: number;
+  /**
+   * The webhook scenario's freshness floor (bench/fresh-floor.ts): the fewest upstream requests,
+   * 304s included, of any cache that never serves data more than webhook_fresh_seconds (as the
+   * scenario applies it, in simulated seconds) after the upstream last sent or confirmed it, and
+   * never an old version.
+   */
+  freshnessFloor: FreshnessFloor;
+  /**
+   * The same one wall second shorter: the proxy counts the Date header's one-second resolution as
+   * age, so its entries stay fresh between that and webhook_fresh_seconds (60 simulated seconds at
+   * the default compression; on GitHub, one second of 600).
+   */
+  freshnessFloorShort: FreshnessFloor;
   scenarios: ScenarioResult[];
   wallSeconds: number;
 }
@@ -239,6 +257,10 @@ function cacheFor(id: ScenarioId, settings: Settings, capSeconds: number): Recor
   return id === 'etagere-webhooks' ? { ...maxAge, webhook_fresh_seconds: wallSeconds(settings.webhookFreshSeconds, settings) } : maxAge;
 }
 
+/** webhook_fresh_seconds as the webhook scenario applies it (whole wall seconds), in simulated seconds. */
+const appliedFreshSeconds = (settings: Settings): number =>
+  (wallSeconds(settings.webhookFreshSeconds, settings) * 60_000) / settings.minuteMs;
+
 async function startTarget(id: ScenarioId, settings: Settings, windowSeconds: number, capSeconds: number): Promise<Target> {
   const fake = await startFakeUpstream({
     orgRepoCount: settings.resources,
@@ -272,10 +294,11 @@ async function runScenario(
   id: ScenarioId,
   settings: Settings,
   schedule: Schedule,
-  floor: Floor,
+  floors: { floor: Floor; freshnessFloor: FreshnessFloor },
   windowSeconds: number,
   capSeconds: number,
 ): Promise<ScenarioResult> {
+  const { floor, freshnessFloor } = floors;
   const target = await startTarget(id, settings, windowSeconds, capSeconds);
   const direct = target.app === undefined;
   const headers: Record<string, string> = direct ? { authorization: `token ${TOKEN}` } : {};
@@ -374,6 +397,7 @@ async function runScenario(
     billable,
     per1000: requests === 0 ? 0 : (billable / requests) * 1000,
     vsFloor: floor.total === 0 ? 0 : billable / floor.total,
+    vsFreshnessFloor: id === 'etagere-webhooks' && freshnessFloor.total > 0 ? (after.total - before.total) / freshnessFloor.total : null,
     stale,
     staleMaxMs,
     hits: direct ? null : hits,
@@ -396,10 +420,12 @@ export async function runQuotaSimulation(opts: QuotaOptions = {}): Promise<Quota
   const capSeconds = Math.max(1, Math.round(settings.minuteMs / 1000));
   const schedule = makeSchedule(settings);
   const floor = computeFloor(schedule, settings.resources);
+  const freshnessFloor = computeFreshnessFloor(schedule, appliedFreshSeconds(settings));
+  const freshnessFloorShort = computeFreshnessFloor(schedule, Math.max(0, appliedFreshSeconds(settings) - 60_000 / settings.minuteMs));
   const totalRequests = settings.minutes * settings.consumers * settings.rate;
   const started = performance.now();
   const scenarios = await Promise.all(
-    settings.scenarios.map((id) => runScenario(id, settings, schedule, floor, windowSeconds, capSeconds)),
+    settings.scenarios.map((id) => runScenario(id, settings, schedule, { floor, freshnessFloor }, windowSeconds, capSeconds)),
   );
   return {
     settings,
@@ -409,6 +435,8 @@ export async function runQuotaSimulation(opts: QuotaOptions = {}): Promise<Quota
     totalRequests,
     floor,
     floorPer1000: (floor.total / totalRequests) * 1000,
+    freshnessFloor,
+    freshnessFloorShort,
     scenarios,
     wallSeconds: (performance.now() - started) / 1000,
   };
@@ -490,10 +518,32 @@ export function formatQuota(results: QuotaResults): string {
       `(${settings.webhookFreshSeconds} simulated seconds), and the fake announces each change (a star: the star and watch events) with a signed ` +
       "webhook to the proxy, which marks the repository stale on delivery. Held to: upstream requests (304s included) at most a tenth of revalidate's, " +
       'stale max ms (the longest a consumer was answered the old version after a change, wall time) at most 1,000.',
+    ...freshnessFloorLines(results),
     'direct, own ETag cache: every consumer revalidates its own copies with the token (free 304s) but fetches each change once per consumer.',
     `wall time: ${results.wallSeconds.toFixed(1)} s (scenarios side by side in one process, each on its own clock; a minute longer than ${settings.minuteMs} ms means the machine fell behind)`,
   ];
   return lines.join('\n');
+}
+
+/** The webhook scenario against its freshness floor (bench/fresh-floor.ts); nothing when it did not run. */
+function freshnessFloorLines(results: QuotaResults): string[] {
+  const webhooks = results.scenarios.find((scenario) => scenario.id === 'etagere-webhooks');
+  if (webhooks === undefined) return [];
+  const revalidate = results.scenarios.find((scenario) => scenario.id === 'etagere-revalidate');
+  const { freshnessFloor: floor, freshnessFloorShort: short } = results;
+  const ratio = (requests: number): string => (requests / Math.max(1, floor.total)).toFixed(3);
+  const vsRevalidate =
+    revalidate === undefined
+      ? ''
+      : `; revalidate / floor = ${ratio(revalidate.upstreamRequests)} (${formatCount(revalidate.upstreamRequests)} upstream requests: the most fewer than revalidate any cache honouring F can make)`;
+  return [
+    `freshness floor at F = ${formatCount(floor.freshSeconds)} simulated s = ${formatCount(floor.total)} upstream requests${vsRevalidate}; ` +
+      `webhook scenario / floor = ${ratio(webhooks.upstreamRequests)} (${formatCount(webhooks.upstreamRequests)}). ` +
+      `The floor is the fewest upstream requests, 304s included, of any cache that never serves data more than F after the upstream sent or confirmed it ` +
+      `(what bounds its age when a delivery is missed) and never an old version: ${formatCount(floor.initial)} first fetches + ${formatCount(floor.changesSeen)} changes seen + ` +
+      `${formatCount(floor.expired)} revalidations when F ran out. One wall second shorter (F = ${formatCount(short.freshSeconds)} simulated s) it is ` +
+      `${formatCount(short.total)}: the proxy counts the Date header's one-second resolution as age, so its entries stay fresh between the two.`,
+  ];
 }
 
 /** Goals: etagere revalidate <= 1.05 x the floor, never stale; no errors anywhere; the pool token always attached. */
@@ -596,7 +646,10 @@ function webhookGoalFailures(scenario: ScenarioResult): string[] {
 /**
  * Targets reported, never failed: issue 18's at least 10x fewer upstream requests than revalidate
  * with webhooks. It depends on the simulated hour (a short run, as the smoke's 3 minutes, is mostly
- * first fetches) and is not met at webhook_fresh_seconds 600 (BENCHMARKS.md says why).
+ * first fetches) and on webhook_fresh_seconds: each line says how far any cache that never serves
+ * data older than that could get (revalidate / the freshness floor, bench/fresh-floor.ts). At 600
+ * simulated seconds that is about 7.4x on the default workload, so 10x is unreachable there for a
+ * cache that keeps the bound; at 3600 it is met (BENCHMARKS.md, issue 18).
  */
 export function quotaReportedGoals(results: QuotaResults): string[] {
   const revalidate = results.scenarios.find((other) => other.id === 'etagere-revalidate');
@@ -605,7 +658,8 @@ export function quotaReportedGoals(results: QuotaResults): string[] {
     if (scenario.id !== 'etagere-webhooks' || revalidate === undefined) continue;
     if (scenario.upstreamRequests * 10 > revalidate.upstreamRequests)
       out.push(
-        `${scenario.name}: ${scenario.upstreamRequests} upstream requests = ${(revalidate.upstreamRequests / Math.max(1, scenario.upstreamRequests)).toFixed(1)}x fewer than revalidate's ${revalidate.upstreamRequests}; target >= 10x`,
+        `${scenario.name}: ${scenario.upstreamRequests} upstream requests = ${(revalidate.upstreamRequests / Math.max(1, scenario.upstreamRequests)).toFixed(1)}x fewer than revalidate's ${revalidate.upstreamRequests}; target >= 10x; ` +
+          `at most ${(revalidate.upstreamRequests / Math.max(1, results.freshnessFloor.total)).toFixed(1)}x for any cache honouring webhook_fresh_seconds (freshness floor ${results.freshnessFloor.total})`,
       );
   }
   return out;
