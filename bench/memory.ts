@@ -1,7 +1,7 @@
 /**
  * L1 memory benchmark: fills the in-process cache (`createMemoryStore`) with up to 1,000,000 small,
- * distinct entries shaped like a small GitHub response (a ~200-byte JSON body and a dozen headers)
- * and measures what the process really holds against the configured bound. The store counts an
+ * distinct entries shaped like a small GitHub response (a ~200-byte JSON body and the ~20 header
+ * fields the proxy keeps of GitHub's) and measures what the process really holds against the configured bound. The store counts an
  * estimate (`entrySize`); this shows what the estimate costs in RSS.
  * Goal: RSS after the fill <= 1.25 x max_bytes + 100 MB (MB read as MiB).
  *
@@ -11,9 +11,12 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
+import { storedHeaders } from '../src/cache/classify.js';
 import type { CacheEntry } from '../src/cache/entry.js';
 import { cacheKey, POOL } from '../src/cache/key.js';
 import { createMemoryStore } from '../src/cache/memory-store.js';
+import { ownedCopy } from '../src/cache/owned-bytes.js';
+import { apiHeaders, CACHE_PRIVATE, JSON_TYPE } from '../src/fake-upstream/headers.js';
 
 /**
  * The bodies the entries hold: `small` (~200 bytes of JSON, identity), or `repo` (a full GitHub
@@ -79,20 +82,37 @@ const sample = (): MemorySample => {
 };
 
 /**
- * Header values arrive as bytes and are decoded per response (undici), so each entry holds its
- * own copies; header names are interned, as undici's known names and object keys are.
+ * Header values arrive as bytes and are decoded per response (undici), so each response has its
+ * own copies: one flat string each.
  */
-const wire = (s: string): Buffer => Buffer.from(s, 'latin1');
-const CONSTANT_HEADERS: Array<[string, Buffer]> = [
-  ['content-type', wire('application/json; charset=utf-8')],
-  ['cache-control', wire('private, max-age=60, s-maxage=60')],
-  ['vary', wire('Accept, Authorization, Cookie, X-GitHub-OTP, Accept-Encoding, X-Requested-With')],
-  ['server', wire('github.com')],
-  ['x-github-media-type', wire('github.v3; format=json')],
-  ['x-github-api-version-selected', wire('2022-11-28')],
-  ['x-oauth-scopes', wire('public_repo')],
-  ['access-control-allow-origin', wire('*')],
-];
+const fromWire = (s: string): string => Buffer.from(s, 'latin1').toString('latin1');
+
+/**
+ * The headers the proxy stores for the response: GitHub's, as the fake upstream sends them
+ * (src/fake-upstream/headers.ts: about 20 fields), through the proxy's own filter for a pool
+ * entry (src/cache/classify.ts: no framing, no rate-limit or token fields; shared pairs).
+ */
+function storedGithubHeaders(index: number, now: number, etag: string, lastModified: string, gzip: boolean): Array<[string, string]> {
+  const sent = apiHeaders({
+    status: 200,
+    contentType: JSON_TYPE,
+    contentLength: 0,
+    requestId: `${hexOf(index, 4)}:${hexOf(index + 1, 4)}:${index.toString(16)}:${hexOf(index + 2, 8)}`.toUpperCase(),
+    apiVersion: '2022-11-28',
+    rate: { limit: 5000, used: index % 5000, reset: Math.floor(now / 1000) + 3600 },
+    viewer: null,
+    acceptedScopes: 'repo',
+    cacheControl: CACHE_PRIVATE,
+    etag,
+    lastModified,
+    link: null,
+    retryAfter: null,
+    contentEncoding: gzip ? 'gzip' : null,
+  });
+  const received: Record<string, string> = { date: fromWire(new Date(now).toUTCString()) };
+  for (const [name, value] of Object.entries(sent)) if (value !== undefined) received[name] = fromWire(String(value));
+  return storedHeaders(received, true);
+}
 
 /** `len` pseudo-random hex digits for entry `index`, as one flat string (like a parsed header value). */
 const scratch = Buffer.alloc(64);
@@ -269,18 +289,12 @@ export function makeEntry(index: number, now: number, bodies: BodyKind = 'small'
         : repoBody(index, updatedAt),
     ),
   );
-  // A copy, as the proxy's own (fetchBuffered's Buffer.concat): zlib's output can be a view into a larger chunk.
-  const body = bodies === 'repo-gzip' ? Buffer.from(gzipSync(plain)) : plain;
-  const etag = `W/"${hexOf(index, 64)}"`;
-  const lastModified = updated.toUTCString();
-  const headers: Array<[string, string]> = CONSTANT_HEADERS.map(([name, value]) => [name, value.toString('latin1')]);
-  headers.push(
-    ['etag', etag],
-    ['last-modified', lastModified],
-    ['date', new Date(now).toUTCString()],
-    ['x-github-request-id', `${hexOf(index, 4)}:${hexOf(index + 1, 4)}:${index.toString(16)}:${hexOf(index + 2, 8)}`.toUpperCase()],
-  );
-  if (bodies === 'repo-gzip') headers.push(['content-encoding', 'gzip']);
+  // A copy in an allocation of its own, as the proxy keeps bodies (src/cache/owned-bytes.ts).
+  const body = ownedCopy(bodies === 'repo-gzip' ? gzipSync(plain) : plain);
+  const headers = storedGithubHeaders(index, now, `W/"${hexOf(index, 64)}"`, updated.toUTCString(), bodies === 'repo-gzip');
+  // The entry's validators are its header fields' own strings (src/cache/classify.ts).
+  const etag = headers.find(([name]) => name === 'etag')?.[1];
+  const lastModified = headers.find(([name]) => name === 'last-modified')?.[1];
   const entry: CacheEntry = {
     status: 200,
     headers,

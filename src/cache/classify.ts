@@ -16,6 +16,7 @@ import type { UpstreamFailure } from '../upstream/client.js';
 import type { Fetched, UpstreamHeaders } from '../upstream/fetch.js';
 import { parseCacheControl, type Directives } from './cache-control.js';
 import type { CacheEntry } from './entry.js';
+import { storedPair } from './header-intern.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
 import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
@@ -154,19 +155,21 @@ function isTransient(status: number, headers: UpstreamHeaders): boolean {
 /**
  * Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. A response
  * fetched with a pool token keeps no x-ratelimit-* (consumers see the pool's, added at serve time)
- * and nothing that describes the token (its scopes, its expiry).
+ * and nothing that describes the token (its scopes, its expiry). Fields common to many responses
+ * are shared pairs (header-intern.ts).
  */
-function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[string, string]> {
+export function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[string, string]> {
   const headers = responseHeadersForClient(upstream);
   const out: Array<[string, string]> = [];
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || name === 'content-length' || name === 'age') continue;
     if (pooled && (isRateLimitHeader(name) || describesToken(name))) continue;
-    if (Array.isArray(value)) for (const item of value) out.push([name, item]);
-    else out.push([name, value]);
+    if (Array.isArray(value)) for (const item of value) out.push(storedPair(name, item));
+    else out.push(storedPair(name, value));
   }
-  return out;
+  // Kept for the entry's life: a list of its exact length (pushing leaves spare slots).
+  return out.slice();
 }
 
 function headerOf(list: ReadonlyArray<[string, string]>, name: string): string | undefined {

@@ -12,6 +12,7 @@
  * and total length (redis-store.ts, with L1 off), so an unchanged L2 value is not parsed again on every hit.
  */
 import { randomFillSync } from 'node:crypto';
+import { isSharedPair, sharedHeaders } from './header-intern.js';
 
 /** 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write stamp. */
 export const ENTRY_VERSION = 3;
@@ -121,6 +122,12 @@ function isHeaderList(value: unknown): value is Array<[string, string]> {
   );
 }
 
+/** `value`, as the header's own string when a field `name` holds the same text (one copy in memory, as entries built from a response have). */
+function headerString(headers: ReadonlyArray<[string, string]>, name: string, value: string | undefined): string | undefined {
+  if (value !== undefined) for (const [key, text] of headers) if (key === name && text === value) return text;
+  return value;
+}
+
 const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const optStr = (v: unknown): v is string | undefined => v === undefined || typeof v === 'string';
 
@@ -155,13 +162,14 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
   ) {
     return undefined;
   }
+  const headers = sharedHeaders(meta.headers);
   return {
     status: meta.status,
-    headers: meta.headers,
+    headers,
     body: bytes.subarray(bodyStart),
     decodedSize: meta.decodedSize,
-    etag: meta.etag,
-    lastModified: meta.lastModified,
+    etag: headerString(headers, 'etag', meta.etag),
+    lastModified: headerString(headers, 'last-modified', meta.lastModified),
     storedAt: meta.storedAt,
     initialAge: meta.initialAge,
     lifetime: meta.lifetime,
@@ -175,12 +183,15 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
 
 /**
  * Approximate bytes an entry holds in memory (for the L1 size bound), calibrated with
- * `npm run bench:memory`: per entry about 600 bytes of fixed cost (the entry object, its strings,
- * the Buffer object, the LRU's bookkeeping), and per header its two strings plus about 140 bytes
- * (the pair array, two string headers, the slot in the list).
+ * `npm run bench:memory` (heap and external memory per held entry, no eviction, plus what
+ * `Buffer.allocUnsafeSlow` costs outside both: about 200 bytes of allocator bookkeeping per body):
+ * about 900 bytes of fixed cost (the entry object, the body's Buffer and its allocation, the header
+ * list, the LRU's bookkeeping), the body and the key; per header field of the entry's own, its two
+ * strings plus about 110 bytes (the pair, two string headers, the slot); per shared field
+ * (header-intern.ts) only its slot. `etag` and `lastModified` are the header fields' own strings.
  */
 export function entrySize(key: string, entry: CacheEntry): number {
-  let size = entry.body.length + key.length + 600 + (entry.etag?.length ?? 0) + (entry.lastModified?.length ?? 0) + entry.fetchedBy.length;
-  for (const [name, value] of entry.headers) size += name.length + value.length + 140;
+  let size = entry.body.length + key.length + 900 + entry.fetchedBy.length;
+  for (const pair of entry.headers) size += isSharedPair(pair) ? 8 : pair[0].length + pair[1].length + 110;
   return size;
 }

@@ -253,5 +253,5 @@ export function mergeHeaders(
   const out: Array<[string, string]> = [];
   for (const header of stored) if (!replaced.has(header[0])) out.push(header);
   for (const header of fresh) if (replaced.has(header[0])) out.push(header);
-  return out;
+  return out.slice(); // kept for the entry's life: no spare slots
 }

@@ -18,6 +18,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
+import { ownedCopy } from './owned-bytes.js';
 import { decodeEntry, encodeEntry, entryMetaLength, entrySize, entryStamp, type CacheEntry } from './entry.js';
 
 export type L2Lookup =
@@ -100,7 +101,7 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
       return { kind: 'corrupt' };
     }
     if (memo !== undefined && stamp !== undefined) {
-      entry = { ...entry, body: Buffer.from(entry.body) };
+      entry = { ...entry, body: ownedCopy(entry.body) };
       memo.set(key, { stamp, metaLength: entryMetaLength(raw), length: raw.length, entry, redisKey });
     }
     results.hit.inc();

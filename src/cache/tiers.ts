@@ -14,6 +14,7 @@
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
+import { ownedCopy } from './owned-bytes.js';
 import { createInvalidationBus, type InvalidationBus, type InvalidationHandlers } from '../redis/invalidation-bus.js';
 import type { CacheResult, Rejection } from './classify.js';
 import type { CacheEntry } from './entry.js';
@@ -155,7 +156,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     const entry = marking.checked(key, found, now);
     if (!settings.l1) return entry;
     const ttlMs = entry.storedAt + retentionSeconds(entry) * 1000 - now;
-    if (ttlMs > 0) l1.set(key, { ...entry, body: Buffer.from(entry.body) }, ttlMs);
+    if (ttlMs > 0) l1.set(key, { ...entry, body: ownedCopy(entry.body) }, ttlMs);
     return entry;
   };
 

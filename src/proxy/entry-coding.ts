@@ -9,6 +9,7 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { contentCodingOf } from '../headers/coding.js';
 import { parseCacheControl } from '../cache/cache-control.js';
+import { ownedCopy } from '../cache/owned-bytes.js';
 
 export interface EntryCoding {
   /** The body is gzip and the proxy may decode it for a client that does not take gzip. */
@@ -52,13 +53,14 @@ export function fixedCoding(
 }
 
 /*
- * zlib's sync output can be a view into a larger chunk (16 KiB and up): a memoized body is copied
- * to its own size, so that the memos' byte bounds count what they hold (bench/memory.ts showed
- * a gzip body of 1.3 KB pinning more than 16 KB).
+ * zlib's sync output can be a view into a larger chunk (16 KiB and up), and a small Buffer.from
+ * copy a slice of a shared slab: a memoized body is copied to an allocation of its own size, so
+ * that the memos' byte bounds count what they hold (bench/memory.ts showed a gzip body of 1.3 KB
+ * pinning more than 16 KB).
  */
 
 /** The decoded body of an entry whose `entryCoding` is gzip. */
-export const decodedBody = (body: Buffer): Buffer => Buffer.from(gunzipSync(body));
+export const decodedBody = (body: Buffer): Buffer => ownedCopy(gunzipSync(body));
 
 /** A body the proxy changed (body URLs rewritten) put back into gzip for a client that takes it. */
-export const encodedBody = (body: Buffer): Buffer => Buffer.from(gzipSync(body));
+export const encodedBody = (body: Buffer): Buffer => ownedCopy(gzipSync(body));

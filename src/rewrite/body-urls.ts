@@ -69,7 +69,8 @@ export function hasUrlsUnder(body: Buffer, upstreamBase: string): boolean {
 
 /**
  * The body with every string value under `upstreamBase` moved to `proxyBase`, or undefined when
- * there is none. `proxyBase` is written JSON-escaped, so no base can break out of its string.
+ * there is none. `proxyBase` is written JSON-escaped, so no base can break out of its string. The
+ * result has an allocation of its own (it is memoized: src/cache/owned-bytes.ts says why).
  */
 export function rewriteBodyUrls(body: Buffer, upstreamBase: string, proxyBase: string): Buffer | undefined {
   if (upstreamBase === proxyBase) return undefined;
@@ -77,7 +78,7 @@ export function rewriteBodyUrls(body: Buffer, upstreamBase: string, proxyBase: s
   const offsets = valuesUnder(body, needle);
   if (offsets.length === 0) return undefined;
   const replacement = Buffer.from(`"${JSON.stringify(proxyBase).slice(1, -1)}`);
-  const out = Buffer.allocUnsafe(body.length + offsets.length * (replacement.length - needle.length));
+  const out = Buffer.allocUnsafeSlow(body.length + offsets.length * (replacement.length - needle.length));
   let from = 0;
   let to = 0;
   for (const at of offsets) {

@@ -5,6 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { ownedConcat } from '../cache/owned-bytes.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamFailure } from './client.js';
 
 export type UpstreamHeaders = Dispatcher.ResponseData['headers'];
@@ -44,9 +45,10 @@ export async function fetchBuffered(
   if (req.method !== 'HEAD' && Number.isFinite(declared) && declared !== size) {
     return { kind: 'failed', failure: { status: 502, detail: 'truncated body' } };
   }
-  // Always a fresh copy: a chunk can be a view into a larger socket buffer, which a stored entry
-  // would otherwise keep alive (and the cache's byte bound would not see).
-  const body = Buffer.concat(chunks, size);
+  // Always a copy of its own: a chunk can be a view into a larger socket buffer, and a small
+  // Buffer.concat a slice of a shared slab, which a stored entry would otherwise keep alive (and
+  // the cache's byte bound would not see).
+  const body = ownedConcat(chunks, size);
   return { kind: 'response', status: res.statusCode, headers: res.headers, body, requestTime, responseTime };
 }
 
