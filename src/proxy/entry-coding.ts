@@ -52,13 +52,23 @@ export function fixedCoding(
 }
 
 /*
- * zlib's sync output can be a view into a larger chunk (16 KiB and up): a memoized body is copied
- * to its own size, so that the memos' byte bounds count what they hold (bench/memory.ts showed
- * a gzip body of 1.3 KB pinning more than 16 KB).
+ * zlib's sync output is a view into its output chunk (16 KiB by default): a memoized body must not
+ * pin more than it holds, so that the memos' byte bounds count what they hold (bench/memory.ts
+ * showed a gzip body of 1.3 KB pinning more than 16 KB). An entry knows its decoded size, so the
+ * chunk is made one byte larger than that (one more than zlib needs to finish in one pass): the
+ * output is a view of nearly all of it, no copy. A size that is wrong (a value from another
+ * replica) still decodes, and the output is then copied to its own size, as before.
  */
 
-/** The decoded body of an entry whose `entryCoding` is gzip. */
-export const decodedBody = (body: Buffer): Buffer => Buffer.from(gunzipSync(body));
+/** The largest output chunk asked of zlib for one decode (a larger body comes in several chunks and is joined). */
+const MAX_CHUNK = 4 * 1024 * 1024;
+
+/** The decoded body of an entry whose `entryCoding` is gzip; `expectedSize` is its stored decodedSize. */
+export function decodedBody(body: Buffer, expectedSize?: number): Buffer {
+  const chunkSize = expectedSize === undefined ? undefined : Math.min(MAX_CHUNK, Math.max(64, expectedSize + 1));
+  const out = gunzipSync(body, chunkSize === undefined ? {} : { chunkSize });
+  return out.length === expectedSize ? out : Buffer.from(out);
+}
 
 /** A body the proxy changed (body URLs rewritten) put back into gzip for a client that takes it. */
 export const encodedBody = (body: Buffer): Buffer => Buffer.from(gzipSync(body));
