@@ -35,6 +35,8 @@ export type ServerSpec =
       readonly redis?: { readonly l1: boolean };
       /** `workers` in the config (node:cluster). */
       readonly workers?: number;
+      /** The load generator sends `Accept-Encoding: gzip`, as Octokit, PyGithub, gh and browsers do (wrk sends none). */
+      readonly gzipClients?: boolean;
     };
 
 export type EtagereSpec = Extract<ServerSpec, { readonly kind: 'etagere' }>;
@@ -76,7 +78,11 @@ export const CONSUMER_KEY = { name: 'bench', value: 'bench-consumer-key-not-a-se
 
 /** Request headers the load generator sends to a case's server. */
 export function requestHeaders(spec: ServerSpec): Record<string, string> {
-  return spec.kind === 'etagere' && spec.consumerKeys === true ? { 'x-etagere-key': CONSUMER_KEY.value } : {};
+  if (spec.kind !== 'etagere') return {};
+  return {
+    ...(spec.consumerKeys === true ? { 'x-etagere-key': CONSUMER_KEY.value } : {}),
+    ...(spec.gzipClients === true ? { 'accept-encoding': 'gzip' } : {}),
+  };
 }
 
 /** The path every single-URL case requests. The ceiling replays this response. */
@@ -236,6 +242,15 @@ export const CASES: readonly BenchCase[] = [
     measures:
       'as l1-zipf10k after a warm-up that first fetches all 10,000 URLs once: the hit path over a large working set, without the misses',
     server: { kind: 'etagere', cache: { policy: 'max-age' } },
+    workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed, warmAll: true },
+    compareTo: 'ceiling-zipf10k',
+  },
+  {
+    id: 'l1-zipf10k-warm-gzip',
+    name: 'etagere L1 zipf10k, warmed, gzip clients',
+    measures:
+      'as l1-zipf10k-warm with the load generator sending Accept-Encoding: gzip: the stored gzip bytes go out as they are (no decoded form), as for Octokit, PyGithub, gh and browsers',
+    server: { kind: 'etagere', cache: { policy: 'max-age' }, gzipClients: true },
     workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed, warmAll: true },
     compareTo: 'ceiling-zipf10k',
   },

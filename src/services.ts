@@ -24,6 +24,9 @@ import { createPoolRuntime, type PoolRuntime } from './tokens/runtime.js';
 import type { TokenPool } from './tokens/types.js';
 import { createWebhookReceiver, type WebhookReceiver } from './webhooks/receiver.js';
 
+/** The decoded bodies of gzip entries may take up to this fraction of cache.max_bytes (within it). */
+const DECODED_SHARE = 8;
+
 export interface ServiceDeps {
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -74,10 +77,15 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   const consumerBudget = consumerBudgetFor(config, deps, runtime, redis, workers);
   // The request path finds the fair share next to the pool it divides.
   const pool = runtime === undefined || consumerBudget === undefined ? runtime : { ...runtime, consumers: consumerBudget };
+  // Decoded forms of gzip entries, for clients that do not take gzip: up to an eighth of
+  // cache.max_bytes, counted within it (L1 gives way to them; an entry that leaves L1 takes its
+  // form along), so a hot set is decoded once (src/proxy/entry-form.ts; BENCHMARKS.md).
+  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / DECODED_SHARE), () => tiers.l1.fit());
   const tiers = createTiers(
     {
       l1: config.cache.l1,
       maxBytes: config.cache.max_bytes,
+      besideL1: decodedForms,
       maxEntryBytes: config.cache.max_entry_bytes,
       lockMs: config.redis.lock_ms,
       // Stale marks matter while an entry stored before them could still be fresh.
@@ -92,8 +100,6 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
   // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/rewrite/rewritten-bodies.ts).
   const rewrittenBodies = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 8));
-  // Decoded forms of gzip entries, for clients that do not take gzip: a small memo for hot entries, a sixty-fourth of L1 (src/proxy/entry-form.ts).
-  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 64));
   const upstreams = config.upstreams.map((cfg) =>
     createUpstreamRuntime(
       cfg,

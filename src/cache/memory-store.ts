@@ -1,11 +1,26 @@
-/** L1: an in-process LRU bounded by total bytes, with a per-entry size cap. */
+/**
+ * L1: an in-process LRU bounded by total bytes, with a per-entry size cap. A memo of forms of its
+ * entries held beside it (the decoded bodies of src/proxy/entry-form.ts) can count against the
+ * same bound (`beside`): L1 then gives way, evicting its least recently used entries, until L1 and
+ * the memo fit in `maxBytes` together; and an entry that leaves L1 takes its form with it.
+ */
 import { LRUCache } from 'lru-cache';
 import { entrySize, type CacheEntry } from './entry.js';
+
+/** A memo of forms of L1's entries, held beside it and counted against its bound. */
+export interface Beside {
+  /** Bytes held, as counted against the bound. */
+  readonly bytes: number;
+  /** The entry left L1 (evicted, expired, deleted, replaced): its form goes too. */
+  forget(entry: CacheEntry): void;
+}
 
 export interface MemoryStoreOptions {
   maxBytes: number;
   maxEntryBytes: number;
   onEvict?: () => void;
+  /** What is held beside the store and counts against `maxBytes` (read after every store, and by `fit`). */
+  beside?: Beside;
   /** A key entered the store, and left it (evicted, expired, deleted, or replaced by a value over the entry cap): the path index. */
   onKeys?: { added(key: string): void; removed(key: string): void };
 }
@@ -25,6 +40,8 @@ export interface MemoryStore {
   readonly bodyBytes: { stored: number; decoded: number };
   keys(): IterableIterator<string>;
   clear(): void;
+  /** Evicts the least recently used entries until the store and what is beside it fit in maxBytes (after the memo grew). */
+  fit(): void;
 }
 
 export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
@@ -39,6 +56,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     allowStale: false,
     updateAgeOnGet: false,
     dispose: (entry: CacheEntry, key: string, reason: LRUCache.DisposeReason) => {
+      opts.beside?.forget(entry);
       if (counted.delete(entry)) {
         bodyBytes.stored -= entry.body.length;
         bodyBytes.decoded -= entry.decodedSize;
@@ -62,6 +80,12 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     bodyBytes.stored += entry.body.length;
     bodyBytes.decoded += entry.decodedSize;
   };
+  const beside = opts.beside;
+  const fit = (): void => {
+    if (beside === undefined) return;
+    const room = opts.maxBytes - beside.bytes;
+    while (lru.size > 0 && lru.calculatedSize > room) lru.pop();
+  };
   return {
     get: (key) => lru.get(key),
     peek: (key) => lru.peek(key),
@@ -69,11 +93,13 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
       lru.set(key, entry, { ttl: Math.max(1, Math.ceil(ttlMs)) });
       if (opts.onKeys !== undefined && !lru.has(key)) opts.onKeys.removed(key);
       countIn(key, entry);
+      fit();
     },
     replace: (key, entry) => {
       if (!lru.has(key)) return;
       lru.set(key, entry, { noUpdateTTL: true });
       countIn(key, entry);
+      fit();
     },
     delete: (key) => {
       lru.delete(key);
@@ -89,6 +115,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     },
     keys: () => lru.keys(),
     clear: () => lru.clear(),
+    fit,
   };
 }
 
@@ -105,5 +132,6 @@ export function createDisabledStore(): MemoryStore {
     bodyBytes: { stored: 0, decoded: 0 },
     keys: () => [][Symbol.iterator](),
     clear: () => undefined,
+    fit: () => undefined,
   };
 }

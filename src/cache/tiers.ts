@@ -24,7 +24,7 @@ import { createMarking, DEFAULT_MARK_SETTINGS, type Marking } from './marking.js
 import { scopeId, type PathScope } from './path-scope.js';
 import { createSharedMarks, type SharedMarks } from './shared-marks.js';
 import type { MarkSource, StaleMarksSettings } from './stale-marks.js';
-import { createDisabledStore, createMemoryStore, type MemoryStore } from './memory-store.js';
+import { createDisabledStore, createMemoryStore, type Beside, type MemoryStore } from './memory-store.js';
 import { retentionSeconds } from './policy.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';
 import { createRejectionMemo, rememberBounded } from './rejections.js';
@@ -39,6 +39,8 @@ export interface TierSettings {
   lockMs: number;
   /** How long stale marks are remembered, and how many (marking.ts); DEFAULT_MARK_SETTINGS when unset. */
   marks?: StaleMarksSettings;
+  /** The memo beside L1 that counts against maxBytes (the decoded bodies): L1 gives way to it (memory-store.ts). */
+  besideL1?: Beside;
 }
 
 /** What an L2 lookup found; `answered` is false when Redis did not answer (down, breaker open, too slow). */
@@ -100,6 +102,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
     : createMemoryStore({
         maxBytes: settings.maxBytes,
         maxEntryBytes: settings.maxEntryBytes,
+        ...(settings.besideL1 === undefined ? {} : { beside: settings.besideL1 }),
         onEvict: () => metrics.cacheEvictions.inc(),
         onKeys: { added: (key) => marking.index.add(key), removed: (key) => marking.index.remove(key) },
       });

@@ -53,14 +53,24 @@ export function fixedCoding(
 }
 
 /*
- * zlib's sync output can be a view into a larger chunk (16 KiB and up), and a small Buffer.from
- * copy a slice of a shared slab: a memoized body is copied to an allocation of its own size, so
- * that the memos' byte bounds count what they hold (bench/memory.ts showed a gzip body of 1.3 KB
- * pinning more than 16 KB).
+ * zlib's sync output is a view into its output chunk (16 KiB by default), and a chunk under 4 KiB
+ * is a slice of Node's shared slab: a memoized body must not pin more than it holds, so that the
+ * memos' byte bounds count what they hold (bench/memory.ts showed a gzip body of 1.3 KB pinning
+ * more than 16 KB). An entry knows its decoded size, so the chunk is made one byte larger than that
+ * (one more than zlib needs to finish in one pass): the output is then a view of nearly all of an
+ * allocation of its own, no copy. Otherwise (a wrong size, a value from another replica, a small
+ * body in the shared slab) the output is copied to an allocation of its own size (owned-bytes.ts).
  */
 
-/** The decoded body of an entry whose `entryCoding` is gzip. */
-export const decodedBody = (body: Buffer): Buffer => ownedCopy(gunzipSync(body));
+/** The largest output chunk asked of zlib for one decode (a larger body comes in several chunks and is joined). */
+const MAX_CHUNK = 4 * 1024 * 1024;
+
+/** The decoded body of an entry whose `entryCoding` is gzip; `expectedSize` is its stored decodedSize. */
+export function decodedBody(body: Buffer, expectedSize?: number): Buffer {
+  const chunkSize = expectedSize === undefined ? undefined : Math.min(MAX_CHUNK, Math.max(64, expectedSize + 1));
+  const out = gunzipSync(body, chunkSize === undefined ? {} : { chunkSize });
+  return out.length === expectedSize && out.buffer.byteLength <= expectedSize + 1 ? out : ownedCopy(out);
+}
 
 /** A body the proxy changed (body URLs rewritten) put back into gzip for a client that takes it. */
 export const encodedBody = (body: Buffer): Buffer => ownedCopy(gzipSync(body));

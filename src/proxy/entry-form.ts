@@ -7,7 +7,7 @@
  *
  * The body is stored in the coding it arrived in (gzip: src/proxy/entry-coding.ts). A client that
  * takes it gets those bytes; one that does not gets them decoded, memoized per (entry, base) in a
- * bounded memo of its own. Body URLs are rewritten on the decoded body, which goes back into gzip
+ * bounded memo of its own (up to an eighth of cache.max_bytes, counted within it: services.ts). Body URLs are rewritten on the decoded body, which goes back into gzip
  * for a gzip client. So a form is memoized per (entry, base, coding). An entry the proxy may not
  * decode (`no-transform`) is never served to a client that refused its coding (`refusesStoredCoding`).
  *
@@ -70,7 +70,7 @@ function plainOf(ctx: AnswerContext, entry: CacheEntry): Plain {
     ctx.upstream.rewrittenBodies !== undefined &&
     !noTransform &&
     isJsonMediaType(contentType) &&
-    hasUrlsUnder(gzip ? decodedBody(entry.body) : entry.body, ctx.upstream.linkBase);
+    hasUrlsUnder(gzip ? decodedBody(entry.body, entry.decodedSize) : entry.body, ctx.upstream.linkBase);
   const plain: Plain = { form: { base: '', headers, body: entry.body }, links, bodyUrls, gzip, fixed };
   plains.set(entry, plain);
   return plain;
@@ -127,7 +127,7 @@ export function entryForm(ctx: AnswerContext, entry: CacheEntry): EntryForm {
 
 /** The body of a form: decoded for an identity client, with body URLs rewritten for `base`, back in gzip for a gzip client. */
 function formBody(ctx: AnswerContext, entry: CacheEntry, gzip: boolean, to: { base: string | undefined; identity: boolean }): Buffer {
-  const decoded = gzip ? decodedBody(entry.body) : entry.body;
+  const decoded = gzip ? decodedBody(entry.body, entry.decodedSize) : entry.body;
   const rewritten = to.base === undefined ? decoded : (rewriteBodyUrls(decoded, ctx.upstream.linkBase, to.base) ?? decoded);
   if (to.identity || !gzip) return rewritten;
   return rewritten === decoded ? entry.body : encodedBody(rewritten);

@@ -21,11 +21,14 @@ export interface Form {
 export interface RewrittenBodies<F extends Form> {
   get(entry: object, base: string): F | undefined;
   set(entry: object, form: F): void;
+  /** Drops an entry's forms (the entry left the cache). */
+  forget(entry: object): void;
   /** Bytes held, as counted against the bound. */
   readonly bytes: number;
 }
 
-export function createRewrittenBodies<F extends Form>(maxBytes: number): RewrittenBodies<F> {
+/** `grew`: called after a form was kept (the decoded bodies count against L1's bound, which then gives way: services.ts). */
+export function createRewrittenBodies<F extends Form>(maxBytes: number, grew?: () => void): RewrittenBodies<F> {
   const lru = new LRUCache<object, F[]>({
     maxSize: Math.max(1, maxBytes),
     sizeCalculation: (forms) => forms.reduce((sum, form) => sum + form.body.length + FORM_OVERHEAD, 0),
@@ -41,6 +44,10 @@ export function createRewrittenBodies<F extends Form>(maxBytes: number): Rewritt
       const forms = lru.peek(entry) ?? [];
       if (forms.length >= MAX_BASES) return;
       lru.set(entry, [...forms, form]);
+      grew?.();
+    },
+    forget(entry) {
+      lru.delete(entry);
     },
     get bytes() {
       return lru.calculatedSize;

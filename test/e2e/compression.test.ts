@@ -129,6 +129,49 @@ describe('compression through the cache (fake upstream, client credentials)', ()
   });
 });
 
+describe('decoded bodies for identity clients count within cache.max_bytes', () => {
+  const MAX_BYTES = 200_000;
+  let fake: FakeUpstream;
+  let proxy: TestProxy;
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream({ tokens: parseTokenSpec('cz_client_alice@alice:repo') });
+    proxy = await startTestProxy({ cache: { max_bytes: MAX_BYTES }, upstreams: [{ name: 'github', prefix: '/', url: fake.url }] });
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await fake?.close();
+  });
+
+  const cacheBytes = async (): Promise<{ l1: number; decoded: number }> => {
+    const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+    const tier = (name: string): number => Number(new RegExp(`etagere_cache_bytes\\{tier="${name}"\\} (\\d+)`).exec(metrics)?.[1]);
+    return { l1: tier('l1'), decoded: tier('decoded_bodies') };
+  };
+
+  it('L1 gives way to the decoded bodies, and a hot entry stays a hit with the same content for both codings', async () => {
+    const hot = '/repos/octocat/hello-world?z=hot';
+    const first = await send(`${proxy.url}${hot}`, TOKEN);
+    expect(first.status).toBe(200);
+    for (let i = 0; i < 60; i++) {
+      const answer = await send(`${proxy.url}/repos/octocat/hello-world?z=${i}`, TOKEN);
+      expect(answer.status).toBe(200);
+      expect(answer.headers['content-encoding']).toBeUndefined();
+      const again = await send(`${proxy.url}${hot}`, TOKEN);
+      expect(again.headers['cache-status']).toMatch(/hit/);
+      expect(again.body.equals(first.body)).toBe(true);
+      const bytes = await cacheBytes();
+      expect(bytes.l1 + bytes.decoded).toBeLessThanOrEqual(MAX_BYTES);
+    }
+    const { l1, decoded } = await cacheBytes();
+    expect(decoded).toBeGreaterThan(0);
+    expect(l1).toBeGreaterThan(0);
+    const gzip = await send(`${proxy.url}${hot}`, { ...TOKEN, ...GZIP });
+    expect(gzip.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gzip.body).equals(first.body)).toBe(true);
+  });
+});
+
 describe('compression with body URLs rewritten (token pool)', () => {
   let fake: FakeUpstream;
   let proxy: TestProxy;

@@ -1,7 +1,9 @@
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { decodeEntry, encodeEntry, entrySize } from '../../src/cache/entry.js';
 import { isSharedPair, sharedHeaders, sharedPairCount, storedPair } from '../../src/cache/header-intern.js';
 import { ownedConcat, ownedCopy } from '../../src/cache/owned-bytes.js';
+import { decodedBody } from '../../src/proxy/entry-coding.js';
 import { testEntry } from '../helpers/entry.js';
 
 /** A header value as undici hands it over: a string of its own per response. */
@@ -87,6 +89,15 @@ describe('owned bytes (a kept body pins nothing larger than itself)', () => {
     const copy = ownedCopy(slab.subarray(10, 60));
     expect(copy.buffer.byteLength).toBe(50);
     expect(copy.toString()).toBe('x'.repeat(50));
+  });
+
+  it('keeps a small decoded body (identity clients) out of the shared slab', () => {
+    const plain = Buffer.from(JSON.stringify({ name: 'r'.repeat(300) }));
+    for (const expected of [plain.length, plain.length + 5, undefined]) {
+      const decoded = decodedBody(gzipSync(plain), expected);
+      expect(decoded.equals(plain)).toBe(true);
+      expect(decoded.buffer.byteLength).toBeLessThanOrEqual(plain.length + 1);
+    }
   });
 
   it('joins chunks into one allocation of their total size', () => {

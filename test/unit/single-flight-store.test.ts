@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/cache/entry.js';
+import { entrySize, type CacheEntry } from '../../src/cache/entry.js';
 import { createMemoryStore } from '../../src/cache/memory-store.js';
 import { createSingleFlight } from '../../src/cache/single-flight.js';
 
@@ -73,6 +73,42 @@ describe('memory store', () => {
     expect(evicted).toBeGreaterThan(0);
     expect(store.get('k19')).toBeDefined();
     expect(store.get('k0')).toBeUndefined();
+  });
+  it('gives way to what is held beside it: the store and the memo beside it fit in maxBytes together', () => {
+    let beside = 0;
+    let evicted = 0;
+    const forgotten: CacheEntry[] = [];
+    const memo = {
+      get bytes() {
+        return beside;
+      },
+      forget: (gone: CacheEntry) => forgotten.push(gone),
+    };
+    const maxBytes = 7 * entrySize('k0', entry(500)) + 100; // room for 7 entries, as entrySize counts them
+    const store = createMemoryStore({ maxBytes, maxEntryBytes: 5_000, beside: memo, onEvict: () => evicted++ });
+    for (let i = 0; i < 7; i++) store.set(`k${i}`, entry(500), 60_000);
+    const full = store.size;
+    expect(full).toBe(7);
+    expect(store.get('k0')).toBeDefined(); // now the most recently used
+    beside = 4_000; // the memo grew, and says so
+    store.fit();
+    expect(store.bytes + beside).toBeLessThanOrEqual(maxBytes);
+    expect(store.size).toBeLessThan(full);
+    expect(evicted).toBe(full - store.size);
+    expect(store.get('k0')).toBeDefined();
+    expect(store.get('k1')).toBeUndefined(); // the least recently used went first
+    expect(forgotten).toHaveLength(evicted); // and took its form along
+    // A store after that keeps the sum within the bound too.
+    for (let i = 7; i < 20; i++) store.set(`k${i}`, entry(500), 60_000);
+    expect(store.bytes + beside).toBeLessThanOrEqual(maxBytes);
+    expect(store.get('k19')).toBeDefined();
+    // An entry replaced or deleted takes its form along too.
+    const held = store.get('k19')!;
+    store.set('k19', entry(500), 60_000);
+    expect(forgotten.at(-1)).toBe(held);
+    const replacement = store.get('k19')!;
+    store.delete('k19');
+    expect(forgotten.at(-1)).toBe(replacement);
   });
   it('refuses entries above the per-entry cap', () => {
     const store = createMemoryStore({ maxBytes: 100_000, maxEntryBytes: 2_000 });
