@@ -18,8 +18,11 @@ export interface Keys {
   readonly candidateTokens: readonly (string | undefined)[];
   /** Each pool token has its own key (non-equivalent tokens): look in every candidate. */
   readonly perToken: boolean;
-  /** The key of `token`'s entry when `token` is a member of the pool now, else undefined (one hash lookup, no scan). */
-  memberKey(token: string): string | undefined;
+  /**
+   * Whether `key`, one of this request's per-token keys (`store(token)`), is the key of a token that
+   * is a member of the pool now: one hash lookup of the token's name, no key built, no scan.
+   */
+  isMemberKey(key: string): boolean;
   /** The credential partition of the request (ANONYMOUS, POOL or a client's keyed hash): never a credential. */
   readonly partition: string;
 }
@@ -44,8 +47,8 @@ class SingleKey implements Keys {
   store(): string {
     return this.flight;
   }
-  memberKey(): string | undefined {
-    return undefined;
+  isMemberKey(): boolean {
+    return false;
   }
   get candidates(): readonly string[] {
     return [this.flight];
@@ -79,8 +82,11 @@ class PerTokenKeys implements Keys {
   store(token: string | undefined): string {
     return token === undefined ? this.flight : `${this.head}${POOL}:${token}${this.tail}`;
   }
-  memberKey(token: string): string | undefined {
-    return this.members.has(token) ? this.store(token) : undefined;
+  isMemberKey(key: string): boolean {
+    // `store(token)` is the flight key with the token in place of its `*`.
+    const at = this.flight.length - this.tail.length - 1;
+    const end = key.length - this.tail.length;
+    return end > at && this.members.has(key.slice(at, end));
   }
   get candidateTokens(): readonly string[] {
     return (this.tokens ??= this.members.names);

@@ -192,7 +192,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
       if (answered !== undefined) marking.settled(answered, result.fwdStatus !== 304, Date.now());
       if (result.storeKey !== undefined) {
         store(result.storeKey, result.entry, sentAt);
-        if (req?.keys.perToken === true && result.token !== undefined) tokenMemo.remember(req.keys.flight, result.token);
+        if (req?.keys.perToken === true && result.token !== undefined) tokenMemo.remember(req.keys, result.token);
       } else if (result.dropKey !== undefined) drop(result.dropKey);
     },
     get tokenMemoBytes() {
@@ -229,7 +229,7 @@ async function lookupL2(
       // The common case (one key): no arrays, no Promise.all.
       const result = await l2.lookup(candidates[0]!);
       const entry = result.kind === 'hit' ? promote(candidates[0]!, result.entry) : undefined;
-      if (entry !== undefined && candidateTokens[0] !== undefined) tokenMemo.remember(req.keys.flight, candidateTokens[0]);
+      if (entry !== undefined && candidateTokens[0] !== undefined) tokenMemo.remember(req.keys, candidateTokens[0]);
       return { entry, answered: result.kind !== 'skipped' };
     }
     // Issued in one tick: ioredis' auto-pipelining sends them in one write (one round trip).
@@ -241,7 +241,7 @@ async function lookupL2(
       const kept = promote(candidates[index]!, result.entry);
       if (entry === undefined || kept.storedAt > entry.storedAt) [entry, token] = [kept, candidateTokens[index]];
     });
-    if (token !== undefined) tokenMemo.remember(req.keys.flight, token);
+    if (token !== undefined) tokenMemo.remember(req.keys, token);
     return { entry, answered: found.every((result) => result.kind !== 'skipped') };
   } catch (err) {
     logger.error({ err: (err as Error).message }, 'L2 lookup failed');

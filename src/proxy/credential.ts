@@ -11,7 +11,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { removeHeader, type HeaderRemoval } from '../headers/hop-by-hop.js';
 import { CONSUMER_KEY_HEADER, basicUser, type Consumers } from '../tokens/consumers.js';
 
-export type Credential = { kind: 'client' } | { kind: 'pool'; consumer: string | undefined } | { kind: 'anonymous' };
+export type Credential =
+  { readonly kind: 'client' } | { readonly kind: 'pool'; readonly consumer: string | undefined } | { readonly kind: 'anonymous' };
 
 export const CLIENT: Credential = { kind: 'client' };
 export const ANONYMOUS_CREDENTIAL: Credential = { kind: 'anonymous' };
@@ -26,11 +27,28 @@ export interface CredentialRules {
   unknown: 'reject' | 'anonymous';
 }
 
-/** undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers` (as `how` says). */
+/** A consumer's pool credential, made once per consumer (names are the configured consumers': bounded). */
+const poolCredentials = new Map<string, Credential>();
+
+function poolCredential(consumer: string): Credential {
+  let credential = poolCredentials.get(consumer);
+  if (credential === undefined) {
+    credential = { kind: 'pool', consumer };
+    poolCredentials.set(consumer, credential);
+  }
+  return credential;
+}
+
+/**
+ * undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`
+ * (as `how` says). `connection` (the request's socket) lets a key sent again on one connection skip
+ * its digest (consumers.ts).
+ */
 export function resolveCredential(
   headers: IncomingHttpHeaders,
   rules: CredentialRules,
   how: HeaderRemoval = 'delete',
+  connection?: object,
 ): Credential | undefined {
   // An empty or blank Authorization is no credential: it must not pass as a client's own one
   // (that would reach the upstream anonymously, past the consumer-key rules).
@@ -45,7 +63,7 @@ export function resolveCredential(
   let consumer: string | undefined;
   const key = Array.isArray(keyHeader) ? keyHeader[0] : keyHeader;
   if (key !== undefined) {
-    const id = consumers.match(key.trim());
+    const id = consumers.match(key.trim(), connection);
     if (id.kind === 'consumer') consumer = id.name;
   }
   // Basic credentials whose user is a consumer key are dropped even next to an X-Etagere-Key:
@@ -54,7 +72,7 @@ export function resolveCredential(
   consumer ??= basic;
   if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
-  if (consumer !== undefined) return { kind: 'pool', consumer };
+  if (consumer !== undefined) return poolCredential(consumer);
   return rules.unknown === 'anonymous' ? ANONYMOUS_CREDENTIAL : undefined;
 }
 

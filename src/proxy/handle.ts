@@ -105,7 +105,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
     // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
     // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
-    const cred = resolveCredential(req.headers, rules[match.index]!, 'blank');
+    const cred = resolveCredential(req.headers, rules[match.index]!, 'blank', req.socket);
     if (cred === undefined) {
       metrics.consumerRejections.inc();
       return refuse(req, res, id, errors.consumerKeyRequired());

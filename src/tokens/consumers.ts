@@ -10,6 +10,14 @@
  * key, since finding a value with a chosen digest prefix is a preimage search; and a key's length
  * does not show (every digest has the same length). Nothing is remembered of a key that matched
  * nothing, so spraying keys grows no memory.
+ *
+ * A client sends its key on every request of a keep-alive connection, so each connection remembers
+ * the last key that matched on it (a WeakMap keyed by the socket: it goes with the connection). The
+ * next request's key is compared with it in constant time (`sameKey`: every character of the
+ * presented key is looked at, whatever the two have in common; its time depends on the presented
+ * key's length alone), and only a difference costs the digest. Behind a front proxy that sends
+ * several clients' requests over one connection, the remembered key may be another client's: the
+ * comparison's timing says nothing about it, and only the same key gets its consumer.
  */
 import { hash } from 'node:crypto';
 
@@ -43,12 +51,33 @@ export function basicUser(authorization: string | undefined): string | undefined
 }
 
 export interface Consumers {
-  /** The consumer a presented key belongs to: one digest and one lookup. */
-  match(presented: string): Identity;
+  /**
+   * The consumer a presented key belongs to: one digest and one lookup, or (the same key as the last
+   * one that matched on `connection`) one constant-time comparison.
+   */
+  match(presented: string, connection?: object): Identity;
   readonly size: number;
 }
 
 const UNKNOWN: Identity = { kind: 'unknown' };
+
+/**
+ * Whether `presented` equals `known` (a key that matched), in a time that depends on the presented
+ * key's length alone: no early exit, every character of the presented key compared. Keys of another
+ * length are compared with themselves (the same work), and differ by their lengths.
+ */
+export function sameKey(presented: string, known: string): boolean {
+  const other = presented.length === known.length ? known : presented;
+  let diff = presented.length ^ known.length;
+  for (let at = 0; at < presented.length; at++) diff |= presented.charCodeAt(at) ^ other.charCodeAt(at);
+  return diff === 0;
+}
+
+/** The last key that matched on a connection, and its consumer. */
+interface LastMatch {
+  key: string;
+  identity: Identity;
+}
 
 export function createConsumers(keys: readonly ConsumerKey[]): Consumers {
   const table = new Map<string, Identity>();
@@ -57,8 +86,21 @@ export function createConsumers(keys: readonly ConsumerKey[]): Consumers {
     // Two consumers with one value: the first one listed, as before.
     if (!table.has(at)) table.set(at, { kind: 'consumer', name: key.name });
   }
+  const lastMatch = new WeakMap<object, LastMatch>();
   return {
     size: keys.length,
-    match: (presented) => table.get(digest(presented)) ?? UNKNOWN,
+    match(presented, connection) {
+      const last = connection === undefined ? undefined : lastMatch.get(connection);
+      if (last !== undefined && sameKey(presented, last.key)) return last.identity;
+      const identity = table.get(digest(presented)) ?? UNKNOWN;
+      if (connection !== undefined && identity.kind === 'consumer' && presented.length > 0) {
+        if (last === undefined) lastMatch.set(connection, { key: presented, identity });
+        else {
+          last.key = presented;
+          last.identity = identity;
+        }
+      }
+      return identity;
+    },
   };
 }

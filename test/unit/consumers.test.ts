@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { requestHeadersForUpstream } from '../../src/headers/hop-by-hop.js';
 import { resolveCredential, type CredentialRules } from '../../src/proxy/credential.js';
-import { basicUser, createConsumers } from '../../src/tokens/consumers.js';
+import { basicUser, createConsumers, sameKey } from '../../src/tokens/consumers.js';
 
 const consumers = createConsumers([
   { name: 'web', value: 'key-web-0123456789' },
@@ -23,6 +23,53 @@ describe('consumer keys', () => {
     expect(basicUser(basic('only'))).toBe('only');
     expect(basicUser('token abc')).toBeUndefined();
     expect(basicUser(undefined)).toBeUndefined();
+  });
+});
+
+describe('a key sent again on one connection (issue 19: no digest per request)', () => {
+  it('the same key on a connection is its consumer again; any other key is matched on its own', () => {
+    const fresh = createConsumers([
+      { name: 'web', value: 'key-web-0123456789' },
+      { name: 'batch', value: 'key-batch-abcdef' },
+    ]);
+    const connection = {};
+    for (let round = 0; round < 3; round++)
+      expect(fresh.match('key-web-0123456789', connection)).toEqual({ kind: 'consumer', name: 'web' });
+    // Behind a front proxy one connection carries several clients: each gets its own consumer, or none.
+    expect(fresh.match('key-batch-abcdef', connection)).toEqual({ kind: 'consumer', name: 'batch' });
+    expect(fresh.match('key-web-0123456789', connection)).toEqual({ kind: 'consumer', name: 'web' });
+    for (const wrong of ['key-web-012345678', 'key-web-01234567890', 'key-web-0123456788', 'Key-web-0123456789', ''])
+      expect(fresh.match(wrong, connection)).toEqual({ kind: 'unknown' });
+    // A key that matched nothing is not remembered: the connection's key still matches as before.
+    expect(fresh.match('key-web-0123456789', connection)).toEqual({ kind: 'consumer', name: 'web' });
+    expect(fresh.match('key-web-0123456789', {})).toEqual({ kind: 'consumer', name: 'web' });
+  });
+
+  it('hostile: a key remembered on one connection never matches on another', () => {
+    const fresh = createConsumers([{ name: 'web', value: 'key-web-0123456789' }]);
+    const first = {};
+    expect(fresh.match('key-web-0123456789', first)).toEqual({ kind: 'consumer', name: 'web' });
+    expect(fresh.match('key-web-012345678x', {})).toEqual({ kind: 'unknown' });
+    expect(fresh.match('key-web-012345678x', first)).toEqual({ kind: 'unknown' });
+  });
+
+  it('sameKey is equality, whatever the lengths and where the keys differ', () => {
+    expect(sameKey('key-web-0123456789', 'key-web-0123456789')).toBe(true);
+    for (const other of ['key-web-0123456788', 'xey-web-0123456789', 'key-web-012345678', 'key-web-01234567890', '', 'k'])
+      expect(sameKey(other, 'key-web-0123456789')).toBe(false);
+    // A presented key that repeats the known one is longer, not equal.
+    expect(sameKey('key-web-0123456789key-web-0123456789', 'key-web-0123456789')).toBe(false);
+  });
+
+  it('resolves the same pool credential on a connection as without one, and keeps the key out of the upstream copy', () => {
+    const rules: CredentialRules = { pooled: true, consumers, unknown: 'reject' };
+    const connection = {};
+    for (let round = 0; round < 2; round++) {
+      const headers: IncomingHttpHeaders = { 'x-etagere-key': 'key-batch-abcdef', accept: 'application/json' };
+      expect(resolveCredential(headers, rules, 'blank', connection)).toEqual({ kind: 'pool', consumer: 'batch' });
+      expect(JSON.stringify(requestHeadersForUpstream(headers, true))).not.toContain('key-batch');
+    }
+    expect(resolveCredential({ 'x-etagere-key': 'key-batch-abcdeg' }, rules, 'blank', connection)).toBeUndefined();
   });
 });
 

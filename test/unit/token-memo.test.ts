@@ -82,7 +82,7 @@ describe('per-token keys (non-equivalent pool tokens)', () => {
     const keys = keysFor(input('/users/carol', { selecting: 'digest' }), pool);
     expect(keys.flight).toBe(cacheKey({ ...input('/users/carol', { selecting: 'digest' }), partition: `${POOL}:*` }));
     expect(keys.store('t07')).toBe(cacheKey({ ...input('/users/carol', { selecting: 'digest' }), partition: `${POOL}:t07` }));
-    expect(keys.memberKey('t07')).toBe(keys.store('t07'));
+    expect(keys.isMemberKey(keys.store('t07'))).toBe(true);
     expect(pool.listed).toBe(0);
     expect(keys.candidates).toHaveLength(50);
     expect(keys.candidates).toBe(keys.candidates); // built once per request
@@ -92,9 +92,13 @@ describe('per-token keys (non-equivalent pool tokens)', () => {
   });
 
   it('hostile: a token that is not a member has no key to look in', () => {
-    const keys = keysFor(input(), members());
-    expect(keys.memberKey('t51')).toBeUndefined();
-    expect(keys.memberKey('*')).toBeUndefined();
+    const pool = members();
+    const keys = keysFor(input('/users/carol', { selecting: 'digest' }), pool);
+    expect(keys.isMemberKey(keys.store('t51'))).toBe(false);
+    expect(keys.isMemberKey(keys.flight)).toBe(false); // the token '*'
+    pool.remove('t07');
+    expect(keys.isMemberKey(keys.store('t07'))).toBe(false);
+    expect(keys.isMemberKey(keys.store('t08'))).toBe(true);
   });
 
   it('keyAround splits exactly the key cacheKey builds, with and without selecting headers', () => {
@@ -182,7 +186,8 @@ describe('the token memo on the L1 hit path', () => {
 
   it('is bounded in bytes: many request keys start it over instead of growing it', () => {
     const memo = createTokenMemo(64 * 1024);
-    for (let index = 0; index < 10_000; index++) memo.remember(`github\n/repos/o/r${index}\n\n\n\npool:*`, 't01');
+    const pool = members();
+    for (let index = 0; index < 10_000; index++) memo.remember(keysFor(input(`/repos/o/r${index}`), pool), 't01');
     expect(memo.bytes).toBeLessThanOrEqual(64 * 1024);
     expect(memo.bytes).toBeGreaterThan(0);
   });
