@@ -17,7 +17,14 @@ describe('Redis Cluster with auto-pipelining', () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster();
-    conn = await connectProxyRedis({ cluster: cluster.nodes.map((node) => `${node.host}:${node.port}`), key_prefix: 'pipelining:' });
+    // Timeouts of 2 s: a failed batch answers at once (the bug this is about), while a loaded CI
+    // machine can take longer than the default 20 ms lookup budget, which also answers undefined.
+    conn = await connectProxyRedis({
+      cluster: cluster.nodes.map((node) => `${node.host}:${node.port}`),
+      key_prefix: 'pipelining:',
+      lookup_timeout_ms: 2000,
+      command_timeout_ms: 2000,
+    });
   }, 60_000);
 
   afterAll(async () => {
