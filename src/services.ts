@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { sharedPairBytes } from './cache/header-intern.js';
 import { createCoalescer, type Coalescer } from './cache/coalesce.js';
 import { createPartitioner, type Partitioner } from './cache/key.js';
 import { DEFAULT_MARK_SETTINGS } from './cache/marking.js';
@@ -125,6 +126,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       rewrittenBodies: rewrittenBodies.bytes,
       decodedBodies: decodedForms.bytes,
       l2Memo: tiers.shared?.l2.memoBytes ?? 0,
+      sharedHeaders: sharedPairBytes(),
     }),
   });
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);

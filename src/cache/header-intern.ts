@@ -40,6 +40,8 @@ const PER_RESPONSE = new Set([
 
 const table = new Map<string, SharedPair>();
 const shared = new WeakSet<SharedPair>();
+/** The table's bytes, as entrySize counts a field of an entry's own (src/cache/entry.ts). */
+let tableBytes = 0;
 
 /** Whether a field of this name and value may be shared. */
 function shareable(name: string, value: string): boolean {
@@ -60,6 +62,7 @@ export function storedPair(name: string, value: string): [string, string] {
   Object.freeze(pair);
   table.set(id, pair);
   shared.add(pair);
+  tableBytes += name.length + value.length + 110;
   return pair;
 }
 
@@ -76,5 +79,8 @@ export function sharedHeaders(headers: ReadonlyArray<readonly [string, string]>)
 /** Whether an entry's pair is one of the shared ones (its memory is counted once, in the table's bound). */
 export const isSharedPair = (pair: readonly [string, string]): boolean => shared.has(pair);
 
-/** The table's size (tests, metrics). */
+/** The table's size (tests). */
 export const sharedPairCount = (): number => table.size;
+
+/** The table's bytes (etagere_cache_bytes{tier="shared_headers"}): at most about 1.2 MB. */
+export const sharedPairBytes = (): number => tableBytes;

@@ -30,7 +30,15 @@ export interface CacheGaugeSource {
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
   /** Bytes held by the memos of the key (credential -> partition) and of route labels (path -> template). */
-  memoBytes?(): { partition: number; routes: number; tokens?: number; rewrittenBodies: number; decodedBodies?: number; l2Memo?: number };
+  memoBytes?(): {
+    partition: number;
+    routes: number;
+    tokens?: number;
+    rewrittenBodies: number;
+    decodedBodies?: number;
+    l2Memo?: number;
+    sharedHeaders?: number;
+  };
   /** Body bytes of the L1 entries: as stored (gzip) and decoded. */
   l1BodyBytes?(): { stored: number; decoded: number };
 }
@@ -89,6 +97,7 @@ export const WATCHED_GAUGES = {
     gauge.set({ tier: 'rewritten_bodies' }, memos?.rewrittenBodies ?? 0);
     gauge.set({ tier: 'decoded_bodies' }, memos?.decodedBodies ?? 0);
     gauge.set({ tier: 'l2_memo' }, memos?.l2Memo ?? 0);
+    gauge.set({ tier: 'shared_headers' }, memos?.sharedHeaders ?? 0);
   },
   cacheBodyBytes: (gauge, sources) => {
     const bodies = sources.cache?.l1BodyBytes?.() ?? { stored: 0, decoded: 0 };

@@ -57,6 +57,24 @@ describe('compression through the cache (fake upstream, client credentials)', ()
     expect(identity.headers.etag).toBe(gzip.headers.etag);
   });
 
+  it('holds the header fields common to many responses once, and serves every field as the upstream sent it', async () => {
+    // Query strings of their own: other tests here need these paths uncached.
+    const paths = ['/repos/octocat/hello-world?shared=1', '/repos/octocat/spoon-knife?shared=1', '/orgs/etagere-org?shared=1'];
+    for (const path of paths) {
+      const direct = await send(`${fake.url}${path}`, { ...TOKEN, ...GZIP });
+      await send(`${proxy.url}${path}`, { ...TOKEN, ...GZIP });
+      const hit = await send(`${proxy.url}${path}`, { ...TOKEN, ...GZIP });
+      expect(hit.headers['cache-status']).toMatch(/hit/);
+      for (const name of ['content-security-policy', 'access-control-expose-headers', 'vary', 'etag', 'last-modified'])
+        expect(hit.headers[name], `${path} ${name}`).toBe(direct.headers[name]);
+      expect(hit.headers['x-github-request-id']).toMatch(/\S/);
+    }
+    const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+    const shared = Number(/etagere_cache_bytes\{tier="shared_headers"\} (\d+)/.exec(metrics)?.[1]);
+    expect(shared).toBeGreaterThan(0);
+    expect(shared).toBeLessThan(1_300_000);
+  });
+
   it('HEAD and 304 follow the same rules', async () => {
     const path = '/repos/octocat/hello-world';
     const full = await send(`${proxy.url}${path}`, { ...TOKEN, ...IDENTITY });
