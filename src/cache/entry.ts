@@ -12,7 +12,7 @@
  * and total length (redis-store.ts, with L1 off), so an unchanged L2 value is not parsed again on every hit.
  */
 import { randomFillSync } from 'node:crypto';
-import { isSharedPair, sharedHeaders } from './header-intern.js';
+import { FIELD_OVERHEAD, isSharedPair, sharedHeaders } from './header-intern.js';
 
 /** 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write stamp. */
 export const ENTRY_VERSION = 3;
@@ -187,11 +187,11 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
  * `Buffer.allocUnsafeSlow` costs outside both: about 200 bytes of allocator bookkeeping per body):
  * about 900 bytes of fixed cost (the entry object, the body's Buffer and its allocation, the header
  * list, the LRU's bookkeeping), the body and the key; per header field of the entry's own, its two
- * strings plus about 110 bytes (the pair, two string headers, the slot); per shared field
- * (header-intern.ts) only its slot. `etag` and `lastModified` are the header fields' own strings.
+ * strings plus FIELD_OVERHEAD (about 110 bytes: the pair, two string headers, the slot); per shared
+ * field (header-intern.ts) only its slot. `etag` and `lastModified` are the header fields' own strings.
  */
 export function entrySize(key: string, entry: CacheEntry): number {
   let size = entry.body.length + key.length + 900 + entry.fetchedBy.length;
-  for (const pair of entry.headers) size += isSharedPair(pair) ? 8 : pair[0].length + pair[1].length + 110;
+  for (const pair of entry.headers) size += isSharedPair(pair) ? 8 : pair[0].length + pair[1].length + FIELD_OVERHEAD;
   return size;
 }

@@ -20,6 +20,13 @@ export type SharedPair = readonly [string, string];
 const MAX_PAIRS = 1024;
 const MAX_VALUE = 1024;
 
+/**
+ * Bytes a header field of an entry's own holds beyond its two strings' characters (the pair, two
+ * string headers, the slot in the list; bench/memory.ts): entrySize counts it, and the table counts
+ * its fields the same way.
+ */
+export const FIELD_OVERHEAD = 110;
+
 /** Fields whose value names one response: sharing them would only fill the table. */
 const PER_RESPONSE = new Set([
   'date',
@@ -40,7 +47,7 @@ const PER_RESPONSE = new Set([
 
 const table = new Map<string, SharedPair>();
 const shared = new WeakSet<SharedPair>();
-/** The table's bytes, as entrySize counts a field of an entry's own (src/cache/entry.ts). */
+/** The table's bytes, counted as entrySize counts a field of an entry's own. */
 let tableBytes = 0;
 
 /** Whether a field of this name and value may be shared. */
@@ -62,7 +69,7 @@ export function storedPair(name: string, value: string): [string, string] {
   Object.freeze(pair);
   table.set(id, pair);
   shared.add(pair);
-  tableBytes += name.length + value.length + 110;
+  tableBytes += name.length + value.length + FIELD_OVERHEAD;
   return pair;
 }
 

@@ -14,7 +14,6 @@
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
-import { ownedCopy } from './owned-bytes.js';
 import { createInvalidationBus, type InvalidationBus, type InvalidationHandlers } from '../redis/invalidation-bus.js';
 import type { CacheResult, Rejection } from './classify.js';
 import type { CacheEntry } from './entry.js';
@@ -25,6 +24,7 @@ import { scopeId, type PathScope } from './path-scope.js';
 import { createSharedMarks, type SharedMarks } from './shared-marks.js';
 import type { MarkSource, StaleMarksSettings } from './stale-marks.js';
 import { createDisabledStore, createMemoryStore, type Beside, type MemoryStore } from './memory-store.js';
+import { ownedCopy } from './owned-bytes.js';
 import { retentionSeconds } from './policy.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';
 import { createRejectionMemo, rememberBounded } from './rejections.js';

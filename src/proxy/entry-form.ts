@@ -7,9 +7,10 @@
  *
  * The body is stored in the coding it arrived in (gzip: src/proxy/entry-coding.ts). A client that
  * takes it gets those bytes; one that does not gets them decoded, memoized per (entry, base) in a
- * bounded memo of its own (up to an eighth of cache.max_bytes, counted within it: services.ts). Body URLs are rewritten on the decoded body, which goes back into gzip
- * for a gzip client. So a form is memoized per (entry, base, coding). An entry the proxy may not
- * decode (`no-transform`) is never served to a client that refused its coding (`refusesStoredCoding`).
+ * bounded memo of its own (up to an eighth of cache.max_bytes, counted within it: services.ts).
+ * Body URLs are rewritten on the decoded body, which goes back into gzip for a gzip client. So a
+ * form is memoized per (entry, base, coding). An entry the proxy may not decode (`no-transform`) is
+ * never served to a client that refused its coding (`refusesStoredCoding`).
  *
  * A rewritten or decoded body gets its own Content-Length, and a strong ETag is weakened (the bytes
  * are no longer the upstream's); the client's If-None-Match is still compared with the tag it was given.
