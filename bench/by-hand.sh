@@ -3,7 +3,7 @@
 # harness: the "by hand" runs of BENCHMARKS.md.
 #   npm run build && bench/by-hand.sh [--workers N] [--l1 false --redis URL] [--cpu-prof DIR] [--log-level L]
 #                                     [--root DIR] [--path P] [--rewrite-body-urls true|false] [--header 'Name: value'] [--webhooks true|false]
-#                                     [--pool N] [--equivalent true|false] [--keys true|false]
+#                                     [--pool N] [--equivalent true|false] [--keys true|false] [--zipf]
 # Prints req/s of three 5 s runs (after a 2 s warm-up) of GET /repos/octocat/hello-world (or --path),
 # 64 connections, and (one worker) the server's CPU per request: user+system time of the etagere
 # process over each run (from /proc), divided by the requests wrk completed.
@@ -19,9 +19,12 @@
 # The harness's cases by hand: l1-hot-pool = --pool 2; l1-hot-pool50 = --pool 50 --equivalent false;
 # l1-hot-keys = --pool 2 --keys true; l1-hot-redis = --redis URL; l1-hot-allon = all of
 # --redis URL --pool 50 --equivalent false --keys true.
+# --zipf drives the harness's Zipf 10k workload instead of one URL (--path?z=1..10000, the same seeded
+# sequence, wrk cycling through it), after fetching all 10,000 URLs once: l1-zipf10k-warm by hand
+# (add --header 'Accept-Encoding: gzip' for l1-zipf10k-warm-gzip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= HEADERS=() WEBHOOKS=false POOL=0 EQUIVALENT=true KEYS=false
+WORKERS=1 L1=true REDIS= PROF= LEVEL=info ROOT=. URL_PATH=/repos/octocat/hello-world REWRITE=false HEADER= HEADERS=() WEBHOOKS=false POOL=0 EQUIVALENT=true KEYS=false ZIPF=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
     --pool) POOL=$2; shift 2 ;;
     --equivalent) EQUIVALENT=$2; shift 2 ;;
     --keys) KEYS=$2; shift 2 ;;
+    --zipf) ZIPF=true; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -87,20 +91,40 @@ HEADER_ARGS=()
 for extra in "${HEADERS[@]}"; do HEADER_ARGS+=(-H "$extra"); done
 curl -s -o /dev/null "${HEADER_ARGS[@]}" "$URL"
 BYTES=$(curl -s -o "$DIR/body" -w '%{size_download}' "${HEADER_ARGS[@]}" "$URL")
-wrk -t1 -c64 -d2s "${HEADER_ARGS[@]}" "$URL" > /dev/null
+SCRIPT_ARGS=()
+if [ "$ZIPF" = true ]; then
+  # The harness's l1-zipf10k-warm sequence (bench/cases.ts), one path a line; every URL fetched once first.
+  node --import tsx -e "import('./bench/zipf.ts').then((m) => console.log(m.zipfPaths({prefix: '$URL_PATH?z=', keys: 10000, exponent: 1, samples: 200000, seed: 0x5eed}).join('\\n')))" > "$DIR/paths"
+  for i in $(seq 10000); do echo "url = \"$URL?z=$i\""; echo 'output = /dev/null'; done > "$DIR/warm"
+  # No Accept header, as wrk sends none: GitHub varies on Accept, so curl's default */* would warm other entries.
+  curl -s -K "$DIR/warm" -H 'Accept:' "${HEADER_ARGS[@]}"
+  cat > "$DIR/zipf.lua" <<LUA
+reqs, n, i = {}, 0, 0
+init = function(args)
+  for line in io.lines("$DIR/paths") do n = n + 1; reqs[n] = wrk.format("GET", line) end
+end
+request = function() i = i % n + 1; return reqs[i] end
+LUA
+  SCRIPT_ARGS=(-s "$DIR/zipf.lua")
+fi
+wrk -t1 -c64 -d2s "${HEADER_ARGS[@]}" "${SCRIPT_ARGS[@]}" "$URL" > /dev/null
 # utime + stime of the server process, in clock ticks (fields 14 and 15 of /proc/PID/stat).
 ticks() { awk '{print $14 + $15}' "/proc/$SERVER/stat"; }
 HZ=$(getconf CLK_TCK)
+# Requests the fake upstream has answered (its /__fake/stats), to show the runs are hits.
+upstream() { curl -sf "http://127.0.0.1:$FAKE/__fake/stats" | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>console.log(JSON.parse(s).total))'; }
+UP_BEFORE=$(upstream)
 RPS= CPU=
 for _ in 1 2 3; do
   BEFORE=$(ticks)
-  OUT=$(wrk -t1 -c64 -d5s "${HEADER_ARGS[@]}" "$URL")
+  OUT=$(wrk -t1 -c64 -d5s "${HEADER_ARGS[@]}" "${SCRIPT_ARGS[@]}" "$URL")
   AFTER=$(ticks)
   RPS="$RPS$(echo "$OUT" | awk '/Requests\/sec/ {printf "%s ", $2}')"
   DONE=$(echo "$OUT" | awk '/requests in/ {print $1}')
   CPU="$CPU$(awk -v t=$((AFTER - BEFORE)) -v hz="$HZ" -v n="$DONE" 'BEGIN {printf "%.1f ", t / hz * 1e6 / n}') "
 done
-echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, rewrite_body_urls $REWRITE, webhooks $WEBHOOKS, pool $POOL equivalent $EQUIVALENT, keys $KEYS, ${HEADER:-no extra header}, $ROOT)"
+echo "${RPS}req/s (workers $WORKERS, l1 $L1, log $LEVEL, rewrite_body_urls $REWRITE, webhooks $WEBHOOKS, pool $POOL equivalent $EQUIVALENT, keys $KEYS, zipf $ZIPF, ${HEADER:-no extra header}, $ROOT)"
 echo "$BYTES body bytes a response ($URL_PATH): $(head -c 100 "$DIR/body" | tr -c "[:print:]" ".")"
 [ "$WORKERS" = 1 ] && echo "${CPU}CPU us/request of the server process"
+echo "$(($(upstream) - UP_BEFORE)) upstream requests during the runs"
 kill -INT "$SERVER"; wait "$SERVER" 2>/dev/null || true

@@ -11,7 +11,12 @@ export interface CacheYaml {
 
 export type ServerSpec =
   /** bench/servers/ceiling.ts replaying the recorded repo response (in N processes with `workers`). */
-  | { readonly kind: 'ceiling'; readonly workers?: number }
+  | {
+      readonly kind: 'ceiling';
+      readonly workers?: number;
+      /** Hold `keys` distinct responses of its own, one per path `prefix` + 1..keys (ceiling.ts --distinct). */
+      readonly distinct?: { readonly prefix: string; readonly keys: number };
+    }
   /** nginx proxy_cache (with proxy_cache_revalidate, 2 worker processes) in front of the fake. */
   | { readonly kind: 'nginx' }
   /** The shared fake GitHub API itself (no proxy in between). */
@@ -118,6 +123,14 @@ export const CASES: readonly BenchCase[] = [
     name: 'ceiling, zipf10k paths',
     measures: 'the ceiling server driven by the Zipf 10k workload (wrk runs a Lua script per request): the fair baseline for l1-zipf10k',
     server: { kind: 'ceiling' },
+    workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed },
+  },
+  {
+    id: 'ceiling-zipf10k-distinct',
+    name: 'ceiling, zipf10k, 10k responses',
+    measures:
+      'the ceiling server holding 10,000 distinct responses (own body, own ETag), looked up by path, driven by the Zipf 10k workload: the least any in-process cache of that working set pays',
+    server: { kind: 'ceiling', distinct: { prefix: `${REPO_PATH}?z=`, keys: 10_000 } },
     workload: { kind: 'zipf', prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1.0, samples: 200_000, seed: 0x5eed },
   },
   {

@@ -124,7 +124,12 @@ export async function recordResponse(fakeOrigin: string, path: string, file: str
   writeFileSync(file, JSON.stringify({ status: reply.status, headers, body: reply.body.toString('base64') }));
 }
 
-async function startCeiling(ctx: ServerContext, responseFile: string, workers: number): Promise<RunningServer> {
+async function startCeiling(
+  ctx: ServerContext,
+  responseFile: string,
+  workers: number,
+  distinct: { readonly prefix: string; readonly keys: number } | undefined,
+): Promise<RunningServer> {
   const port = await freePort(HOST);
   const origin = `http://${HOST}:${port}`;
   const proc = await spawnServer({
@@ -141,6 +146,7 @@ async function startCeiling(ctx: ServerContext, responseFile: string, workers: n
       responseFile,
       '--workers',
       String(workers),
+      ...(distinct === undefined ? [] : ['--distinct', distinct.prefix, '--keys', String(distinct.keys)]),
     ]),
     cwd: ctx.root,
     env: process.env,
@@ -320,7 +326,7 @@ export async function startCaseServer(
 ): Promise<RunningServer> {
   switch (spec.kind) {
     case 'ceiling':
-      return startCeiling(ctx, responseFile, spec.workers ?? 1);
+      return startCeiling(ctx, responseFile, spec.workers ?? 1, spec.distinct);
     case 'nginx':
       return startNginx(ctx, fake.origin);
     case 'fake-upstream':

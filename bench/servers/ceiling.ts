@@ -3,9 +3,16 @@
  * pre-recorded response (the bytes and headers of a GitHub repo response). Nothing a proxy can
  * do on a cache hit is cheaper than this, so it bounds what etagere can reach on this machine.
  *
- *   node --import tsx bench/servers/ceiling.ts --port N [--host H] --response FILE
+ *   node --import tsx bench/servers/ceiling.ts --port N [--host H] --response FILE [--distinct PREFIX --keys N]
  *
  * FILE is JSON: {"status": 200, "headers": [["name", "value"], ...], "body": "<base64>"}.
+ *
+ * With --distinct, the server holds N responses of its own, one per path PREFIX1 .. PREFIXN, in a
+ * Map looked up by the request's path: each has its own copy of the body and its own header list
+ * whose ETag and X-GitHub-Request-Id are strings of their own. That is the least any in-process
+ * cache of N distinct responses does per hit (one lookup, then N working sets' worth of bytes to
+ * walk), so it bounds a working-set case (Zipf 10k) the way the one-response ceiling bounds a hot
+ * URL. Any other path gets the recorded response.
  */
 import cluster from 'node:cluster';
 import { readFileSync } from 'node:fs';
@@ -29,7 +36,14 @@ function parseRecorded(text: string): RecordedResponse {
 
 function main(): void {
   const { values } = parseArgs({
-    options: { port: { type: 'string' }, host: { type: 'string' }, response: { type: 'string' }, workers: { type: 'string' } },
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      response: { type: 'string' },
+      workers: { type: 'string' },
+      distinct: { type: 'string' },
+      keys: { type: 'string' },
+    },
     strict: true,
   });
   if (values.port === undefined || values.response === undefined) {
@@ -55,13 +69,15 @@ function main(): void {
     return;
   }
   const recorded = parseRecorded(readFileSync(values.response, 'utf8'));
-  const body = Buffer.from(recorded.body, 'base64');
-  // One flat [name, value, name, value, ...] list, built once: the cheapest form writeHead takes.
-  const headers: string[] = [];
-  for (const [name, value] of recorded.headers) headers.push(name.toLowerCase(), value);
-  headers.push('content-length', String(body.length));
+  const one = responseOf(recorded, 0);
+  const distinct = new Map<string | undefined, Prepared>();
+  if (values.distinct !== undefined) {
+    const keys = Number(values.keys ?? '0');
+    for (let rank = 1; rank <= keys; rank++) distinct.set(`${values.distinct}${rank}`, responseOf(recorded, rank));
+  }
 
-  const server = createServer({ keepAliveTimeout: 65_000 }, (_req, res) => {
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    const { headers, body } = distinct.size === 0 ? one : (distinct.get(req.url) ?? one);
     res.writeHead(recorded.status, headers);
     res.end(body);
   });
@@ -75,6 +91,37 @@ function main(): void {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+}
+
+interface Prepared {
+  /** One flat [name, value, name, value, ...] list, built once: the cheapest form writeHead takes. */
+  readonly headers: string[];
+  readonly body: Buffer;
+}
+
+/** Fields that differ from one response to the next: each distinct response gets its own value. */
+const PER_RESPONSE = new Set(['etag', 'x-github-request-id']);
+
+/** The recorded response, as response number `rank` (0: the recorded one itself; else a copy of its own). */
+function responseOf(recorded: RecordedResponse, rank: number): Prepared {
+  const decoded = Buffer.from(recorded.body, 'base64');
+  // A body of its own (not a slice of Node's shared slab, not shared with another response).
+  const body = rank === 0 ? decoded : Buffer.allocUnsafeSlow(decoded.length);
+  if (body !== decoded) decoded.copy(body);
+  const headers: string[] = [];
+  for (const [name, value] of recorded.headers) {
+    const lower = name.toLowerCase();
+    headers.push(lower, rank === 0 || !PER_RESPONSE.has(lower) ? value : ownValue(value, rank));
+  }
+  headers.push('content-length', String(body.length));
+  return { headers, body };
+}
+
+/** `value` with its last characters before the final one replaced by `rank` in hex: same length, a string of its own. */
+function ownValue(value: string, rank: number): string {
+  const tag = rank.toString(16);
+  if (value.length < tag.length + 2) return `${value}${tag}`;
+  return `${value.slice(0, value.length - tag.length - 1)}${tag}${value.slice(-1)}`;
 }
 
 main();
