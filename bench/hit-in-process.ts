@@ -1,0 +1,211 @@
+/**
+ * The hit path in process: etagere's request listener and the ceiling's (writeHead + end of a
+ * recorded response), each given requests built in memory on sockets that keep nothing. No
+ * kernel, no load generator sharing the cores: what is left is the JavaScript of a hit (etagere's
+ * steps and Node's response code), per request, which a wrk run mixes with the kernel's work.
+ *
+ *   npm run bench:hit -- [--requests N] [--rounds R] [--gzip] [--zipf] [--log-level L] [--all-on] > /dev/null
+ *
+ * Prints µs per request of each, per round (the two interleaved), the fastest round of each
+ * (interference on a shared machine only adds time), the medians, and the ratio of the fastest.
+ * Access lines go to stdout, as etagere writes them: redirect it; results go to stderr.
+ * --zipf requests the l1-zipf10k sequence (bench/zipf.ts) after fetching all 10,000 URLs once,
+ * against a ceiling holding 10,000 responses of its own (as ceiling-zipf10k-distinct). --all-on:
+ * the l1-hot-allon configuration without Redis (50 tokens not equivalent, consumer keys).
+ *
+ * Not measured here: parsing the request (llhttp, the same for both) and the socket write
+ * (the same bytes for both, in the kernel).
+ */
+import { once } from 'node:events';
+import { Duplex } from 'node:stream';
+import { get, IncomingMessage, ServerResponse, type Server } from 'node:http';
+import { setImmediate as tick } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { startApp } from '../src/app.js';
+import { parseConfig } from '../src/config/load.js';
+import { startFakeUpstream } from '../src/fake-upstream/index.js';
+import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
+import { fakeTokenSpec, poolTokensEnv } from './bench-tokens.js';
+import { CONSUMER_KEY, REPO_PATH } from './cases.js';
+import { zipfPaths } from './zipf.js';
+
+/** A socket that takes every write at once and keeps nothing (what ServerResponse needs of one). */
+class Sink extends Duplex {
+  bytesWritten = 0;
+  constructor() {
+    // Strings stay strings, as a net.Socket hands them to the kernel (no Buffer.from per header block).
+    super({ decodeStrings: false });
+  }
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    this.bytesWritten += chunk.length;
+    done();
+  }
+  override _writev(chunks: Array<{ chunk: Buffer | string }>, done: (error?: Error | null) => void): void {
+    for (const { chunk } of chunks) this.bytesWritten += chunk.length;
+    done();
+  }
+  override _read(): void {}
+  setTimeout(): this {
+    return this;
+  }
+}
+
+type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** How many connections the requests are spread over (wrk -c64). */
+const CONNECTIONS = 64;
+
+/**
+ * Runs `paths` through `listener` as GET requests with `headers`, 64 connections round robin,
+ * the event loop turning once per 64 requests (Node runs the ticks a response leaves between
+ * requests). Returns µs per request.
+ */
+async function drive(listener: Listener, paths: readonly string[], headers: ReadonlyArray<readonly [string, string]>): Promise<number> {
+  const sinks = Array.from({ length: CONNECTIONS }, () => new Sink());
+  const current: Array<ServerResponse | undefined> = [];
+  const lower: Record<string, string> = {};
+  const raw: string[] = [];
+  for (const [name, value] of headers) {
+    lower[name.toLowerCase()] = value;
+    raw.push(name, value);
+  }
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < paths.length; i++) {
+    const socket = sinks[i % CONNECTIONS]!;
+    // A response still out on this connection (one that waited upstream): the next waits for it, as on a real connection.
+    const previous = current[i % CONNECTIONS];
+    if (previous !== undefined && !previous.writableFinished) await once(previous, 'finish');
+    const req = new IncomingMessage(socket as never);
+    req.method = 'GET';
+    req.url = paths[i]!;
+    req.httpVersionMajor = 1;
+    req.httpVersionMinor = 1;
+    req.httpVersion = '1.1';
+    req.headers = { ...lower };
+    req.rawHeaders = raw;
+    req.complete = true;
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = true;
+    res.assignSocket(socket as never);
+    // What Node's server does once a response is out: the connection is free for the next one.
+    res.once('finish', () => res.detachSocket(socket as never));
+    current[i % CONNECTIONS] = res;
+    listener(req, res);
+    if (i % CONNECTIONS === CONNECTIONS - 1) await tick();
+  }
+  await tick();
+  return Number(process.hrtime.bigint() - started) / 1e3 / paths.length;
+}
+
+/** GET with exactly `headers` (and Host), as wrk sends them: fetch() would add Accept and Accept-Encoding, other cache entries. */
+function getOnce(url: string, headers: Record<string, string>): Promise<{ status: number; headers: string[]; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.rawHeaders, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+function requestListener(server: Server): Listener {
+  const [listener] = server.listeners('request') as Listener[];
+  if (listener === undefined) throw new Error('the server has no request listener');
+  return listener;
+}
+
+/** What the ceiling leaves to Node, as bench/servers.ts records it. */
+const NOT_REPLAYED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length']);
+
+/** The ceiling's listener over what the fake answers for `paths` (one response per distinct path, each its own copy). */
+async function ceilingListener(origin: string, paths: readonly string[], headers: Record<string, string>): Promise<Listener> {
+  const responses = new Map<string, { status: number; headers: string[]; body: Buffer }>();
+  for (const path of new Set(paths)) {
+    const reply = await getOnce(`${origin}${path}`, headers);
+    const flat: string[] = [];
+    for (let i = 0; i < reply.headers.length; i += 2) {
+      const name = reply.headers[i]!.toLowerCase();
+      if (!NOT_REPLAYED.has(name)) flat.push(name, reply.headers[i + 1]!);
+    }
+    flat.push('content-length', String(reply.body.length));
+    responses.set(path, { status: reply.status, headers: flat, body: reply.body });
+  }
+  return (req, res) => {
+    const recorded = responses.get(req.url ?? '')!;
+    res.writeHead(recorded.status, recorded.headers);
+    res.end(recorded.body);
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      requests: { type: 'string', default: '50000' },
+      rounds: { type: 'string', default: '15' },
+      gzip: { type: 'boolean', default: false },
+      zipf: { type: 'boolean', default: false },
+      'all-on': { type: 'boolean', default: false },
+      'log-level': { type: 'string', default: 'info' },
+    },
+    strict: true,
+  });
+  if (process.stdout.isTTY) {
+    process.stderr.write('the access lines go to stdout: redirect it, e.g. npm run bench:hit > /dev/null\n');
+    process.exit(2);
+  }
+  const requests = Number(values.requests);
+  const rounds = Number(values.rounds);
+  const allOn = values['all-on'];
+  const fake = await startFakeUpstream({ anonymousLimit: 1e9, tokenLimit: 1e9, tokens: parseTokenSpec(fakeTokenSpec()) });
+  if (allOn) process.env.ETAGERE_TOKENS = poolTokensEnv(50);
+  const config = parseConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: 0 },
+    log: { level: values['log-level'] },
+    upstreams: [{ name: 'github', prefix: '/', url: fake.url, ...(allOn ? { token_pool: true } : {}) }],
+    ...(allOn
+      ? { pool: { equivalent: false }, consumers: { enabled: true, keys: [{ name: CONSUMER_KEY.name, value: CONSUMER_KEY.value }] } }
+      : {}),
+  });
+  const app = await startApp(config);
+  const headers: Array<[string, string]> = [['Host', new URL(app.url).host]];
+  if (allOn) headers.push(['X-Etagere-Key', CONSUMER_KEY.value]);
+  if (values.gzip) headers.push(['Accept-Encoding', 'gzip']);
+  const sent = Object.fromEntries(headers.filter(([name]) => name !== 'Host'));
+  const paths = values.zipf
+    ? zipfPaths({ prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1, samples: requests, seed: 0x5eed })
+    : Array.from({ length: requests }, () => REPO_PATH);
+  // Every distinct URL fetched once through the proxy (a miss each), then the hits are measured.
+  for (const path of new Set(paths)) await getOnce(`${app.url}${path}`, sent);
+  const ceiling = await ceilingListener(fake.url, paths, sent);
+  const etagere = requestListener(app.server);
+  const times: { etagere: number[]; ceiling: number[] } = { etagere: [], ceiling: [] };
+  await drive(etagere, paths.slice(0, 20_000), headers); // warm-up: both optimised before the rounds
+  await drive(ceiling, paths.slice(0, 20_000), headers);
+  for (let round = 0; round < rounds; round++) {
+    times.etagere.push(await drive(etagere, paths, headers));
+    times.ceiling.push(await drive(ceiling, paths, headers));
+    process.stderr.write(
+      `round ${round + 1}: etagere ${times.etagere.at(-1)!.toFixed(2)} µs, ceiling ${times.ceiling.at(-1)!.toFixed(2)} µs\n`,
+    );
+  }
+  // Interference on a shared machine only ever adds time: the fastest round is the steadier figure.
+  const fastest = Math.min(...times.etagere);
+  const fastestCeiling = Math.min(...times.ceiling);
+  process.stderr.write(
+    `${values.zipf ? 'zipf 10k' : 'hot'}${values.gzip ? ', gzip clients' : ''}${allOn ? ', all on (no Redis)' : ''}, log ${values['log-level']}: ` +
+      `etagere ${fastest.toFixed(2)} µs/request, ceiling ${fastestCeiling.toFixed(2)} µs/request (fastest of ${rounds} rounds; medians ` +
+      `${median(times.etagere).toFixed(2)} and ${median(times.ceiling).toFixed(2)}), × ceiling ${(fastest / fastestCeiling).toFixed(2)}\n`,
+  );
+  await app.close();
+  await fake.close();
+}
+
+await main();
