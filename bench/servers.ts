@@ -110,7 +110,7 @@ export async function startFake(ctx: ServerContext): Promise<RunningServer> {
 }
 
 /** Hop-by-hop and per-response headers left out of the recording (Node sets its own). */
-const NOT_RECORDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length']);
+export const NOT_RECORDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length']);
 
 /** Fetches `path` from the fake once and writes it as the ceiling's response file. */
 export async function recordResponse(fakeOrigin: string, path: string, file: string): Promise<void> {
