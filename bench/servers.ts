@@ -14,7 +14,12 @@ import { freePort, httpGet, redisAnswers, spawnServer, type ServerProcess } from
 const HOST = '127.0.0.1';
 /** Effectively unlimited quotas so that the fake never answers 403/429 during a run. */
 const HUGE_LIMIT = '1000000000';
-const START_DEADLINE_MS = 20_000;
+/**
+ * How long a server may take to answer its ready URL. Servers start four at a time while others
+ * load (the smoke runs them from src/ through tsx, which compiles at start-up); on a slow 2-core VM
+ * the 2-worker all-on server (three processes and a redis-server) once needed more than 20 s.
+ */
+const START_DEADLINE_MS = 60_000;
 
 /** Environment variables that would override the generated etagere config. */
 const ETAGERE_ENV = [
