@@ -18,7 +18,7 @@
  */
 import { once } from 'node:events';
 import { Duplex } from 'node:stream';
-import { get, IncomingMessage, ServerResponse, type Server } from 'node:http';
+import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { setImmediate as tick } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { startApp } from '../src/app.js';
@@ -27,7 +27,8 @@ import { startFakeUpstream } from '../src/fake-upstream/index.js';
 import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
 import { fakeTokenSpec, poolTokensEnv } from './bench-tokens.js';
 import { CONSUMER_KEY, REPO_PATH } from './cases.js';
-import { NOT_RECORDED } from './servers.js';
+import { httpGet } from './processes.js';
+import { recordedHeaders } from './servers.js';
 import { zipfPaths } from './zipf.js';
 
 /** A socket that takes every write at once and keeps nothing (what ServerResponse needs of one). */
@@ -98,18 +99,6 @@ async function drive(listener: Listener, paths: readonly string[], headers: Read
   return Number(process.hrtime.bigint() - started) / 1e3 / paths.length;
 }
 
-/** GET with exactly `headers` (and Host), as wrk sends them: fetch() would add Accept and Accept-Encoding, other cache entries. */
-function getOnce(url: string, headers: Record<string, string>): Promise<{ status: number; headers: string[]; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    get(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.rawHeaders, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    }).on('error', reject);
-  });
-}
-
 function requestListener(server: Server): Listener {
   const [listener] = server.listeners('request') as Listener[];
   if (listener === undefined) throw new Error('the server has no request listener');
@@ -120,12 +109,9 @@ function requestListener(server: Server): Listener {
 async function ceilingListener(origin: string, paths: readonly string[], headers: Record<string, string>): Promise<Listener> {
   const responses = new Map<string, { status: number; headers: string[]; body: Buffer }>();
   for (const path of new Set(paths)) {
-    const reply = await getOnce(`${origin}${path}`, headers);
+    const reply = await httpGet(`${origin}${path}`, 10_000, headers);
     const flat: string[] = [];
-    for (let i = 0; i < reply.headers.length; i += 2) {
-      const name = reply.headers[i]!.toLowerCase();
-      if (!NOT_RECORDED.has(name)) flat.push(name, reply.headers[i + 1]!);
-    }
+    for (const [name, value] of recordedHeaders(reply.rawHeaders)) flat.push(name.toLowerCase(), value);
     flat.push('content-length', String(reply.body.length));
     responses.set(path, { status: reply.status, headers: flat, body: reply.body });
   }
@@ -181,7 +167,8 @@ async function main(): Promise<void> {
     ? zipfPaths({ prefix: `${REPO_PATH}?z=`, keys: 10_000, exponent: 1, samples: requests, seed: 0x5eed })
     : Array.from({ length: requests }, () => REPO_PATH);
   // Every distinct URL fetched once through the proxy (a miss each), then the hits are measured.
-  for (const path of new Set(paths)) await getOnce(`${app.url}${path}`, sent);
+  // httpGet sends exactly these headers (and Host), as wrk does: fetch() would add Accept and Accept-Encoding, other entries.
+  for (const path of new Set(paths)) await httpGet(`${app.url}${path}`, 10_000, sent);
   const ceiling = await ceilingListener(fake.url, paths, sent);
   const etagere = requestListener(app.server);
   const times: { etagere: number[]; ceiling: number[] } = { etagere: [], ceiling: [] };

@@ -115,17 +115,23 @@ export async function startFake(ctx: ServerContext): Promise<RunningServer> {
 }
 
 /** Hop-by-hop and per-response headers left out of the recording (Node sets its own). */
-export const NOT_RECORDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length']);
+const NOT_RECORDED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length']);
+
+/** The header fields of a reply a ceiling replays: all but NOT_RECORDED, as the upstream spelled them. */
+export function recordedHeaders(rawHeaders: readonly string[]): Array<[string, string]> {
+  const headers: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    if (!NOT_RECORDED.has(name.toLowerCase())) headers.push([name, rawHeaders[i + 1] ?? '']);
+  }
+  return headers;
+}
 
 /** Fetches `path` from the fake once and writes it as the ceiling's response file. */
 export async function recordResponse(fakeOrigin: string, path: string, file: string): Promise<void> {
   const reply = await httpGet(`${fakeOrigin}${path}`);
   if (reply.status !== 200) throw new Error(`recording ${path} from the fake: expected 200, got ${reply.status}`);
-  const headers: Array<[string, string]> = [];
-  for (let i = 0; i + 1 < reply.rawHeaders.length; i += 2) {
-    const name = reply.rawHeaders[i] ?? '';
-    if (!NOT_RECORDED.has(name.toLowerCase())) headers.push([name, reply.rawHeaders[i + 1] ?? '']);
-  }
+  const headers = recordedHeaders(reply.rawHeaders);
   writeFileSync(file, JSON.stringify({ status: reply.status, headers, body: reply.body.toString('base64') }));
 }
 

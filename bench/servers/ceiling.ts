@@ -69,11 +69,12 @@ function main(): void {
     return;
   }
   const recorded = parseRecorded(readFileSync(values.response, 'utf8'));
-  const one = responseOf(recorded, 0);
+  const body = Buffer.from(recorded.body, 'base64');
+  const one = responseOf(recorded, body, 0);
   const distinct = new Map<string | undefined, Prepared>();
   if (values.distinct !== undefined) {
     const keys = Number(values.keys ?? '0');
-    for (let rank = 1; rank <= keys; rank++) distinct.set(`${values.distinct}${rank}`, responseOf(recorded, rank));
+    for (let rank = 1; rank <= keys; rank++) distinct.set(`${values.distinct}${rank}`, responseOf(recorded, body, rank));
   }
 
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
@@ -102,9 +103,8 @@ interface Prepared {
 /** Fields that differ from one response to the next: each distinct response gets its own value. */
 const PER_RESPONSE = new Set(['etag', 'x-github-request-id']);
 
-/** The recorded response, as response number `rank` (0: the recorded one itself; else a copy of its own). */
-function responseOf(recorded: RecordedResponse, rank: number): Prepared {
-  const decoded = Buffer.from(recorded.body, 'base64');
+/** The recorded response (`decoded`: its body), as response number `rank` (0: the recorded one itself; else a copy of its own). */
+function responseOf(recorded: RecordedResponse, decoded: Buffer, rank: number): Prepared {
   // A body of its own (not a slice of Node's shared slab, not shared with another response).
   const body = rank === 0 ? decoded : Buffer.allocUnsafeSlow(decoded.length);
   if (body !== decoded) decoded.copy(body);
