@@ -89,25 +89,27 @@ async function serve(args: string[]): Promise<void> {
     );
     return;
   }
+  // Signal handlers go in before the "listening" line: a supervisor that signals as soon as it reads
+  // that line must get a graceful stop, not Node's default exit by signal.
   if (workerCount(config.workers) > 1) {
     const primary = await runPrimary(config);
-    process.stdout.write(
-      `etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl}) ${JSON.stringify(startupSummary(config))}\n`,
-    );
     onSignals(
       () => primary.close(),
       () => primary.reload('signal'),
     );
+    process.stdout.write(
+      `etagere listening on port ${config.listen.port} with ${workerCount(config.workers)} workers (admin ${primary.adminUrl}) ${JSON.stringify(startupSummary(config))}\n`,
+    );
     return;
   }
   const app = await startApp(config);
-  // One line says what it runs with: addresses, upstreams, tokens (a count), Redis, public URL.
-  app.logger.info({ url: app.url, admin: app.adminUrl, ...startupSummary(config) }, 'etagere listening');
-  app.logger.flush(); // the async destination would otherwise hold the line until 4 KiB accumulate
   onSignals(
     (signal) => app.close(signal),
     () => app.reloadTokens('signal'),
   );
+  // One line says what it runs with: addresses, upstreams, tokens (a count), Redis, public URL.
+  app.logger.info({ url: app.url, admin: app.adminUrl, ...startupSummary(config) }, 'etagere listening');
+  app.logger.flush(); // the async destination would otherwise hold the line until 4 KiB accumulate
 }
 
 function fakeOptions(values: Record<string, string | string[] | boolean | undefined>): FakeUpstreamOptions {
@@ -203,9 +205,9 @@ async function fakeUpstream(args: string[]): Promise<void> {
     const rules = opts.faults.map((fault) => `${fault.kind}:${fault.rate ?? 1}`).join(', ');
     banner += `fault injection on: ${rules} (rules: ${fake.url}/__fake/faults)\n`;
   }
+  onSignals(() => fake.close());
   // One write: whoever waits for "listening" reads the fault line with it.
   process.stdout.write(banner);
-  onSignals(() => fake.close());
 }
 
 async function demo(args: string[]): Promise<void> {
@@ -248,7 +250,6 @@ async function demo(args: string[]): Promise<void> {
     if (err instanceof ConfigError) fail(err.message);
     throw err;
   }
-  process.stdout.write(demoBanner(app, fake.url));
   // A small built-in consumer load and a one-line-per-second summary (unless --quiet).
   const load = values.quiet ? undefined : startDemoLoad(app.url);
   const ticker = values.quiet
@@ -262,6 +263,7 @@ async function demo(args: string[]): Promise<void> {
     await app.close();
     await fake.close();
   });
+  process.stdout.write(demoBanner(app, fake.url));
 }
 
 /** The admin port to talk to: --admin, else the config's (--config, ETAGERE_CONFIG, the environment). */
