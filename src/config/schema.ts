@@ -216,7 +216,7 @@ export const consumersSchema = z
   .object({
     /** When true, only requests with a known consumer key may use the token pool. */
     enabled: z.boolean().default(false),
-    /** Consumer keys: { name, value } or { name, env }. Sent as X-Etagere-Key or as the Basic user. */
+    /** Consumer keys: { name, value } or { name, env }. Sent in any credential position (src/tokens/consumers.ts). */
     keys: z.array(consumerKeySchema).default([]),
     /** What a request without a known key gets: a 401 (reject) or plain anonymous upstream access. */
     unknown: z.enum(['reject', 'anonymous']).default('reject'),

@@ -153,7 +153,7 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
   return (req, res, route, trace) => {
     const { upstream, id } = route;
     const graphql = upstream.graphql!;
-    const cred = resolveCredential(req.headers, route.rules);
+    const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket);
     if (cred === undefined) {
       metrics.consumerRejections.inc();
       req.resume();

@@ -3,13 +3,13 @@
  *   client     the client's own Authorization: its own cache partition, its own rate-limit headers;
  *   pool       a pool token (the request carried no credential of its own);
  *   anonymous  no credential at all.
- * With consumer access control on, only a known consumer key (X-Etagere-Key, or the user of Basic
- * credentials) may use the pool; the key never travels upstream. An empty or blank Authorization
- * counts as none.
+ * With consumer access control on, only a known consumer key may use the pool: in X-Etagere-Key, or
+ * in Authorization as `token`, `Bearer`, or the user or password of Basic credentials. A key never
+ * travels upstream, wherever it was. An empty or blank Authorization counts as none.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { removeHeader, type HeaderRemoval } from '../headers/hop-by-hop.js';
-import { CONSUMER_KEY_HEADER, basicUser, type Consumers } from '../tokens/consumers.js';
+import { CONSUMER_KEY_HEADER, type Consumers } from '../tokens/consumers.js';
 
 export type Credential =
   { readonly kind: 'client' } | { readonly kind: 'pool'; readonly consumer: string | undefined } | { readonly kind: 'anonymous' };
@@ -60,16 +60,7 @@ export function resolveCredential(
     if (headers.authorization !== undefined) return CLIENT;
     return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
   }
-  let consumer: string | undefined;
-  const key = Array.isArray(keyHeader) ? keyHeader[0] : keyHeader;
-  if (key !== undefined) {
-    const id = consumers.match(key.trim(), connection);
-    if (id.kind === 'consumer') consumer = id.name;
-  }
-  // Basic credentials whose user is a consumer key are dropped even next to an X-Etagere-Key:
-  // they are the consumer's key, never an upstream credential.
-  const basic = dropConsumerBasic(headers, consumers, how);
-  consumer ??= basic;
+  const consumer = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
   if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
   if (consumer !== undefined) return poolCredential(consumer);
@@ -77,15 +68,39 @@ export function resolveCredential(
 }
 
 /**
- * Removes Authorization when it is Basic credentials whose user is a known consumer key, and
- * returns that consumer's name. Also used for passed-through methods, which never use the pool
- * but must not carry the key upstream either.
+ * The consumer a request's keys name: X-Etagere-Key's first, else the key in Authorization. An
+ * Authorization that carries a key in any position is removed (as `how` says), even next to an
+ * X-Etagere-Key: it is a consumer's key, never an upstream credential.
  */
-export function dropConsumerBasic(headers: IncomingHttpHeaders, consumers: Consumers, how: HeaderRemoval = 'delete'): string | undefined {
-  const user = basicUser(headers.authorization);
-  if (user === undefined) return undefined;
-  const id = consumers.match(user);
-  if (id.kind !== 'consumer') return undefined;
+function takeConsumerKeys(
+  headers: IncomingHttpHeaders,
+  keyHeader: string | string[] | undefined,
+  consumers: Consumers,
+  how: HeaderRemoval,
+  connection: object | undefined,
+): string | undefined {
+  let consumer: string | undefined;
+  const key = Array.isArray(keyHeader) ? keyHeader[0] : keyHeader;
+  if (key !== undefined) {
+    const id = consumers.match(key.trim(), connection);
+    if (id.kind === 'consumer') consumer = id.name;
+  }
+  const authorization = headers.authorization;
+  if (authorization === undefined) return consumer;
+  const inAuthorization = consumers.inAuthorization(authorization, connection);
+  if (inAuthorization.kind !== 'consumer') return consumer;
   removeHeader(headers, 'authorization', how);
-  return id.name;
+  return consumer ?? inAuthorization.name;
+}
+
+/**
+ * Takes every consumer key out of a passed-through request's headers: X-Etagere-Key, and an
+ * Authorization that carries a key in any position. Such methods never use the pool, but no key
+ * may go upstream.
+ */
+export function dropConsumerKeys(headers: IncomingHttpHeaders, consumers: Consumers | undefined, connection?: object): void {
+  if (headers[CONSUMER_KEY_HEADER] !== undefined) delete headers[CONSUMER_KEY_HEADER];
+  const authorization = headers.authorization;
+  if (consumers !== undefined && authorization !== undefined && consumers.inAuthorization(authorization, connection).kind === 'consumer')
+    delete headers.authorization;
 }

@@ -116,7 +116,7 @@ export const errors = {
     ),
   /** Consumer access control: the request carried no known consumer key. */
   consumerKeyRequired: () =>
-    error(401, 'Requires a consumer key: send X-Etagere-Key, or the key as the user of Basic credentials', {
+    error(401, 'Requires a consumer key: send it as X-Etagere-Key, or in Authorization (token, Bearer, or Basic credentials)', {
       'www-authenticate': 'Basic realm="etagere"',
     }),
   /** A pooled consumer's GraphQL call the proxy will not send (src/graphql/operation.ts says why): 400 or 403. */

@@ -21,7 +21,7 @@ import { createUpstreamExchange } from './exchange.js';
 import { answer, writeError } from './answer.js';
 import { createCachedPath } from './cached.js';
 import type { RequestContext } from './context.js';
-import { dropConsumerBasic, resolveCredential, type CredentialRules } from './credential.js';
+import { dropConsumerKeys, resolveCredential, type CredentialRules } from './credential.js';
 import { errors } from './errors.js';
 import { createForward } from './forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from './reply.js';
@@ -92,8 +92,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       return graphql(req, res, { id, upstream, path, rules: rules[match.index]! }, trace);
 
     if (method !== 'GET' && method !== 'HEAD') {
-      delete req.headers['x-etagere-key']; // never forwarded; unsafe methods never use the pool
-      if (consumers !== undefined) dropConsumerBasic(req.headers, consumers); // nor a key sent as Basic user
+      dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
       if (upstream.passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
       upstream.passThrough.forward(req, res, target.pathname, path, id);

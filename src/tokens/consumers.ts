@@ -1,6 +1,8 @@
 /**
- * Consumer access control for the token pool: who may spend it. A consumer presents its key as
- * `X-Etagere-Key: <key>` or as the user of Basic credentials (`curl -u <key>:`).
+ * Consumer access control for the token pool: who may spend it. A consumer presents its key in any
+ * credential position: `X-Etagere-Key: <key>`, or in Authorization as `token <key>` (PyGithub's
+ * `login_or_token`, Octokit's `auth`), `Bearer <key>`, or the user or the password of Basic
+ * credentials (`curl -u <key>:`). A value equal to a key is that key wherever it is.
  *
  * A presented key costs one SHA-256 and one hash-table lookup, whatever the number of keys: the
  * table maps the SHA-256 digest of each configured key to its consumer, and the presented key's
@@ -18,6 +20,11 @@
  * key's length alone), and only a difference costs the digest. Behind a front proxy that sends
  * several clients' requests over one connection, the remembered key may be another client's: the
  * comparison's timing says nothing about it, and only the same key gets its consumer.
+ *
+ * An Authorization value is looked at the same way: each connection remembers the last one and what
+ * it was (a key's consumer, or no key: a client's own token), so a client's own token costs one
+ * constant-time comparison a request, and its digests once per connection (one slot per
+ * connection, replaced by the next value: spraying values grows nothing).
  */
 import { hash } from 'node:crypto';
 
@@ -36,6 +43,9 @@ export type Identity =
 
 export const CONSUMER_KEY_HEADER = 'x-etagere-key';
 
+/** The longest Authorization value a connection remembers; a longer one is looked at on every request. */
+const MAX_REMEMBERED_AUTHORIZATION = 4096;
+
 /** SHA-256 as base64, in one call (`crypto.hash`: no Hash object per request). */
 const digest = (value: string): string => hash('sha256', value, 'base64');
 
@@ -50,16 +60,38 @@ export function basicUser(authorization: string | undefined): string | undefined
   return user.length > 0 ? user : undefined;
 }
 
+/**
+ * The values of an Authorization header that may be a consumer key: each of its words (a key has no
+ * spaces: the credentials after `token` or `Bearer`, a value sent without a scheme), and the user
+ * and the password of Basic credentials.
+ */
+export function authorizationValues(authorization: string): string[] {
+  const values = authorization.split(/\s+/).filter((word) => word.length > 0);
+  if (values.length === 2 && values[0]!.toLowerCase() === 'basic') {
+    const decoded = Buffer.from(values[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon === -1) values.push(decoded);
+    else values.push(decoded.slice(0, colon), decoded.slice(colon + 1));
+  }
+  return values;
+}
+
 export interface Consumers {
   /**
    * The consumer a presented key belongs to: one digest and one lookup, or (the same key as the last
    * one that matched on `connection`) one constant-time comparison.
    */
   match(presented: string, connection?: object): Identity;
+  /**
+   * The consumer whose key an Authorization value carries in any position, or `none` (a client's
+   * own credential). The same value as the last one on `connection`: one constant-time comparison.
+   */
+  inAuthorization(authorization: string, connection?: object): Identity;
   readonly size: number;
 }
 
 const UNKNOWN: Identity = { kind: 'unknown' };
+const NONE: Identity = { kind: 'none' };
 
 /**
  * Whether `presented` equals `known` (a key that matched), in a time that depends on the presented
@@ -73,33 +105,55 @@ export function sameKey(presented: string, known: string): boolean {
   return diff === 0;
 }
 
-/** The last key that matched on a connection, and its consumer. */
+/** The last key that matched on a connection, and its consumer (or the last Authorization value, and what it was). */
 interface LastMatch {
   key: string;
   identity: Identity;
 }
 
-export function createConsumers(keys: readonly ConsumerKey[]): Consumers {
+/** Remembers `key` and its identity on `connection`, in the one slot it has in `memo`. */
+function remember(memo: WeakMap<object, LastMatch>, connection: object, key: string, identity: Identity): void {
+  const last = memo.get(connection);
+  if (last === undefined) memo.set(connection, { key, identity });
+  else {
+    last.key = key;
+    last.identity = identity;
+  }
+}
+
+/** `digestOf`: SHA-256 unless a test counts the digests. */
+export function createConsumers(keys: readonly ConsumerKey[], digestOf: (value: string) => string = digest): Consumers {
   const table = new Map<string, Identity>();
   for (const key of keys) {
-    const at = digest(key.value);
+    const at = digestOf(key.value);
     // Two consumers with one value: the first one listed, as before.
     if (!table.has(at)) table.set(at, { kind: 'consumer', name: key.name });
   }
   const lastMatch = new WeakMap<object, LastMatch>();
+  const lastAuthorization = new WeakMap<object, LastMatch>();
   return {
     size: keys.length,
     match(presented, connection) {
       const last = connection === undefined ? undefined : lastMatch.get(connection);
       if (last !== undefined && sameKey(presented, last.key)) return last.identity;
-      const identity = table.get(digest(presented)) ?? UNKNOWN;
-      if (connection !== undefined && identity.kind === 'consumer' && presented.length > 0) {
-        if (last === undefined) lastMatch.set(connection, { key: presented, identity });
-        else {
-          last.key = presented;
-          last.identity = identity;
+      const identity = table.get(digestOf(presented)) ?? UNKNOWN;
+      if (connection !== undefined && identity.kind === 'consumer' && presented.length > 0)
+        remember(lastMatch, connection, presented, identity);
+      return identity;
+    },
+    inAuthorization(authorization, connection) {
+      const last = connection === undefined ? undefined : lastAuthorization.get(connection);
+      if (last !== undefined && sameKey(authorization, last.key)) return last.identity;
+      let identity = NONE;
+      for (const value of authorizationValues(authorization)) {
+        const found = table.get(digestOf(value));
+        if (found !== undefined) {
+          identity = found;
+          break;
         }
       }
+      if (connection !== undefined && authorization.length <= MAX_REMEMBERED_AUTHORIZATION)
+        remember(lastAuthorization, connection, authorization, identity);
       return identity;
     },
   };
