@@ -193,9 +193,12 @@ function parseExpires(value: string | undefined): number | undefined {
  * the same derivation for a new entry and for one a 304 refreshed.
  */
 function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, res: Readonly<Directives>, response: Response) {
+  const age = ageValue(response.headers.age);
   return {
     storedAt: response.responseTime,
-    initialAge: initialAge(ageValue(response.headers.age), parseDate(response.headers.date), response.requestTime, response.responseTime),
+    initialAge: initialAge(age, parseDate(response.headers.date), response.requestTime, response.responseTime),
+    // To the millisecond: `Date` has whole seconds, too coarse to order the answer after a stale mark.
+    currentAt: response.requestTime - (age ?? 0) * 1000,
     lifetime: freshnessLifetime(req.policy, {
       res,
       date: parseDate(headerOf(headers, 'date')),

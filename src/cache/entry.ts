@@ -34,6 +34,12 @@ export interface CacheEntry {
   storedAt: number;
   /** Age the response already had when received (RFC 9111 corrected_initial_age), seconds. */
   initialAge: number;
+  /**
+   * When the representation was last known current upstream, ms since epoch: the request that
+   * fetched or confirmed it went upstream then (less the Age it came back with). Unset in entries
+   * written before it was recorded. A stale mark made after it does not cover the entry (stale-marks.ts).
+   */
+  currentAt?: number;
   /** Freshness lifetime from storedAt, seconds, after the upstream's policy is applied. */
   lifetime: number;
   /** Seconds past freshness during which the entry may still be served when the upstream fails. */
@@ -89,6 +95,7 @@ export function encodeEntry(entry: CacheEntry): Buffer {
     lastModified: entry.lastModified,
     storedAt: entry.storedAt,
     initialAge: entry.initialAge,
+    currentAt: entry.currentAt,
     lifetime: entry.lifetime,
     staleIfError: entry.staleIfError,
     staleWhileRevalidate: entry.staleWhileRevalidate,
@@ -153,6 +160,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
     !optStr(meta.lastModified) ||
     !num(meta.storedAt) ||
     !num(meta.initialAge) ||
+    !(meta.currentAt === undefined || num(meta.currentAt)) ||
     !num(meta.lifetime) ||
     !num(meta.staleIfError) ||
     !num(meta.staleWhileRevalidate) ||
@@ -172,6 +180,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
     lastModified: headerString(headers, 'last-modified', meta.lastModified),
     storedAt: meta.storedAt,
     initialAge: meta.initialAge,
+    ...(meta.currentAt === undefined ? {} : { currentAt: meta.currentAt }),
     lifetime: meta.lifetime,
     staleIfError: meta.staleIfError,
     staleWhileRevalidate: meta.staleWhileRevalidate,

@@ -24,8 +24,8 @@ export interface Marking {
   /**
    * `entry` as it may be kept under `key`: marked stale when a mark covering its path was made at
    * or after `origin`: when its request went upstream (an exchange's answer may predate a change
-   * announced while it was in flight), else when its representation was produced (`originOf`,
-   * for an entry read from L2; `Date` has whole seconds, so this errs towards stale).
+   * announced while it was in flight), else when its representation was last known current
+   * (`originOf`, for an entry read from L2: when the replica that wrote it sent its request).
    */
   checked(key: string, entry: CacheEntry, now: number, origin?: number): CacheEntry;
   /** An exchange for `key` stored or confirmed an entry; `changed`: a new representation came back. */

@@ -7,8 +7,8 @@
  * L1 entries are marked when the mark is made (tiers.ts, through the path index). The marks are
  * remembered for the entries that arrive later from elsewhere: read from L2, or fetched by an
  * exchange that started before the mark (its answer may predate the change). Such an entry is
- * stale when its representation is from before a mark that covers its path: its origin, the time
- * it was received less the age it had then (`originOf`), is at or before the mark.
+ * stale when its representation is from before a mark that covers its path: its origin, when its
+ * request went upstream (`originOf`, to the millisecond), is at or before the mark.
  *
  * The marks also time the staleness window: from a delivery to the first revalidation of an
  * entry it marked that brought a changed representation (`etagere_webhook_staleness_seconds`).
@@ -51,9 +51,13 @@ export interface StaleMarks {
   settle(key: string, changed: boolean, now: number): number | undefined;
 }
 
-/** When an entry's representation was produced: received, less the age it already had. */
-export function originOf(entry: Pick<CacheEntry, 'storedAt' | 'initialAge'>): number {
-  return entry.storedAt - entry.initialAge * 1000;
+/**
+ * When an entry's representation was last known current: when its request went upstream (less its
+ * Age), else, for an entry stored without that time, received less the age it already had (from
+ * `Date`, whole seconds: errs towards stale).
+ */
+export function originOf(entry: Pick<CacheEntry, 'storedAt' | 'initialAge' | 'currentAt'>): number {
+  return entry.currentAt ?? entry.storedAt - entry.initialAge * 1000;
 }
 
 /** The entry with no freshness left and no stale-while-revalidate window: the next use revalidates. */

@@ -249,6 +249,8 @@ export const webhooksSchema = z
     secret_file: z.string().min(1).nullable().default(null),
     /** Larger bodies get 413 (GitHub caps its payloads at 25 MB). */
     max_body_bytes: z.number().int().min(1024).max(26_214_400).default(26_214_400),
+    /** A delivery's body must arrive whole within this long (and at a floor rate: src/webhooks/pace.ts), else 408. */
+    read_timeout_ms: z.number().int().min(1_000).max(60_000).default(10_000),
     /** The accounts whose deliveries reach the proxy: cache.webhook_fresh_seconds applies to their paths. */
     owners: z.array(accountLogin).default([]),
   })

@@ -328,7 +328,8 @@ export const METRIC_SPECS = {
     help:
       'Webhook deliveries by event (a known event name, "other" for the rest, "-" before the signature is checked) and outcome: ' +
       'applied, duplicate (its X-GitHub-Delivery was seen: acknowledged, not applied again), ignored (an event that marks nothing), ' +
-      'bad_signature (401), too_large (413), bad_request (400: no delivery id, a payload that does not parse), method (405).',
+      'bad_signature (401), too_large (413), too_slow (408: not read whole within webhooks.read_timeout_ms or at the floor rate), ' +
+      'busy (503: its read slot went to a later delivery), bad_request (400: no delivery id, a payload that does not parse), method (405).',
     labelNames: ['event', 'outcome'],
     initial: [['-', 'bad_signature']],
   },

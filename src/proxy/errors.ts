@@ -134,6 +134,14 @@ export const errors = {
   /** A delivery body over webhooks.max_body_bytes (GitHub caps payloads at 25 MB). */
   webhookTooLarge: (maxBytes: number) =>
     error(413, `Payload Too Large: a webhook delivery may be at most ${maxBytes} bytes`, { connection: 'close' }),
-  /** Too many deliveries being read at once (each may be up to the body cap). */
-  webhookBusy: () => error(503, 'Service Unavailable: too many webhook deliveries at once; retry shortly', { 'retry-after': '1' }),
+  /** A delivery whose read slot went to a later one (each may be up to the body cap). */
+  webhookBusy: () =>
+    error(503, 'Service Unavailable: too many webhook deliveries at once; retry shortly', { 'retry-after': '1', connection: 'close' }),
+  /** A delivery whose body did not arrive in time (webhooks.read_timeout_ms), or too slowly. */
+  webhookTooSlow: (deadlineMs: number, minBytesPerSecond: number) =>
+    error(
+      408,
+      `Request Timeout: a webhook delivery must arrive whole within ${deadlineMs} ms, at ${minBytesPerSecond} bytes a second at least after the first second`,
+      { connection: 'close' },
+    ),
 } as const;

@@ -1,9 +1,10 @@
 /**
  * The webhook receiver: `POST <webhooks.path>` on the public port, served before any upstream
- * route (src/proxy/handle.ts), present only when a secret is configured. A delivery is read up to
- * `webhooks.max_body_bytes` (413 past it, nothing more buffered), its `X-Hub-Signature-256`
- * checked over the raw bytes before anything else is looked at (401, counted, nothing marked),
- * then:
+ * route (src/proxy/handle.ts), present only when a secret is configured. A request without a
+ * well-formed `X-Hub-Signature-256` is refused before its body is read (401). A delivery is read
+ * up to `webhooks.max_body_bytes` (413 past it, nothing more buffered), within
+ * `webhooks.read_timeout_ms` and at a floor rate (408: intake.ts, pace.ts), its signature checked
+ * over the raw bytes before anything else is looked at (401, counted, nothing marked), then:
  *
  *   an event the table does not name (events.ts)     202, ignored
  *   no or a malformed X-GitHub-Delivery, bad payload  400
@@ -18,7 +19,6 @@ import type { PathScope } from '../cache/path-scope.js';
 import { normalPath } from '../cache/path-scope.js';
 import type { Tiers } from '../cache/tiers.js';
 import type { WebhooksConfig } from '../config/schema.js';
-import { readBody } from '../graphql/body.js';
 import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import { writeError, writeJson } from '../proxy/answer.js';
@@ -28,10 +28,12 @@ import type { UpstreamRuntime } from '../proxy/upstreams.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { createDeliveries, DELIVERY_ID } from './deliveries.js';
 import { EVENT_TABLE, type ScopeTemplate } from './events.js';
+import { createIntake, type Intake } from './intake.js';
+import { GRACE_MS, MIN_BYTES_PER_SECOND } from './pace.js';
 import { clientPathOf } from './paths.js';
 import { actionOf, parsePayload } from './payload.js';
 import { scopesFor } from './scopes.js';
-import { verifySignature } from './signature.js';
+import { verifySignature, wellFormedSignature } from './signature.js';
 
 export interface WebhookReceiver {
   readonly path: string;
@@ -47,13 +49,15 @@ export interface ReceiverDeps {
   readonly metrics: Metrics;
 }
 
-/** Deliveries read at once (each may be up to the body cap): more get a 503. */
+/** Deliveries read at once (each may be up to the body cap): a later one takes the oldest's slot (intake.ts). */
 const MAX_READING = 4;
+/** How long a refused sender's connection may linger once the answer is out. */
+const LINGER_MS = 1_000;
 /** How long, and how many, delivery ids are remembered. */
 const DELIVERY_MEMORY = { ttlMs: 24 * 3_600_000, max: 10_000 };
 const EVENT_NAME = /^[a-z_]{1,64}$/;
 
-type Outcome = 'applied' | 'duplicate' | 'ignored' | 'bad_signature' | 'too_large' | 'bad_request' | 'method';
+type Outcome = 'applied' | 'duplicate' | 'ignored' | 'bad_signature' | 'too_large' | 'too_slow' | 'busy' | 'bad_request' | 'method';
 
 /** The receiver, or undefined when no secret is configured (it is off). */
 export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps): WebhookReceiver | undefined {
@@ -62,7 +66,8 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
   const { tiers, upstreams, metrics } = deps;
   const logger = deps.logger.child({ component: 'webhooks' });
   const deliveries = createDeliveries(deps.redis, DELIVERY_MEMORY);
-  let reading = 0;
+  const pace = { deadlineMs: config.read_timeout_ms, minBytesPerSecond: MIN_BYTES_PER_SECOND, graceMs: GRACE_MS };
+  const intake = createIntake({ slots: MAX_READING, maxBytes: config.max_body_bytes, pace });
 
   const count = (event: string, outcome: Outcome): void => metrics.webhookDeliveries.inc({ event, outcome });
   const refuse = (res: ServerResponse, id: string, reply: ErrorReply, event: string, outcome: Outcome): Served => {
@@ -117,6 +122,20 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
     return NOT_SERVED;
   };
 
+  /** A delivery whose body was not read whole. */
+  const unread = (req: IncomingMessage, res: ServerResponse, id: string, read: Exclude<Intake, { kind: 'read' }>): Served => {
+    if (read.kind === 'failed') return NOT_SERVED; // the sender went away
+    if (read.kind === 'too-large') return refuse(res, id, errors.webhookTooLarge(config.max_body_bytes), '-', 'too_large');
+    hangUp(req, res);
+    const address = req.socket.remoteAddress;
+    if (read.kind === 'evicted') {
+      logger.warn({ reqId: id, address }, 'webhook delivery cut: its read slot went to a later delivery');
+      return refuse(res, id, errors.webhookBusy(), '-', 'busy');
+    }
+    logger.warn({ reqId: id, address, why: read.why }, 'webhook delivery cut: its body did not arrive in time');
+    return refuse(res, id, errors.webhookTooSlow(pace.deadlineMs, pace.minBytesPerSecond), '-', 'too_slow');
+  };
+
   return {
     path: config.path,
     async receive(req, res, id) {
@@ -124,22 +143,19 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
         req.resume();
         return refuse(res, id, errors.webhookMethod(req.method ?? '?'), '-', 'method');
       }
-      if (reading >= MAX_READING) {
-        res.shouldKeepAlive = false;
-        writeError(res, errors.webhookBusy(), id);
-        return NOT_SERVED;
+      if (!wellFormedSignature(req.headers['x-hub-signature-256'])) {
+        // Nothing of the body is read: the connection closes after the answer.
+        logger.warn({ reqId: id, address: req.socket.remoteAddress }, 'webhook delivery refused: missing or malformed X-Hub-Signature-256');
+        hangUp(req, res);
+        return refuse(res, id, errors.webhookSignature(), '-', 'bad_signature');
       }
-      reading++;
-      let read;
-      try {
-        read = await readBody(req, config.max_body_bytes);
-      } finally {
-        reading--;
-      }
-      if (read.kind === 'failed') return NOT_SERVED; // the sender went away
-      if (read.kind === 'too-large') return refuse(res, id, errors.webhookTooLarge(config.max_body_bytes), '-', 'too_large');
+      const read = await intake.read(req);
+      if (read.kind !== 'read') return unread(req, res, id, read);
       if (!verifySignature(secret, read.body, req.headers['x-hub-signature-256'])) {
-        logger.warn({ reqId: id, address: req.socket.remoteAddress }, 'webhook delivery refused: bad or missing X-Hub-Signature-256');
+        logger.warn(
+          { reqId: id, address: req.socket.remoteAddress },
+          'webhook delivery refused: X-Hub-Signature-256 does not match the body',
+        );
         return refuse(res, id, errors.webhookSignature(), '-', 'bad_signature');
       }
       return verified(req, res, id, read.body);
@@ -150,4 +166,10 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
 /** A scope as the acknowledgement shows it (API paths: what GitHub's payload named). */
 function describe(scope: ScopeTemplate): string {
   return scope.prefix ? `${scope.path}/**` : scope.path;
+}
+
+/** Once the answer is out, the connection closes, whatever the sender still sends. */
+function hangUp(req: IncomingMessage, res: ServerResponse): void {
+  res.shouldKeepAlive = false;
+  res.once('finish', () => setTimeout(() => req.socket.destroy(), LINGER_MS).unref());
 }

@@ -12,6 +12,11 @@ export function signatureOf(secret: string, body: Buffer): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
+/** Whether `header` has the form of a signature (one `sha256=` and 64 hex digits): checked before the body is read. */
+export function wellFormedSignature(header: string | string[] | undefined): boolean {
+  return typeof header === 'string' && SIGNATURE.test(header.trim());
+}
+
 /** Whether `header` is the signature of `body` with `secret`. */
 export function verifySignature(secret: string, body: Buffer, header: string | string[] | undefined): boolean {
   if (typeof header !== 'string') return false;

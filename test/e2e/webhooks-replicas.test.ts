@@ -37,6 +37,13 @@ async function showsWithin(
   return Date.now() - started;
 }
 
+/** A replica's L1 entry for `path` as /admin/cache shows it (stale: no freshness left), or undefined. */
+async function heldInL1(proxy: TestProxy, path: string): Promise<{ stale: boolean } | undefined> {
+  const res = await request(`${proxy.adminUrl}/admin/cache?path=${encodeURIComponent(path)}`);
+  const { entries } = (await res.body.json()) as { entries: Array<{ ttl: number }> };
+  return entries.length === 0 ? undefined : { stale: entries[0]!.ttl <= 0 };
+}
+
 async function purge(proxy: TestProxy, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await request(`${proxy.adminUrl}/admin/purge`, {
     method: 'POST',
@@ -149,6 +156,48 @@ describe('webhooks across two replicas sharing Redis (webhook_fresh_seconds: 600
     const untouched = await get(second.url + outside);
     expect(untouched.headers['cache-status']).toMatch(/hit/);
     expect(starsOf(untouched.body)).toBe(changed[2]!.stars - 1);
+  });
+
+  it('after a delivery, reads on both replicas for two seconds go upstream once for the change, never again for the same mark', async () => {
+    const [first, second] = proxies as [TestProxy, TestProxy];
+    await request(`${fake.url}/__fake/webhooks`, { method: 'POST', body: JSON.stringify({ url: null }) }).then((res) => res.body.dump());
+    const path = '/repos/octocat/spoon-knife'; // no earlier mark covers it
+    await get(first.url + path); // fetched by the first replica, written to L2
+    expect((await get(second.url + path)).headers['cache-status']).not.toMatch(/fwd=/); // read from L2
+    const { stars } = await mutate(fake, path);
+    // Early in a second: the reads below share the mark's second of `Date` (whole seconds).
+    await until(() => Date.now() % 1_000 < 100, 2_000, 'the start of a second');
+    const fetchedBefore = fake.stats().byPath[path] ?? 0;
+    const payload = { action: 'created', repository: { id: 1300192, full_name: 'octocat/spoon-knife' }, sender: { login: 'octocat' } };
+    const marked = Date.now();
+    expect((await deliver(first.url, SECRET, 'star', payload)).status).toBe(200);
+    await until(async () => (await heldInL1(second, path))?.stale === true, 2_000, 'the mark on the second replica');
+
+    const upstream = new Map<TestProxy, number>([
+      [first, 0],
+      [second, 0],
+    ]);
+    const read = async (proxy: TestProxy): Promise<void> => {
+      const res = await get(proxy.url + path);
+      expect(starsOf(res.body)).toBe(stars);
+      if (/fwd=/.test(String(res.headers['cache-status']))) upstream.set(proxy, upstream.get(proxy)! + 1);
+    };
+    await read(first); // the receiving replica refetches: its copy was marked
+    // The second replica drops its marked copy when the first's new entry is written to L2.
+    await until(async () => (await heldInL1(second, path)) === undefined, 2_000, "the first replica's entry noticed");
+    // Reads on both replicas, alternating, until two seconds after the mark: each finds the
+    // refetched entry (in L1, or in L2 where the other replica wrote it) fresh.
+    await until(
+      async () => {
+        await read(second);
+        await read(first);
+        return Date.now() - marked > 2_000;
+      },
+      10_000,
+      'two seconds of reads',
+    );
+    expect([upstream.get(first), upstream.get(second)]).toEqual([1, 0]);
+    expect((fake.stats().byPath[path] ?? 0) - fetchedBefore).toBe(1);
   });
 
   it('purge refuses what it cannot do, in GitHub-shaped JSON', async () => {

@@ -3,6 +3,7 @@
  * fake upstream's own webhooks (its control endpoints) pointed at a proxy and waited for.
  */
 import { createHmac, randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { request } from 'undici';
 import type { FakeUpstream } from '../../src/fake-upstream/index.js';
 import { until } from './proxy.js';
@@ -90,4 +91,59 @@ export async function mutate(fake: FakeUpstream, path: string): Promise<{ stars:
   const res = await request(`${fake.url}/__fake/mutate`, { method: 'POST', body: JSON.stringify({ path }) });
   const out = (await res.body.json()) as { changed: { stargazers_count: { to: number } }; deliveries?: string[] };
   return { stars: out.changed.stargazers_count.to, deliveries: out.deliveries ?? [] };
+}
+
+/** A raw connection POSTing to a receiver: its headers at once, then its body as the test feeds it. */
+export interface RawSender {
+  /** Sends the next `count` bytes of the body now. */
+  send(count: number): void;
+  /** Sends `count` bytes of the body every `ms` until the body is sent, the answer comes or `stop`. */
+  trickle(ms: number, count?: number): void;
+  stop(): void;
+  /** What came back: the status (0 when none) and the time from connection to its first byte. */
+  readonly answer: Promise<{ status: number; text: string; afterMs: number }>;
+  /** Resolves when the proxy has closed the connection. */
+  readonly closed: Promise<void>;
+}
+
+/** Opens a raw POST of `body` (announced by Content-Length) to `proxyUrl`'s receiver with `headers`; nothing of the body is sent yet. */
+export function rawSender(proxyUrl: string, headers: Record<string, string>, body: Buffer): RawSender {
+  const url = new URL(proxyUrl);
+  const socket = connect(Number(url.port), url.hostname);
+  const started = Date.now();
+  let sent = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const lines = Object.entries({ host: url.host, 'content-type': 'application/json', 'content-length': String(body.length), ...headers });
+  socket.write(`POST ${WEBHOOK_PATH} HTTP/1.1\r\n${lines.map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`);
+  socket.on('error', () => undefined);
+  const stop = (): void => clearInterval(timer);
+  let text = '';
+  let firstByte: number | undefined;
+  const answer = new Promise<{ status: number; text: string; afterMs: number }>((resolve) => {
+    const settle = (): void => {
+      stop();
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text, afterMs: (firstByte ?? Date.now()) - started });
+    };
+    socket.on('data', (chunk: Buffer) => {
+      firstByte ??= Date.now();
+      text += chunk.toString('latin1');
+      if (/\r\n\r\n/.test(text) && text.length >= text.indexOf('\r\n\r\n') + 4 + Number(/content-length: (\d+)/i.exec(text)?.[1] ?? 0))
+        settle();
+    });
+    socket.once('close', settle);
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const send = (count: number): void => {
+    if (socket.writable) socket.write(body.subarray(sent, sent + count));
+    sent += count;
+  };
+  return {
+    send,
+    trickle(ms, count = 1) {
+      timer = setInterval(() => (sent < body.length ? send(count) : stop()), ms);
+    },
+    stop,
+    answer,
+    closed,
+  };
 }

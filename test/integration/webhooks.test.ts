@@ -122,7 +122,7 @@ describe('the webhook receiver', () => {
         'content-type': 'application/json',
         'x-github-event': 'star',
         'x-github-delivery': 'streamed-1',
-        'x-hub-signature-256': 'sha256=00',
+        'x-hub-signature-256': `sha256=${'00'.repeat(32)}`, // well-formed: a malformed one is refused before the body is read
       },
       body: Readable.from(chunks()),
     }).catch((err: unknown) => err as Error);

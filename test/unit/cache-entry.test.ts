@@ -14,6 +14,7 @@ const entry: CacheEntry = {
   lastModified: 'Mon, 01 Jan 2024 00:00:00 GMT',
   storedAt: 1_700_000_000_000,
   initialAge: 1.5,
+  currentAt: 1_699_999_998_750,
   lifetime: 60,
   staleIfError: 86_400,
   staleWhileRevalidate: 0,
@@ -31,6 +32,14 @@ describe('entry codec', () => {
   it('round-trips optional validators and an empty body', () => {
     const sparse = { ...entry, etag: undefined, lastModified: undefined, body: Buffer.alloc(0), vary: null };
     expect(decodeEntry(encodeEntry(sparse))).toEqual({ ...sparse });
+  });
+  it('reads an entry stored without the time it was current (an older writer), and refuses one whose time is not a number', () => {
+    const { currentAt: _at, ...older } = entry;
+    expect(decodeEntry(encodeEntry(older))).not.toHaveProperty('currentAt');
+    const bad = encodeEntry(entry)
+      .toString('latin1')
+      .replace('"currentAt":1699999998750', '"currentAt":"soon-soon-1"' /* same length: only the type differs */);
+    expect(decodeEntry(Buffer.from(bad, 'latin1'))).toBeUndefined();
   });
   it('reads an entry of version 1 (identity bodies, no decoded size) as a miss', () => {
     const { decodedSize: _size, ...meta } = { ...entry, body: undefined };

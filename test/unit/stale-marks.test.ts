@@ -101,6 +101,10 @@ describe('stale marks', () => {
     expect(marks.covering(key('/repos/o/r/issues'), 10_001, 10_500)).toBeUndefined(); // fetched after
     expect(marks.covering(key('/repos/other/r'), 0, 10_500)).toBeUndefined();
     expect(originOf({ storedAt: 10_500, initialAge: 1 })).toBe(9_500);
+    // Recorded to the millisecond (its request went upstream then), not taken from Date's whole seconds.
+    expect(originOf({ storedAt: 10_500, initialAge: 0.9, currentAt: 10_050 })).toBe(10_050);
+    expect(marks.covering(key('/repos/o/r'), originOf({ storedAt: 10_500, initialAge: 0.9, currentAt: 10_050 }), 10_600)).toBeUndefined();
+    expect(marks.covering(key('/repos/o/r'), originOf({ storedAt: 10_500, initialAge: 0.9, currentAt: 9_950 }), 10_600)).toBe(mark);
     expect(marks.covering(key('/repos/o/r'), 0, 10_000 + 60_001)).toBeUndefined(); // past the horizon
   });
 

@@ -34,6 +34,7 @@ describe('webhook configuration', () => {
       secret: null,
       secret_file: null,
       max_body_bytes: 26_214_400,
+      read_timeout_ms: 10_000,
       owners: [],
     });
     expect(config.upstreams[0]!.cache.webhook_fresh_seconds).toBe(0);
@@ -68,6 +69,12 @@ describe('webhook configuration', () => {
     expect(problem(() => parseConfig({ upstreams: [upstream()], webhooks: { max_body_bytes: 30_000_000 } }))).toMatch(
       /webhooks\.max_body_bytes/,
     );
+  });
+
+  it('takes a read deadline between 1 and 60 seconds, and names the key otherwise', () => {
+    expect(parseConfig({ upstreams: [upstream()], webhooks: { read_timeout_ms: 2_500 } }).webhooks.read_timeout_ms).toBe(2_500);
+    for (const read_timeout_ms of [0, 999, 60_001, 1.5, '10000'])
+      expect(problem(() => parseConfig({ upstreams: [upstream()], webhooks: { read_timeout_ms } }))).toMatch(/webhooks\.read_timeout_ms/);
   });
 
   it('webhook_fresh_seconds needs the receiver, the owners, and a policy it can extend', () => {
