@@ -258,6 +258,7 @@ const DECODE_CHUNK = 64 * 1024;
  * to decode cuts the connection (never a silent short body).
  */
 function writeDecoded(res: ServerResponse, body: Buffer): void {
+  if (res.destroyed) return; // the client has gone: nothing to decode for
   const decoder = createGunzip({ chunkSize: DECODE_CHUNK });
   decoder.on('error', () => res.destroy());
   res.once('close', () => {

@@ -160,6 +160,26 @@ describe('a gzip entry that decodes past cache.max_decoded_bytes', () => {
     expect(head.res.headers['content-encoding']).toBeUndefined();
   });
 
+  it('cuts the connection, never a short body, when the stored gzip fails to decode on the way', async () => {
+    const { upstream } = setup({ rewrite: false, maxDecodedBytes: 64 * 1024 });
+    const whole = gzipEntry(zeroBlob(600 * 1024));
+    const entry = { ...whole, body: whole.body.subarray(0, whole.body.length - 64) };
+    const { ctx, res } = context(upstream, { 'accept-encoding': 'identity' });
+    answer(ctx, {
+      kind: 'entry',
+      entry,
+      cacheStatus: 'etagere; hit',
+      age: 0,
+      extra: undefined,
+      outcome: 'hit',
+      upstreamStatus: undefined,
+      token: undefined,
+    });
+    await new Promise((resolve) => res.once('close', resolve));
+    expect(res.destroyed).toBe(true);
+    expect(res.writableFinished).toBe(false);
+  });
+
   it('is never decoded whole, even when its stored size understates it, and the finding is kept for the entry', () => {
     const { upstream, decoded, rewritten } = setup({ rewrite: true, maxDecodedBytes: 1024 * 1024 });
     // 40 MB decoded from about 40 KB of gzip; the stored size claims 100 bytes.
