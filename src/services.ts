@@ -105,7 +105,11 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     createUpstreamRuntime(
       cfg,
       links,
-      { rewritten: rewrittenBodies, decoded: decodedForms },
+      {
+        rewritten: rewrittenBodies,
+        decoded: decodedForms,
+        maxDecodedBytes: config.cache.max_decoded_bytes ?? config.cache.max_entry_bytes,
+      },
       (upstream, pathname, status) => {
         // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
         if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);

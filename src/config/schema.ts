@@ -341,6 +341,8 @@ export const configSchema = z
           .int()
           .min(1)
           .default(4 * 1024 * 1024),
+        /** A gzip entry decoding to more is never decoded whole on the event loop (streamed instead); unset: max_entry_bytes. */
+        max_decoded_bytes: z.number().int().min(1).optional(),
         /** HMAC secret that turns credentials into cache partitions; random per process when unset. */
         partition_secret: z.string().min(16).nullable().default(null),
       })

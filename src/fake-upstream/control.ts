@@ -5,6 +5,7 @@
  *                                      (body {"config": true} also restores the start-up config)
  *   POST /__fake/mutate  {"path": ...} change a repo, user, org or city
  *   POST /__fake/rename  {"path": "/repos/o/r", "name": ...} rename a repository (the old name answers 301)
+ *   POST /__fake/blobs   {"path": "/repos/o/r", "size": N} add a blob of N zero bytes (blobs.ts)
  *   GET|POST /__fake/webhooks          where the fake's webhooks go ({"url", "secret"}) and the recent deliveries
  *   POST /__fake/webhooks/redeliver    {"delivery": GUID}: send a delivery again, as GitHub's "Redeliver"
  *   (a mutation of a repository, a rename and an installation change send webhooks: webhook-payloads.ts)
@@ -21,6 +22,7 @@ import { appControl } from './app-control.js';
 import { apiPathOf } from './base-path.js';
 import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
 import { FaultSpecError, parseFaultRules } from './faults.js';
+import { MAX_BLOB_BYTES } from './blobs.js';
 import { JSON_TYPE } from './headers.js';
 import { RenameError, renameRepo } from './rename.js';
 import { announce, ping, renamed, starred } from './webhook-payloads.js';
@@ -145,6 +147,10 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         methodGuard(req, ['POST']);
         return sendJson(res, 200, rename(state, await readJsonObject(req, false)));
       }
+      case '/__fake/blobs': {
+        methodGuard(req, ['POST']);
+        return sendJson(res, 200, addBlob(state, await readJsonObject(req, false)));
+      }
       case '/__fake/webhooks': {
         methodGuard(req, ['GET', 'POST']);
         if (req.method === 'POST') configureWebhooks(state, await readJsonObject(req, false));
@@ -234,6 +240,21 @@ function rename(
     if (err instanceof RenameError) throw new HttpError(err.status, err.message);
     throw err;
   }
+}
+
+/** Adds a blob of zero bytes to a repository: `{"path": "/repos/:owner/:repo", "size": N}` (0 to 100 MiB). */
+function addBlob(state: FakeState, body: Record<string, unknown>): { sha: string; size: number; url: string } {
+  onlyKeys(body, ['path', 'size']);
+  if (typeof body.path !== 'string' || body.path === '') throw new HttpError(400, '"path" must be a non-empty string');
+  const { size } = body;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_BLOB_BYTES) {
+    throw new HttpError(400, `"size" must be an integer from 0 to ${MAX_BLOB_BYTES}`);
+  }
+  const parts = apiPath(state, body.path.split('?')[0] ?? '').split('/');
+  const repo = parts.length === 4 && parts[0] === '' && parts[1] === 'repos' ? state.world.repo(parts[2] ?? '', parts[3] ?? '') : undefined;
+  if (repo === undefined) throw new HttpError(404, `Unknown repository ${body.path.slice(0, 200)} (expected /repos/:owner/:repo)`);
+  const sha = state.blobs.addZeros(repo, size);
+  return { sha, size, url: `/repos/${repo.owner.login}/${repo.name}/git/blobs/${sha}` };
 }
 
 /** `{"url": "http://...", "secret": "..."}` (the secret optional), or `{"url": null}` to stop sending. */

@@ -34,7 +34,7 @@ export function readmeText(repo: Repo, base: string): string {
 }
 
 /** Git's blob id of `content` (sha1 over `blob <size>\0<content>`). */
-function blobSha(content: Buffer): string {
+export function blobSha(content: Buffer): string {
   return createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
 }
 

@@ -6,6 +6,7 @@
 import type { Viewer } from './auth.js';
 import { canSee, isAffiliated, permissionClass } from './auth.js';
 import type { Account, Repo, World } from './data.js';
+import { isBlobSha } from './blobs.js';
 import { bodyHash } from './etag.js';
 import { JSON_TYPE, NOT_FOUND_BODY, REQUIRES_AUTH_BODY, TEXT_TYPE } from './headers.js';
 import { orgMembers, orgRecord } from './orgs.js';
@@ -110,6 +111,8 @@ export function route(ctx: RouteContext): ApiResult {
       return notFound();
     }
     case 'repos': {
+      if (segmentCount === 7 && parts[4] === 'git' && parts[5] === 'blobs')
+        return blob(ctx, segment(parts[2]), segment(parts[3]), parts[6]);
       const sub = segmentCount === 5 && parts[4] === 'readme' ? 'readme' : segmentCount === 4 ? '' : null;
       const owner = segment(parts[2]);
       const name = segment(parts[3]);
@@ -193,6 +196,15 @@ function readme(ctx: RouteContext, owner: string, name: string): ApiResult {
   if (!canSee(ctx.viewer, repo)) return notFound();
   const found = readmeAnswer(repo, customMedia(ctx.accept), ctx.base, ctx.version);
   return { ...ok(found.rendered, 'repo'), contentType: found.contentType, mediaType: found.mediaHeader };
+}
+
+/** GET /repos/:owner/:repo/git/blobs/:sha: its README's blob, or one added with POST /__fake/blobs (blobs.ts). */
+function blob(ctx: RouteContext, owner: string | null, name: string | null, sha: string | undefined): ApiResult {
+  if (owner === null || name === null || !isBlobSha(sha)) return notFound();
+  const repo = ctx.world.repo(owner, name);
+  if (!repo) return moved(ctx, owner, name, `/git/blobs/${sha}`);
+  if (!canSee(ctx.viewer, repo)) return notFound();
+  return orFound(ctx.state.blobs.answer(repo, sha, ctx.base, ctx.version), 'repo');
 }
 
 /**

@@ -6,6 +6,7 @@
 import { WebhookSender } from './webhooks.js';
 import type { FakeAppInput } from './app-spec.js';
 import { AppRegistry } from './apps.js';
+import { Blobs } from './blobs.js';
 import { World } from './data.js';
 import { Credentials, type Credential } from './auth.js';
 import { Faults } from './faults.js';
@@ -97,6 +98,8 @@ export class FakeState {
   readonly apps: AppRegistry;
   /** Webhooks for the fake's changes (webhooks.ts); configured by index.ts and POST /__fake/webhooks. */
   readonly webhooks = new WebhookSender();
+  /** Blobs added at run time (POST /__fake/blobs) and rendered blob answers (blobs.ts). */
+  readonly blobs = new Blobs();
   /** Rendered list pages, keyed by path+query, viewer, base, version and world generation. */
   private listCache = new Map<string, Rendered>();
 
@@ -133,6 +136,7 @@ export class FakeState {
     if (restoreConfig) this.config = { ...this.initialConfig };
     this.world = new World({ orgRepoCount: this.orgRepoCount, tokens: this.tokens });
     this.listCache = new Map();
+    this.blobs.clear();
     this.quotas.configure(this.config);
     this.secondary.reset();
     this.credentials.restoreAll();

@@ -6,6 +6,7 @@
  * to a client that takes its coding (or sent no Accept-Encoding), and never to one that refused it
  * (the cached path forwards that client's request instead: cached.ts).
  */
+import { kMaxLength } from 'node:buffer';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { contentCodingOf } from '../headers/coding.js';
 import { parseCacheControl } from '../cache/cache-control.js';
@@ -65,10 +66,21 @@ export function fixedCoding(
 /** The largest output chunk asked of zlib for one decode (a larger body comes in several chunks and is joined). */
 const MAX_CHUNK = 4 * 1024 * 1024;
 
-/** The decoded body of an entry whose `entryCoding` is gzip; `expectedSize` is its stored decodedSize. */
-export function decodedBody(body: Buffer, expectedSize?: number): Buffer {
+/**
+ * The decoded body of an entry whose `entryCoding` is gzip; `expectedSize` is its stored
+ * decodedSize. Undefined when it decodes to more than `maxBytes` (`cache.max_decoded_bytes`): this
+ * decode runs on the event loop, so zlib stops at the bound whatever the stored size claims.
+ */
+export function decodedBody(body: Buffer, expectedSize: number | undefined, maxBytes: number): Buffer | undefined {
+  if (expectedSize !== undefined && expectedSize > maxBytes) return undefined;
   const chunkSize = expectedSize === undefined ? undefined : Math.min(MAX_CHUNK, Math.max(64, expectedSize + 1));
-  const out = gunzipSync(body, chunkSize === undefined ? {} : { chunkSize });
+  let out: Buffer;
+  try {
+    out = gunzipSync(body, { ...(chunkSize === undefined ? {} : { chunkSize }), maxOutputLength: Math.min(maxBytes, kMaxLength) });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') return undefined;
+    throw err;
+  }
   return out.length === expectedSize && out.buffer.byteLength <= expectedSize + 1 ? out : ownedCopy(out);
 }
 

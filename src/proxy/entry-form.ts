@@ -14,6 +14,12 @@
  *
  * A rewritten or decoded body gets its own Content-Length, and a strong ETag is weakened (the bytes
  * are no longer the upstream's); the client's If-None-Match is still compared with the tag it was given.
+ *
+ * A body is decoded whole on the event loop only up to `cache.max_decoded_bytes`. A larger one (a
+ * base64 blob of zeros is 100 MB from 100 KB of gzip) is decoded as a stream for each client that
+ * does not take gzip (`decode`: chunked, in libuv's pool, paused while the socket is full), and
+ * its body URLs are left as they are, as for a body over the entry cap. Which entries are over the
+ * bound is known from their decoded size, or learnt once from a decode that hit it.
  */
 import type { CacheEntry } from '../cache/entry.js';
 import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix, type LinkRewrite } from '../headers/link.js';
@@ -27,9 +33,11 @@ import { acceptsGzip, refusesCoding } from '../headers/coding.js';
 export interface EntryForm {
   /** What the form was made for: the coding it is in and the public base (see formKey). */
   readonly base: string;
-  /** [name, value, ...] ending with content-length. */
+  /** [name, value, ...] ending with content-length (none when `decode`). */
   readonly headers: string[];
   readonly body: Buffer;
+  /** `body` is the stored gzip, to be decoded on the way out (over `cache.max_decoded_bytes`). */
+  readonly decode: boolean;
 }
 
 export type RewrittenForms = RewrittenBodies<EntryForm>;
@@ -40,7 +48,9 @@ interface Plain {
   /** It carries a Link header, or a Location to rewrite. */
   readonly links: boolean;
   /** Its JSON body holds API addresses of the upstream, and the upstream rewrites them. */
-  readonly bodyUrls: boolean;
+  bodyUrls: boolean;
+  /** Its gzip body decodes to more than `cache.max_decoded_bytes`: only ever decoded as a stream. */
+  overBound: boolean;
   /** Its body is gzip and may be decoded for a client that does not take gzip (entry-coding.ts). */
   readonly gzip: boolean;
   /** Its coding when the proxy may not decode it (no-transform, or not gzip): never for a client that refused it. */
@@ -51,6 +61,8 @@ interface Plain {
 const plains = new WeakMap<CacheEntry, Plain>();
 /** Per entry, the form with Link and Location rewritten for the last public base seen (stored coding, no body change). */
 const linkForms = new WeakMap<CacheEntry, EntryForm>();
+/** Per entry over the decode bound, its streamed identity form for the last public base seen. */
+const streamedForms = new WeakMap<CacheEntry, EntryForm>();
 
 function plainOf(ctx: AnswerContext, entry: CacheEntry): Plain {
   const known = plains.get(entry);
@@ -67,12 +79,16 @@ function plainOf(ctx: AnswerContext, entry: CacheEntry): Plain {
   // Either way what a client gets depends on its Accept-Encoding (decoded, or its request forwarded).
   if ((gzip || fixed !== undefined) && !variesOnCoding) headers.push('vary', 'Accept-Encoding');
   headers.push('content-length', String(entry.body.length));
-  const bodyUrls =
-    ctx.upstream.rewrittenBodies !== undefined &&
-    !noTransform &&
-    isJsonMediaType(contentType) &&
-    hasUrlsUnder(gzip ? decodedBody(entry.body, entry.decodedSize) : entry.body, ctx.upstream.linkBase);
-  const plain: Plain = { form: { base: '', headers, body: entry.body }, links, bodyUrls, gzip, fixed };
+  const maxDecoded = ctx.upstream.maxDecodedBytes;
+  let overBound = gzip && entry.decodedSize > maxDecoded;
+  let bodyUrls = false;
+  if (ctx.upstream.rewrittenBodies !== undefined && !noTransform && !overBound && isJsonMediaType(contentType)) {
+    const decoded = gzip ? decodedBody(entry.body, entry.decodedSize, maxDecoded) : entry.body;
+    overBound = decoded === undefined;
+    bodyUrls = decoded !== undefined && hasUrlsUnder(decoded, ctx.upstream.linkBase);
+  }
+  const form = { base: '', headers, body: entry.body, decode: false };
+  const plain: Plain = { form, links, bodyUrls, overBound, gzip, fixed };
   plains.set(entry, plain);
   return plain;
 }
@@ -102,6 +118,7 @@ export function entryForm(ctx: AnswerContext, entry: CacheEntry): EntryForm {
   const plain = plainOf(ctx, entry);
   const identity = plain.gzip && !acceptsGzip(ctx.req.headers['accept-encoding']);
   if (!identity && !plain.links && !plain.bodyUrls) return plain.form;
+  if (identity && plain.overBound) return streamedForm(ctx, entry, plain);
   const base = plain.links || plain.bodyUrls ? proxyBaseFor(ctx) : undefined;
   if (!identity && base === undefined) return plain.form;
   const bodyUrls = plain.bodyUrls && base !== undefined;
@@ -113,6 +130,7 @@ export function entryForm(ctx: AnswerContext, entry: CacheEntry): EntryForm {
       base: base ?? '',
       headers: rewrittenHeaders(ctx, entry, plain.form.headers, { base, body: entry.body, identity }),
       body: entry.body,
+      decode: false,
     };
     linkForms.set(entry, form);
     return form;
@@ -121,14 +139,40 @@ export function entryForm(ctx: AnswerContext, entry: CacheEntry): EntryForm {
   const known = forms.get(entry, key);
   if (known !== undefined) return known;
   const body = formBody(ctx, entry, plain.gzip, { base: bodyUrls ? base : undefined, identity });
-  const form = { base: key, headers: rewrittenHeaders(ctx, entry, plain.form.headers, { base, body, identity }), body };
+  if (body === undefined) {
+    // Over the decode bound after all (its stored size said less): from now on only streamed, never rewritten.
+    plain.overBound = true;
+    plain.bodyUrls = false;
+    return entryForm(ctx, entry);
+  }
+  const form = { base: key, headers: rewrittenHeaders(ctx, entry, plain.form.headers, { base, body, identity }), body, decode: false };
   forms.set(entry, form);
   return form;
 }
 
-/** The body of a form: decoded for an identity client, with body URLs rewritten for `base`, back in gzip for a gzip client. */
-function formBody(ctx: AnswerContext, entry: CacheEntry, gzip: boolean, to: { base: string | undefined; identity: boolean }): Buffer {
-  const decoded = gzip ? decodedBody(entry.body, entry.decodedSize) : entry.body;
+/** The form of an entry over the decode bound for a client that does not take gzip: the stored bytes, decoded as they go out. */
+function streamedForm(ctx: AnswerContext, entry: CacheEntry, plain: Plain): EntryForm {
+  const base = plain.links ? proxyBaseFor(ctx) : undefined;
+  const known = streamedForms.get(entry);
+  if (known !== undefined && known.base === (base ?? '')) return known;
+  const headers = rewrittenHeaders(ctx, entry, plain.form.headers, { base, body: entry.body, identity: true, streamed: true });
+  const form = { base: base ?? '', headers, body: entry.body, decode: true };
+  streamedForms.set(entry, form);
+  return form;
+}
+
+/**
+ * The body of a form: decoded for an identity client, with body URLs rewritten for `base`, back in
+ * gzip for a gzip client; undefined when it decodes to more than `cache.max_decoded_bytes`.
+ */
+function formBody(
+  ctx: AnswerContext,
+  entry: CacheEntry,
+  gzip: boolean,
+  to: { base: string | undefined; identity: boolean },
+): Buffer | undefined {
+  const decoded = gzip ? decodedBody(entry.body, entry.decodedSize, ctx.upstream.maxDecodedBytes) : entry.body;
+  if (decoded === undefined) return undefined;
   const rewritten = to.base === undefined ? decoded : (rewriteBodyUrls(decoded, ctx.upstream.linkBase, to.base) ?? decoded);
   if (to.identity || !gzip) return rewritten;
   return rewritten === decoded ? entry.body : encodedBody(rewritten);
@@ -138,19 +182,19 @@ function formBody(ctx: AnswerContext, entry: CacheEntry, gzip: boolean, to: { ba
  * The flat header list of a form: Link and Location rewritten for `base`; with a body that is not
  * the stored one (rewritten, or decoded), its length and a weak ETag (RFC 9110 section 8.8.1: the
  * bytes are no longer the upstream's, as nginx does when it changes the coding); for identity, no
- * Content-Encoding.
+ * Content-Encoding; `streamed` (decoded on the way out), a weak ETag and no Content-Length (chunked).
  */
 function rewrittenHeaders(
   ctx: AnswerContext,
   entry: CacheEntry,
   flat: string[],
-  form: { base: string | undefined; body: Buffer; identity: boolean },
+  form: { base: string | undefined; body: Buffer; identity: boolean; streamed?: boolean },
 ): string[] {
   const out: string[] = [];
   const rewrite: LinkRewrite | undefined =
     form.base === undefined ? undefined : { upstreamBase: ctx.upstream.linkBase, proxyBase: form.base };
   const locationToo = rewritesLocation(entry.status);
-  const changed = form.body !== entry.body;
+  const changed = form.streamed === true || form.body !== entry.body;
   for (let index = 0; index < flat.length; index += 2) {
     const name = flat[index]!;
     let value = flat[index + 1]!;
@@ -160,7 +204,9 @@ function rewrittenHeaders(
     else if (changed && name === 'etag') value = weakened(value);
     out.push(name, value);
   }
-  out[out.length - 1] = String(form.body.length);
+  // The content-length pair is always last: a streamed form has none (chunked).
+  if (form.streamed === true) out.length -= 2;
+  else out[out.length - 1] = String(form.body.length);
   return out;
 }
 

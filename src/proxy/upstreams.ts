@@ -28,6 +28,8 @@ export interface UpstreamRuntime {
   readonly rewrittenBodies: RewrittenForms | undefined;
   /** The memory of decoded forms of gzip entries, for clients that do not take gzip (entry-form.ts). */
   readonly decodedForms: RewrittenForms;
+  /** The most an entry's body is decoded in one synchronous step (`cache.max_decoded_bytes`); a larger one streams. */
+  readonly maxDecodedBytes: number;
 }
 
 /** Whether an upstream rewrites the API addresses in its JSON bodies (unset: when it has the token pool). */
@@ -49,7 +51,7 @@ export function policyOf(cfg: UpstreamConfig): FreshnessPolicy {
 export function createUpstreamRuntime(
   cfg: UpstreamConfig,
   links: LinkSettings,
-  forms: { rewritten: RewrittenForms; decoded: RewrittenForms },
+  forms: { rewritten: RewrittenForms; decoded: RewrittenForms; maxDecodedBytes?: number },
   onUnsafeResponse: (cfg: UpstreamConfig, pathname: string, status: number) => void,
   maxEntryBytes = Number.MAX_SAFE_INTEGER,
   webhookOwners: readonly string[] = [],
@@ -68,5 +70,6 @@ export function createUpstreamRuntime(
     links,
     rewrittenBodies: rewritesBodyUrls(cfg) ? forms.rewritten : undefined,
     decodedForms: forms.decoded,
+    maxDecodedBytes: forms.maxDecodedBytes ?? maxEntryBytes,
   };
 }

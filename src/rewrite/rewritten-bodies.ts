@@ -3,8 +3,9 @@
  * (clients reach the proxy under a handful of names: a service name, localhost, an ingress host),
  * so that a body is rewritten once per entry and base, not per hit. An LRU keyed by the entry
  * itself (a replaced entry is a new object and a new key; the old one ages out), bounded in bytes,
- * with at most MAX_BASES forms an entry: a further base is rewritten per request and not kept,
- * so no client can fill memory by sending Host names. Its size is exported in `etagere_cache_bytes`.
+ * with at most MAX_BASES forms an entry, the least recently used replaced first: no client can fill
+ * memory by sending Host names, nor pin an entry's slots so that its regular clients' form is never
+ * kept. Its size is exported in `etagere_cache_bytes`.
  */
 import { LRUCache } from 'lru-cache';
 
@@ -37,13 +38,23 @@ export function createRewrittenBodies<F extends Form>(maxBytes: number, grew?: (
     get(entry, base) {
       const forms = lru.get(entry);
       if (forms === undefined) return undefined;
-      for (const form of forms) if (form.base === base) return form;
+      const last = forms.length - 1;
+      for (let index = last; index >= 0; index--) {
+        const form = forms[index]!;
+        if (form.base !== base) continue;
+        // The most recently used form goes last, in place (same forms, same size): no allocation on a hit.
+        if (index !== last) {
+          forms.copyWithin(index, index + 1);
+          forms[last] = form;
+        }
+        return form;
+      }
       return undefined;
     },
     set(entry, form) {
       const forms = lru.peek(entry) ?? [];
-      if (forms.length >= MAX_BASES) return;
-      lru.set(entry, [...forms, form]);
+      const kept = forms.filter((held) => held.base !== form.base);
+      lru.set(entry, [...kept.slice(Math.max(0, kept.length - MAX_BASES + 1)), form]);
       grew?.();
     },
     forget(entry) {

@@ -117,15 +117,20 @@ describe('rewriteBodyUrls', () => {
 });
 
 describe('rewritten bodies memory', () => {
-  it('stays under its byte bound and keeps at most MAX_BASES bases an entry', () => {
+  it('stays under its byte bound and keeps at most MAX_BASES bases an entry, the least recently used replaced', () => {
     const store = createRewrittenBodies<{ base: string; body: Buffer }>(64 * 1024);
     const entries = Array.from({ length: 100 }, () => ({}));
     for (const entry of entries) store.set(entry, { base: 'http://a', body: Buffer.alloc(4096) });
     expect(store.bytes).toBeLessThanOrEqual(64 * 1024);
     const entry = {};
-    for (let index = 0; index < MAX_BASES + 3; index++) store.set(entry, { base: `http://h${index}`, body: Buffer.alloc(10) });
-    expect(store.get(entry, 'http://h0')?.base).toBe('http://h0');
-    expect(store.get(entry, `http://h${MAX_BASES - 1}`)).toBeDefined();
-    expect(store.get(entry, `http://h${MAX_BASES}`)).toBeUndefined();
+    const before = store.bytes;
+    for (let index = 0; index < MAX_BASES; index++) store.set(entry, { base: `http://h${index}`, body: Buffer.alloc(10) });
+    expect(store.get(entry, 'http://h0')?.base).toBe('http://h0'); // h0 used: h1 is now the least recent
+    for (let index = MAX_BASES; index < MAX_BASES + 3; index++) store.set(entry, { base: `http://h${index}`, body: Buffer.alloc(10) });
+    const kept = Array.from({ length: MAX_BASES + 3 }, (_, index) => store.get(entry, `http://h${index}`) !== undefined);
+    // Kept: h0 (used since) and the three newest; replaced: the least recently used ones.
+    expect(kept).toEqual(kept.map((_, index) => index === 0 || index >= 4));
+    expect(kept.filter(Boolean)).toHaveLength(MAX_BASES);
+    expect(store.bytes - before).toBeLessThanOrEqual(MAX_BASES * (10 + 512));
   });
 });

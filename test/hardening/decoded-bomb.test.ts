@@ -1,0 +1,171 @@
+/**
+ * A gzip entry that decodes to about 100 MB: a blob of zeros from GitHub's git/blobs endpoint is
+ * 75 MB of content, about 103 MB of base64 JSON, and a few hundred KB gzipped, well under the
+ * entry cap. Clients that do not take gzip must get it whole, without the proxy decoding it in one
+ * synchronous step (cache.max_decoded_bytes): with six such clients downloading at once, another
+ * client's hit stays within 300 ms and the proxy's resident memory grows by less than 300 MB.
+ *
+ * The proxy runs as its own process (its memory is measured on its /metrics), and so do the six
+ * downloads (their reading and hashing is not this process's work); this process times the hits.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, get as httpGet } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { serveCli, type ServedCli } from '../helpers/cli.js';
+import { until } from '../helpers/proxy.js';
+import { metric } from '../helpers/replicas.js';
+
+const BLOB_BYTES = 75_000_000;
+const IDENTITY_CLIENTS = 6;
+
+/** One GET: status, headers, byte count and sha256 of the body. */
+function fetchHashed(
+  url: string,
+  headers: Record<string, string>,
+  agent?: Agent,
+): Promise<{ status: number; headers: Record<string, unknown>; bytes: number; sha256: string }> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { headers, agent }, (res) => {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        hash.update(chunk);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, sha256: hash.digest('hex') }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** The downloads, in a process of their own: one JSON line per client ({status, encoding, bytes, sha256}). */
+const DOWNLOADS = `
+const http = require('node:http');
+const crypto = require('node:crypto');
+const [url, count] = process.argv.slice(1);
+let left = Number(count);
+for (let i = 0; i < Number(count); i++) {
+  http.get(url, { headers: { 'accept-encoding': 'identity' }, agent: false }, (res) => {
+    const hash = crypto.createHash('sha256');
+    let bytes = 0;
+    res.on('data', (c) => { bytes += c.length; hash.update(c); });
+    res.on('end', () => {
+      process.stdout.write(JSON.stringify({ status: res.statusCode, encoding: res.headers['content-encoding'] ?? null, bytes, sha256: hash.digest('hex') }) + '\\n');
+      if (--left === 0) process.exit(0);
+    });
+    res.on('error', (err) => { process.stdout.write(JSON.stringify({ error: err.message }) + '\\n'); process.exit(1); });
+  }).on('error', (err) => { process.stdout.write(JSON.stringify({ error: err.message }) + '\\n'); process.exit(1); });
+}
+`;
+
+interface Download {
+  status?: number;
+  encoding?: string | null;
+  bytes?: number;
+  sha256?: string;
+  error?: string;
+}
+
+function downloads(url: string, count: number): Promise<Download[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', DOWNLOADS, url, String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', () =>
+      resolve(
+        out
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => JSON.parse(line) as Download),
+      ),
+    );
+  });
+}
+
+const rssOf = async (admin: string): Promise<number> =>
+  Number((await metric(admin, 'etagere_process_resident_memory_bytes')).split(' ')[1]);
+
+describe('a gzip entry that decodes to 100 MB, and clients that do not take gzip', () => {
+  let fake: FakeUpstream;
+  let served: ServedCli | undefined;
+  let dir: string;
+  let blobPath: string;
+  let expected: { bytes: number; sha256: string };
+
+  beforeAll(async () => {
+    fake = await startFakeUpstream({ anonymousLimit: 1e9 });
+    const added = await fetch(`${fake.url}/__fake/blobs`, {
+      method: 'POST',
+      body: JSON.stringify({ path: '/repos/octocat/hello-world', size: BLOB_BYTES }),
+    });
+    blobPath = ((await added.json()) as { url: string }).url;
+    const direct = await fetchHashed(`${fake.url}${blobPath}`, { 'accept-encoding': 'identity' });
+    expected = { bytes: direct.bytes, sha256: direct.sha256 };
+    dir = mkdtempSync(join(tmpdir(), 'etagere-bomb-'));
+    const config = join(dir, 'etagere.yaml');
+    writeFileSync(config, `upstreams:\n  - name: github\n    prefix: /\n    url: ${fake.url}\n`);
+    served = await serveCli({ ETAGERE_CONFIG: config, LOG_LEVEL: 'warn' });
+    const { admin } = served;
+    await until(async () => (await fetch(`${admin}/readyz`).catch(() => undefined))?.status === 200, 60_000, 'the proxy to be ready');
+  }, 120_000);
+
+  afterAll(async () => {
+    served?.cli.child.kill('SIGTERM');
+    await served?.cli.exited;
+    await fake?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves each of six identity clients the whole body while another client's hits stay under 300 ms and memory grows < 300 MB", async () => {
+    const { url, admin } = served!;
+    // The entry: stored gzip (a few hundred KB), as the proxy asks the upstream for gzip.
+    const stored = await fetchHashed(`${url}${blobPath}`, { 'accept-encoding': 'gzip' });
+    expect(stored.status).toBe(200);
+    expect(stored.headers['content-encoding']).toBe('gzip');
+    expect(stored.bytes).toBeLessThan(1024 * 1024);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const hit = async (): Promise<number> => {
+      const started = performance.now();
+      const answer = await fetchHashed(`${url}/repos/octocat/hello-world`, { 'accept-encoding': 'gzip' }, agent);
+      expect(answer.status).toBe(200);
+      return performance.now() - started;
+    };
+    await hit(); // stored
+    for (let warm = 0; warm < 20; warm++) await hit();
+    expect(String((await fetchHashed(`${url}/repos/octocat/hello-world`, {}, agent)).headers['cache-status'])).toContain('hit');
+    const rssBefore = await rssOf(admin);
+
+    let done = false;
+    const running = downloads(`${url}${blobPath}`, IDENTITY_CLIENTS).finally(() => (done = true));
+    const hits: number[] = [];
+    let rssPeak = rssBefore;
+    let polls = 0;
+    while (!done || hits.length < 20) {
+      hits.push(await hit());
+      if (++polls % 5 === 0) rssPeak = Math.max(rssPeak, await rssOf(admin));
+    }
+    rssPeak = Math.max(rssPeak, await rssOf(admin));
+    agent.destroy();
+    const results = await running;
+
+    expect(results).toHaveLength(IDENTITY_CLIENTS);
+    for (const result of results) {
+      expect(result.error).toBeUndefined();
+      expect(result).toMatchObject({ status: 200, encoding: null, bytes: expected.bytes, sha256: expected.sha256 });
+    }
+    const worst = Math.max(...hits);
+    const grown = (rssPeak - rssBefore) / 1e6;
+    console.log(
+      `six identity clients of a 100 MB gzip entry: ${hits.length} hits, worst ${worst.toFixed(1)} ms; RSS grew ${grown.toFixed(0)} MB`,
+    );
+    expect(worst).toBeLessThanOrEqual(300);
+    expect(grown).toBeLessThan(300);
+  }, 180_000);
+});
