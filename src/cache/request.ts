@@ -112,4 +112,6 @@ export interface CacheRequest {
   /** Whose credential goes upstream. */
   readonly credential: 'client' | 'pool' | 'anonymous';
   readonly policy: FreshnessPolicy;
+  /** The Cache-Status detail of a request directive the cache did not act on (client-directives.ts), if any. */
+  readonly detail?: string;
 }

@@ -34,8 +34,9 @@ export const cachePolicySchema = z
     /** rfc9111 heuristic freshness as a fraction of (Date - Last-Modified); 0 leaves it off. */
     heuristic_fraction: z.number().min(0).max(1).default(0),
     /** Request `Cache-Control: no-cache` / `Pragma: no-cache` (which Node's fetch adds to every
-     *  conditional request): honour, or ignore. Unset: ignore, except under rfc9111 (honor). */
-    client_no_cache: z.enum(['honor', 'ignore']).optional(),
+     *  conditional request): honour, ignore, or ignore only on a conditional request. Unset:
+     *  conditional, except under rfc9111 (honor). */
+    client_no_cache: z.enum(['honor', 'ignore', 'conditional']).optional(),
     /** How an entry is revalidated once its pool token has a new value (re-minted, rotated): with the
      *  old value's ETag (a full 200 on GitHub), or with If-Modified-Since (src/cache/validators.ts). */
     rotated_token_revalidation: z.enum(['etag', 'last_modified']).default('etag'),

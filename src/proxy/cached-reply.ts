@@ -4,6 +4,7 @@
  * stand in for failures while stale-if-error allows; Cache-Status (RFC 9211) says what happened.
  */
 import type { CacheResult } from '../cache/classify.js';
+import { NO_CACHE_IGNORED } from '../cache/client-directives.js';
 import { poolTokenOf, type CacheEntry } from '../cache/entry.js';
 import type { Plan } from '../cache/plan.js';
 import { currentAge, usableOnError } from '../cache/policy.js';
@@ -47,24 +48,37 @@ function entryReplyWith(
   return { kind: 'entry', entry, cacheStatus: status, age, extra, ...served };
 }
 
-/** A fresh hit's Cache-Status by its whole seconds of ttl: made once per value (up to an hour), not per hit. */
+/**
+ * A fresh hit's Cache-Status by its whole seconds of ttl: made once per value (up to an hour), not per
+ * hit; the same with the detail of an ignored request directive (a fetch poll's no-cache).
+ */
 const hitStatuses = new Map<number, string>();
+const ignoredHitStatuses = new Map<number, string>();
 const HIT_STATUS_MEMO_SECONDS = 3600;
 
-function hitStatus(ttl: number): string {
+function hitStatus(ttl: number, detail: string | undefined): string {
   const seconds = Math.trunc(ttl);
-  let status = hitStatuses.get(seconds);
+  const memo = detail === undefined ? hitStatuses : detail === NO_CACHE_IGNORED ? ignoredHitStatuses : undefined;
+  let status = memo?.get(seconds);
   if (status === undefined) {
-    status = cacheStatus({ hit: true, ttl: seconds });
-    if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) hitStatuses.set(seconds, status);
+    status = cacheStatus({ hit: true, ttl: seconds, detail });
+    if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) memo?.set(seconds, status);
   }
   return status;
 }
 
-/** The reply for a plan that needs no upstream exchange (fresh, stale, or only-if-cached). */
-export function planReply(ctx: RequestContext, pool: PoolHeaders | undefined, plan: Exclude<Plan, { kind: 'fetch' }>): Reply {
+/**
+ * The reply for a plan that needs no upstream exchange (fresh, stale, or only-if-cached).
+ * `requestDetail`: the request's own (an ignored directive), shown unless what happened has one of its own.
+ */
+export function planReply(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  plan: Exclude<Plan, { kind: 'fetch' }>,
+  requestDetail?: string,
+): Reply {
   if (plan.kind === 'only-if-cached') return errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }));
-  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hitStatus(plan.ttl), plan.age, HIT);
+  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hitStatus(plan.ttl, requestDetail), plan.age, HIT);
   const detail = plan.background ? 'stale-while-revalidate' : 'max-stale';
   return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl, detail }, plan.age, STALE);
 }
@@ -78,6 +92,8 @@ export interface Fetch {
   /** This request waited on another's exchange. */
   readonly joined: boolean;
   readonly now: number;
+  /** The request's own Cache-Status detail (an ignored directive), shown unless what happened has one of its own. */
+  readonly detail?: string;
 }
 
 /** The reply after an upstream exchange. */
@@ -141,6 +157,7 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
         stored,
         collapsed: fetch.joined,
         ttl: stored ? result.entry.lifetime - age : undefined,
+        detail: fetch.detail,
       };
       const outcome = fetch.joined ? 'coalesced' : upstreamStatus === 304 ? 'revalidated' : result.transient ? 'error' : 'miss';
       return entryReply(ctx, pool, result.entry, status, age, { outcome, upstreamStatus, token });

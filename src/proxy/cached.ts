@@ -9,7 +9,7 @@
  * cached-reply.ts; the storage is src/cache/tiers.ts; `answer()` is the only writer.
  */
 import { requestDirectives, type Directives } from '../cache/cache-control.js';
-import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../cache/client-directives.js';
+import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from '../cache/client-directives.js';
 import { classify, unselected304, type CacheResult, type Got } from '../cache/classify.js';
 import type { Coalescer } from '../cache/coalesce.js';
 import { poolTokenOf, type CacheEntry } from '../cache/entry.js';
@@ -71,6 +71,7 @@ class RoutedRequest implements CacheRequest {
     private readonly ctx: RequestContext,
     readonly directives: Readonly<Directives>,
     readonly header: (name: string) => string | undefined,
+    readonly detail: string | undefined,
   ) {
     this.upstream = ctx.upstream.cfg.name;
     this.pathname = ctx.pathname;
@@ -113,11 +114,15 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       partition,
       selecting: partitioner.selectingDigest(header),
     };
+    const asked = requestDirectives(headers['cache-control'], headers.pragma);
+    const conditional = headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined;
+    const directives = clientDirectives(asked, clientNoCache(ctx), conditional);
     return new RoutedRequest(
       keysFor(keyInput, cred.kind === 'pool' ? perTokenPool : undefined),
       ctx,
-      clientDirectives(requestDirectives(headers['cache-control'], headers.pragma), clientNoCache(ctx)),
+      directives,
       header,
+      directives === asked ? undefined : NO_CACHE_IGNORED,
     );
   };
 
@@ -171,9 +176,9 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       // takes another consumer's refusal (its share spent) as its own answer.
       if (ctx.res.destroyed) return NOT_SERVED; // the client has gone
       const own = await fetchAndStore(ctx, req, plan.stale);
-      return serve(ctx, req, resultReply(ctx, poolHeaders, logger, own, { plan, joined: false, now: Date.now() }));
+      return serve(ctx, req, resultReply(ctx, poolHeaders, logger, own, { plan, joined: false, now: Date.now(), detail: req.detail }));
     }
-    return serve(ctx, req, resultReply(ctx, poolHeaders, logger, result, { plan, joined, now: Date.now() }));
+    return serve(ctx, req, resultReply(ctx, poolHeaders, logger, result, { plan, joined, now: Date.now(), detail: req.detail }));
   };
 
   /** Plans from what the tiers hold; answers at once unless the upstream must be asked. */
@@ -185,7 +190,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   ): Served | Promise<Served> => {
     const plan = planFor(tiers.usable(req, found), req.directives, Date.now());
     if (plan.kind === 'stale' && plan.background) revalidateInBackground(ctx, req, plan.entry);
-    if (plan.kind !== 'fetch') return serve(ctx, req, planReply(ctx, poolHeaders, plan));
+    if (plan.kind !== 'fetch') return serve(ctx, req, planReply(ctx, poolHeaders, plan, req.detail));
     return fetchThrough(ctx, req, plan, redisAnswered).catch((err: unknown) => {
       logger.error({ reqId: ctx.id, err: (err as Error).message }, 'cache fetch failed');
       return answer(ctx, errors.internal(ctx.upstream.cfg));

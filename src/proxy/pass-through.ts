@@ -3,11 +3,17 @@
  * configured with `pass_through: true`. Uses http-proxy-3; request and response bodies stream.
  * Link, and the Location of a redirect or a 201, are rewritten to the proxy like on the cached
  * path (answer.ts), so a client that follows them stays on the proxy.
+ *
+ * Upstream connections are kept alive and reused, at most `connections` of them as for the
+ * upstream's undici pool: without an agent, http-proxy-3 asks for `Connection: close` and each
+ * write pays a new TCP (and TLS) handshake. A socket carries no request state: each request's
+ * headers are its own, and a client's hop-by-hop headers never reach the upstream.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Agent as HttpAgent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../config/schema.js';
-import { responseHeadersForClient } from '../headers/hop-by-hop.js';
+import { dropHopByHop, responseHeadersForClient } from '../headers/hop-by-hop.js';
 import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../headers/link.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../cache/invalidation.js';
 import { headerValue } from '../headers/value.js';
@@ -29,6 +35,21 @@ function headerOf(req: IncomingMessage): (name: string) => string | undefined {
     const value = req.headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
+}
+
+/** Idle upstream sockets live as long as the undici pool's (an upstream's Keep-Alive hint, less a second, when shorter). */
+const KEEP_ALIVE_MS = 30_000;
+
+/** The keep-alive agent of an upstream's pass-through: its scheme's, `connections` sockets at most, the last freed reused first. */
+function keepAliveAgent(target: URL, connections: number): HttpAgent {
+  const options = {
+    keepAlive: true,
+    maxSockets: connections,
+    maxFreeSockets: connections,
+    timeout: KEEP_ALIVE_MS,
+    scheduling: 'lifo' as const,
+  };
+  return target.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
 }
 
 /** Rewrites the Link and Location of a passed-through answer that point at the upstream (`upstreamBase`). */
@@ -80,11 +101,13 @@ export function createPassThrough(
   const basePrefix = basePrefixOf(target.pathname || '/');
   const upstreamBase = target.origin + basePrefix;
   const mapping = { upstreamOrigin: target.origin, basePrefix, strippedPrefix: cfg.strip_prefix && cfg.prefix !== '/' ? cfg.prefix : '' };
+  const agent = keepAliveAgent(target, cfg.connections);
   const proxy: ProxyServer = createProxyServer({
     target: target.origin,
     changeOrigin: true,
     xfwd: false,
     proxyTimeout: cfg.timeouts.headers_ms,
+    agent,
   });
   const onError = (err: Error, _req: IncomingMessage, res: ServerResponse | import('node:net').Socket): void => {
     if (!('writeHead' in res)) {
@@ -95,8 +118,8 @@ export function createPassThrough(
   };
   proxy.on('error', onError);
   proxy.on('proxyRes', (proxyRes, req) => {
-    // Hop-by-hop fields belong to the upstream leg. Its "connection: close" (http-proxy asks for
-    // it on agent-less requests) used to close the client's connection after every answer.
+    // Hop-by-hop fields belong to the upstream leg: an upstream's "connection: close" must not
+    // close the client's connection after its answer.
     const kept = responseHeadersForClient(proxyRes.headers);
     for (const name of Object.keys(proxyRes.headers)) if (!(name in kept)) delete proxyRes.headers[name];
     // What the answer invalidates is read from the upstream's own Location, before it is rewritten.
@@ -110,11 +133,19 @@ export function createPassThrough(
       // The target has no path of its own here: `path` already holds the upstream base path.
       req.url = path;
       req.headers['x-request-id'] = requestId;
-      delete req.headers['proxy-authorization'];
-      proxy.web(req, res, {});
+      // http-proxy-3 sends this header map as it is: the client's hop-by-hop headers (its
+      // `Connection: close` would close the pooled upstream socket) and Connection go first.
+      // A request that waits on 100-continue has its headers sent upstream before its body: a
+      // client that leaves in between would leave a reused connection's upstream half a request.
+      // It goes on a connection of its own, closed after it.
+      const reuse = req.headers.expect === undefined;
+      dropHopByHop(req.headers);
+      delete req.headers.connection;
+      proxy.web(req, res, reuse ? {} : { agent: false });
     },
     close() {
       proxy.close();
+      agent.destroy();
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The cache on the admin port: purge, inspect, stats.
  *
- *   POST /admin/purge        {"path": "/repos/o/r"} or {"prefix": "/repos/o/"}, optionally
+ *   POST /admin/purge        JSON {"path": "/repos/o/r"} or {"prefix": "/repos/o/"}, optionally
  *                            "upstream": "github": marks every entry in the scope stale, on every
  *                            replica (Redis bus); answers with the entries marked here
  *   GET  /admin/cache?path=/repos/o/r[&upstream=github][&body=1]

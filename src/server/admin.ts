@@ -6,12 +6,15 @@
  * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
  * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
  * that rebinds its own name to this address (DNS rebinding) gets a 403, never the metrics or the
- * token report.
+ * token report. A write (any method but GET, HEAD, OPTIONS) must be JSON and come from no other
+ * origin (headers/admin-write.ts): a page in the operator's browser cannot purge.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RecentSummary } from '../metrics/recent.js';
+import { adminWriteRefusal, isAdminWrite } from '../headers/admin-write.js';
 import { adminHostAllowed } from '../headers/host.js';
 import type { Metrics } from '../metrics/registry.js';
+import { DOCUMENTATION_URL } from '../proxy/errors.js';
 import type { ConsumersReport } from '../tokens/consumer-budget.js';
 import { consumersAnswer } from './admin-consumers.js';
 import { readCacheCall, servesCacheAdmin, writeAnswer, type Answer, type CacheCall } from './admin-cache.js';
@@ -54,6 +57,11 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
   return createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
       json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
+      return;
+    }
+    const refusal = isAdminWrite(req.method) ? adminWriteRefusal(req.headers) : undefined;
+    if (refusal !== undefined) {
+      json(res, refusal.status, { message: refusal.message, documentation_url: DOCUMENTATION_URL });
       return;
     }
     const path = (req.url ?? '/').split('?')[0] ?? '/';

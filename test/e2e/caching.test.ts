@@ -114,7 +114,7 @@ describe('caching against the fake GitHub API', () => {
     for (const answer of answers.slice(1)) expect(cacheStatus(answer)).toMatch(/fwd-status=304/);
   });
 
-  // `max-age=0`: under the GitHub policies a request's `no-cache` is ignored by default (Node's
+  // `max-age=0`: under the GitHub policies a conditional request's `no-cache` is ignored by default (Node's
   // fetch adds it to every conditional request; test/e2e/octokit-polling.test.ts).
   it('client Cache-Control: max-age=0 forces one revalidation (a 304)', async () => {
     const url = `${proxy.url}/repos/octocat/linguist`;

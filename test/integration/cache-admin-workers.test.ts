@@ -15,7 +15,7 @@ async function json(
   url: string,
   init: { method?: 'GET' | 'POST'; body?: string } = {},
 ): Promise<{ status: number; value: Record<string, unknown> }> {
-  const res = await request(url, init);
+  const res = await request(url, { ...init, headers: init.body === undefined ? {} : { 'content-type': 'application/json' } });
   return { status: res.statusCode, value: (await res.body.json()) as Record<string, unknown> };
 }
 

@@ -1,6 +1,7 @@
 /**
- * Issue 15, build item 3: which request directives the cache acts on. A table from the headers a
- * client sends to what it gets for a fresh entry: served from cache, or sent upstream.
+ * Which request directives the cache acts on (cache.client_no_cache: honor, ignore, conditional).
+ * A table from the headers a client sends to what it gets for a fresh entry: served from cache, or
+ * sent upstream.
  */
 import { describe, expect, it } from 'vitest';
 import { requestDirectives } from '../../src/cache/cache-control.js';
@@ -15,8 +16,14 @@ const fresh = { initialAge: 0, storedAt: NOW - 10_000, lifetime: 60, staleWhileR
 
 type Outcome = 'cache' | 'upstream' | 'only-if-cached 504';
 
-function outcome(cacheControl: string | undefined, pragma: string | undefined, mode: ClientNoCache, stored = true): Outcome {
-  const directives = clientDirectives(requestDirectives(cacheControl, pragma), mode);
+function outcome(
+  cacheControl: string | undefined,
+  pragma: string | undefined,
+  mode: ClientNoCache,
+  stored = true,
+  conditional = false,
+): Outcome {
+  const directives = clientDirectives(requestDirectives(cacheControl, pragma), mode, conditional);
   const plan = planFor(stored ? (fresh as unknown as CacheEntry) : undefined, directives, NOW);
   if (plan.kind === 'only-if-cached') return 'only-if-cached 504';
   return plan.kind === 'fresh' ? 'cache' : 'upstream';
@@ -38,16 +45,24 @@ describe('client cache directives (cache.client_no_cache)', () => {
     ['malformed no-cache="x', 'no-cache="x', undefined, 'upstream', 'cache'],
   ];
   for (const [what, cacheControl, pragma, honor, ignore] of table) {
-    it(`${what}: honor → ${honor}, ignore → ${ignore}`, () => {
-      expect(outcome(cacheControl, pragma, 'honor')).toBe(honor);
-      expect(outcome(cacheControl, pragma, 'ignore')).toBe(ignore);
+    it(`${what}: honor → ${honor}, ignore → ${ignore}, with or without a validator`, () => {
+      for (const conditional of [false, true]) {
+        expect(outcome(cacheControl, pragma, 'honor', true, conditional)).toBe(honor);
+        expect(outcome(cacheControl, pragma, 'ignore', true, conditional)).toBe(ignore);
+      }
+    });
+    it(`${what}: conditional → ${honor} without a validator (curl), ${ignore} with one (a fetch poll)`, () => {
+      expect(outcome(cacheControl, pragma, 'conditional', true, false)).toBe(honor);
+      expect(outcome(cacheControl, pragma, 'conditional', true, true)).toBe(ignore);
     });
   }
 
   it('only-if-cached is honoured in both modes, even beside no-cache', () => {
-    for (const mode of ['honor', 'ignore'] as const) {
-      expect(outcome('only-if-cached, no-cache', 'no-cache', mode, false)).toBe('only-if-cached 504');
-      expect(outcome('only-if-cached', undefined, mode, false)).toBe('only-if-cached 504');
+    for (const mode of ['honor', 'ignore', 'conditional'] as const) {
+      for (const conditional of [false, true]) {
+        expect(outcome('only-if-cached, no-cache', 'no-cache', mode, false, conditional)).toBe('only-if-cached 504');
+        expect(outcome('only-if-cached', undefined, mode, false, conditional)).toBe('only-if-cached 504');
+      }
     }
   });
 
@@ -55,21 +70,26 @@ describe('client cache directives (cache.client_no_cache)', () => {
     const all = requestDirectives('no-cache, no-store, max-age=3, min-fresh=4, max-stale=5, only-if-cached', undefined);
     const { noCache, ...rest } = all;
     expect(noCache).toBe(true);
-    expect(clientDirectives(all, 'ignore')).toEqual(rest);
-    expect(clientDirectives(all, 'honor')).toBe(all);
+    expect(clientDirectives(all, 'ignore', false)).toEqual(rest);
+    expect(clientDirectives(all, 'conditional', true)).toEqual(rest);
+    expect(clientDirectives(all, 'honor', true)).toBe(all);
+    expect(clientDirectives(all, 'conditional', false)).toBe(all);
     expect(all.noCache).toBe(true); // the parsed value is not mutated
   });
 
   it('no-cache under ignore still leaves a stale entry to revalidation', () => {
     const stale = { ...fresh, storedAt: NOW - 120_000 };
-    const directives = clientDirectives(requestDirectives('no-cache', 'no-cache'), 'ignore');
-    expect(decide(stale, directives, NOW).kind).toBe('revalidate');
+    for (const mode of ['ignore', 'conditional'] as const) {
+      const directives = clientDirectives(requestDirectives('no-cache', 'no-cache'), mode, true);
+      expect(decide(stale, directives, NOW).kind).toBe('revalidate');
+    }
   });
 
-  it('defaults: ignore under the GitHub policies, honor under rfc9111; a configured mode wins', () => {
-    expect(clientNoCacheMode('max-age', undefined)).toBe('ignore');
-    expect(clientNoCacheMode('revalidate', undefined)).toBe('ignore');
-    expect(clientNoCacheMode('ttl', undefined)).toBe('ignore');
+  it('defaults: conditional under the GitHub policies, honor under rfc9111; a configured mode wins', () => {
+    expect(clientNoCacheMode('max-age', undefined)).toBe('conditional');
+    expect(clientNoCacheMode('revalidate', undefined)).toBe('conditional');
+    expect(clientNoCacheMode('ttl', undefined)).toBe('conditional');
+    expect(clientNoCacheMode('max-age', 'ignore')).toBe('ignore');
     expect(clientNoCacheMode('rfc9111', undefined)).toBe('honor');
     expect(clientNoCacheMode('rfc9111', 'ignore')).toBe('ignore');
     expect(clientNoCacheMode('max-age', 'honor')).toBe('honor');
