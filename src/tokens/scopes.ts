@@ -118,11 +118,11 @@ export function agreementKey(agreement: ScopeAgreement): string {
 /**
  * Whether a 404 that member `name` met may be its scopes' doing, and another member could see
  * more: the answer's `X-Accepted-OAuth-Scopes` (the scopes the endpoint accepts) names none that
- * `name` reports, and one that a member not in `exclude` reports. GitHub answers 404, not 403,
+ * `name` reports, and one that a live member not in `exclude` reports. GitHub answers 404, not 403,
  * to a token whose scopes do not reach a private resource.
  */
 export function anotherSeesMore(
-  rows: readonly ScopesRow[],
+  rows: ReadonlyArray<ScopesRow & { readonly state?: string }>,
   name: string,
   accepted: string | undefined,
   exclude: ReadonlySet<string>,
@@ -133,5 +133,5 @@ export function anotherSeesMore(
   const grants = (row: ScopesRow): boolean => row.scopes !== null && row.scopes.some((scope) => wanted.includes(scope));
   const own = rows.find((row) => row.name === name);
   if (own === undefined || own.scopes === null || grants(own)) return false;
-  return rows.some((row) => row.name !== name && !exclude.has(row.name) && grants(row));
+  return rows.some((row) => row.name !== name && !exclude.has(row.name) && row.state !== 'dead' && grants(row));
 }
