@@ -115,6 +115,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     consumers: () => services.consumerBudget?.report(),
     redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
     allowedHosts: config.admin.allowed_hosts,
+    equivalentConfigured: config.pool.equivalent,
     cache: (call) => Promise.resolve(cacheAdmin(call)),
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).

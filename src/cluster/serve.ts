@@ -207,6 +207,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
 
   const admin = createAdminServer(metrics, {
     allowedHosts: config.admin.allowed_hosts,
+    equivalentConfigured: config.pool.equivalent,
     ready: () =>
       !draining && listening.size === clusterSize && (poolRt?.ready() ?? true) && [...recent.values()].every((worker) => worker.poolReady),
     // Without Redis the primary holds the pool; with it, every worker sees the shared numbers.

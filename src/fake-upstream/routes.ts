@@ -47,12 +47,13 @@ export interface ApiResult {
   mediaType?: string;
 }
 
-const notFound = (): ApiResult => ({
+/** `acceptedScopes`: the route's, which GitHub sends on its 404s too (a repository's: `repo`). */
+const notFound = (acceptedScopes = ''): ApiResult => ({
   status: 404,
   body: NOT_FOUND_BODY,
   contentType: JSON_TYPE,
   rendered: null,
-  acceptedScopes: '',
+  acceptedScopes,
 });
 
 const requiresAuth = (): ApiResult => ({
@@ -178,7 +179,7 @@ function ownProfile(ctx: RouteContext): ApiResult {
 function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
   const repo = ctx.world.repo(owner, name);
   if (!repo) return moved(ctx, owner, name);
-  if (!canSee(ctx.viewer, repo)) return notFound();
+  if (!canSee(ctx.viewer, repo)) return notFound('repo');
   const perm = permissionClass(ctx.viewer, repo);
   const key = `response|${perm}|${ctx.version}|${ctx.base}`;
   let rendered = repo.cache.get(key) as Rendered | undefined;
@@ -193,7 +194,7 @@ function repoRecord(ctx: RouteContext, owner: string, name: string): ApiResult {
 function readme(ctx: RouteContext, owner: string, name: string): ApiResult {
   const repo = ctx.world.repo(owner, name);
   if (!repo) return moved(ctx, owner, name, '/readme');
-  if (!canSee(ctx.viewer, repo)) return notFound();
+  if (!canSee(ctx.viewer, repo)) return notFound('repo');
   const found = readmeAnswer(repo, customMedia(ctx.accept), ctx.base, ctx.version);
   return { ...ok(found.rendered, 'repo'), contentType: found.contentType, mediaType: found.mediaHeader };
 }
@@ -213,7 +214,7 @@ function blob(ctx: RouteContext, owner: string | null, name: string | null, sha:
  */
 function moved(ctx: RouteContext, owner: string, name: string, suffix = ''): ApiResult {
   const repo = movedRepo(ctx.world, owner, name);
-  if (repo === undefined || !canSee(ctx.viewer, repo)) return notFound();
+  if (repo === undefined || !canSee(ctx.viewer, repo)) return notFound('repo');
   const location = `${ctx.base}/repositories/${repo.id}${suffix}`;
   return { status: 301, body: movedBody(location), contentType: JSON_TYPE, rendered: null, acceptedScopes: 'repo', location };
 }

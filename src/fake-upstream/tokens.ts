@@ -18,7 +18,7 @@ export interface FakeToken {
 export const DEMO_TOKENS: FakeToken[] = [
   { token: 'demo_token_alice_repo', login: 'alice', scopes: ['repo', 'read:org'] },
   { token: 'demo_token_alice_public', login: 'alice', scopes: ['public_repo'] },
-  { token: 'demo_token_bob_public', login: 'bob', scopes: ['read:user'] },
+  { token: 'demo_token_bob_public', login: 'bob', scopes: ['public_repo'] },
   { token: 'demo_token_carol_repo', login: 'carol', scopes: ['repo'] },
   { token: 'demo_token_octocat_repo', login: 'octocat', scopes: ['repo', 'user'] },
 ];

@@ -97,8 +97,12 @@ const clientNoCache = (ctx: RequestContext): ClientNoCache =>
 
 export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger, forward }: CachedPathDeps): CachedPath {
   const poolHeaders = pool?.headers;
-  /** Non-equivalent pool tokens each have a partition: a request on the pool may use any member's (the members now). */
-  const perTokenPool = pool !== undefined && !pool.pool.equivalent ? poolMembers(pool.pool) : undefined;
+  /**
+   * Non-equivalent pool tokens each have a partition: a request on the pool may use any member's
+   * (the members now). Read per request: tokens whose scopes differ make the pool non-equivalent.
+   */
+  const members = pool === undefined ? undefined : poolMembers(pool.pool);
+  const perTokenPool = (): PoolMembers | undefined => (pool === undefined || pool.pool.equivalent ? undefined : members);
 
   const requestFor = (ctx: RequestContext): CacheRequest => {
     const headers = ctx.req.headers;
@@ -118,7 +122,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     const conditional = headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined;
     const directives = clientDirectives(asked, clientNoCache(ctx), conditional);
     return new RoutedRequest(
-      keysFor(keyInput, cred.kind === 'pool' ? perTokenPool : undefined),
+      keysFor(keyInput, cred.kind === 'pool' ? perTokenPool() : undefined),
       ctx,
       directives,
       header,

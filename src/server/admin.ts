@@ -1,7 +1,8 @@
 /**
  * The admin listener (its own port, loopback by default): / (the status page), /healthz,
  * /readyz, /metrics, /admin/status (what the status page shows), /admin/tokens (each pool
- * token's name, numbers, state and last error), /admin/consumers (each consumer's share and
+ * token's name, numbers, state, last error and reported scopes, and whether the pool is served as
+ * equivalent), /admin/consumers (each consumer's share and
  * figures, by name), and the cache's purge, inspection and stats (admin-cache.ts).
  * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
  * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
@@ -16,6 +17,7 @@ import { adminHostAllowed } from '../headers/host.js';
 import type { Metrics } from '../metrics/registry.js';
 import { DOCUMENTATION_URL } from '../proxy/errors.js';
 import type { ConsumersReport } from '../tokens/consumer-budget.js';
+import { equivalenceReport, type EquivalenceReport, type ScopesRow } from '../tokens/scopes.js';
 import { consumersAnswer } from './admin-consumers.js';
 import { readCacheCall, servesCacheAdmin, writeAnswer, type Answer, type CacheCall } from './admin-cache.js';
 import { STATUS_PAGE } from './status-page.js';
@@ -24,7 +26,9 @@ export interface AdminState {
   /** False while starting and once draining for shutdown. */
   ready(): boolean;
   /** The pool tokens' state, by name (never values); undefined without a pool. */
-  tokens?(): unknown[] | undefined;
+  tokens?(): ScopesRow[] | undefined;
+  /** `pool.equivalent` as configured: what the tokens' reported scopes are checked against. */
+  equivalentConfigured?: boolean;
   /** The fair share between consumers, by name (never keys); undefined when consumer keys are off. */
   consumers?(): ConsumersReport | undefined;
   /** Where the pool's budget lives (shared through Redis, or local). */
@@ -50,6 +54,11 @@ function json(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(body);
+}
+
+/** Whether the pool is served as equivalent now, and why not (the tokens' scopes: src/tokens/scopes.ts). */
+function equivalence(state: AdminState, tokens: readonly ScopesRow[] | undefined): EquivalenceReport | null {
+  return tokens === undefined ? null : equivalenceReport(state.equivalentConfigured ?? true, tokens);
 }
 
 export function createAdminServer(metrics: Metrics, state: AdminState): Server {
@@ -107,6 +116,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
       }
       case '/admin/status': {
         const budget = state.budget?.();
+        const tokens = state.tokens?.();
         const status = {
           time: Date.now(),
           ready: state.ready(),
@@ -114,7 +124,8 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
           redis: state.redis?.() ?? { configured: false, up: false },
           budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
           replicas: budget?.replicas ?? 1,
-          tokens: state.tokens?.() ?? [],
+          tokens: tokens ?? [],
+          equivalence: equivalence(state, tokens),
         };
         later(
           res,
@@ -132,6 +143,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
           pool: tokens !== undefined,
           budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
           replicas: budget?.replicas ?? 1,
+          ...equivalence(state, tokens),
           tokens: tokens ?? [],
         });
         return;

@@ -1,7 +1,8 @@
 /**
  * The operator status page served at GET / on the admin port: one self-contained HTML document
  * (no external assets) that polls /admin/status every 2 s and shows each pool token's remaining
- * quota against its limit, its state and reset countdown; the hit ratio and quota saved over the
+ * quota against its limit, its state, reset countdown and reported OAuth scopes (with a notice when
+ * they differ: one cache partition per token then); the hit ratio and quota saved over the
  * last minutes; each consumer's figures and share (consumer keys on); and Redis and upstream health. Token names only: the JSON never holds a value,
  * and every string is put in the page with textContent.
  */
@@ -37,8 +38,9 @@ export const STATUS_PAGE = `<!doctype html>
   <div class="tile">token budget <b id="budget">-</b></div>
 </div>
 <h2>Tokens</h2>
+<p class="bad" id="scopes-differ" hidden></p>
 <table id="tokens">
-  <thead><tr><th>token</th><th>core remaining / limit</th><th></th><th>state</th><th>resets in</th><th>in flight</th><th>last error</th><th>other resources</th></tr></thead>
+  <thead><tr><th>token</th><th>core remaining / limit</th><th></th><th>state</th><th>resets in</th><th>in flight</th><th>last error</th><th>other resources</th><th>scopes</th></tr></thead>
   <tbody></tbody>
 </table>
 <p class="muted" id="no-pool" hidden>No token pool is configured.</p>
@@ -95,8 +97,10 @@ function render(st) {
     // The other resources' windows, in a column of their own (the first columns are core's).
     const others = ['search', 'code_search', 'graphql'].filter((n) => t.resources && t.resources[n]);
     cell(tr, others.map((n) => n + ' ' + t.resources[n].remaining + ' / ' + t.resources[n].limit).join(' · '), 'muted');
+    cell(tr, t.scopes ? t.scopes.join(', ') || '(none)' : t.scopes_from === 'not-sent' ? 'not reported' : '-', 'muted');
     body.appendChild(tr);
   }
+  renderEquivalence(st.equivalence);
   renderConsumers(st.consumers || []);
   const ub = document.querySelector('#upstreams tbody');
   ub.textContent = '';
@@ -109,6 +113,14 @@ function render(st) {
     cell(tr, u.lastStatus === null ? '-' : String(u.lastStatus), u.lastStatus === 'error' || u.lastStatus >= 500 ? 'bad' : '');
     ub.appendChild(tr);
   }
+}
+function renderEquivalence(eq) {
+  const p = $('scopes-differ');
+  p.hidden = !eq || !eq.scopes_differ;
+  if (p.hidden) return;
+  const groups = eq.scope_groups.map((g) => g.tokens.join(', ') + ': ' + (g.scopes.join(', ') || '(none)')).join('; ');
+  p.textContent = 'The tokens report different OAuth scopes (' + groups + ')' +
+    (eq.equivalent_configured ? ': pool.equivalent does not hold, each token has its own cache partition.' : '.');
 }
 function renderConsumers(list) {
   $('consumers').hidden = list.length === 0;

@@ -30,6 +30,7 @@ import { createHash } from 'node:crypto';
 import { classify } from './rate-limit.js';
 import { unknownReport } from './report.js';
 import { resourceNamed, type Resource } from './resource.js';
+import { scopeAgreement } from './scopes.js';
 import type {
   Acquired,
   AcquireOptions,
@@ -53,6 +54,7 @@ const SETTLE_HEADERS = [
   'x-ratelimit-reset',
   'x-ratelimit-resource',
   'retry-after',
+  'x-oauth-scopes',
 ];
 
 type Result =
@@ -286,6 +288,8 @@ export function createIpcTokenPool(
   let rateLimits: RateLimits = {};
   let queue = 0;
   let closed = false;
+  /** `equivalent`, unless the primary's members report different scopes (its state's rows: scopes.ts). */
+  let equivalentNow = equivalent;
 
   const lease = (id: number, name: string, switched: boolean, resource: Resource): Lease =>
     workerLease(channel, { id, name, switched, resource, authorization: authorization.get(name) ?? '' });
@@ -309,6 +313,7 @@ export function createIpcTokenPool(
       authorization = new Map(message.members.map((member) => [member.name, member.authorization]));
     } else if (message.op === 'state') {
       tokens = message.tokens;
+      equivalentNow = equivalent && !scopeAgreement(tokens).differ;
       rateLimit = message.rateLimit;
       rateLimits = message.rateLimits ?? { core: message.rateLimit };
       queue = message.queue;
@@ -319,7 +324,9 @@ export function createIpcTokenPool(
     get names() {
       return names;
     },
-    equivalent,
+    get equivalent() {
+      return equivalentNow;
+    },
     acquire(opts: AcquireOptions = {}) {
       if (closed) return Promise.resolve({ kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 });
       const id = ++seq;
@@ -358,6 +365,7 @@ export function createIpcTokenPool(
     snapshot: () => tokens,
     queueLength: () => queue,
     learn: () => undefined, // the primary probes
+    learnScopes: () => undefined, // and learns scopes from the settles' headers
     authorizationOf: (name) => authorization.get(name),
     close() {
       closed = true;

@@ -22,6 +22,7 @@ import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js'
 import { classify, mentionsRateLimit, readRateLimit } from './rate-limit.js';
 import { poolRateLimit } from './report.js';
 import { RESOURCES, resourceNamed, type Resource } from './resource.js';
+import { agreementKey, learnScopes, scopeAgreement, scopesRow } from './scopes.js';
 import { fallbackReset, hasQuota, observe, react, settle, upstreamConcurrency, type Settlement } from './state.js';
 import type {
   AcquireOptions,
@@ -64,6 +65,11 @@ interface Pool {
   version: number;
   /** The pool as one quota, per resource, computed at most once a second between changes. */
   readonly rateMemo: Map<Resource, { version: number; second: number; value: PoolRateLimit }>;
+  /** settings.equivalent, unless the members' reported scopes differ (scopes.ts). */
+  equivalent: boolean;
+  /** The scope agreement last told to `events.scopes` (agreementKey), and whether a telling is due. */
+  scopesTold: string;
+  scopesDue: boolean;
 }
 
 function fail(token: Token, at: number, message: string): void {
@@ -99,6 +105,35 @@ function apply(pool: Pool, token: Token, status: number, settlement: Settlement,
   }
 }
 
+/**
+ * The members or their scopes changed: the pool's equivalence follows at once (the cache reads it
+ * per request); the events hear of a new agreement once the change has settled (after the current
+ * job: a reload's new members and their probes' answers are applied in one), never twice the same.
+ */
+function rescope(pool: Pool): void {
+  const agreement = scopeAgreement(pool.tokens.map((token) => scopesRow(token.name, token.scopes)));
+  pool.equivalent = pool.settings.equivalent && !agreement.differ;
+  if (pool.scopesDue) return;
+  pool.scopesDue = true;
+  queueMicrotask(() => {
+    pool.scopesDue = false;
+    const now = scopeAgreement(pool.tokens.map((token) => scopesRow(token.name, token.scopes)));
+    const key = agreementKey(now);
+    if (key === pool.scopesTold) return;
+    pool.scopesTold = key;
+    pool.events.scopes?.(now);
+  });
+}
+
+/** What an answer with `token`'s credential `authorization` said of its scopes (a lease of a replaced value teaches nothing). */
+function noteScopes(pool: Pool, token: Token, authorization: string, header: string | undefined, status: number): void {
+  if (authorization !== token.authorization) return;
+  const next = learnScopes(token.scopes, header, status);
+  if (next === undefined) return;
+  token.scopes = next;
+  rescope(pool);
+}
+
 /** The numbers changed or a reservation came back: waiters may be served now. */
 function changed(pool: Pool): void {
   pool.version++;
@@ -119,10 +154,11 @@ function lease(pool: Pool, token: Token, resource: Resource, switched: boolean):
   pool.total++;
   pool.version++;
   let done = false;
+  const { authorization } = token;
   return {
     name: token.name,
     resource,
-    authorization: token.authorization,
+    authorization,
     switched,
     settle(status, header, body) {
       const at = pool.now();
@@ -132,6 +168,7 @@ function lease(pool: Pool, token: Token, resource: Resource, switched: boolean):
       const reaction = react(status, verdict, readRateLimit(header), token.secondaryRepeats, at, resource, !mentionsRateLimit(header));
       token.secondaryRepeats = reaction.repeats;
       apply(pool, token, status, reaction.settlement, at);
+      noteScopes(pool, token, authorization, header('x-oauth-scopes'), status);
       const spentIn = windowOf(token, reaction.settlement.resource);
       if (spentIn.allowance !== undefined) {
         if (status !== 304) spentIn.allowance = Math.max(0, spentIn.allowance - 1); // an authorised 304 is free
@@ -286,6 +323,7 @@ function replaceMembers(pool: Pool, next: readonly PoolToken[]): MembershipChang
   pool.byName = new Map(tokens.map((token) => [token.name, token]));
   pool.names = tokens.map((token) => token.name);
   pool.generation++;
+  rescope(pool);
   changed(pool); // a new member may take a waiter now
   return change;
 }
@@ -321,12 +359,17 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     closed: false,
     version: 0,
     rateMemo: new Map(),
+    equivalent: settings.equivalent,
+    scopesTold: '',
+    scopesDue: false,
   };
   return {
     get names() {
       return pool.names;
     },
-    equivalent: settings.equivalent,
+    get equivalent() {
+      return pool.equivalent;
+    },
     acquire: (opts = {}) => pool.queue.acquire(opts),
     rateLimit: (resource = 'core') => rateLimit(pool, resource),
     rateLimits: () => rateLimits(pool),
@@ -336,6 +379,10 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     },
     queueLength: () => pool.queue.length(),
     learn: (name, status, observation, error) => learn(pool, name, status, observation, error),
+    learnScopes(name, header, status) {
+      const token = pool.byName.get(name);
+      if (token !== undefined) noteScopes(pool, token, token.authorization, header, status);
+    },
     authorizationOf: (name) => pool.byName.get(name)?.authorization,
     sync: (name, numbers, resource = 'core') => sync(pool, name, numbers, resource),
     replaceMembers: (next) => replaceMembers(pool, next),

@@ -10,6 +10,7 @@
 import { quotaLeft, UNSEEN, windowOver } from './state.js';
 import { resourceReport, reportOf } from './report.js';
 import { RESOURCES, type Resource } from './resource.js';
+import { scopesRow, UNSEEN_SCOPES, type MemberScopes } from './scopes.js';
 import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState } from './types.js';
 
 /** One resource's window of a token, with what this process keeps beside it. */
@@ -43,6 +44,8 @@ export interface Token {
   secondaryRepeats: number;
   lastError: string | null;
   lastErrorAt: number | null;
+  /** What its answers said of its OAuth scopes (scopes.ts): the credential's, so a new value is unseen again. */
+  scopes: MemberScopes;
 }
 
 export function newToken(configured: PoolToken): Token {
@@ -58,18 +61,20 @@ export function newToken(configured: PoolToken): Token {
     secondaryRepeats: 0,
     lastError: null,
     lastErrorAt: null,
+    scopes: UNSEEN_SCOPES,
   };
 }
 
 /**
  * The member sends a new credential from its next lease on (leases in flight keep the old one):
- * its windows, pause and secondary limits stay (they are the name's budget), but a death was the
- * old credential's, so it is alive again until the new one is refused.
+ * its windows, pause and secondary limits stay (they are the name's budget), but a death and the
+ * scopes were the old credential's: it is alive again until the new one is refused, its scopes unseen.
  */
 export function revalue(token: Token, value: string): void {
   token.value = value;
   token.authorization = `token ${value}`;
   token.dead = false;
+  token.scopes = UNSEEN_SCOPES;
 }
 
 /** The token's window of a resource, created (as an unseen one) on first use. */
@@ -124,7 +129,13 @@ export function tokenReport(token: Token, nowMs: number): TokenReport {
     if (window?.known === true) resources[resource] = resourceReport(window, nowMs);
   }
   const core = view(token, 'core');
-  return reportOf({ ...core, inFlight: token.inFlight, lastError: token.lastError, lastErrorAt: token.lastErrorAt }, nowMs, resources);
+  const report = reportOf(
+    { ...core, inFlight: token.inFlight, lastError: token.lastError, lastErrorAt: token.lastErrorAt },
+    nowMs,
+    resources,
+  );
+  const { scopes, scopes_from } = scopesRow(token.name, token.scopes);
+  return { ...report, scopes, scopes_from };
 }
 
 /** Keeps only `share` of every known window's quota for this replica (Redis outage: 1/N each). */

@@ -7,7 +7,9 @@
  * credential; gone (the member left the pool), on another token. Otherwise a 401 is the token's fault only once
  * GET /rate_limit with the token answers 401 too (`pool.confirm`): then the token is dead and the
  * request is tried on another; otherwise the 401 is about the request and goes to the client as
- * it is. Without a pool it is a plain `fetchBuffered`.
+ * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
+ * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
+ * it is a plain `fetchBuffered`.
  */
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
@@ -16,6 +18,7 @@ import type { PoolHeaders } from './pool-headers.js';
 import { retryable, unauthorizedKind } from './rate-limit.js';
 import type { ConsumerGate } from './consumer-budget.js';
 import { resourceOf } from './resource.js';
+import { anotherSeesMore } from './scopes.js';
 import type { Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './types.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
@@ -101,6 +104,12 @@ function confirmed(pool: TokenPool, name: string, body: string | undefined): Pro
   return pool.confirm(name, unauthorizedKind(body)).catch(() => 'unknown' as const);
 }
 
+/** A 404 on a member whose scopes lack what the endpoint accepts, when another untried member has it (scopes.ts). */
+function lacksScope(pool: TokenPool, name: string, accepted: string | undefined, tried: ReadonlySet<string>): boolean {
+  // An equivalent pool's members report one scope set (or none): no member sees more.
+  return !pool.equivalent && accepted !== undefined && accepted !== '' && anotherSeesMore(pool.snapshot(), name, accepted, tried);
+}
+
 /** What became of the lease's credential after its 401 (never rejects: a failure is 'no'). */
 function renewal(pool: TokenPool, lease: Lease): Promise<Renewal> {
   if (pool.renew === undefined) return Promise.resolve('no');
@@ -118,9 +127,11 @@ async function onTokens(
   const tried = new Set<string>();
   const resource = resourceOf(req.path, client.basePath);
   let attempts = 0;
+  /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
+  let notFound: PooledFetched | undefined;
   for (;;) {
     const acquired = await pool.acquire({ prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource });
-    if (acquired.kind === 'unavailable') return acquired;
+    if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;
     const headers = { ...req.headers, ...req.perToken?.(lease.name, lease.authorization), authorization: lease.authorization };
@@ -141,6 +152,14 @@ async function onTokens(
       // A spent token is not tried again for this request. One paused by a secondary limit
       // is not chosen while paused, but may serve it once a short pause has been waited out.
       if (verdict.kind !== 'secondary') tried.add(lease.name);
+      continue;
+    }
+    // The scope retry must not turn its 404 into a refusal (a rate limit): that gives the 404 back.
+    // A 5xx or a failure goes on as it is, so that a stored entry may be served stale-if-error.
+    if (notFound !== undefined && status >= 400 && status < 500) return notFound;
+    if (more && status === 404 && lacksScope(pool, lease.name, header('x-accepted-oauth-scopes'), tried)) {
+      tried.add(lease.name); // another member's scopes reach what this one's do not: its answer, not this 404
+      notFound = { kind: 'fetched', f: fetched, token: lease.name, switched };
       continue;
     }
     const unauthorized = verdict.kind === 'unauthorized' && fetched.kind === 'response' ? fetched.body.toString('utf8', 0, 512) : undefined;

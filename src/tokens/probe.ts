@@ -3,8 +3,9 @@
  * else the answer's x-ratelimit-* headers. `askRateLimit` only asks; `probeToken` asks for a
  * pool member and tells the pool what it learnt (a 401 kills the token, a 200 brings a dead one
  * back, and so does GitHub Enterprise Server's 404 "Rate limiting is not enabled.", which makes the
- * token unlimited). Used at start-up, to confirm a 401 (confirm.ts), to revive dead tokens, and for the
- * members a reload adds or updates (reload.ts) before they join.
+ * token unlimited); its X-OAuth-Scopes are the member's scopes (scopes.ts). Used at start-up, to
+ * confirm a 401 (confirm.ts), to revive dead tokens, and for the members a reload adds or updates
+ * (reload.ts) before they join.
  */
 import { headerReader } from '../headers/value.js';
 import type { Logger } from '../log/logger.js';
@@ -19,7 +20,8 @@ const PROBE_BODY_LIMIT = 64 * 1024;
  * limit), or why it failed (an error code, never a credential).
  */
 export type RateLimitAnswer =
-  { kind: 'answer'; status: number; observations: readonly RateObservation[]; unlimited?: boolean } | { kind: 'failed'; error: string };
+  | { kind: 'answer'; status: number; observations: readonly RateObservation[]; unlimited?: boolean; scopes?: string | undefined }
+  | { kind: 'failed'; error: string };
 
 /** What a probe tells of a member: the status, `unlimited` (the 404 of rate limiting off), or undefined when it failed. */
 export type ProbeStatus = number | 'unlimited' | undefined;
@@ -40,8 +42,9 @@ export async function askRateLimit(client: UpstreamClient, authorization: string
     const fromBody = res.statusCode === 200 ? rateLimitsFromBody(body) : [];
     const fromHeaders = readRateLimit(headerReader(res.headers));
     const observations = fromBody.length > 0 ? fromBody : fromHeaders === undefined ? [] : [fromHeaders];
-    if (rateLimitingOff(res.statusCode, body)) return { kind: 'answer', status: res.statusCode, observations: [], unlimited: true };
-    return { kind: 'answer', status: res.statusCode, observations };
+    const scopes = headerReader(res.headers)('x-oauth-scopes'); // the credential's scopes (scopes.ts)
+    if (rateLimitingOff(res.statusCode, body)) return { kind: 'answer', status: res.statusCode, observations: [], unlimited: true, scopes };
+    return { kind: 'answer', status: res.statusCode, observations, scopes };
   } catch (err) {
     return { kind: 'failed', error: (err as { code?: string }).code ?? 'error' };
   }
@@ -54,6 +57,8 @@ export function learnAnswer(pool: TokenPool, name: string, answer: RateLimitAnsw
     log.warn({ tokenName: name, err: answer.error }, 'rate_limit probe failed');
     return undefined;
   }
+  // Rate limiting off answers 404 to a good credential: its scopes count as a success's.
+  pool.learnScopes(name, answer.scopes, answer.unlimited === true ? 200 : answer.status);
   if (answer.unlimited === true) {
     pool.learn(name, answer.status, 'unlimited');
     return 'unlimited';

@@ -75,6 +75,8 @@ export function reportOf(token: ReportedToken, nowMs: number, resources: Partial
     last_error_at: token.lastErrorAt === null ? null : new Date(token.lastErrorAt).toISOString(),
     resources,
     unlimited: token.unlimited,
+    scopes: null,
+    scopes_from: 'unseen',
   };
 }
 
@@ -93,5 +95,7 @@ export function unknownReport(name: string): TokenReport {
     last_error_at: null,
     resources: {},
     unlimited: false,
+    scopes: null,
+    scopes_from: 'unseen',
   };
 }

@@ -50,8 +50,27 @@ export interface PoolRuntime extends PoolContext {
 }
 
 /** The pool's events as metrics and logs (tokens by name only). */
-function poolEvents(metrics: Metrics, log: Logger): PoolEvents {
+function poolEvents(metrics: Metrics, log: Logger, equivalent: boolean): PoolEvents {
   return {
+    scopes(agreement) {
+      // Names and scopes only: a scope list is no secret, a token's value never reaches here.
+      const groups = agreement.groups.map((group) => ({ tokens: group.tokens, scopes: group.scopes }));
+      if (agreement.differ && equivalent)
+        log.warn(
+          { scopeGroups: groups, unchecked: agreement.unchecked },
+          'pool tokens report different OAuth scopes (X-OAuth-Scopes): pool.equivalent does not hold, each token has its own cache partition until they agree',
+        );
+      else if (agreement.differ)
+        log.info(
+          { scopeGroups: groups, unchecked: agreement.unchecked },
+          'pool tokens report different OAuth scopes (pool.equivalent is false)',
+        );
+      else if (equivalent)
+        log.info(
+          { scopeGroups: groups, unchecked: agreement.unchecked },
+          'pool tokens report the same OAuth scopes again: one cache partition',
+        );
+    },
     dead(name) {
       metrics.tokenEvents.inc({ token: name, event: 'dead' });
       log.error(
@@ -90,13 +109,16 @@ function withHooks(base: MemberPool, hooks: Pick<TokenPool, 'confirm' | 'renew'>
     get names() {
       return base.names;
     },
-    equivalent: base.equivalent,
+    get equivalent() {
+      return base.equivalent;
+    },
     acquire: (opts) => base.acquire(opts),
     rateLimit: (resource) => base.rateLimit(resource),
     rateLimits: () => base.rateLimits(),
     snapshot: () => base.snapshot(),
     queueLength: () => base.queueLength(),
     learn: (name, status, observation, error) => base.learn(name, status, observation, error),
+    learnScopes: (name, header, status) => base.learnScopes(name, header, status),
     ...hooks,
     authorizationOf: (name) => base.authorizationOf(name),
     replaceMembers: (tokens) => base.replaceMembers(tokens),
@@ -178,7 +200,7 @@ function memberPool(
     maxConcurrency: config.pool.max_concurrency,
     queueTimeoutMs: config.pool.queue_timeout_ms,
     maxQueue: config.pool.max_queue,
-    events: poolEvents(metrics, log),
+    events: poolEvents(metrics, log, config.pool.equivalent),
   });
   const sharedSettings = {
     perTokenConcurrency: config.pool.per_token_concurrency,

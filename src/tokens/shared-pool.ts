@@ -301,7 +301,9 @@ export function createSharedTokenPool(
     get names() {
       return local.names;
     },
-    equivalent: local.equivalent,
+    get equivalent() {
+      return local.equivalent;
+    },
     acquire: (opts = {}) => acquire(budget, opts),
     rateLimit: (resource) => local.rateLimit(resource),
     rateLimits: () => local.rateLimits(),
@@ -314,6 +316,7 @@ export function createSharedTokenPool(
       return change;
     },
     generation: () => local.generation(),
+    learnScopes: (name, header, status) => local.learnScopes(name, header, status),
     learn(name, status, observation, error) {
       local.learn(name, status, observation, error);
       if (error !== undefined) return;

@@ -8,6 +8,7 @@
  */
 
 import type { Resource } from './resource.js';
+import type { ScopeAgreement, ScopesFrom } from './scopes.js';
 
 /** Reads one response header by its lower-case name. */
 export type HeaderLookup = (name: string) => string | undefined;
@@ -174,6 +175,9 @@ export interface TokenReport {
   resources: Partial<Record<Resource, ResourceReport>>;
   /** No rate limit applies to the token (TokenNumbers.unlimited): its numbers are null. */
   unlimited: boolean;
+  /** The OAuth scopes its answers report (X-OAuth-Scopes, sorted); null when it sends none or is unseen (`scopes_from`). */
+  scopes: readonly string[] | null;
+  scopes_from: ScopesFrom;
 }
 
 export interface PoolEvents {
@@ -186,6 +190,11 @@ export interface PoolEvents {
   secondary?(name: string, pauseMs: number): void;
   rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full'): void;
   queued?(waitedSeconds: number): void;
+  /**
+   * The members' reported OAuth scopes began or stopped to differ, or differ in another way
+   * (scopes.ts): told once per change, after the change settled (a reload's probes included).
+   */
+  scopes?(agreement: ScopeAgreement): void;
 }
 
 export interface PoolSettings {
@@ -201,6 +210,10 @@ export interface PoolSettings {
 
 export interface TokenPool {
   readonly names: readonly string[];
+  /**
+   * Whether the members share one cache partition now: `pool.equivalent`, unless two members
+   * report different OAuth scopes (scopes.ts), which makes it false until they agree again.
+   */
   readonly equivalent: boolean;
   acquire(opts?: AcquireOptions): Promise<Acquired>;
   /** The pool as one quota in a resource, core by default (what x-ratelimit-* tell consumers). */
@@ -214,6 +227,11 @@ export interface TokenPool {
    * kills the token; a 200 brings a dead one back.
    */
   learn(name: string, status: number, observation: Learnt, error?: string): void;
+  /**
+   * What an answer with this token (GET /rate_limit's, or a request's) said of its OAuth scopes:
+   * the X-OAuth-Scopes value, or undefined when the answer had none (scopes.ts `learnScopes`).
+   */
+  learnScopes(name: string, header: string | undefined, status: number): void;
   /**
    * Tells whether a 401 a request met on this token is about the token: asks GET /rate_limit with
    * it (at most once a minute per token and kind of 401; concurrent callers share one probe).
