@@ -16,6 +16,7 @@
  * Token values stay inside this module and the `authorization` of a lease.
  */
 import { chooseToken } from './choose.js';
+import { queueBounds } from './fair-share.js';
 import { changesAnything, diffMembers } from './membership.js';
 import { knows, newToken, revalue, scaleWindows, tokenReport, view, windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
@@ -313,6 +314,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       attempt: (opts) => attempt(pool, opts),
       timeoutMs: settings.queueTimeoutMs,
       maxQueue: settings.maxQueue,
+      laneBound: settings.consumerWeights === undefined ? undefined : queueBounds(settings.maxQueue, settings.consumerWeights),
       now,
       events,
     }),

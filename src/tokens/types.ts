@@ -195,6 +195,8 @@ export interface PoolSettings {
   maxConcurrency: number;
   queueTimeoutMs: number;
   maxQueue: number;
+  /** Consumer keys on: each consumer's weight; max_queue is then split among them (fair-share.ts `queueBounds`). */
+  consumerWeights?: ReadonlyMap<string, number> | undefined;
   events?: PoolEvents;
   now?: () => number;
 }
