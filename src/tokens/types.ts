@@ -155,6 +155,8 @@ export interface ResourceReport {
   used: number;
   /** Epoch seconds. */
   reset: number;
+  /** Shared budget out of reach: what this replica may still spend of it on its own (absent otherwise). */
+  local_allowance?: number;
 }
 
 /** One token as /admin/tokens and the pool gauges show it (report.ts builds it). */
@@ -174,6 +176,11 @@ export interface TokenReport {
   resources: Partial<Record<Resource, ResourceReport>>;
   /** No rate limit applies to the token (TokenNumbers.unlimited): its numbers are null. */
   unlimited: boolean;
+  /**
+   * Shared budget out of reach (Redis outage): what this replica may still spend of core on its own,
+   * its 1/N part. `remaining` stays what the upstream last reported. Null while the budget is shared or local.
+   */
+  local_allowance: number | null;
 }
 
 export interface PoolEvents {
@@ -293,8 +300,10 @@ export interface LocalTokenPool extends MemberPool {
   sync(name: string, view: TokenNumbers, resource?: Resource): void;
   /** This replica's share of the whole-upstream concurrency cap. */
   setMaxConcurrency(max: number): void;
-  /** Keeps only this share of every token's remaining quota (Redis outage: 1/N per replica). */
+  /** Lets this replica spend only this share of every token's remaining quota on its own (Redis outage: 1/N per replica). */
   scaleRemaining(share: number): void;
+  /** Ends those local allowances (the shared budget answers again). */
+  endAllowances(): void;
   /** Requests in flight on the token from this process (in one resource when given). */
   inFlight(name: string, resource?: Resource): number;
 }
