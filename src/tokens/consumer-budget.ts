@@ -258,7 +258,10 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
         consumers: settings.consumers.map((limit) => standing(limit, at)),
       };
     },
-    close: () => slots.close(),
+    close() {
+      slots.close();
+      ledger.close();
+    },
   };
 }
 

@@ -179,3 +179,52 @@ describe.skipIf(!canSignal)('the shared token budget after Redis restarts', () =
     for (const proxy of replicas) expect(remainingOf(await tokensOf(proxy))).toEqual(before);
   }, 60_000);
 });
+
+describe.skipIf(!canSignal)('the consumer shares after Redis restarts', () => {
+  let redis: TestRedis;
+  let fake: FakeUpstream;
+  const replicas: TestProxy[] = [];
+  const KEY = 'rejoin_consumer_key_7f30aa';
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    fake = await startFakeUpstream({ tokens: parseTokenSpec(`${TOKENS.a}@alice:public_repo`) });
+    for (let i = 0; i < 2; i++) {
+      replicas.push(
+        await startTestProxy({
+          upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true }],
+          pool: { tokens: [{ name: 'a', value: TOKENS.a }] },
+          consumers: { enabled: true, keys: [{ name: 'web', value: KEY }] },
+          redis: { url: redis.url, key_prefix: `rejoin-consumers-${Date.now()}:` },
+        }),
+      );
+    }
+  });
+  afterAll(async () => {
+    for (const proxy of replicas) {
+      const text = (await get(`${proxy.adminUrl}/admin/consumers`)).body + proxy.logText();
+      await proxy.close();
+      for (const secret of [TOKENS.a, KEY]) expect(text).not.toContain(secret);
+    }
+    await fake?.close();
+    await redis?.stop();
+  });
+
+  const budgets = async (): Promise<string[]> =>
+    Promise.all(
+      replicas.map(async (proxy) => (JSON.parse((await get(`${proxy.adminUrl}/admin/consumers`)).body) as { budget: string }).budget),
+    );
+
+  it('each replica counts through Redis again within 2 s of Redis answering, without a request', async () => {
+    expect(await budgets()).toEqual(['shared', 'shared']);
+    redis.signal('SIGKILL');
+    // A request on each replica during the outage: each counts its consumer's unit alone.
+    for (const [nth, proxy] of replicas.entries())
+      expect((await get(`${proxy.url}/repos/etagere-org/repo-001?outage=${nth}`, { 'x-etagere-key': KEY })).status).toBe(200);
+    expect(await budgets()).toEqual(['fallback', 'fallback']);
+    await redis.restart();
+    const back = performance.now();
+    await until(async () => (await budgets()).every((mode) => mode === 'shared'), 10_000, 'both replicas to count through Redis again');
+    expect(performance.now() - back).toBeLessThan(2_000);
+  }, 60_000);
+});
