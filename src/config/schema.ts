@@ -183,7 +183,10 @@ export const poolSchema = z
     max_concurrency: z.number().int().min(1).max(10_000).default(90),
     /** How long a request may wait for a free slot before it is answered 503. */
     queue_timeout_ms: z.number().int().min(0).max(600_000).default(10_000),
-    /** How many requests may wait for a slot at once; beyond that they are answered 503 at once. */
+    /**
+     * How many requests may wait for a slot at once; beyond that they are answered 503 at once. With
+     * consumer keys, split by weight: each consumer's own bound (src/tokens/fair-share.ts queueBounds).
+     */
     max_queue: z.number().int().min(0).max(1_000_000).default(10_000),
     /** Ask GET /rate_limit for each token at start-up (free on GitHub). */
     probe_at_start: z.boolean().default(true),

@@ -84,7 +84,9 @@ function render(st) {
     tr.dataset.token = t.name;
     tr.className = 'state-' + t.state;
     cell(tr, t.name);
-    cell(tr, t.unlimited ? 'unlimited' : t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit);
+    // During a Redis outage, the part this replica may spend alone is shown beside the upstream's numbers.
+    const alone = t.local_allowance === null || t.local_allowance === undefined ? '' : ' (this replica alone: ' + t.local_allowance + ')';
+    cell(tr, t.unlimited ? 'unlimited' : t.remaining === null ? 'unknown' : t.remaining + ' / ' + t.limit + alone);
     const td = cell(tr, '');
     const bar = document.createElement('div'); bar.className = 'bar';
     const fill = document.createElement('span');

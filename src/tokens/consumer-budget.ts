@@ -13,7 +13,7 @@ import type { Logger } from '../log/logger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { createLedger, type Counted, type Ledger, type LedgerMode } from './consumer-ledger.js';
-import { decide, hourOf, standingOf, weightOf, windowOf, type ShareInput, type Standing } from './fair-share.js';
+import { decide, hourOf, queueBounds, standingOf, weightOf, windowOf, type ShareInput, type Standing } from './fair-share.js';
 import { resourceNamed, type Resource } from './resource.js';
 import type { ConsumerRefusal, PoolRateLimit } from './types.js';
 
@@ -54,7 +54,7 @@ export interface ConsumerBudgetSettings {
   readonly reserveFraction: number;
   /** How long a request may wait for one of its consumer's concurrency slots (pool.queue_timeout_ms). */
   readonly queueTimeoutMs: number;
-  /** How many requests may wait for a slot at once, every consumer together (pool.max_queue). */
+  /** pool.max_queue: split by weight, it bounds how many of each consumer's requests wait for a slot (fair-share.ts `queueBounds`). */
   readonly maxQueue: number;
   readonly figures: PoolFigures;
   /** Live replicas (the token budget's count): an outage's local allowance is 1/N. */
@@ -96,10 +96,10 @@ interface Slots {
   readonly waiting: Array<{ answer(granted: boolean): void; timer: NodeJS.Timeout }>;
 }
 
-/** Per-consumer concurrency slots (max_concurrency): a bounded wait in arrival order. */
-function createSlots(settings: ConsumerBudgetSettings, limits: ReadonlyMap<string, ConsumerLimits>) {
+/** Per-consumer concurrency slots (max_concurrency): a wait in arrival order, bounded per consumer. */
+function createSlots(settings: ConsumerBudgetSettings, limits: ReadonlyMap<string, ConsumerLimits>, weights: ReadonlyMap<string, number>) {
   const byName = new Map<string, Slots>();
-  let waitingAll = 0;
+  const bound = queueBounds(settings.maxQueue, weights);
   const slotsOf = (consumer: string): Slots => {
     let slots = byName.get(consumer);
     if (slots === undefined) {
@@ -117,7 +117,7 @@ function createSlots(settings: ConsumerBudgetSettings, limits: ReadonlyMap<strin
         slots.inFlight++;
         return Promise.resolve(true);
       }
-      if (waitingAll >= settings.maxQueue || settings.queueTimeoutMs === 0) return Promise.resolve(false);
+      if (slots.waiting.length >= bound(consumer) || settings.queueTimeoutMs === 0) return Promise.resolve(false);
       return new Promise<boolean>((resolve) => {
         const waiter = {
           answer: (granted: boolean) => {
@@ -127,13 +127,11 @@ function createSlots(settings: ConsumerBudgetSettings, limits: ReadonlyMap<strin
           timer: setTimeout(() => {
             const index = slots.waiting.indexOf(waiter);
             if (index >= 0) slots.waiting.splice(index, 1);
-            waitingAll--;
             resolve(false);
           }, settings.queueTimeoutMs),
         };
         waiter.timer.unref();
         slots.waiting.push(waiter);
-        waitingAll++;
       });
     },
     /** Hands the slot to the consumer's next waiter, or frees it. */
@@ -144,7 +142,6 @@ function createSlots(settings: ConsumerBudgetSettings, limits: ReadonlyMap<strin
         slots.inFlight = Math.max(0, slots.inFlight - 1);
         return;
       }
-      waitingAll--;
       next.answer(true);
     },
     of: (consumer: string): { inFlight: number; waiting: number } => {
@@ -153,7 +150,6 @@ function createSlots(settings: ConsumerBudgetSettings, limits: ReadonlyMap<strin
     },
     close(): void {
       for (const slots of byName.values()) for (const waiter of slots.waiting.splice(0)) waiter.answer(false);
-      waitingAll = 0;
     },
   };
 }
@@ -191,7 +187,7 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
   const events = settings.events ?? {};
   const limits = new Map(settings.consumers.map((limit) => [limit.name, limit]));
   const weights = new Map(settings.consumers.map((limit) => [limit.name, weightOf(limit.weight)]));
-  const slots = createSlots(settings, limits);
+  const slots = createSlots(settings, limits, weights);
   const ledger: Ledger = createLedger({
     consumers: settings.consumers.map((limit) => limit.name),
     replicas: settings.replicas,
@@ -262,7 +258,10 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
         consumers: settings.consumers.map((limit) => standing(limit, at)),
       };
     },
-    close: () => slots.close(),
+    close() {
+      slots.close();
+      ledger.close();
+    },
   };
 }
 

@@ -12,7 +12,8 @@
  * - Redis unavailable: the replica goes on with local counters and takes 1/N of everything (N the
  *   live replicas the token budget counts), starting from the shared counters it saw last: a
  *   counted local allowance, as the token budget does (shared-pool.ts). When Redis answers again
- *   the shared counters take over.
+ *   the shared counters take over: at the next count, or at the next probe (every REJOIN_PROBE_MS
+ *   while in fallback), whichever comes first, so the return needs no traffic.
  *
  * Keys carry consumer names, never keys: `<prefix>{consumers}:<resource>:<window>:<name>` and
  * `<prefix>{consumers}:hour:<hour>:<name>`, in one Redis Cluster slot.
@@ -20,6 +21,7 @@
 import type { Logger } from '../log/logger.js';
 import type { RedisClient, RedisConnection } from '../redis/connection.js';
 import { hourOf, windowOf, type Window } from './fair-share.js';
+import { REJOIN_PROBE_MS } from './shared-sync.js';
 
 /** Counts the unit, then reads every consumer's counter (KEYS: the window's counters, then this consumer's hour). */
 const SPEND = `
@@ -78,6 +80,8 @@ export interface Ledger {
   /** Resources with counters in their current window. */
   resources(nowMs: number): string[];
   mode(): LedgerMode;
+  /** Stops the probe that looks for Redis during an outage. */
+  close(): void;
 }
 
 /** Counters of one window: the window's id and each consumer's units. */
@@ -167,6 +171,27 @@ export function createLedger(settings: LedgerSettings): Ledger {
     return { window, spent, hourSpent, part: 1, refund };
   };
 
+  let probe: NodeJS.Timeout | undefined;
+  /** Redis answered: its counters take over again (the outage's local counts were this replica's part only). */
+  const rejoined = (): void => {
+    if (probe !== undefined) clearInterval(probe);
+    probe = undefined;
+    if (mode !== 'fallback') return;
+    local.windows.clear();
+    local.hours.clear();
+    mode = 'shared';
+    log.info('consumer shares: counted through Redis again');
+  };
+  const fellBack = (conn: RedisConnection): void => {
+    if (mode !== 'shared') return;
+    mode = 'fallback';
+    log.warn({ replicas: settings.replicas() }, 'consumer shares: Redis unavailable, this replica now counts 1/N of each share itself');
+    probe = setInterval(() => {
+      void conn.run('consumer-probe', (client) => client.ping()).then((pong) => pong !== undefined && rejoined());
+    }, REJOIN_PROBE_MS);
+    probe.unref();
+  };
+
   return {
     async count(consumer, resource, nowMs) {
       const window = windowOf(resource, nowMs);
@@ -174,19 +199,15 @@ export function createLedger(settings: LedgerSettings): Ledger {
       if (redis === undefined) return countLocally(consumer, resource, window, hour);
       const counted = await countShared(redis, consumer, resource, window, hour);
       if (counted !== undefined) {
-        if (mode === 'fallback') {
-          local.windows.clear();
-          local.hours.clear();
-          log.info('consumer shares: counted through Redis again');
-        }
-        mode = 'shared';
+        rejoined();
         return counted;
       }
-      if (mode === 'shared') {
-        mode = 'fallback';
-        log.warn({ replicas: settings.replicas() }, 'consumer shares: Redis unavailable, this replica now counts 1/N of each share itself');
-      }
+      fellBack(redis);
       return countLocally(consumer, resource, window, hour);
+    },
+    close() {
+      if (probe !== undefined) clearInterval(probe);
+      probe = undefined;
     },
     seen(resource, nowMs) {
       const from = mode === 'shared' ? shared : local;

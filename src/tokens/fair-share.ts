@@ -165,3 +165,22 @@ export function standingOf(input: ShareInput): Standing {
 export function isConsumerRefusal(reason: string): reason is ConsumerRefusal {
   return reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency';
 }
+
+/** Requests that carry no consumer wait in one lane of their own, counted as a consumer of this weight. */
+export const UNKEYED_QUEUE_WEIGHT = 1;
+
+/**
+ * How many of each consumer's requests may wait at once: `pool.max_queue` split by weight. A
+ * consumer's bound is max(1, floor(max_queue × weight ÷ total weight)), where the total counts
+ * every configured consumer plus the lane of requests without one (consumer ''; a name that is
+ * not configured weighs as that lane). One consumer's waiters never take another's room; with a
+ * max_queue of 0 nothing waits. Returns the bound of a consumer, computed once per name.
+ */
+export function queueBounds(maxQueue: number, weights: ReadonlyMap<string, number>): (consumer: string) => number {
+  let total = UNKEYED_QUEUE_WEIGHT;
+  for (const weight of weights.values()) total += weight;
+  const boundOf = (weight: number): number => (maxQueue <= 0 ? 0 : Math.max(1, Math.floor((maxQueue * weight) / total)));
+  const unkeyed = boundOf(UNKEYED_QUEUE_WEIGHT);
+  const bounds = new Map([...weights].map(([name, weight]) => [name, boundOf(weight)]));
+  return (consumer) => bounds.get(consumer) ?? unkeyed;
+}

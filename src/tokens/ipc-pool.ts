@@ -69,7 +69,16 @@ interface Member {
 }
 
 export type PoolMessage =
-  | { t: typeof MESSAGE_TAG; op: 'acquire'; id: number; prefer?: string; exclude?: string[]; resource?: string }
+  | {
+      t: typeof MESSAGE_TAG;
+      op: 'acquire';
+      id: number;
+      prefer?: string;
+      exclude?: string[];
+      resource?: string;
+      consumer?: string;
+      weight?: number;
+    }
   | { t: typeof MESSAGE_TAG; op: 'settle'; lease: number; status: number; headers: Record<string, string>; body?: string }
   | { t: typeof MESSAGE_TAG; op: 'cancel'; lease: number }
   | { t: typeof MESSAGE_TAG; op: 'confirm'; id: number; name: string; kind?: UnauthorizedKind }
@@ -153,18 +162,21 @@ export function servePool(
     if (!isPoolMessage(message)) return;
     if (message.op === 'acquire') {
       const exclude = message.exclude === undefined ? undefined : new Set(message.exclude);
-      pool.acquire({ prefer: message.prefer, exclude, resource: resourceNamed(message.resource) ?? 'core' }).then((acquired) => {
-        if (acquired.kind === 'lease') {
-          members(); // the worker knows the leased member's Authorization before it reads the lease
-          const id = ++next;
-          const { name, switched, resource } = acquired.lease;
-          leases.set(id, acquired.lease);
-          send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: { kind: 'lease', lease: id, name, switched, resource } });
-        } else {
-          send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: acquired });
-        }
-        push();
-      });
+      const { consumer, weight } = message; // the fair order and bounds of the primary's wait queue
+      pool
+        .acquire({ prefer: message.prefer, exclude, resource: resourceNamed(message.resource) ?? 'core', consumer, weight })
+        .then((acquired) => {
+          if (acquired.kind === 'lease') {
+            members(); // the worker knows the leased member's Authorization before it reads the lease
+            const id = ++next;
+            const { name, switched, resource } = acquired.lease;
+            leases.set(id, acquired.lease);
+            send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: { kind: 'lease', lease: id, name, switched, resource } });
+          } else {
+            send({ t: MESSAGE_TAG, op: 'acquired', id: message.id, result: acquired });
+          }
+          push();
+        });
     } else if (message.op === 'settle') {
       const lease = leases.get(message.lease);
       leases.delete(message.lease);
@@ -340,6 +352,8 @@ export function createIpcTokenPool(
             ...(opts.prefer === undefined ? {} : { prefer: opts.prefer }),
             ...(opts.exclude === undefined ? {} : { exclude: [...opts.exclude] }),
             ...(opts.resource === undefined ? {} : { resource: opts.resource }),
+            ...(opts.consumer === undefined ? {} : { consumer: opts.consumer }),
+            ...(opts.weight === undefined ? {} : { weight: opts.weight }),
           },
           ignoreSendError,
         );

@@ -16,8 +16,10 @@
  * Token values stay inside this module and the `authorization` of a lease.
  */
 import { chooseToken } from './choose.js';
+import { queueBounds } from './fair-share.js';
 import { changesAnything, diffMembers } from './membership.js';
-import { knows, newToken, revalue, scaleWindows, tokenReport, view, windowOf, write, type Token, type Window } from './local-token.js';
+import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view } from './local-token.js';
+import { windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
 import { classify, mentionsRateLimit, readRateLimit } from './rate-limit.js';
 import { poolRateLimit } from './report.js';
@@ -170,10 +172,8 @@ function lease(pool: Pool, token: Token, resource: Resource, switched: boolean):
       apply(pool, token, status, reaction.settlement, at);
       noteScopes(pool, token, authorization, header('x-oauth-scopes'), status);
       const spentIn = windowOf(token, reaction.settlement.resource);
-      if (spentIn.allowance !== undefined) {
-        if (status !== 304) spentIn.allowance = Math.max(0, spentIn.allowance - 1); // an authorised 304 is free
-        spentIn.remaining = Math.min(spentIn.remaining, spentIn.allowance);
-      }
+      // An authorised 304 is free; the window's own numbers are the answer's, merged above.
+      if (spentIn.allowance !== undefined && status !== 304) spentIn.allowance = Math.max(0, spentIn.allowance - 1);
       release(pool, token, reserved);
       return verdict;
     },
@@ -198,7 +198,7 @@ function shortPauseEnd(pool: Pool, at: number, exclude: ReadonlySet<string> | un
   let end: number | undefined;
   for (const token of pool.tokens) {
     if (token.dead || token.pausedUntil <= at || exclude?.has(token.name) === true) continue;
-    if (!hasQuota(view(token, resource), token.pausedUntil)) continue;
+    if (!hasQuota(usable(token, resource), token.pausedUntil)) continue;
     if (end === undefined || token.pausedUntil < end) end = token.pausedUntil;
   }
   return end !== undefined && end - at <= pool.settings.queueTimeoutMs ? end : undefined;
@@ -210,7 +210,7 @@ function attempt(pool: Pool, opts: AcquireOptions): Attempt {
   const at = pool.now();
   const maxInFlight = pool.settings.perTokenConcurrency;
   const resource = opts.resource ?? 'core';
-  const tokens = pool.tokens.map((token) => view(token, resource));
+  const tokens = pool.tokens.map((token) => usable(token, resource));
   const choice = chooseToken({ tokens, now: at, maxInFlight, prefer: opts.prefer, exclude: opts.exclude });
   if (choice.kind === 'wait') return choice;
   if (choice.kind === 'none') {
@@ -231,7 +231,7 @@ function rateLimit(pool: Pool, resource: Resource): PoolRateLimit {
   const memo = pool.rateMemo.get(resource);
   if (memo !== undefined && memo.version === pool.version && memo.second === second) return memo.value;
   const value = poolRateLimit(
-    pool.tokens.filter((token) => token.unlimited || knows(token, resource)).map((token) => view(token, resource)),
+    pool.tokens.filter((token) => token.unlimited || knows(token, resource)).map((token) => usable(token, resource)),
     at,
   );
   pool.rateMemo.set(resource, { version: pool.version, second, value });
@@ -351,6 +351,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       attempt: (opts) => attempt(pool, opts),
       timeoutMs: settings.queueTimeoutMs,
       maxQueue: settings.maxQueue,
+      laneBound: settings.consumerWeights === undefined ? undefined : queueBounds(settings.maxQueue, settings.consumerWeights),
       now,
       events,
     }),
@@ -392,6 +393,10 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       pool.queue.pump();
     },
     scaleRemaining: (share) => scaleRemaining(pool, share),
+    endAllowances() {
+      for (const token of pool.tokens) endAllowances(token);
+      changed(pool);
+    },
     inFlight(name, resource) {
       const token = pool.byName.get(name);
       if (token === undefined) return 0;

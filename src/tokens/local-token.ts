@@ -8,7 +8,7 @@
  * searched has no search window (and reports none).
  */
 import { quotaLeft, UNSEEN, windowOver } from './state.js';
-import { resourceReport, reportOf } from './report.js';
+import { allowanceLeft, resourceReport, reportOf } from './report.js';
 import { RESOURCES, type Resource } from './resource.js';
 import { scopesRow, UNSEEN_SCOPES, type MemberScopes } from './scopes.js';
 import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState } from './types.js';
@@ -104,6 +104,17 @@ export function view(token: Token, resource: Resource): TokenState & TokenNumber
   };
 }
 
+/**
+ * The token as it may be spent from here in one resource: `view`, with `remaining` no more than the
+ * window's local allowance while there is one (shared budget unreachable). Token choice and the
+ * pool's quota use it; settling and reports use `view`, so an allowance is never taken for spent quota.
+ */
+export function usable(token: Token, resource: Resource): TokenState & TokenNumbers {
+  const seen = view(token, resource);
+  const allowance = token.windows.get(resource)?.allowance;
+  return allowance === undefined ? seen : { ...seen, remaining: Math.min(seen.remaining, allowance) };
+}
+
 /** Stores numbers (of the token as seen in `resource`) back: the window's, and the token's pause, death and want of limits. */
 export function write(token: Token, resource: Resource, numbers: TokenNumbers): void {
   const window = windowOf(token, resource);
@@ -129,22 +140,32 @@ export function tokenReport(token: Token, nowMs: number): TokenReport {
     if (window?.known === true) resources[resource] = resourceReport(window, nowMs);
   }
   const core = view(token, 'core');
-  const report = reportOf(
-    { ...core, inFlight: token.inFlight, lastError: token.lastError, lastErrorAt: token.lastErrorAt },
-    nowMs,
-    resources,
-  );
+  const coreWindow = token.windows.get('core');
+  const allowance = coreWindow === undefined ? null : allowanceLeft(coreWindow, nowMs);
+  const reported = { ...core, inFlight: token.inFlight, lastError: token.lastError, lastErrorAt: token.lastErrorAt };
+  const report = reportOf(reported, nowMs, resources, allowance);
   const { scopes, scopes_from } = scopesRow(token.name, token.scopes);
   return { ...report, scopes, scopes_from };
 }
 
-/** Keeps only `share` of every known window's quota for this replica (Redis outage: 1/N each). */
+/**
+ * Lets this replica spend only `share` of every known window's quota on its own (Redis outage: 1/N
+ * each): an allowance beside the window, which keeps the upstream's numbers as they are.
+ */
 export function scaleWindows(token: Token, share: number, nowMs: number, fallbackReset: number): void {
   for (const window of token.windows.values()) {
     if (!window.known) continue;
     // What is left now, minus what is already in flight here, split: then spent one by one.
-    window.allowance = Math.max(0, Math.floor((quotaLeft(window, nowMs) - window.inFlight) * share) + window.inFlight);
-    window.remaining = Math.min(quotaLeft(window, nowMs), window.allowance);
-    if (windowOver(window, nowMs)) window.reset = fallbackReset; // unknown new reset: assume soon
+    const left = quotaLeft(window, nowMs);
+    window.allowance = Math.max(0, Math.floor((left - window.inFlight) * share) + window.inFlight);
+    if (windowOver(window, nowMs)) {
+      window.remaining = left; // the window renewed unseen: its whole limit, until an unknown reset assumed soon
+      window.reset = fallbackReset;
+    }
   }
+}
+
+/** Ends the token's local allowances (the shared budget answers again). */
+export function endAllowances(token: Token): void {
+  for (const window of token.windows.values()) window.allowance = undefined;
 }

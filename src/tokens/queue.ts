@@ -12,6 +12,10 @@
  * for more than about one turn per other waiting consumer, a consumer that was idle banks no
  * credit, and while several wait, each gets slots in proportion to its weight. Requests without a
  * consumer share one lane: first in, first out.
+ *
+ * With consumers, each lane has a bound of its own (`laneBound`: pool.max_queue split by weight,
+ * fair-share.ts `queueBounds`), so one consumer's burst never fills the room another needs to wait
+ * its turn; without, `maxQueue` bounds the whole queue.
  */
 import type { AcquireOptions, Acquired, PoolEvents } from './types.js';
 
@@ -22,7 +26,10 @@ export interface WaitQueueSettings {
   attempt(opts: AcquireOptions): Attempt;
   /** How long a request may wait; 0: never wait. */
   timeoutMs: number;
+  /** How many requests may wait at once in all (when there is no `laneBound`). */
   maxQueue: number;
+  /** How many requests of one consumer ('' for none) may wait at once; replaces the whole-queue bound. */
+  laneBound?: ((consumer: string) => number) | undefined;
   now: () => number;
   events: Pick<PoolEvents, 'rejected' | 'queued'>;
 }
@@ -111,6 +118,12 @@ function join(lanes: Lanes, opts: AcquireOptions): { lane: Lane; tag: number; se
   return { lane, tag, seq: lanes.seq++ };
 }
 
+/** Whether a request of `consumer` finds no room to wait: its lane's bound, else the whole queue's. */
+function full(lanes: Lanes, settings: WaitQueueSettings, consumer: string): boolean {
+  if (settings.laneBound === undefined) return lanes.count >= settings.maxQueue;
+  return (lanes.byName.get(consumer)?.waiters.length ?? 0) >= settings.laneBound(consumer);
+}
+
 export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
   const lanes: Lanes = { byName: new Map(), virtual: 0, seq: 0, count: 0 };
   let wake: { at: number; timer: NodeJS.Timeout } | undefined;
@@ -169,7 +182,7 @@ export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
     acquire(opts) {
       const tried = settings.attempt(opts);
       if (tried.kind !== 'wait') return Promise.resolve(tried);
-      if (lanes.count >= settings.maxQueue || settings.timeoutMs === 0) {
+      if (full(lanes, settings, opts.consumer ?? '') || settings.timeoutMs === 0) {
         settings.events.rejected?.('queue_full');
         return Promise.resolve(busy());
       }

@@ -47,10 +47,28 @@ export interface ReportedToken extends Omit<TokenState, 'unlimited'>, TokenNumbe
   readonly lastErrorAt: number | null;
 }
 
-/** One resource's numbers of a token (a window that is over holds its whole limit again). */
-export function resourceReport(window: Pick<TokenNumbers, 'limit' | 'remaining' | 'reset'>, nowMs: number): ResourceReport {
+/** One resource's numbers of a token (a window that is over holds its whole limit again), and its local allowance if any. */
+export function resourceReport(
+  window: Pick<TokenNumbers, 'limit' | 'remaining' | 'reset'> & { allowance?: number | undefined },
+  nowMs: number,
+): ResourceReport {
   const left = Math.max(0, quotaLeft(window, nowMs));
-  return { limit: window.limit, remaining: left, used: window.limit - left, reset: window.reset };
+  const report: ResourceReport = { limit: window.limit, remaining: left, used: window.limit - left, reset: window.reset };
+  const allowance = allowanceLeft(window, nowMs);
+  if (allowance !== null) report.local_allowance = allowance;
+  return report;
+}
+
+/**
+ * What a local allowance (Redis outage) still lets this replica spend: never more than the window
+ * holds; null without one, or once the window renewed (the allowance was of the old one).
+ */
+export function allowanceLeft(
+  window: Pick<TokenNumbers, 'remaining' | 'reset'> & { allowance?: number | undefined },
+  nowMs: number,
+): number | null {
+  if (window.allowance === undefined || windowOver(window, nowMs)) return null;
+  return Math.max(0, Math.min(window.allowance, window.remaining));
 }
 
 /**
@@ -58,7 +76,12 @@ export function resourceReport(window: Pick<TokenNumbers, 'limit' | 'remaining' 
  * known, and the numbers of every resource learnt so far. An unlimited token is known (its state
  * is its health) and has no numbers.
  */
-export function reportOf(token: ReportedToken, nowMs: number, resources: Partial<Record<Resource, ResourceReport>> = {}): TokenReport {
+export function reportOf(
+  token: ReportedToken,
+  nowMs: number,
+  resources: Partial<Record<Resource, ResourceReport>> = {},
+  localAllowance: number | null = null,
+): TokenReport {
   const numbered = token.known && !token.unlimited;
   const left = numbered ? Math.max(0, quotaLeft(token, nowMs)) : null;
   const seen = token.known || token.unlimited || token.dead || token.pausedUntil > nowMs;
@@ -77,6 +100,7 @@ export function reportOf(token: ReportedToken, nowMs: number, resources: Partial
     unlimited: token.unlimited,
     scopes: null,
     scopes_from: 'unseen',
+    local_allowance: numbered ? localAllowance : null,
   };
 }
 
@@ -97,5 +121,6 @@ export function unknownReport(name: string): TokenReport {
     unlimited: false,
     scopes: null,
     scopes_from: 'unseen',
+    local_allowance: null,
   };
 }

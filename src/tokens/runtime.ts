@@ -17,6 +17,7 @@ import { tokensBesideFile } from '../config/load.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { createConfirmer } from './confirm.js';
+import { weightOf } from './fair-share.js';
 import { createTokenPool } from './local-pool.js';
 import { tokenName } from './name.js';
 import { createPoolHeaders } from './pool-headers.js';
@@ -184,6 +185,11 @@ function withConfirmation(config: Config, base: MemberPool, log: Logger): Confir
   };
 }
 
+/** Each consumer's weight (the wait queue's bounds split pool.max_queue by them). */
+function consumerWeights(config: Config): ReadonlyMap<string, number> {
+  return new Map(config.consumers.keys.map((key) => [key.name, weightOf(key.weight)]));
+}
+
 /** The pool of this process: in process, or shared through Redis when there is a connection and redis.shared_tokens. */
 function memberPool(
   config: Config,
@@ -200,6 +206,7 @@ function memberPool(
     maxConcurrency: config.pool.max_concurrency,
     queueTimeoutMs: config.pool.queue_timeout_ms,
     maxQueue: config.pool.max_queue,
+    consumerWeights: config.consumers.enabled ? consumerWeights(config) : undefined,
     events: poolEvents(metrics, log, config.pool.equivalent),
   });
   const sharedSettings = {

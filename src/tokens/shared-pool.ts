@@ -13,8 +13,10 @@
  *   that meets a 401 renews it); a probe that finds it answering clears it for every replica.
  * - Reservations carry an expiry, so a replica that dies mid-request frees its units.
  * - A heartbeat counts live replicas (N): each takes 1/N of the whole-upstream concurrency cap.
- * - Redis unavailable: this replica keeps serving from its own pool, conservatively assuming it
- *   owns 1/N of what was left; when Redis answers again the shared numbers take over.
+ * - Redis unavailable: this replica keeps serving from its own pool, spending at most a local
+ *   allowance of 1/N of what was left (beside the upstream's numbers, which it never lowers). The
+ *   heartbeat then asks every REJOIN_PROBE_MS: the first answer brings the shared numbers back and
+ *   ends the allowances, traffic or not; what Redis lost (restarted empty) the replica gives back.
  * - Membership changes (replaceMembers): a removed member's keys expire REMOVED_STATE_TTL_MS later
  *   (other replicas may still use it until they reload; past the longest window its numbers are
  *   stale anyway), an added or updated member's keys no longer expire, and an updated member's
@@ -22,55 +24,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../log/logger.js';
-import type { RedisClient, RedisConnection } from '../redis/connection.js';
-import {
-  budgetKeys,
-  type BudgetKeys,
-  decodeReply,
-  HEARTBEAT,
-  READ,
-  readArgs,
-  REPLY_LENGTH,
-  RESERVE,
-  reservationId,
-  reserveArgs,
-  SETTLE,
-  settleArgs,
-  type Reply,
-} from './shared-scripts.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { budgetKeys, decodeReply, reservationId, reserveArgs, settleArgs } from './shared-scripts.js';
 import { changesAnything } from './membership.js';
 import { heldByOthers, react } from './state.js';
 import { mentionsRateLimit, readRateLimit } from './rate-limit.js';
-import { RESOURCES, type Resource } from './resource.js';
+import type { Resource } from './resource.js';
+import { define, fallback, keepBeating, recovered, refresh, syncFrom, type Budget, type SharedBudgetSettings } from './shared-sync.js';
 import type { AcquireOptions, Acquired, Lease, LocalTokenPool, MemberPool, MembershipChange, RateObservation, Verdict } from './types.js';
 
-interface BudgetCommands {
-  etagereReserve(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
-  etagereSettle(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
-  etagereHeartbeat(replicasKey: string, ...args: Array<string | number>): Promise<number>;
-  etagereRead(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
-}
-
-function define(client: RedisClient): RedisClient & BudgetCommands {
-  const withCommands = client as RedisClient & Partial<BudgetCommands>;
-  if (withCommands.etagereReserve === undefined) {
-    client.defineCommand('etagereReserve', { numberOfKeys: 2, lua: RESERVE });
-    client.defineCommand('etagereSettle', { numberOfKeys: 2, lua: SETTLE });
-    client.defineCommand('etagereHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
-    client.defineCommand('etagereRead', { lua: READ });
-  }
-  return client as RedisClient & BudgetCommands;
-}
-
-export interface SharedBudgetSettings {
-  perTokenConcurrency: number;
-  maxConcurrency: number;
-  /** How long a reservation lives if its replica never settles it (crash). */
-  reservationMs?: number;
-  heartbeatMs?: number;
-  /** How long a request may wait for other replicas' reservations to come back. */
-  queueTimeoutMs: number;
-}
+export { REJOIN_PROBE_MS, type SharedBudgetSettings } from './shared-sync.js';
 
 /** Pause before asking Redis again when a token's units are all reserved by other replicas. */
 const BUSY_RETRY_MS = 5;
@@ -83,80 +46,6 @@ export interface SharedTokenPool extends MemberPool {
   shared(): boolean;
   /** Live replicas seen by the heartbeat. */
   replicas(): number;
-}
-
-/** One replica's view of the shared budget: the functions below take it. */
-interface Budget {
-  readonly local: LocalTokenPool;
-  readonly conn: RedisConnection;
-  readonly settings: SharedBudgetSettings;
-  readonly log: Logger;
-  /** This replica's id (heartbeats, reservation ids). */
-  readonly replica: string;
-  readonly keys: BudgetKeys;
-  readonly reservationMs: number;
-  /** Secondary limits in a row per token, as this replica saw them (they double its pauses). */
-  readonly repeats: Map<string, number>;
-  seq: number;
-  replicaCount: number;
-  sharedMode: boolean;
-}
-
-/** The reply (of one resource) as this replica's view: remaining minus other replicas' reservations. */
-function syncFrom(budget: Budget, name: string, reply: readonly number[], mine: number, resource: Resource): void {
-  const { numbers, reserved } = decodeReply(reply);
-  budget.local.sync(name, { ...numbers, remaining: numbers.remaining - Math.max(0, reserved - mine) }, resource);
-}
-
-function fallback(budget: Budget, why: string): void {
-  if (!budget.sharedMode) return;
-  budget.sharedMode = false;
-  budget.local.scaleRemaining(1 / budget.replicaCount);
-  budget.log.warn(
-    { replicas: budget.replicaCount, why },
-    'token budget: Redis unavailable, this replica now spends at most 1/N of what was left',
-  );
-}
-
-function recovered(budget: Budget): void {
-  if (budget.sharedMode) return;
-  budget.sharedMode = true;
-  budget.log.info('token budget: shared through Redis again');
-}
-
-/** Reads every token's shared numbers into the local view (others' spending since we last asked). */
-async function refresh(budget: Budget): Promise<void> {
-  const { local, keys } = budget;
-  const all = local.names.flatMap((name) => [keys.token(name), keys.reservations(name)]);
-  const flat = await budget.conn.run('read', (client) =>
-    define(client).etagereRead(all.length, ...all, ...readArgs(Date.now(), RESOURCES)),
-  );
-  if (flat === undefined) return;
-  local.names.forEach((name, index) => {
-    RESOURCES.forEach((resource, nth) => {
-      const at = (index * RESOURCES.length + nth) * REPLY_LENGTH;
-      const reply = flat.slice(at, at + REPLY_LENGTH);
-      // A resource nobody learnt stays unseen here: only known numbers are synced.
-      if (reply.length === REPLY_LENGTH && (resource === 'core' || decodeReply(reply).numbers.known))
-        syncFrom(budget, name, reply, local.inFlight(name, resource), resource);
-    });
-  });
-}
-
-/** Counts live replicas (this one included), takes this replica's share of the cap, then refreshes. */
-async function heartbeat(budget: Budget, heartbeatMs: number): Promise<void> {
-  const now = Date.now();
-  const replicas = budget.keys.replicas;
-  const live = await budget.conn.run('heartbeat', (client) =>
-    define(client).etagereHeartbeat(replicas, now, budget.replica, now + heartbeatMs * 3),
-  );
-  if (live === undefined) {
-    fallback(budget, 'heartbeat failed');
-    return;
-  }
-  budget.replicaCount = Math.max(1, Number(live));
-  budget.local.setMaxConcurrency(Math.max(1, Math.floor(budget.settings.maxConcurrency / budget.replicaCount)));
-  await refresh(budget);
 }
 
 /**
@@ -289,13 +178,7 @@ export function createSharedTokenPool(
     replicaCount: 1,
     sharedMode: true,
   };
-  const heartbeatMs = settings.heartbeatMs ?? 2_000;
-  const beat = (): void => void heartbeat(budget, heartbeatMs);
-  // First beat as soon as the connection is ready (a beat before that would count as an outage).
-  if (conn.client.status === 'ready') beat();
-  conn.client.on('ready', beat);
-  const timer = setInterval(beat, heartbeatMs);
-  timer.unref();
+  const heartbeat = keepBeating(budget, settings.heartbeatMs ?? 2_000);
 
   return {
     get names() {
@@ -337,7 +220,7 @@ export function createSharedTokenPool(
       for (const seen of observations) settleShared(budget, name, '', { status, observation: seen, silent }, verdict, 'core');
     },
     close() {
-      clearInterval(timer);
+      heartbeat.stop();
       void conn.run('unheartbeat', (client) => client.zrem(budget.keys.replicas, budget.replica));
       local.close();
     },

@@ -156,6 +156,8 @@ export interface ResourceReport {
   used: number;
   /** Epoch seconds. */
   reset: number;
+  /** Shared budget out of reach: what this replica may still spend of it on its own (absent otherwise). */
+  local_allowance?: number;
 }
 
 /** One token as /admin/tokens and the pool gauges show it (report.ts builds it). */
@@ -178,6 +180,11 @@ export interface TokenReport {
   /** The OAuth scopes its answers report (X-OAuth-Scopes, sorted); null when it sends none or is unseen (`scopes_from`). */
   scopes: readonly string[] | null;
   scopes_from: ScopesFrom;
+  /**
+   * Shared budget out of reach (Redis outage): what this replica may still spend of core on its own,
+   * its 1/N part. `remaining` stays what the upstream last reported. Null while the budget is shared or local.
+   */
+  local_allowance: number | null;
 }
 
 export interface PoolEvents {
@@ -204,6 +211,8 @@ export interface PoolSettings {
   maxConcurrency: number;
   queueTimeoutMs: number;
   maxQueue: number;
+  /** Consumer keys on: each consumer's weight; max_queue is then split among them (fair-share.ts `queueBounds`). */
+  consumerWeights?: ReadonlyMap<string, number> | undefined;
   events?: PoolEvents;
   now?: () => number;
 }
@@ -309,8 +318,10 @@ export interface LocalTokenPool extends MemberPool {
   sync(name: string, view: TokenNumbers, resource?: Resource): void;
   /** This replica's share of the whole-upstream concurrency cap. */
   setMaxConcurrency(max: number): void;
-  /** Keeps only this share of every token's remaining quota (Redis outage: 1/N per replica). */
+  /** Lets this replica spend only this share of every token's remaining quota on its own (Redis outage: 1/N per replica). */
   scaleRemaining(share: number): void;
+  /** Ends those local allowances (the shared budget answers again). */
+  endAllowances(): void;
   /** Requests in flight on the token from this process (in one resource when given). */
   inFlight(name: string, resource?: Resource): number;
 }

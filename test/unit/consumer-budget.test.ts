@@ -128,6 +128,25 @@ describe('consumer budget (local counters)', () => {
     expect((await waiting).kind).toBe('refused');
   });
 
+  it('one consumer waiting for its max_concurrency slots never takes the room another needs to wait', async () => {
+    vi.useFakeTimers();
+    // max_queue 6 over weights a 1 + b 1 + unkeyed 1: each may have 2 waiting.
+    const { budget: made } = budget({ consumers: [limits('a', { maxConcurrency: 1 }), limits('b', { maxConcurrency: 1 })], maxQueue: 6 });
+    expect((await made.admit('a', 'core')).kind).toBe('admitted');
+    const waitingA = [made.admit('a', 'core'), made.admit('a', 'core')];
+    // a beyond its own bound: refused at once, as a full wait is.
+    for (let i = 0; i < 5; i++)
+      expect(await made.admit('a', 'core')).toEqual({ kind: 'refused', reason: 'max_concurrency', retryAfterSeconds: 1 });
+    const first = await made.admit('b', 'core');
+    if (first.kind !== 'admitted') throw new Error('expected an admission');
+    const waitingB = made.admit('b', 'core'); // b still has room to wait for its slot
+    expect(made.report().consumers.map((c) => c.waiting)).toEqual([2, 1]);
+    first.settle({ upstreamRequests: 1, spent: true });
+    expect((await waitingB).kind).toBe('admitted');
+    made.close();
+    for (const answer of await Promise.all(waitingA)) expect(answer.kind).toBe('refused');
+  });
+
   it('an unconfigured name gets no share and takes no reserve', async () => {
     const { budget: made } = budget();
     const answers = await spend(made, 'mallory', 100);

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { queueBounds } from '../../src/tokens/fair-share.js';
 import { createWaitQueue, type Attempt } from '../../src/tokens/queue.js';
 import type { AcquireOptions, Acquired, Lease } from '../../src/tokens/types.js';
 
 /** A queue over `slots` free slots: each lease takes one, named after the consumer it went to. */
-function harness(opts: { maxQueue?: number; timeoutMs?: number } = {}) {
+function harness(opts: { maxQueue?: number; timeoutMs?: number; laneBound?: (consumer: string) => number } = {}) {
   let slots = 0;
   const served: string[] = [];
   const lease = (name: string): Acquired => ({
@@ -25,6 +26,7 @@ function harness(opts: { maxQueue?: number; timeoutMs?: number } = {}) {
     },
     timeoutMs: opts.timeoutMs ?? 60_000,
     maxQueue: opts.maxQueue ?? 100_000,
+    laneBound: opts.laneBound,
     now: Date.now,
     events: {},
   });
@@ -138,5 +140,28 @@ describe('the wait queue: weighted fair order by consumer', () => {
     expect(await ask('b')).toMatchObject({ kind: 'unavailable', reason: 'busy' });
     queue.close();
     for (const answer of await Promise.all(waiting)) expect(answer).toMatchObject({ kind: 'unavailable', reason: 'busy' });
+  });
+
+  it('bounded per consumer: a flood fills only its own lane, and another consumer still waits its turn', async () => {
+    const { ask, free, queue, served } = harness({
+      maxQueue: 4,
+      laneBound: queueBounds(
+        4,
+        new Map([
+          ['greedy', 1],
+          ['polite', 1],
+        ]),
+      ),
+    });
+    // 4 over weights greedy 1 + polite 1 + unkeyed 1: one waiter each.
+    const greedy = ask('greedy');
+    const beyond = await Promise.all(Array.from({ length: 5 }, () => ask('greedy')));
+    for (const answer of beyond) expect(answer).toEqual({ kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 });
+    const polite = ask('polite');
+    const unkeyed = ask();
+    expect(queue.length()).toBe(3);
+    await free(3);
+    await Promise.all([greedy, polite, unkeyed]);
+    expect([...served].sort()).toEqual(['-', 'greedy', 'polite']);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decide,
   othersReserves,
+  queueBounds,
   reserveOf,
   shareOf,
   standingOf,
@@ -145,5 +146,30 @@ describe('decide: one more unit for a consumer', () => {
     }
     expect(admitted).toBe(62); // 100 - 12.5 (b) - 25 (c), rounded down
     expect(standingOf(input({ consumer: 'b', weights: three, spent }))).toEqual({ share: 25, reserve: 12.5, spent: 0, available: 13 });
+  });
+});
+
+describe('queueBounds: pool.max_queue split by weight', () => {
+  const weights = new Map([
+    ['web', 1],
+    ['batch', 2],
+  ]);
+
+  it('gives each consumer floor(max_queue x weight / total weight), the unkeyed lane counting as weight 1', () => {
+    const bound = queueBounds(100, weights);
+    expect([bound('web'), bound('batch'), bound('')]).toEqual([25, 50, 25]);
+    // A name that is not configured weighs as the unkeyed lane.
+    expect(bound('mallory')).toBe(25);
+  });
+
+  it('never leaves a consumer without room to wait, and lets nothing wait when max_queue is 0', () => {
+    const tiny = queueBounds(2, new Map([...weights, ['huge', 1000]]));
+    expect([tiny('web'), tiny('batch'), tiny('huge'), tiny('')]).toEqual([1, 1, 1, 1]);
+    const none = queueBounds(0, weights);
+    expect([none('web'), none('batch'), none('')]).toEqual([0, 0, 0]);
+  });
+
+  it('without consumers the one unkeyed lane has the whole queue', () => {
+    expect(queueBounds(10_000, new Map())('')).toBe(10_000);
   });
 });

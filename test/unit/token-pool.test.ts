@@ -55,6 +55,41 @@ describe('in-process token pool', () => {
     expect(tokenPool.queueLength()).toBe(0);
   });
 
+  it('a local allowance (Redis outage) limits what this replica spends, and /admin/tokens still shows the upstream numbers', async () => {
+    const tokenPool = createTokenPool({
+      tokens: [{ name: 'a', value: 'va' }],
+      equivalent: true,
+      perTokenConcurrency: 10,
+      maxConcurrency: 10,
+      queueTimeoutMs: 0,
+      maxQueue: 10,
+      now: () => NOW,
+    });
+    tokenPool.learn('a', 200, { limit: 50, remaining: 40, reset: nowSeconds + 60, resource: 'core' });
+    tokenPool.scaleRemaining(1 / 2);
+    expect(tokenPool.snapshot()[0]).toMatchObject({ remaining: 40, used: 10, local_allowance: 20 });
+    expect(tokenPool.snapshot()[0]!.resources.core).toEqual({
+      limit: 50,
+      remaining: 40,
+      used: 10,
+      reset: nowSeconds + 60,
+      local_allowance: 20,
+    });
+    // Five requests: the upstream says 35 left, the allowance 15; a 304 spends neither.
+    for (let left = 39; left >= 35; left--) leaseOf(await tokenPool.acquire()).settle(200, rl(left), undefined);
+    leaseOf(await tokenPool.acquire()).settle(304, rl(35), undefined);
+    expect(tokenPool.snapshot()[0]).toMatchObject({ remaining: 35, local_allowance: 15 });
+    // The allowance, not the upstream's remaining, is what this replica may still spend.
+    for (let i = 0; i < 15; i++) leaseOf(await tokenPool.acquire()).settle(200, rl(34 - i), undefined);
+    expect(await tokenPool.acquire()).toMatchObject({ kind: 'unavailable', reason: 'exhausted' });
+    expect(tokenPool.snapshot()[0]).toMatchObject({ state: 'ok', remaining: 20, local_allowance: 0 });
+    // The shared budget answers again: the allowance ends, the numbers were never lowered by it.
+    tokenPool.endAllowances();
+    expect(tokenPool.snapshot()[0]).toMatchObject({ remaining: 20, local_allowance: null });
+    expect(tokenPool.snapshot()[0]!.resources.core?.local_allowance).toBeUndefined();
+    expect(leaseOf(await tokenPool.acquire()).name).toBe('a');
+  });
+
   it('answers busy when no slot frees up in time or the queue is full', async () => {
     const tokenPool = pool({ maxQueue: 1 });
     for (let i = 0; i < 3; i++) leaseOf(await tokenPool.acquire());

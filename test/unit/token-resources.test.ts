@@ -304,6 +304,37 @@ describe('row 1: confirming a 401 costs at most one probe per token per minute',
 });
 
 describe('rate-limit resources and 401 confirmation over IPC (cluster workers without Redis)', () => {
+  it("a worker's requests wait in the primary's queue as their consumer's, within that consumer's bound", async () => {
+    // One token, one slot; max_queue 3 over weights greedy 1 + polite 1 + unkeyed 1: one waiter each.
+    const owned = createTokenPool({
+      tokens: [{ name: 'a', value: 'va' }],
+      equivalent: true,
+      perTokenConcurrency: 1,
+      maxConcurrency: 1,
+      queueTimeoutMs: 60_000,
+      maxQueue: 3,
+      consumerWeights: new Map([
+        ['greedy', 1],
+        ['polite', 1],
+      ]),
+    });
+    const { primary, worker } = channelPair();
+    const served = servePool(owned, primary);
+    const remote = createIpcTokenPool(worker, ['a'], true, new Map([['a', 'token va']]));
+    const first = leaseOf(await remote.acquire({ consumer: 'greedy' }));
+    const waiting = remote.acquire({ consumer: 'greedy', weight: 1 });
+    await until(() => owned.queueLength() === 1, 2_000, 'the first waiter to queue at the primary');
+    expect(await remote.acquire({ consumer: 'greedy', weight: 1 })).toEqual({ kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 });
+    const polite = remote.acquire({ consumer: 'polite', weight: 1 });
+    await until(() => owned.queueLength() === 2, 2_000, "the other consumer's request to queue");
+    first.cancel();
+    leaseOf(await waiting).cancel();
+    expect(leaseOf(await polite).name).toBe('a');
+    served.close();
+    remote.close();
+    owned.close();
+  });
+
   it("a worker reserves in its request's resource and asks the primary to confirm a 401", async () => {
     const owned = pool();
     const confirmed: string[] = [];
