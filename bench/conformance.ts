@@ -155,7 +155,7 @@ async function main(): Promise<number> {
       deadlineMs: START_DEADLINE_MS,
     });
     const [port, adminPort] = [await freePort(HOST), await freePort(HOST)];
-    const ctx = { root, useDist: values.dist, pin: false };
+    const ctx = { root, useDist: values.dist, pin: false, tmpDir: work, logLevel: 'warn' };
     await spawnServer({
       name: 'etagere',
       command: process.execPath,

@@ -1,0 +1,156 @@
+/**
+ * Policy `rfc9111` reuses what a shared cache may (RFC 9111 section 3, 4.2.2; W3C Edge
+ * Architecture 1.0): responses whose Surrogate-Control gives etagere freshness, any status with
+ * explicit freshness, the heuristically cacheable statuses by heuristic freshness. Surrogate-Control
+ * `no-store` is never stored. The GitHub policies do none of this.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
+
+interface Scripted {
+  status: number;
+  headers: Record<string, string>;
+}
+
+const LAST_MODIFIED = () => new Date(Date.now() - 10 * 86_400_000).toUTCString();
+
+describe('rfc9111: reuse of what a shared cache may store', () => {
+  let upstream: ScriptedUpstream;
+  let proxy: TestProxy;
+  const scripts = new Map<string, Scripted>();
+  const mode = new Map<string, 'ok' | '503'>();
+
+  const get = async (path: string) => {
+    const res = await request(`${proxy.url}${path}`);
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  };
+  const upstreamCount = (path: string) => upstream.seen.filter((s) => s.url === path).length;
+  /** Two GETs of `prefix + path` with the origin answering `script`; how many reached the origin. */
+  const twice = async (prefix: '/rfc' | '/gh', path: string, script: Scripted) => {
+    scripts.set(path, script);
+    const first = await get(prefix + path);
+    const second = await get(prefix + path);
+    return { first, second, seen: upstreamCount(prefix + path) };
+  };
+
+  beforeAll(async () => {
+    upstream = await startScriptedUpstream((req, res) => {
+      const path = (req.url ?? '').replace(/^\/(rfc|gh)/, '');
+      if (mode.get(path) === '503') {
+        res.writeHead(503, { 'content-type': 'text/plain', 'cache-control': 'max-age=60' });
+        res.end('down');
+        return;
+      }
+      const script = scripts.get(path) ?? { status: 200, headers: {} };
+      res.writeHead(script.status, { 'content-type': 'text/plain', date: new Date().toUTCString(), ...script.headers });
+      res.end(`body of ${path}`);
+    });
+    proxy = await startTestProxy({
+      upstreams: [
+        { name: 'rfc', prefix: '/rfc', url: upstream.url, cache: { policy: 'rfc9111', heuristic_fraction: 0.1 } },
+        { name: 'gh', prefix: '/gh', url: upstream.url, cache: { policy: 'max-age' } },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await upstream?.close();
+  });
+
+  it('tells the origin it is a surrogate (Surrogate-Capability), under rfc9111 only', async () => {
+    await twice('/rfc', '/capability', { status: 200, headers: {} });
+    await twice('/gh', '/capability', { status: 200, headers: {} });
+    const sent = (prefix: string) => upstream.seen.find((s) => s.url === `${prefix}/capability`)?.headers['surrogate-capability'];
+    expect(sent('/rfc')).toBe('etagere="Surrogate/1.0"');
+    expect(sent('/gh')).toBeUndefined();
+  });
+
+  it('Surrogate-Control max-age stores and reuses a response whose Cache-Control says no-store', async () => {
+    const { first, second, seen } = await twice('/rfc', '/sc-max-age', {
+      status: 200,
+      headers: { 'cache-control': 'no-store', 'surrogate-control': 'max-age=3600;etagere' },
+    });
+    expect(first.headers['cache-status']).toMatch(/stored/);
+    expect(second.status).toBe(200);
+    expect(second.body).toBe('body of /sc-max-age');
+    expect(seen).toBe(1);
+  });
+
+  it('Surrogate-Control no-store is never stored, whatever Cache-Control and Expires say', async () => {
+    const { seen } = await twice('/rfc', '/sc-no-store', {
+      status: 200,
+      headers: {
+        'cache-control': 'max-age=10000',
+        expires: new Date(Date.now() + 10_000_000).toUTCString(),
+        'surrogate-control': 'no-store',
+      },
+    });
+    expect(seen).toBe(2);
+  });
+
+  it('Surrogate-Control aimed at another device, or a shorter one than Cache-Control, is honoured as such', async () => {
+    const other = await twice('/rfc', '/sc-other', {
+      status: 200,
+      headers: { 'cache-control': 'no-store', 'surrogate-control': 'max-age=3600;cdn' },
+    });
+    expect(other.seen).toBe(2);
+    const short = await twice('/rfc', '/sc-short', {
+      status: 200,
+      headers: { 'cache-control': 'max-age=3600', 'surrogate-control': 'max-age=0' },
+    });
+    expect(short.seen).toBe(2);
+  });
+
+  it('the GitHub policies ignore Surrogate-Control', async () => {
+    const stored = await twice('/gh', '/sc-max-age', {
+      status: 200,
+      headers: { 'cache-control': 'no-store', 'surrogate-control': 'max-age=3600' },
+    });
+    expect(stored.seen).toBe(2);
+    const kept = await twice('/gh', '/sc-no-store', {
+      status: 200,
+      headers: { 'cache-control': 'max-age=3600', 'surrogate-control': 'no-store' },
+    });
+    expect(kept.seen).toBe(1);
+  });
+
+  it.each([299, 302, 303, 307, 400, 500, 503, 599])('a %d with explicit freshness is reused while fresh', async (status) => {
+    const path = `/status-${status}`;
+    const { second, seen } = await twice('/rfc', path, { status, headers: { 'cache-control': 'max-age=3600', location: '/elsewhere' } });
+    expect(second.status).toBe(status);
+    expect(seen).toBe(1);
+  });
+
+  it('a status that is not heuristically cacheable is not stored without explicit freshness, nor with must-understand', async () => {
+    const heuristicOnly = await twice('/rfc', '/status-302-lm', { status: 302, headers: { 'last-modified': LAST_MODIFIED() } });
+    expect(heuristicOnly.seen).toBe(2);
+    const unknown = await twice('/rfc', '/status-599-mu', { status: 599, headers: { 'cache-control': 'max-age=3600, must-understand' } });
+    expect(unknown.seen).toBe(2);
+  });
+
+  it('the GitHub policies still store 200s only', async () => {
+    const { seen } = await twice('/gh', '/status-302', { status: 302, headers: { 'cache-control': 'max-age=3600' } });
+    expect(seen).toBe(2);
+  });
+
+  it('a 5xx with explicit freshness does not replace a stored entry: stale-if-error serves that entry', async () => {
+    const path = '/fallback';
+    scripts.set(path, { status: 200, headers: { 'cache-control': 'max-age=0', etag: '"v1"' } });
+    expect((await get(`/rfc${path}`)).status).toBe(200);
+    mode.set(path, '503');
+    const during = await get(`/rfc${path}`);
+    expect(during.status).toBe(200);
+    expect(during.body).toBe(`body of ${path}`);
+    mode.set(path, 'ok');
+    scripts.set(path, { status: 200, headers: { 'cache-control': 'max-age=3600', etag: '"v2"' } });
+    expect((await get(`/rfc${path}`)).status).toBe(200);
+  });
+
+  it.each([200, 203, 204, 404, 405, 410, 414])('a %d with Last-Modified is reused by heuristic freshness', async (status) => {
+    const { second, seen } = await twice('/rfc', `/heuristic-${status}`, { status, headers: { 'last-modified': LAST_MODIFIED() } });
+    expect(second.status).toBe(status);
+    expect(seen).toBe(1);
+  });
+});
