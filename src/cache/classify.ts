@@ -93,7 +93,7 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   if (plain !== undefined && corruptBody(fetched.status, headerValue(fetched.headers['content-type']), plain)) {
     return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' }, token, corrupt: true };
   }
-  const vary = varySelection(headerValue(fetched.headers.vary), req.header);
+  const vary = varySelection(headerValue(fetched.headers.vary), req.header, req.policy.kind === 'rfc9111');
   const res = responseDirectives(req, fetched.headers['cache-control'], fetched.headers['surrogate-control']);
   const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, plain?.length ?? fetched.body.length);
   const reason =

@@ -22,8 +22,8 @@ describe('rfc9111: reuse of what a shared cache may store', () => {
   const scripts = new Map<string, Scripted>();
   const mode = new Map<string, 'ok' | '503'>();
 
-  const get = async (path: string) => {
-    const res = await request(`${proxy.url}${path}`);
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await request(`${proxy.url}${path}`, { headers });
     return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
   };
   const upstreamCount = (path: string) => upstream.seen.filter((s) => s.url === path).length;
@@ -152,5 +152,25 @@ describe('rfc9111: reuse of what a shared cache may store', () => {
     const { second, seen } = await twice('/rfc', `/heuristic-${status}`, { status, headers: { 'last-modified': LAST_MODIFIED() } });
     expect(second.status).toBe(status);
     expect(seen).toBe(1);
+  });
+
+  it('Vary: a request whose selecting headers mean the same (list spaces, language case and order) reuses the stored variant', async () => {
+    const script = { status: 200, headers: { 'cache-control': 'max-age=3600', vary: 'Foo, Accept-Language', 'content-language': 'de' } };
+    scripts.set('/vary', script);
+    await get('/rfc/vary', { foo: '1,2', 'accept-language': 'en, de' });
+    await get('/rfc/vary', { foo: ' 1, 2 ', 'accept-language': 'DE, en' });
+    await get('/rfc/vary', { foo: '1,2', 'accept-language': 'fr;q=0.5, de' });
+    expect(upstreamCount('/rfc/vary')).toBe(1);
+    // Different meanings go upstream: another member order of an unknown field, another language first.
+    await get('/rfc/vary', { foo: '2,1', 'accept-language': 'en, de' });
+    await get('/rfc/vary', { foo: '2,1', 'accept-language': 'fr, de;q=0.5' });
+    expect(upstreamCount('/rfc/vary')).toBe(3);
+  });
+
+  it('Vary under the GitHub policies compares the bytes', async () => {
+    scripts.set('/vary-gh', { status: 200, headers: { 'cache-control': 'max-age=3600', vary: 'Foo' } });
+    await get('/gh/vary-gh', { foo: '1,2' });
+    await get('/gh/vary-gh', { foo: ' 1, 2 ' });
+    expect(upstreamCount('/gh/vary-gh')).toBe(2);
   });
 });
