@@ -173,4 +173,69 @@ describe('rfc9111: reuse of what a shared cache may store', () => {
     await get('/gh/vary-gh', { foo: ' 1, 2 ' });
     expect(upstreamCount('/gh/vary-gh')).toBe(2);
   });
+
+  describe('byte ranges from a stored complete response', () => {
+    const body = 'body of /ranged'; // 15 bytes, as the scripted origin sends it
+    beforeAll(() => {
+      scripts.set('/ranged', { status: 200, headers: { 'cache-control': 'max-age=3600', etag: '"r1"' } });
+    });
+
+    it('a Range request on a miss fetches the whole response, stores it, and gets its part', async () => {
+      const first = await get('/rfc/ranged', { range: 'bytes=0-3' });
+      expect(first.status).toBe(206);
+      expect(first.body).toBe('body');
+      expect(first.headers['content-range']).toBe(`bytes 0-3/${body.length}`);
+      const sent = upstream.seen.filter((s) => s.url === '/rfc/ranged');
+      expect(sent).toHaveLength(1);
+      expect(sent[0]!.headers.range).toBeUndefined();
+      expect((await get('/rfc/ranged')).body).toBe(body);
+      expect(upstreamCount('/rfc/ranged')).toBe(1);
+    });
+
+    it('later ranges are cut from the stored response: first-last, first-, -suffix', async () => {
+      await get('/rfc/ranged');
+      const cases = [
+        ['bytes=5-6', 'of', '5-6'],
+        ['bytes=8-', '/ranged', '8-14'],
+        ['bytes=-6', 'ranged', '9-14'],
+      ] as const;
+      for (const [range, part, span] of cases) {
+        const reply = await get('/rfc/ranged', { range });
+        expect(reply.status, range).toBe(206);
+        expect(reply.body, range).toBe(part);
+        expect(reply.headers['content-range'], range).toBe(`bytes ${span}/${body.length}`);
+        expect(reply.headers['content-length'], range).toBe(String(part.length));
+      }
+      expect(upstreamCount('/rfc/ranged')).toBe(1);
+    });
+
+    it('a range past the end is a 416 naming the length; several ranges, bad syntax or another If-Range get the whole', async () => {
+      await get('/rfc/ranged');
+      const past = await get('/rfc/ranged', { range: 'bytes=100-' });
+      expect(past.status).toBe(416);
+      expect(past.headers['content-range']).toBe(`bytes */${body.length}`);
+      expect(past.body).toBe('');
+      const wholes: Array<Record<string, string>> = [
+        { range: 'bytes=0-1,3-4' },
+        { range: 'bytes=4-1' },
+        { range: 'lines=1-2' },
+        { range: 'bytes=0-1', 'if-range': '"other"' },
+      ];
+      for (const headers of wholes) {
+        const whole = await get('/rfc/ranged', headers);
+        expect(whole.status, JSON.stringify(headers)).toBe(200);
+        expect(whole.body).toBe(body);
+      }
+      expect((await get('/rfc/ranged', { range: 'bytes=0-1', 'if-range': '"r1"' })).status).toBe(206);
+      expect(upstreamCount('/rfc/ranged')).toBe(1);
+    });
+
+    it('under the GitHub policies a Range request still streams through to the origin', async () => {
+      await get('/gh/ranged', { range: 'bytes=0-3' });
+      await get('/gh/ranged', { range: 'bytes=0-3' });
+      const sent = upstream.seen.filter((s) => s.url === '/gh/ranged');
+      expect(sent).toHaveLength(2);
+      expect(sent[0]!.headers.range).toBe('bytes=0-3');
+    });
+  });
 });
