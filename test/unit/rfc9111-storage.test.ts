@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseCacheControl } from '../../src/cache/cache-control.js';
+import { loadConfig } from '../../src/config/load.js';
 import { freshnessLifetime, notStorableReason, staleWindows, type FreshnessPolicy, type StoreInput } from '../../src/cache/policy.js';
 import { parseSurrogateControl, SURROGATE_CAPABILITY, withSurrogate } from '../../src/cache/surrogate-control.js';
 
@@ -113,5 +114,15 @@ describe('rfc9111: which statuses are stored', () => {
       expect(notStorableReason(policy(kind), input({ status: 302 }))).toBe('status');
       expect(notStorableReason(policy(kind), input({ status: 500 }))).toBe('status');
     }
+  });
+});
+
+describe('config/examples/rfc9111.yaml', () => {
+  it('is a generic shared cache in front of UPSTREAM_URL: rfc9111, heuristic freshness, other methods passed through', () => {
+    const config = loadConfig({ file: 'config/examples/rfc9111.yaml', env: { UPSTREAM_URL: 'http://origin.internal:8000' } });
+    expect(config.upstreams).toHaveLength(1);
+    expect(config.upstreams[0]).toMatchObject({ url: 'http://origin.internal:8000', prefix: '/', pass_through: true });
+    expect(config.upstreams[0]!.cache).toMatchObject({ policy: 'rfc9111', heuristic_fraction: 0.1, stale_while_revalidate_seconds: 0 });
+    expect(config.pool.tokens).toEqual([]);
   });
 });
