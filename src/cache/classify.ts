@@ -214,6 +214,7 @@ function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, 
       date: parseDate(headerOf(headers, 'date')),
       expires: parseExpires(headerOf(headers, 'expires')),
       lastModified: parseDate(headerOf(headers, 'last-modified')),
+      received: response.responseTime,
     }),
     ...staleWindows(req.policy, res),
   };

@@ -113,6 +113,11 @@ export interface LifetimeInput {
   date: number | undefined;
   expires: number | undefined;
   lastModified: number | undefined;
+  /**
+   * When the response was received, ms: under `rfc9111` the Date of a response without a valid
+   * one (RFC 9110 section 6.6.1: a recipient records the time it was received).
+   */
+  received?: number | undefined;
 }
 
 /** Freshness lifetime in seconds (RFC 9111 section 4.2.1), with the policy applied. */
@@ -126,8 +131,9 @@ export function freshnessLifetime(policy: FreshnessPolicy, input: LifetimeInput)
     default: {
       if (policy.kind === 'rfc9111' && input.res.noCache) return 0;
       let life: number | undefined = input.res.sMaxage ?? input.res.maxAge;
+      const date = input.date ?? (policy.kind === 'rfc9111' ? input.received : undefined);
       if (life === undefined && input.expires !== undefined) {
-        life = Math.max(0, Math.floor((input.expires - (input.date ?? input.expires)) / 1000));
+        life = Math.max(0, Math.floor((input.expires - (date ?? input.expires)) / 1000));
       }
       if (
         life === undefined &&

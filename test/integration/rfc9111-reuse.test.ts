@@ -148,6 +148,12 @@ describe('rfc9111: reuse of what a shared cache may store', () => {
     expect((await get(`/rfc${path}`)).status).toBe(200);
   });
 
+  it('Expires counts from the time received when Date is not a date (and not at all under the GitHub policies)', async () => {
+    const script = () => ({ status: 200, headers: { date: 'foo', expires: new Date(Date.now() + 100_000).toUTCString() } });
+    expect((await twice('/rfc', '/expires-bad-date', script())).seen).toBe(1);
+    expect((await twice('/gh', '/expires-bad-date', script())).seen).toBe(2);
+  });
+
   it.each([200, 203, 204, 404, 405, 410, 414])('a %d with Last-Modified is reused by heuristic freshness', async (status) => {
     const { second, seen } = await twice('/rfc', `/heuristic-${status}`, { status, headers: { 'last-modified': LAST_MODIFIED() } });
     expect(second.status).toBe(status);

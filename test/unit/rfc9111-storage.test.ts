@@ -117,6 +117,19 @@ describe('rfc9111: which statuses are stored', () => {
   });
 });
 
+describe('rfc9111: Expires without a valid Date', () => {
+  const received = Date.UTC(2026, 0, 1);
+  const input = { res: {}, date: undefined, expires: received + 10_000, lastModified: undefined, received };
+  it('counts Expires from the time the response was received (RFC 9110 section 6.6.1)', () => {
+    expect(freshnessLifetime(policy('rfc9111'), input)).toBe(10);
+    expect(freshnessLifetime(policy('rfc9111'), { ...input, expires: received - 10_000 })).toBe(0);
+    expect(freshnessLifetime(policy('rfc9111'), { ...input, date: received - 5_000 })).toBe(15);
+  });
+  it('the GitHub policies keep such a response stale', () => {
+    expect(freshnessLifetime(policy('max-age'), input)).toBe(0);
+  });
+});
+
 describe('config/examples/rfc9111.yaml', () => {
   it('is a generic shared cache in front of UPSTREAM_URL: rfc9111, heuristic freshness, other methods passed through', () => {
     const config = loadConfig({ file: 'config/examples/rfc9111.yaml', env: { UPSTREAM_URL: 'http://origin.internal:8000' } });
