@@ -19,6 +19,8 @@ export interface Directives {
   onlyIfCached?: true;
   /** No intermediary may change the content or its coding (RFC 9111 section 5.2.2.6). */
   noTransform?: true;
+  /** Store only when the status's caching rules are understood (RFC 9111 section 5.2.2.3). */
+  mustUnderstand?: true;
 }
 
 const EMPTY: Readonly<Directives> = Object.freeze({});
@@ -41,7 +43,8 @@ const NUMERIC = new Map<string, 'maxAge' | 'sMaxage' | 'minFresh' | 'staleIfErro
 ]);
 
 /** Directives without an argument, and the flag each sets. */
-type Flag = 'noStore' | 'noCache' | 'private' | 'public' | 'mustRevalidate' | 'proxyRevalidate' | 'onlyIfCached' | 'noTransform';
+type Flag =
+  'noStore' | 'noCache' | 'private' | 'public' | 'mustRevalidate' | 'proxyRevalidate' | 'onlyIfCached' | 'noTransform' | 'mustUnderstand';
 const FLAGS = new Map<string, Flag>([
   ['no-store', 'noStore'],
   ['no-cache', 'noCache'],
@@ -51,6 +54,7 @@ const FLAGS = new Map<string, Flag>([
   ['proxy-revalidate', 'proxyRevalidate'],
   ['only-if-cached', 'onlyIfCached'],
   ['no-transform', 'noTransform'],
+  ['must-understand', 'mustUnderstand'],
 ]);
 
 export function parseCacheControl(header: string | string[] | undefined): Readonly<Directives> {

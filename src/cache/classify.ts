@@ -21,6 +21,7 @@ import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
 import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
 import type { CacheRequest } from './request.js';
+import { parseSurrogateControl, withSurrogate } from './surrogate-control.js';
 
 /** What the upstream exchange produced: a fetch on a token (or without one), or no token to use. */
 export type Got =
@@ -92,8 +93,8 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   if (plain !== undefined && corruptBody(fetched.status, headerValue(fetched.headers['content-type']), plain)) {
     return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' }, token, corrupt: true };
   }
-  const vary = varySelection(headerValue(fetched.headers.vary), req.header);
-  const res = parseCacheControl(fetched.headers['cache-control']);
+  const vary = varySelection(headerValue(fetched.headers.vary), req.header, req.policy.kind === 'rfc9111');
+  const res = responseDirectives(req, fetched.headers['cache-control'], fetched.headers['surrogate-control']);
   const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, plain?.length ?? fetched.body.length);
   const reason =
     fetched.status === 304
@@ -110,7 +111,9 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
           varyStar: vary === undefined,
         });
   const transient = isTransient(fetched.status, fetched.headers);
-  if (reason === null)
+  // A failure with explicit freshness (`rfc9111`) is stored, but never in place of a stored entry:
+  // that entry stays the stale-if-error fallback.
+  if (reason === null && !(transient && stale !== undefined))
     return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: key, dropKey: undefined, transient: false, token };
   // A changed or vanished resource replaces the old entry even when the new answer is not
   // storable; a transient failure never evicts it; a rejected credential loses its entry.
@@ -118,6 +121,16 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   const replaces = stale !== undefined && !transient && (fetched.status < 400 || fetched.status === 404 || fetched.status === 410);
   const dropKey = replaces || rejected !== undefined ? key : undefined;
   return { kind: 'entry', entry, fwdStatus: fetched.status, storeKey: undefined, dropKey, transient, token, rejected };
+}
+
+/** The response directives the cache acts on: Cache-Control, and Surrogate-Control under `rfc9111`. */
+function responseDirectives(
+  req: CacheRequest,
+  cacheControl: string | string[] | undefined,
+  surrogateControl: string | string[] | undefined,
+): Readonly<Directives> {
+  const res = parseCacheControl(cacheControl);
+  return req.policy.kind === 'rfc9111' ? withSurrogate(res, parseSurrogateControl(surrogateControl)) : res;
 }
 
 /** The validators a response carries. */
@@ -204,6 +217,7 @@ function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, 
       date: parseDate(headerOf(headers, 'date')),
       expires: parseExpires(headerOf(headers, 'expires')),
       lastModified: parseDate(headerOf(headers, 'last-modified')),
+      received: response.responseTime,
     }),
     ...staleWindows(req.policy, res),
   };
@@ -242,6 +256,11 @@ function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fe
     headers,
     etag: headerOf(headers, 'etag') ?? stored.etag,
     lastModified: headerOf(headers, 'last-modified') ?? stored.lastModified,
-    ...freshness(req, headers, parseCacheControl(headerOf(headers, 'cache-control')), response),
+    ...freshness(
+      req,
+      headers,
+      responseDirectives(req, headerOf(headers, 'cache-control'), headerOf(headers, 'surrogate-control')),
+      response,
+    ),
   };
 }

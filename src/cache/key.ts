@@ -17,6 +17,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { createBoundedMemo } from './bounded-memo.js';
+import { languageSelects, normaliseSelecting } from './vary-normalise.js';
 
 export const ANONYMOUS = 'anon';
 export const POOL = 'pool';
@@ -161,12 +162,14 @@ export function createPartitioner(initialSecret: string | Buffer, memoBytes = PA
 }
 
 /**
- * Request-header values that a stored Vary names, beyond what the key covers.
- * Returns undefined when Vary is "*" (the response can never be reused).
+ * Request-header values that a stored Vary names, beyond what the key covers; with `normalise`
+ * (`rfc9111`), in their normal form (vary-normalise.ts). Returns undefined when Vary is "*" (the
+ * response can never be reused).
  */
 export function varySelection(
   vary: string | undefined,
   requestHeader: (name: string) => string | undefined,
+  normalise = false,
 ): Record<string, string> | null | undefined {
   if (vary === undefined || vary.length === 0) return null;
   let out: Record<string, string> | null = null;
@@ -175,16 +178,31 @@ export function varySelection(
     if (name.length === 0 || VARY_COVERED.has(name)) continue;
     if (name === '*') return undefined;
     out ??= {};
-    out[name] = requestHeader(name) ?? '';
+    const value = requestHeader(name) ?? '';
+    out[name] = normalise ? normaliseSelecting(name, value) : value;
   }
   return out;
 }
 
-/** Whether a request matches the Vary selection stored with an entry. */
-export function varyMatches(stored: Readonly<Record<string, string>> | null, requestHeader: (name: string) => string | undefined): boolean {
+/**
+ * Whether a request matches the Vary selection stored with an entry. With `normalise`
+ * (`rfc9111`), values are compared in their normal form, and an Accept-Language also matches a
+ * stored response in the one language it prefers (`contentLanguage`, read only then).
+ */
+export function varyMatches(
+  stored: Readonly<Record<string, string>> | null,
+  requestHeader: (name: string) => string | undefined,
+  normalise = false,
+  contentLanguage?: () => string | undefined,
+): boolean {
   if (stored === null) return true;
   for (const name in stored) {
-    if ((requestHeader(name) ?? '') !== stored[name]) return false;
+    const value = requestHeader(name) ?? '';
+    if (value === stored[name]) continue;
+    if (!normalise) return false;
+    if (normaliseSelecting(name, value) === stored[name]) continue;
+    if (name === 'accept-language' && contentLanguage !== undefined && languageSelects(value, contentLanguage())) continue;
+    return false;
   }
   return true;
 }

@@ -36,8 +36,18 @@ export interface FreshnessPolicy {
   freshFloor?: number;
 }
 
-/** Statuses a shared cache may store (RFC 9110 section 15.1 "heuristically cacheable", minus 206). */
+/** Statuses a shared cache may store without explicit freshness (RFC 9110 section 15.1 "heuristically cacheable", minus 206). */
 const RFC_CACHEABLE = new Set([200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]);
+
+/**
+ * Final statuses whose caching rules this cache knows (RFC 9110 section 15), the ones a response
+ * with `must-understand` may be stored with (RFC 9111 section 5.2.2.3). 206 is left out: the cache
+ * stores no partial content.
+ */
+const UNDERSTOOD = new Set([
+  200, 201, 202, 203, 204, 205, 300, 301, 302, 303, 305, 307, 308, 400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413,
+  414, 415, 416, 417, 421, 422, 426, 500, 501, 502, 503, 504, 505,
+]);
 
 export interface StoreInput {
   status: number;
@@ -60,10 +70,22 @@ export function notStorableReason(policy: FreshnessPolicy, input: StoreInput): s
   if (input.varyStar) return 'vary-star';
   if (input.hasSetCookie) return 'set-cookie';
   if (policy.kind !== 'rfc9111') return input.status === 200 ? null : 'status';
-  if (!RFC_CACHEABLE.has(input.status)) return 'status';
+  return rfcNotStorableReason(policy, input);
+}
+
+/**
+ * RFC 9111 section 3 for a shared cache: any final status (206 aside) may be stored when the
+ * response gives explicit freshness or says `public`; without, only the heuristically cacheable
+ * ones. `must-understand` limits storing to the statuses the cache understands.
+ */
+function rfcNotStorableReason(policy: FreshnessPolicy, input: StoreInput): string | null {
+  if (input.status < 200 || input.status === 206 || input.status === 304) return 'status';
+  if (input.res.mustUnderstand && !UNDERSTOOD.has(input.status)) return 'must-understand';
+  const freshness = input.res.sMaxage !== undefined || input.res.maxAge !== undefined || input.hasExpires;
+  if (!RFC_CACHEABLE.has(input.status) && !freshness && !input.res.public) return 'status';
   if (input.res.private) return 'private';
   if (input.authorized && !(input.res.public || input.res.sMaxage !== undefined || input.res.mustRevalidate)) return 'authorization';
-  const explicit = input.res.sMaxage !== undefined || input.res.maxAge !== undefined || input.hasExpires || input.res.public;
+  const explicit = freshness || input.res.public;
   if (!explicit && !input.hasValidator && policy.heuristicFraction === 0) return 'no-freshness';
   return null;
 }
@@ -91,6 +113,11 @@ export interface LifetimeInput {
   date: number | undefined;
   expires: number | undefined;
   lastModified: number | undefined;
+  /**
+   * When the response was received, ms: under `rfc9111` the Date of a response without a valid
+   * one (RFC 9110 section 6.6.1: a recipient records the time it was received).
+   */
+  received?: number | undefined;
 }
 
 /** Freshness lifetime in seconds (RFC 9111 section 4.2.1), with the policy applied. */
@@ -104,8 +131,9 @@ export function freshnessLifetime(policy: FreshnessPolicy, input: LifetimeInput)
     default: {
       if (policy.kind === 'rfc9111' && input.res.noCache) return 0;
       let life: number | undefined = input.res.sMaxage ?? input.res.maxAge;
+      const date = input.date ?? (policy.kind === 'rfc9111' ? input.received : undefined);
       if (life === undefined && input.expires !== undefined) {
-        life = Math.max(0, Math.floor((input.expires - (input.date ?? input.expires)) / 1000));
+        life = Math.max(0, Math.floor((input.expires - (date ?? input.expires)) / 1000));
       }
       if (
         life === undefined &&

@@ -31,6 +31,18 @@ import { createRejectionMemo, rememberBounded } from './rejections.js';
 import type { CacheRequest } from './request.js';
 import { createTokenMemo, type TokenMemo } from './token-memo.js';
 
+/** A stored response's field (the first line of that name). */
+function storedField(entry: CacheEntry, name: string): string | undefined {
+  for (const [key, value] of entry.headers) if (key === name) return value;
+  return undefined;
+}
+
+/** Whether the request selects the entry by its Vary (values in normal form under `rfc9111`). */
+function varyUsable(req: CacheRequest, entry: CacheEntry): boolean {
+  if (entry.vary === null) return true;
+  return varyMatches(entry.vary, req.header, req.policy.kind === 'rfc9111', () => storedField(entry, 'content-language'));
+}
+
 export interface TierSettings {
   l1: boolean;
   maxBytes: number;
@@ -171,7 +183,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
   };
 
   const usable = (req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined => {
-    if (entry === undefined || !varyMatches(entry.vary, req.header)) return undefined;
+    if (entry === undefined || !varyUsable(req, entry)) return undefined;
     if (rejections.size > 0 && rejections.rejectedSince(req.keys.flight, req.keys.partition, entry.storedAt)) return undefined;
     if (invalidations.size === 0) return entry;
     const at = invalidations.get(pathScope(req.upstream, req.pathname));

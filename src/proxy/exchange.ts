@@ -7,6 +7,7 @@
 import type { Got } from '../cache/classify.js';
 import { encodeFetchedBy, type CacheEntry, type FetchedBy } from '../cache/entry.js';
 import type { Partitioner } from '../cache/key.js';
+import { SURROGATE_CAPABILITY } from '../cache/surrogate-control.js';
 import { storedValidators, validatorsFor } from '../cache/validators.js';
 import { requestHeadersForUpstream } from '../headers/hop-by-hop.js';
 import type { Logger } from '../log/logger.js';
@@ -52,6 +53,8 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
     for (const name of CACHE_OWNED) delete headers[name];
     headers['x-request-id'] = ctx.id;
     headers['accept-encoding'] = 'gzip';
+    // A shared cache in front of the origin: the origin may address it with Surrogate-Control.
+    if (ctx.upstream.policy.kind === 'rfc9111') headers['surrogate-capability'] = SURROGATE_CAPABILITY;
 
     const tokens = ctx.cred.kind === 'pool' ? pool?.pool : undefined;
     const stored = stale === undefined ? undefined : storedValidators(stale);

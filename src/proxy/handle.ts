@@ -2,7 +2,7 @@
  * The request handler. Read top to bottom, it is the request path:
  *   target check -> webhook receiver (src/webhooks/) -> route -> GraphQL (src/graphql/) -> method gate (pass-through or 405)
  *   -> end-to-end headers -> credential
- *   -> pool rate_limit | streaming forward (policy none, Range) | cached path (GET/HEAD)
+ *   -> pool rate_limit | streaming forward (policy none, Range but under rfc9111) | cached path (GET/HEAD)
  * Each step returns a reply or what was served; the access line and the metrics are written
  * once, from what the path returned: at once for an answer written whole in the same turn (a
  * hit), else when the response closes.
@@ -127,7 +127,9 @@ export function createHandler(config: Config, services: Services, { logger, metr
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
       return answer(ctx, { kind: 'body', ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
     }
-    if (upstream.cfg.cache.policy === 'none' || req.headers.range !== undefined) return forward(ctx);
+    // Range requests stream through, except under rfc9111: a part of the stored response (answer.ts).
+    const policy = upstream.cfg.cache.policy;
+    if (policy === 'none' || (req.headers.range !== undefined && policy !== 'rfc9111')) return forward(ctx);
     return cached(ctx);
   };
 

@@ -96,7 +96,9 @@ describe('storability', () => {
     expect(notStorableReason(rfc9111Policy, input({ authorized: true, res: { sMaxage: 5 } }))).toBeNull();
     expect(notStorableReason(rfc9111Policy, input({ authorized: true, res: { mustRevalidate: true } }))).toBeNull();
     expect(notStorableReason(rfc9111Policy, input({ status: 404, res: { maxAge: 5 } }))).toBeNull();
-    expect(notStorableReason(rfc9111Policy, input({ status: 500, res: { maxAge: 5 } }))).toBe('status');
+    // Any final status with explicit freshness (RFC 9111 section 3); without, only the heuristically cacheable ones.
+    expect(notStorableReason(rfc9111Policy, input({ status: 500, res: { maxAge: 5 } }))).toBeNull();
+    expect(notStorableReason(rfc9111Policy, input({ status: 500, res: {}, hasValidator: true }))).toBe('status');
     expect(notStorableReason(rfc9111Policy, input({ res: {}, hasValidator: false }))).toBe('no-freshness');
     expect(notStorableReason(policy('rfc9111', { heuristicFraction: 0.1 }), input({ res: {}, hasValidator: false }))).toBeNull();
     expect(notStorableReason(rfc9111Policy, input({ res: {}, hasValidator: true }))).toBeNull();
