@@ -88,6 +88,23 @@ function upstreamCalls(upstream: FakeUpstream, path: string): number {
   return stats.byPath?.[path] ?? 0;
 }
 
+/** A pool of a public_repo token and a repo token, once the proxy serves it as non-equivalent. */
+async function mixedScopesPool() {
+  const upstream = await fake();
+  const proxy = await proxyWith(
+    upstream,
+    {
+      tokens: [
+        { name: 'alice-public', value: TOKENS.pub },
+        { name: 'alice-repo', value: TOKENS.repo },
+      ],
+    },
+    'revalidate',
+  );
+  await until(async () => !(await tokensOf(proxy)).equivalent, 10_000, 'the pool served as non-equivalent');
+  return { upstream, proxy };
+}
+
 describe('pool tokens with the same OAuth scopes', () => {
   it('stay one cache partition: equivalent on /admin/tokens, no warning, one upstream request for repeated reads', async () => {
     const upstream = await fake();
@@ -150,18 +167,7 @@ describe('pool tokens with different OAuth scopes', () => {
   });
 
   it('never answer a private repository with one token’s 404 when another token would answer 200', async () => {
-    const upstream = await fake();
-    const proxy = await proxyWith(
-      upstream,
-      {
-        tokens: [
-          { name: 'alice-public', value: TOKENS.pub },
-          { name: 'alice-repo', value: TOKENS.repo },
-        ],
-      },
-      'revalidate',
-    );
-    await until(async () => !(await tokensOf(proxy)).equivalent, 10_000, 'the pool served as non-equivalent');
+    const { proxy } = await mixedScopesPool();
     // Misses (a query each) and revalidations: the pool spreads them over both tokens.
     const statuses: number[] = [];
     for (let round = 0; round < 8; round++) statuses.push((await get(`${proxy.url}/repos/alice/secret-project?n=${round % 4}`)).status);
@@ -178,18 +184,7 @@ describe('pool tokens with different OAuth scopes', () => {
 
 describe('a 404 tried on the token with the scope', () => {
   it('is the answer when that token cannot be had (paused by a secondary limit), not a 429', async () => {
-    const upstream = await fake();
-    const proxy = await proxyWith(
-      upstream,
-      {
-        tokens: [
-          { name: 'alice-public', value: TOKENS.pub },
-          { name: 'alice-repo', value: TOKENS.repo },
-        ],
-      },
-      'revalidate',
-    );
-    await until(async () => !(await tokensOf(proxy)).equivalent, 10_000, 'the pool served as non-equivalent');
+    const { upstream, proxy } = await mixedScopesPool();
     await post(`${upstream.url}/__fake/secondary`, { count: 100, status: 403, retryAfter: 600, token: TOKENS.repo });
     const answers = [];
     for (let round = 0; round < 3; round++) answers.push((await get(`${proxy.url}/repos/alice/secret-project?paused=${round}`)).status);

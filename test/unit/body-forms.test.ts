@@ -101,6 +101,20 @@ function gzipEntry(json: Buffer, over: Partial<CacheEntry> = {}): CacheEntry {
 }
 
 /** A blob answer of `size` zero bytes, as GitHub's git/blobs endpoint gives it (base64 of zeros compresses about 1000:1). */
+/** Answers the request with the entry as a plain L1 hit. */
+function answerHit(ctx: AnswerContext, entry: CacheEntry): void {
+  answer(ctx, {
+    kind: 'entry',
+    entry,
+    cacheStatus: 'etagere; hit',
+    age: 0,
+    extra: undefined,
+    outcome: 'hit',
+    upstreamStatus: undefined,
+    token: undefined,
+  });
+}
+
 function zeroBlob(size: number): Buffer {
   const content = Buffer.alloc(size).toString('base64');
   return Buffer.from(JSON.stringify({ sha: 'f'.repeat(40), size, url: `${API}/repos/o/r/git/blobs/${'f'.repeat(40)}`, content }));
@@ -112,16 +126,7 @@ describe('a gzip entry that decodes past cache.max_decoded_bytes', () => {
     const json = zeroBlob(600 * 1024);
     const entry = gzipEntry(json);
     const { ctx, res } = context(upstream, { 'accept-encoding': 'identity' });
-    answer(ctx, {
-      kind: 'entry',
-      entry,
-      cacheStatus: 'etagere; hit',
-      age: 0,
-      extra: undefined,
-      outcome: 'hit',
-      upstreamStatus: undefined,
-      token: undefined,
-    });
+    answerHit(ctx, entry);
     await res.finished();
     expect(res.status).toBe(200);
     expect(res.body.equals(json)).toBe(true);
@@ -165,16 +170,7 @@ describe('a gzip entry that decodes past cache.max_decoded_bytes', () => {
     const whole = gzipEntry(zeroBlob(600 * 1024));
     const entry = { ...whole, body: whole.body.subarray(0, whole.body.length - 64) };
     const { ctx, res } = context(upstream, { 'accept-encoding': 'identity' });
-    answer(ctx, {
-      kind: 'entry',
-      entry,
-      cacheStatus: 'etagere; hit',
-      age: 0,
-      extra: undefined,
-      outcome: 'hit',
-      upstreamStatus: undefined,
-      token: undefined,
-    });
+    answerHit(ctx, entry);
     await new Promise((resolve) => res.once('close', resolve));
     expect(res.destroyed).toBe(true);
     expect(res.writableFinished).toBe(false);
