@@ -1,5 +1,5 @@
 /**
- * The cost of rewriting API addresses in bodies (issue 15): `npx tsx bench/body-rewrite.ts`.
+ * The cost of rewriting API addresses in bodies: `npx tsx bench/body-rewrite.ts`.
  * Renders the fake upstream's real bodies (one repository, a page of 100 repositories), then times
  * the per-entry work: the search that decides whether a body holds API addresses (once per entry)
  * and the rewrite itself (once per entry and public base). A hit on an entry already rewritten

@@ -1,5 +1,5 @@
 /**
- * Does re-encoding a stored body to brotli pay off at store time (issue 17, optional `br`)?
+ * Does re-encoding a stored body to brotli pay off at store time (an optional `br`)?
  * Sizes and µs per call of gzip and brotli at several levels, and of decoding each, for the bench's
  * GitHub repository record (bench/memory.ts) and a page of 100 of them.
  *

@@ -12,7 +12,7 @@
 # --header adds a request header to every request (e.g. 'Accept-Encoding: gzip', a gzip client; repeat it for more);
 # the output also gives the body bytes of one response (curl's size_download, with the same header).
 # --webhooks true turns the webhook receiver on (a secret, webhooks.owners ["*"]) with
-# cache.webhook_fresh_seconds: 600 on the upstream (issue 18): the hit path with webhooks configured.
+# cache.webhook_fresh_seconds: 600 on the upstream: the hit path with webhooks configured.
 # --pool N serves anonymous clients from a pool of the bench's first N fake tokens (bench/bench-tokens.ts,
 # as the harness's pool cases), with pool.equivalent from --equivalent (default true); --keys true turns
 # consumer keys on with the harness's one key (bench/cases.ts CONSUMER_KEY) and sends it as X-Etagere-Key.

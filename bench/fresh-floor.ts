@@ -1,5 +1,5 @@
 /**
- * The freshness floor of a quota schedule (issue 18): the fewest upstream requests, 304s included,
+ * The freshness floor of a quota schedule: the fewest upstream requests, 304s included,
  * that any cache needs to answer the schedule when
  * (a) it never serves a response more than F simulated seconds after it last got it, or had it
  *     confirmed (a 304), from the upstream: what bounds the data's age when a webhook delivery is

@@ -1,5 +1,5 @@
 /**
- * Issue 18: what marking a path scope stale costs, by the size of L1 and of the scope. L1 (tiers,
+ * What marking a path scope stale costs, by the size of L1 and of the scope. L1 (tiers,
  * one process, no Redis) is filled with `--entries` keys over `--repos` repositories (each key one
  * path, partition and query of one repository); then one repository's exact path, one repository's
  * prefix, and an owner's prefix are marked, and the cost of keeping the path index on every store

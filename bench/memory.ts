@@ -21,7 +21,7 @@ import { apiHeaders, CACHE_PRIVATE, JSON_TYPE } from '../src/fake-upstream/heade
 /**
  * The bodies the entries hold: `small` (~200 bytes of JSON, identity), or `repo` (a full GitHub
  * repository record, ~5 KB, every API address in it, as `GET /repos/:owner/:repo` answers) as
- * identity (`repo`, what the proxy stored before issue 17) or gzip (`repo-gzip`, what it stores now).
+ * identity (`repo`) or gzip (`repo-gzip`, what the proxy stores when it asked the upstream for gzip).
  */
 export type BodyKind = 'small' | 'repo' | 'repo-gzip';
 

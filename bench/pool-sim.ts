@@ -3,7 +3,7 @@
  * first sees a 429, and how many 403/429 the upstream answers on the way (goal: at least 99 %
  * and 0). Runs the fake GitHub API and a proxy in this process, with small quotas and many
  * concurrent clients sending uncached GETs. A mixed scenario runs core and search clients together:
- * search spends its own budget (30 a minute per token), core as if alone (issue 14, row 2).
+ * search spends its own budget (30 a minute per token), core as if alone.
  *
  *   npm run bench:pool [-- --smoke] [--json FILE]
  *
@@ -177,7 +177,7 @@ export async function runPoolSimulation(): Promise<SimResult[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Two consumers, one greedy (issue 14, row 4): the other still gets at least its reserve, and its
+// Two consumers, one greedy: the other still gets at least its reserve, and its
 // requests never wait behind the greedy burst for more than a second.
 
 export interface ConsumerSimResult {
@@ -205,7 +205,7 @@ export const CONSUMER_SCENARIO = {
   latencyMs: 25,
   greedyClients: 200,
   reserveFraction: 0.5,
-  /** false: consumer keys off, one queue and one budget for all (the state before issue 14), for comparison. */
+  /** false: consumer keys off, one queue and one budget for all, for comparison. */
   fairShare: true as boolean,
 };
 
@@ -347,7 +347,7 @@ export function consumerGoalFailures(result: ConsumerSimResult): string[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Core and search together (issue 14, row 2): search spends its own budget (30 a minute per token
+// Core and search together: search spends its own budget (30 a minute per token
 // on GitHub), core is unaffected. Core clients spend the pool's core quota as in `simulate` while
 // search clients search without pause; neither may meet an upstream 403/429.
 

@@ -3,7 +3,7 @@
  * consumers that must always see current data, against the same consumers going straight to the
  * API, and against the floor (one full fetch per resource version that somebody asked for).
  * Goal: etagere (policy `revalidate`) at most 1.05 x the floor, and never stale.
- * Issue 18's webhook scenario: policy `max-age` with `cache.webhook_fresh_seconds` (600 simulated
+ * The webhook scenario: policy `max-age` with `cache.webhook_fresh_seconds` (600 simulated
  * seconds, scaled like every other time), the fake announcing each change with a signed webhook to
  * the proxy. Goal: at least 10 x fewer upstream requests (304s included) than `revalidate`, and a
  * staleness window (how long after a change a consumer could still be answered the old version)
@@ -637,19 +637,19 @@ function runQuota(values: Flags, num: (value: string | undefined) => number | un
   );
 }
 
-/** Issue 18: a staleness window of at most 1 s (a failure; the 10x target is reported: quotaReportedGoals). */
+/** A staleness window of at most 1 s (a failure; the 10x target is reported: quotaReportedGoals). */
 function webhookGoalFailures(scenario: ScenarioResult): string[] {
   if (scenario.staleMaxMs === null || scenario.staleMaxMs <= 1000) return [];
   return [`${scenario.name}: a consumer saw an old version ${scenario.staleMaxMs.toFixed(0)} ms after its change; goal <= 1,000 ms`];
 }
 
 /**
- * Targets reported, never failed: issue 18's at least 10x fewer upstream requests than revalidate
+ * Targets reported, never failed: at least 10x fewer upstream requests than revalidate
  * with webhooks. It depends on the simulated hour (a short run, as the smoke's 3 minutes, is mostly
  * first fetches) and on webhook_fresh_seconds: each line says how far any cache that never serves
  * data older than that could get (revalidate / the freshness floor, bench/fresh-floor.ts). At 600
  * simulated seconds that is about 7.4x on the default workload, so 10x is unreachable there for a
- * cache that keeps the bound; at 3600 it is met (BENCHMARKS.md, issue 18).
+ * cache that keeps the bound; at 3600 it is met (BENCHMARKS.md).
  */
 export function quotaReportedGoals(results: QuotaResults): string[] {
   const revalidate = results.scenarios.find((other) => other.id === 'etagere-revalidate');

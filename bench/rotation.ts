@@ -1,5 +1,5 @@
 /**
- * The quota cost of token rotation (issue 16): GitHub's ETag depends on the credential, so once a
+ * The quota cost of token rotation: GitHub's ETag depends on the credential, so once a
  * pool token is re-minted (an App installation token, every hour) the first revalidation of each
  * cached entry with the new token cannot match the old token's ETag, and is a full 200 that spends
  * quota instead of a free 304. This measures that cost, and what the ways around it give.

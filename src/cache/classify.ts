@@ -63,7 +63,7 @@ export type CacheResult =
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 /**
- * An upstream refusal of a credential (issue 14, row 5): what it drops and what the tiers remember
+ * An upstream refusal of a credential: what it drops and what the tiers remember
  * so that no stale-serving path (max-stale, only-if-cached, stale-if-error) uses an older entry.
  *   key         the entry of this credential for this request (any 401, a 403 without rate-limit meaning)
  *   partition   every entry of this client credential, when the 401 says "Bad credentials" (GitHub's

@@ -179,7 +179,7 @@ const MAX_DELTA_SECONDS = 2_147_483_648;
  * The Age a cache cannot trust counts as this: the response is stale on arrival. RFC 9111 section
  * 5.1 lets a cache use the first member of a list-based Age, or ignore an invalid one (a SHOULD);
  * a shared cache that ignored it would take a response of unknown age for a new one. The
- * conservative reading, which issue 17 and the HTTP cache conformance tests ask for, is to treat
+ * conservative reading, which the HTTP cache conformance tests ask for, is to treat
  * such a response as stale: it is stored, and the next request revalidates it (docs/caching.md).
  */
 export const UNTRUSTED_AGE = MAX_DELTA_SECONDS;

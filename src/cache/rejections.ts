@@ -1,5 +1,5 @@
 /**
- * What the upstream rejected, remembered (issue 14, row 5): after a 401, or a 403 without
+ * What the upstream rejected, remembered: after a 401, or a 403 without
  * rate-limit meaning, no entry of that credential stored before then is used for that key; after
  * a 401 "Bad credentials", for any key of that client credential. So max-stale, only-if-cached and
  * stale-if-error never hand out what the upstream has since refused to that credential.

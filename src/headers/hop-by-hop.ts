@@ -4,7 +4,7 @@
  *
  * A GET or HEAD loses them before anything reads its headers (`dropHopByHop`, in the handler), so
  * the cache key is built from exactly the headers the upstream receives: a header named in
- * Connection is neither sent nor part of the key (issue 14, row 3). A request on a pool token
+ * Connection is neither sent nor part of the key. A request on a pool token
  * forwards only POOL_FORWARDED: the pool's credential never travels with headers the upstream
  * would read as the client's (method overrides, X-Original-URL, Forwarded, X-Forwarded-*, Cookie).
  */

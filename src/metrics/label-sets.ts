@@ -19,7 +19,7 @@ export class LabelSets<V> {
   /**
    * The value of one label set (label values in `labelNames` order). One Map lookup per label
    * with the values as they come (their hashes are cached in the strings): no joined key to
-   * build and hash on every call, as there was.
+   * build and hash on every call.
    */
   of(...values: string[]): V {
     let node = this.root;

@@ -1,5 +1,5 @@
 /**
- * The content coding of a stored entry, as the forms served from it see it (issue 17, part 2).
+ * The content coding of a stored entry, as the forms served from it see it.
  * Entries keep the body as the upstream sent it, gzip when it was asked for gzip; a client that
  * takes gzip gets those bytes, one that does not gets them decoded. `Cache-Control: no-transform`
  * forbids the proxy to change the coding (RFC 9110 section 7.7): such an entry is served as stored

@@ -1,5 +1,5 @@
 /**
- * curl through a zero-config proxy (issue 15, build item 4): HEAD answers with GET's headers,
+ * curl through a zero-config proxy: HEAD answers with GET's headers,
  * Content-Length included, and no body; GitHub's raw media type on the README endpoint gets the
  * file's own bytes under the Content-Type asked for (each representation cached apart, Vary:
  * Accept); conditional requests with the ETag or Last-Modified curl was given get a 304 from the

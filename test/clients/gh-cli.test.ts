@@ -1,5 +1,5 @@
 /**
- * The gh CLI (Debian's `gh`) through a zero-config proxy (issue 15, build item 4):
+ * The gh CLI (Debian's `gh`) through a zero-config proxy:
  * `gh api --paginate <full proxy URL>` follows the Link headers and returns every item exactly
  * once, and the fake's counters show that every request it saw carried a pool token.
  *

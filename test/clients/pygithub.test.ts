@@ -1,5 +1,5 @@
 /**
- * PyGithub (Debian's python3-github) through a zero-config proxy (issue 15, build item 4): a
+ * PyGithub (Debian's python3-github) through a zero-config proxy: a
  * script (pygithub_walk.py, beside this file) with `Github(base_url=<proxy>)` and no token walks a
  * user's repositories, an organization's repositories, and `repo.owner.name`. PyGithub follows the
  * Link headers of list pages and the URLs in response bodies, and asserts that each is on

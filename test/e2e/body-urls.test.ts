@@ -1,5 +1,5 @@
 /**
- * Issue 15, build item 2: with zero configuration, API addresses inside JSON bodies point at the
+ * With zero configuration, API addresses inside JSON bodies point at the
  * proxy (under the name the client used), so clients that navigate by them (PyGithub) stay on it;
  * web addresses stay on GitHub's web. The rewrite is per public base and never stored, and a
  * client's If-None-Match still gets a 304 from the cache.

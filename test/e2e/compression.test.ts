@@ -1,5 +1,5 @@
 /**
- * Issue 17, part 2: compression end to end. The proxy asks the upstream for gzip and keeps the
+ * Compression end to end. The proxy asks the upstream for gzip and keeps the
  * gzip bytes; a client that takes gzip gets them as they are, one that does not gets them decoded,
  * with the same content. Strong ETags are weakened when the proxy changes the coding, GitHub's weak
  * ones stay; `no-transform` is honoured (a client that refused the stored coding has its own request

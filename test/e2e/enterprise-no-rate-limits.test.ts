@@ -1,5 +1,5 @@
 /**
- * GitHub Enterprise Server with rate limiting off, its default (issue 16, item 4): the fake under
+ * GitHub Enterprise Server with rate limiting off, its default: the fake under
  * `/api/v3` with `rateLimits: false` answers GET /rate_limit with 404 "Rate limiting is not
  * enabled." and sends no x-ratelimit-*. Through the proxy: the probe takes both pool tokens as
  * alive and unlimited, pooled requests spread over them by load, no x-ratelimit-* (never zeros)

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 4: GitHub Enterprise Server end to end. The fake serves GHES's layout (the REST
+ * GitHub Enterprise Server end to end. The fake serves GHES's layout (the REST
  * API under `/api/v3`, GraphQL at `/api/graphql`); the proxy's whole configuration is the upstream
  * URL `<fake>/api/v3`, pool tokens and `graphql: true`. Through the proxy: the `/rate_limit` probe,
  * Link and body addresses on the proxy (and following them), a renamed repository's 301, route

@@ -1,5 +1,5 @@
 /**
- * Issue 17, a known gap closed: `Cache-Control: no-transform` and clients that refuse gzip. The
+ * `Cache-Control: no-transform` and clients that refuse gzip. The
  * proxy may not decode such an entry (RFC 9110 section 7.7), so a client that explicitly refused
  * its coding has its own request forwarded, with its own Accept-Encoding, on the pool's rules, and
  * gets the origin's answer uncached. Gzip clients and clients without Accept-Encoding (which take

@@ -1,5 +1,5 @@
 /**
- * Issue 15, build item 3: Octokit's conditional-request polling loop (GitHub's recommended
+ * Octokit's conditional-request polling loop (GitHub's recommended
  * pattern) is answered from the cache by a zero-config proxy. Node's fetch adds
  * `Cache-Control: no-cache` and `Pragma: no-cache` to every request with `If-None-Match`; under the
  * GitHub policies the proxy ignores that `no-cache` by default (`cache.client_no_cache`), and the

@@ -1,5 +1,5 @@
 /**
- * Issue 18, "Must show": two replicas sharing one Redis, entries fresh for 600 s where webhooks
+ * Two replicas sharing one Redis, entries fresh for 600 s where webhooks
  * cover them. The fake upstream changes a repository and sends its signed webhook to one replica;
  * within a second the next read through either replica shows the change, in every partition. A
  * purge, by path or by prefix, on one replica does the same on the other; a replica that starts

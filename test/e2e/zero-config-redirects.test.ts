@@ -1,5 +1,5 @@
 /**
- * Issue 15, build item 1: with zero configuration (only the upstream URL, no public_url, no
+ * With zero configuration (only the upstream URL, no public_url, no
  * trust_forwarded), Link and Location point back at the proxy, through the request's own Host, so
  * that real clients that paginate or follow a redirect stay on the proxy. The proxy holds pool
  * tokens and the clients none: a request that reached the fake without going through the proxy

@@ -1,5 +1,5 @@
 /**
- * Issue 15: GET /orgs/:org and GET /orgs/:org/members in the fake, in GitHub's shapes (REST "Get
+ * GET /orgs/:org and GET /orgs/:org/members in the fake, in GitHub's shapes (REST "Get
  * an organization", "List organization members"), so PyGithub's get_organization works in the demo.
  */
 import { describe, expect, it } from 'vitest';

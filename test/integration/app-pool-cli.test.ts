@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 1 with the real CLI: `etagere serve` with ETAGERE_APP_ID,
+ * GitHub App installations with the real CLI: `etagere serve` with ETAGERE_APP_ID,
  * ETAGERE_APP_PRIVATE_KEY_FILE (a key generated at test time into a temporary directory) and
  * ETAGERE_APP_INSTALLATIONS=all, in front of a spawned `etagere fake-upstream --app ...` under
  * Enterprise Server's base path (/api/v3): pooled requests go out on both installations' tokens.

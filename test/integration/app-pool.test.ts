@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 1 (the proxy side): GitHub App installations as pool members, against the fake
+ * GitHub App installations as pool members, against the fake
  * upstream's Apps. An App with two installations serves pooled consumers over both installations'
  * tokens (the fake counts requests by installation; /admin/tokens names `<app>-<id>`); tokens are
  * re-minted across a short expiry with 0 failed requests under load; a suspended or uninstalled

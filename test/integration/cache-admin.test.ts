@@ -1,5 +1,5 @@
 /**
- * Issue 18, purge and inspect on the admin port, and their commands: what /admin/cache shows of
+ * Purge and inspect on the admin port, and their commands: what /admin/cache shows of
  * each entry (its partition kind, representation, age, TTL, ETag, size, who fetched it), never a
  * credential, a partition hash or a secret, and never the body of a client credential's entry;
  * /admin/cache/stats; `etagere purge` and `etagere cache inspect` against a running proxy.

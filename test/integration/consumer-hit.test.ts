@@ -1,5 +1,5 @@
 /**
- * Issue 19, the all-on hit: a pool consumer's request with its X-Etagere-Key among other headers
+ * The all-on hit: a pool consumer's request with its X-Etagere-Key among other headers
  * (as real clients send it, not last). The key and the headers a pool request does not forward are
  * set to undefined in the request's header map rather than deleted (src/headers/hop-by-hop.ts,
  * `HeaderRemoval`): none of them may reach the upstream, a wrong key is still refused, the

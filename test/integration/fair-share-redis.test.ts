@@ -1,5 +1,5 @@
 /**
- * Fair share across replicas (issue 14, row 4, with Redis): per-consumer spend counters in Redis
+ * Fair share across replicas (with Redis): per-consumer spend counters in Redis
  * hold the shares whichever replica a consumer's requests reach; the counters expire with their
  * window; a Redis outage falls back to a counted local 1/N allowance, and Redis takes over again.
  */

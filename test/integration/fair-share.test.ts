@@ -1,5 +1,5 @@
 /**
- * Issue 14, attack-table row 4: one consumer must not starve the others. Against the fake GitHub
+ * One consumer must not starve the others. Against the fake GitHub
  * API with a small pool: a greedy consumer's cache-busting requests spend its share and borrow
  * down to the other consumer's reserve, never further (the other is still served); a greedy
  * burst of concurrent misses never holds another consumer's request for long.
@@ -70,7 +70,7 @@ async function queueLength(proxy: TestProxy): Promise<number> {
 
 const as = (key: string) => ({ 'x-etagere-key': key });
 
-describe('fair share between consumers (issue 14, row 4)', () => {
+describe('fair share between consumers', () => {
   it(
     'a greedy consumer spends its share and borrows down to the reserve of the other, who is still served',
     async () => {

@@ -1,5 +1,5 @@
 /**
- * GraphQL through the pool (issue 16, item 2), against the fake's GraphQL endpoint: a pooled query
+ * GraphQL through the pool, against the fake's GraphQL endpoint: a pooled query
  * is answered on a pool token and accounted in the `graphql` resource; a mutation from a pooled
  * consumer is refused and never reaches the fake, while a client's own token runs one; RATE_LIMITED
  * answers pause or spend the token and the call goes to another; identical queries may be served

@@ -1,5 +1,5 @@
 /**
- * Issue 19, item 4: a hit written whole in its turn is logged and counted at once, without a
+ * A hit written whole in its turn is logged and counted at once, without a
  * 'close' listener, and is neither in flight nor owed on its connection. What a user of the access
  * log and the metrics sees must not change: the bytes that went on the wire (GET, gzip, identity,
  * HEAD, 304), one line and one count per request, a hit its client is slow to take logged only

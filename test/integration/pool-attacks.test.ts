@@ -1,5 +1,5 @@
 /**
- * Issue 14, attack-table rows 1 and 2, against the fake GitHub API with healthy tokens:
+ * Attacks on the token pool, against the fake GitHub API with healthy tokens:
  *
  * 1. A 401 is about the request before it is about the token. GitHub answers 401 to a normal
  *    token on App-only endpoints (`GET /app`, `GET /repos/{o}/{r}/installation`). Such a request
@@ -85,7 +85,7 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-describe('row 1: a 401 is about the request before it is about the token', () => {
+describe('a 401 is about the request before it is about the token', () => {
   it('a 401 from an App-only endpoint kills no pool token: passed through as is, not retried, not cached', async () => {
     const fake = await fakeWith();
     const proxy = await proxyFor(fake.url);
@@ -104,7 +104,7 @@ describe('row 1: a 401 is about the request before it is about the token', () =>
     expect(fake.stats().byPath['/repos/octocat/hello-world/installation']).toBe(3);
     expect((await tokens(proxy)).map((t) => t.state)).toEqual(['ok', 'ok', 'ok']);
 
-    // Every later request is served (before the fix: 503, every token dead).
+    // Every later request is served (not a 503 with every token dead).
     const repo = await get(`${proxy.url}/repos/octocat/hello-world`);
     expect(repo.status).toBe(200);
     const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
@@ -146,7 +146,7 @@ describe('row 1: a 401 is about the request before it is about the token', () =>
   });
 });
 
-describe('row 2: every rate-limit resource has its own budget', () => {
+describe('every rate-limit resource has its own budget', () => {
   it('spending the search budget leaves core alone: core requests are still served', async () => {
     const fake = await fakeWith({ searchLimit: 2 });
     const proxy = await proxyFor(fake.url);
@@ -165,7 +165,7 @@ describe('row 2: every rate-limit resource has its own budget', () => {
     expect(Number(seventh.headers['retry-after'])).toBeLessThanOrEqual(62);
     expect(seventh.headers['x-ratelimit-resource']).toBe('search');
 
-    // Core is another budget (before the fix: 429 with Retry-After up to 3600, every token spent).
+    // Core is another budget (not a 429 with Retry-After up to 3600, every token spent).
     const core = await get(`${proxy.url}/repos/octocat/hello-world`);
     expect(core.status).toBe(200);
     expect(core.headers['x-ratelimit-resource']).toBe('core');

@@ -1,8 +1,8 @@
 /**
- * Issue 14, attack-table row 1, with the real CLI and a real Redis: the shared dead flag is not
+ * With the real CLI and a real Redis: the shared dead flag is not
  * forever. A token the upstream really rejects is marked dead in Redis with an expiry (not a
  * permanent 1), and once the upstream accepts it again, a restarted proxy brings it back instead
- * of inheriting the old flag (before the fix it stayed dead across restarts of every replica).
+ * of inheriting the old flag (which would keep it dead across restarts of every replica).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,7 +34,7 @@ async function post(url: string, body: unknown): Promise<void> {
   await res.body.dump();
 }
 
-describe('row 1 with the CLI and Redis: a restart keeps no permanent dead flag', () => {
+describe('with the CLI and Redis, a restart keeps no permanent dead flag', () => {
   let redis: TestRedis;
   let client: Redis;
   let fake: FakeUpstream;

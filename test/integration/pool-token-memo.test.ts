@@ -1,5 +1,5 @@
 /**
- * Issue 19, item 3, against the fake GitHub API: a pool of 50 tokens that are not equivalent
+ * Against the fake GitHub API: a pool of 50 tokens that are not equivalent
  * (a cache partition per token). A hit is answered from the token whose entry was stored last
  * (one L1 probe: src/cache/token-memo.ts); a token removed from the pool by a tokens file reload
  * never has its entry served again, though the entry is still in L1; the request goes upstream on

@@ -1,8 +1,8 @@
 /**
- * Issue 17, group 1, under policy `rfc9111`: an Age the cache cannot trust makes the response
+ * Under policy `rfc9111`: an Age the cache cannot trust makes the response
  * stale. RFC 9111 section 5.1 lets a cache use a list's first member or ignore an invalid value (a
  * SHOULD); a shared cache that ignored it would take a response of unknown age for a new one, so
- * etagere reads it conservatively, as the issue and the HTTP cache conformance tests ask: a value
+ * etagere reads it conservatively, as the HTTP cache conformance tests ask: a value
  * that is not exactly one non-negative integer, or a list (`0, 0`, two field lines), counts as an
  * age past any freshness (the response is stored, and the next request revalidates). A valid Age
  * counts in the freshness check (section 4.2.3: corrected_initial_age). Every response here says

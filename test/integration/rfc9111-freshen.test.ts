@@ -1,5 +1,5 @@
 /**
- * Issue 17, group 3, under policy `rfc9111`: freshening a stored response with a 304, as RFC 9111
+ * Under policy `rfc9111`: freshening a stored response with a 304, as RFC 9111
  * section 4.3.4 says. The 304 selects the stored response by its validators: "If the new response
  * contains one or more strong validators ... If none of the initial set contains at least one of
  * the same strong validators, then the cache MUST NOT use the new response to update any stored

@@ -1,5 +1,5 @@
 /**
- * Issue 17, group 4: invalidation after unsafe methods (RFC 9111 section 4.4). "A cache MUST
+ * Invalidation after unsafe methods (RFC 9111 section 4.4). "A cache MUST
  * invalidate the target URI when it receives a non-error status code in response to an unsafe
  * request method (including methods whose safety is unknown)"; the URIs in Location and
  * Content-Location are invalidated too, but never on another origin than the target URI's. A

@@ -1,5 +1,5 @@
 /**
- * Issue 17, group 2, under policy `rfc9111`: a stale response that a directive forbids serving
+ * Under policy `rfc9111`: a stale response that a directive forbids serving
  * stale is never served, whatever happens upstream (RFC 9111 section 4.2.4: "A cache MUST NOT
  * generate a stale response if it is prohibited by an explicit in-protocol directive (e.g., by a
  * no-cache response directive, a must-revalidate response directive, or an applicable s-maxage or

@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 1 (the quota cost of rotation): GitHub's ETag depends on the credential, so once a
+ * The quota cost of rotation: GitHub's ETag depends on the credential, so once a
  * pool token has a new value (a re-minted App installation token, a rotated token), revalidating a
  * cached entry with the old value's ETag is a full 200 that spends quota. Under
  * `cache.rotated_token_revalidation: last_modified` the first revalidation with the new value sends

@@ -109,7 +109,7 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     const lx = await replicaA!.acquire({ prefer: 'x' });
     if (lx.kind !== 'lease') throw new Error('no lease');
     lx.lease.settle(401, () => undefined, '{"message":"Bad credentials"}');
-    // A request's 401 kills nothing by itself (issue 14, row 1): GET /rate_limit answering 401 confirms it.
+    // A request's 401 kills nothing by itself: GET /rate_limit answering 401 confirms it.
     replicaA!.learn('x', 401, undefined);
     const ly = await replicaA!.acquire({ prefer: 'y' });
     if (ly.kind !== 'lease') throw new Error('no lease');

@@ -190,8 +190,8 @@ describe('token pool', () => {
     expect(bad.state).toBe('dead');
     expect(bad.last_error).toMatch(/401/);
     for (let i = 0; i < 5; i++) expect((await get(`${proxy.url}/users/bob?i=${i}`)).headers['x-etagere-token']).toBe('good');
-    // The bad token met two 401s: the request's, and the GET /rate_limit that confirmed it (issue 14,
-    // row 1: only a confirmed 401 kills a token). Then it is never used again.
+    // The bad token met two 401s: the request's, and the GET /rate_limit that confirmed it (only a
+    // confirmed 401 kills a token). Then it is never used again.
     expect(fake.stats().byStatus['401']).toBe(2);
     expect(fake.stats().byPath['/rate_limit']).toBe(1);
     expect((await get(`${proxy.adminUrl}/metrics`)).body).toContain('etagere_token_events_total{token="bad",event="dead"} 1');

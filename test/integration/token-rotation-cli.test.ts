@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 3 with the real CLI: a real SIGHUP to a spawned `etagere serve` reloads
+ * Token rotation with the real CLI: a real SIGHUP to a spawned `etagere serve` reloads
  * ETAGERE_TOKENS_FILE, in one process and with `workers: 2` (the primary owns the budget and
  * hands the workers the new members over IPC; with Redis it tells every worker to reload its own
  * pool). Requests through the workers use an added token and stop using a removed one, with no

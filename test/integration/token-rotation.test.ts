@@ -1,5 +1,5 @@
 /**
- * Issue 16, item 3: token rotation without restart, in process against the fake GitHub API. Under
+ * Token rotation without restart, in process against the fake GitHub API. Under
  * a steady load, a reload (what SIGHUP calls) and edits of pool.tokens_file (seen by the file
  * watch, in place and by rename) add and remove tokens with 0 failed requests: /admin/tokens lists
  * the new members, the fake's per-credential counters show a removed token no longer used and an

@@ -1,5 +1,5 @@
 /**
- * Issue 18: the webhook receiver of one proxy, against the fake upstream's signed webhooks. A
+ * The webhook receiver of one proxy, against the fake upstream's signed webhooks. A
  * delivery marks what it concerns stale (the next read shows the change, though the entry had 600 s
  * of freshness); a bad signature, a replay, an oversized body and an unknown event change nothing.
  */

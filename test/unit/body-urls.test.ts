@@ -1,5 +1,5 @@
 /**
- * Issue 15, build item 2: API addresses inside JSON bodies point at the proxy; nothing else moves.
+ * API addresses inside JSON bodies point at the proxy; nothing else moves.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

@@ -21,7 +21,7 @@ function tmpFile(content: string): string {
 describe('config', () => {
   it('with no file and no env, fronts api.github.com on 127.0.0.1:8080 with admin on 127.0.0.1:9090', () => {
     const config = loadConfig({ env: {} });
-    // Loopback by default (issue 14, row 9): the Docker image and compose set HOST=0.0.0.0 themselves.
+    // Loopback by default: the Docker image and compose set HOST=0.0.0.0 themselves.
     expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080 });
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, allowed_hosts: [] });
     expect(config.redis.url).toBeNull();

@@ -26,7 +26,7 @@ describe('consumer keys', () => {
   });
 });
 
-describe('a key sent again on one connection (issue 19: no digest per request)', () => {
+describe('a key sent again on one connection (no digest per request)', () => {
   it('the same key on a connection is its consumer again; any other key is matched on its own', () => {
     const fresh = createConsumers([
       { name: 'web', value: 'key-web-0123456789' },

@@ -51,7 +51,7 @@ describe('Link rewriting', () => {
   it('takes the public base from config, from trusted forwarded headers, else from the request’s own Host', () => {
     const header = (m: Record<string, string>) => (n: string) => m[n];
     expect(publicBase('https://p.example/', false, header({ host: 'evil' }))).toBe('https://p.example');
-    // Zero configuration (issue 15): the client's own Host, never its X-Forwarded-* without trust_forwarded.
+    // Zero configuration: the client's own Host, never its X-Forwarded-* without trust_forwarded.
     expect(
       publicBase(null, false, header({ host: 'proxy.example:8080', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' })),
     ).toBe('http://proxy.example:8080');

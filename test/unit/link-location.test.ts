@@ -1,5 +1,5 @@
 /**
- * Link and Location rewriting with zero configuration (issue 15): the request's own Host is the
+ * Link and Location rewriting with zero configuration: the request's own Host is the
  * public base unless public_url says otherwise; X-Forwarded-* only with trust_forwarded; only a
  * plain host[:port] is ever put into a URL; only URLs under the upstream base are rewritten.
  */

@@ -32,7 +32,7 @@ describe('rate-limit headers', () => {
   const table: Array<[string, number, Record<string, string>, string | undefined, ReturnType<typeof classify>]> = [
     ['200 is fine', 200, {}, undefined, { kind: 'ok' }],
     ['304 is fine', 304, {}, undefined, { kind: 'ok' }],
-    // A 401 is about the request until GET /rate_limit with the token confirms it (issue 14, row 1).
+    // A 401 is about the request until GET /rate_limit with the token confirms it.
     ['401 is unauthorized, to confirm', 401, {}, '{"message":"Bad credentials"}', { kind: 'unauthorized' }],
     [
       '403 remaining 0 is exhaustion',

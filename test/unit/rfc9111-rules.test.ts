@@ -1,5 +1,5 @@
 /**
- * The pure rules behind issue 17 part 1 (policy `rfc9111`): Age (RFC 9111 section 5.1), HTTP-dates
+ * The pure rules of policy `rfc9111`: Age (RFC 9111 section 5.1), HTTP-dates
  * (RFC 9110 section 5.6.7), freshening with a 304 (RFC 9111 sections 4.3.4 and 3.2), the validators
  * of a revalidation (section 4.3.1), and invalidation after unsafe methods (section 4.4).
  */

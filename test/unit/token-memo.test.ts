@@ -1,5 +1,5 @@
 /**
- * Issue 19, item 3: a hit on a pool of non-equivalent tokens costs one key and one L1 probe,
+ * A hit on a pool of non-equivalent tokens costs one key and one L1 probe,
  * whatever the number of tokens (src/cache/token-memo.ts). The memo points at the token whose entry
  * was last stored or chosen; a removed member's entry is never served, a stale or missing memoized
  * entry falls back to every member's, and the memo is bounded.

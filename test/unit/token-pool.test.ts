@@ -113,7 +113,7 @@ describe('in-process token pool', () => {
     const clock = { now: NOW };
     const tokenPool = pool({ perTokenConcurrency: 10, maxConcurrency: 10 }, clock);
     const first = leaseOf(await tokenPool.acquire());
-    // A 401 on a request kills nothing by itself (issue 14, row 1): GET /rate_limit answering 401 does.
+    // A 401 on a request kills nothing by itself: GET /rate_limit answering 401 does.
     expect(first.settle(401, () => undefined, '{"message":"Bad credentials"}')).toEqual({ kind: 'unauthorized' });
     expect(tokenPool.snapshot().map((t) => t.state)).toEqual(['ok', 'ok']);
     tokenPool.learn(first.name, 401, undefined);

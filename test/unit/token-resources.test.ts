@@ -1,5 +1,5 @@
 /**
- * Issue 14, rows 1 and 2, in process: rate-limit resources (classification, one budget per
+ * In process: rate-limit resources (classification, one budget per
  * resource in the local and the IPC pool, the headers and GET /rate_limit consumers see), and the
  * confirmation of 401s (at most one probe per token per minute, shared by concurrent callers).
  */
@@ -204,7 +204,7 @@ describe('rate-limit resources: one budget per resource in the pool', () => {
   });
 });
 
-describe('row 1: confirming a 401 costs at most one probe per token per minute', () => {
+describe('confirming a 401 costs at most one probe per token per minute', () => {
   it('probes once, shares the answer with concurrent callers, and asks again a minute later', async () => {
     const clock = { now: NOW };
     const probed: string[] = [];

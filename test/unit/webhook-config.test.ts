@@ -1,5 +1,5 @@
 /**
- * The webhook settings (issue 18): the secret from the config, the environment or a file, never
+ * The webhook settings: the secret from the config, the environment or a file, never
  * repeated in a message; `cache.webhook_fresh_seconds` only with the receiver, its owners and a
  * policy it can extend; the start-up line says whether the receiver is on, never its secret.
  */

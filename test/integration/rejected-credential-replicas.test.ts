@@ -1,5 +1,5 @@
 /**
- * Issue 14, row 5 across replicas (real Redis): a credential the upstream rejected on replica A
+ * Across replicas (real Redis): a credential the upstream rejected on replica A
  * reads none of its entries on replica B, through the shared L2 or B's own L1, with max-stale.
  */
 import { request as httpRequest } from 'node:http';
@@ -8,7 +8,7 @@ import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
-const TOKEN = 'token replica_client_token_issue14';
+const TOKEN = 'token replica_client_token_rejects';
 const revoked = new Set<string>();
 
 function get(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
@@ -24,7 +24,7 @@ function get(url: string, headers: Record<string, string>): Promise<{ status: nu
   });
 }
 
-describe('row 5 across replicas', () => {
+describe('a rejected credential across replicas', () => {
   let upstream: ScriptedUpstream;
   let redis: TestRedis;
   let replicaA: TestProxy;
@@ -44,7 +44,7 @@ describe('row 5 across replicas', () => {
     redis = await startRedis();
     const config = {
       upstreams: [{ name: 'api', prefix: '/', url: upstream.url }],
-      redis: { url: redis.url, key_prefix: 'issue14-replicas:' },
+      redis: { url: redis.url, key_prefix: 'rejected-replicas:' },
       cache: { partition_secret: 'a shared partition secret of the test' },
     };
     replicaA = await startTestProxy(config);

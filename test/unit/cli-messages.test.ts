@@ -1,5 +1,5 @@
 /**
- * Issue 15, the newcomer list (pure parts): token-entry validation that names the position and
+ * What a newcomer reads (pure parts): token-entry validation that names the position and
  * never the value, the help texts, the start-up summary, and the 502 message naming the host.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,13 +1,12 @@
 /**
- * Issue 14 (attack review), the request path: rows 3, 5, 6 and the request-path half of row 9,
- * each attack first, against a scripted upstream whose every answer the test controls.
- *
- *   row 3  the cache key is built from exactly the headers the upstream receives
- *   row 5  a credential the upstream rejected never reads its entries again (max-stale,
- *          only-if-cached, stale-if-error)
- *   row 6  an empty or blank Authorization counts as absent
- *   row 9  pooled requests forward only an allowlist; pool consumers never see a pool token's
- *          scopes or expiry; the admin port answers only to a loopback (or configured) Host
+ * Attacks on the request path, each attack first, against a scripted upstream whose every answer
+ * the test controls:
+ *   - the cache key is built from exactly the headers the upstream receives
+ *   - a credential the upstream rejected never reads its entries again (max-stale, only-if-cached,
+ *     stale-if-error)
+ *   - an empty or blank Authorization counts as absent
+ *   - pooled requests forward only an allowlist; pool consumers never see a pool token's scopes or
+ *     expiry; the admin port answers only to a loopback (or configured) Host
  */
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
@@ -54,10 +53,10 @@ function raw(url: string, bytes: string): Promise<string> {
   });
 }
 
-const POOL_TOKEN = 'pool_token_issue14_0123456789';
-const CLIENT_TOKEN = 'client_token_issue14_abcdefgh';
-const OTHER_CLIENT = 'client_token_issue14_zyxwvuts';
-const CONSUMER_KEY = 'consumer_key_issue14_secret';
+const POOL_TOKEN = 'pool_token_attacks_0123456789';
+const CLIENT_TOKEN = 'client_token_attacks_abcdefgh';
+const OTHER_CLIENT = 'client_token_attacks_zyxwvuts';
+const CONSUMER_KEY = 'consumer_key_attacks_secret';
 
 /** Upstream state the tests steer. */
 const revoked = new Set<string>();
@@ -92,7 +91,7 @@ function upstreamAnswer(url: string, headers: IncomingHttpHeaders): { status: nu
   };
 }
 
-describe('issue 14: the request path under attack', () => {
+describe('the request path under attack', () => {
   let upstream: ScriptedUpstream;
   let proxy: TestProxy;
   let keyed: TestProxy;
@@ -130,7 +129,7 @@ describe('issue 14: the request path under attack', () => {
     failing = false;
   });
 
-  describe('row 3: the key is built from what the upstream sees', () => {
+  describe('the key is built from what the upstream sees', () => {
     it('X-GitHub-Api-Version named in Connection, with no-cache, does not poison the entry of that version', async () => {
       const version = '2026-03-10';
       const poison = await get(`${proxy.url}/versioned/a`, {
@@ -174,7 +173,7 @@ describe('issue 14: the request path under attack', () => {
     });
   });
 
-  describe('row 9: a pooled request forwards only an allowlist of headers', () => {
+  describe('a pooled request forwards only an allowlist of headers', () => {
     const hostile = {
       'x-http-method-override': 'DELETE',
       'x-original-url': '/admin/delete',
@@ -189,7 +188,7 @@ describe('issue 14: the request path under attack', () => {
       'x-custom': 'anything',
       'proxy-authorization': 'Basic Zm9vOmJhcg==',
     };
-    const wanted = { accept: 'application/vnd.github+json', 'user-agent': 'issue14-test', 'x-github-api-version': '2022-11-28' };
+    const wanted = { accept: 'application/vnd.github+json', 'user-agent': 'attacks-test', 'x-github-api-version': '2022-11-28' };
 
     it.each([
       ['the cached path', '/pooled/allow'],
@@ -209,7 +208,7 @@ describe('issue 14: the request path under attack', () => {
     });
   });
 
-  describe("row 9: pool consumers never see a pool token's scopes or expiry", () => {
+  describe("pool consumers never see a pool token's scopes or expiry", () => {
     it.each([
       ['a stored entry (miss, then hit)', '/pooled/scopes'],
       ['a streamed answer (policy none)', '/raw/pooled/scopes'],
@@ -229,7 +228,7 @@ describe('issue 14: the request path under attack', () => {
     });
   });
 
-  describe('row 5: a credential the upstream rejected never reads its entries again', () => {
+  describe('a credential the upstream rejected never reads its entries again', () => {
     const auth = { authorization: `token ${CLIENT_TOKEN}` };
     const stored = async (path: string): Promise<void> => {
       const first = await get(`${proxy.url}${path}`, auth);
@@ -300,7 +299,7 @@ describe('issue 14: the request path under attack', () => {
     });
   });
 
-  describe('row 6: an empty or blank Authorization counts as absent', () => {
+  describe('an empty or blank Authorization counts as absent', () => {
     it.each([
       ['empty', ''],
       ['blank', '   '],
@@ -327,7 +326,7 @@ describe('issue 14: the request path under attack', () => {
     });
   });
 
-  describe('row 9: the admin port answers only to a loopback or configured Host (DNS rebinding)', () => {
+  describe('the admin port answers only to a loopback or configured Host (DNS rebinding)', () => {
     it.each(['127.0.0.1', '127.0.0.1:9090', 'localhost', 'LOCALHOST:80', '[::1]', '[::1]:9090', 'metrics.internal:9090'])(
       'Host %s is served',
       async (host) => {
@@ -360,7 +359,7 @@ describe('issue 14: the request path under attack', () => {
     });
   });
 
-  it('row 8: the memos count in etagere_cache_bytes', async () => {
+  it('the memos count in etagere_cache_bytes', async () => {
     await get(`${proxy.url}/client/memo`, { authorization: `token ${CLIENT_TOKEN}` });
     const metrics = await get(`${proxy.adminUrl}/metrics`);
     expect(metrics.body).toMatch(/etagere_cache_bytes\{tier="partition_memo"\} [1-9]/);

@@ -1,5 +1,5 @@
 /**
- * Issue 14, row 9: the pure host rules behind "defaults that fail closed" (src/headers/host.ts):
+ * The pure host rules behind "defaults that fail closed" (src/headers/host.ts):
  * which listen addresses are loopback, and which Host headers the admin port answers.
  */
 import { describe, expect, it } from 'vitest';

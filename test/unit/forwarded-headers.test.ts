@@ -1,5 +1,5 @@
 /**
- * Issue 14, rows 3 and 9: the pure header rules of src/headers/hop-by-hop.ts that make the cache
+ * The pure header rules of src/headers/hop-by-hop.ts that make the cache
  * key and the upstream request agree, and that keep a pooled request's headers to an allowlist.
  */
 import { describe, expect, it } from 'vitest';

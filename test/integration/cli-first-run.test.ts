@@ -1,5 +1,5 @@
 /**
- * Issue 15, the newcomer list, through the real CLI and real listeners: help and version exit 0,
+ * A newcomer's first run, through the real CLI and real listeners: help and version exit 0,
  * a malformed token entry is a config error naming its position, start-up says what it runs with,
  * SIGTERM logs its drain result, 502/504 carry X-Request-Id and name the host, and the demo's
  * access log is off unless --verbose.
@@ -10,7 +10,7 @@ import { runCli, type CliProcess } from '../helpers/cli.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
-const POOL_TOKEN = 'cli_pool_token_issue15_0123456789';
+const POOL_TOKEN = 'cli_pool_token_startup_0123456789';
 
 function jsonLines(cli: CliProcess): Array<Record<string, unknown>> {
   return cli

@@ -1,5 +1,5 @@
 /**
- * Issue 15: the status page of a proxy without a token pool shows "No token pool is configured"
+ * The status page of a proxy without a token pool shows "No token pool is configured"
  * with no empty table header above it, and the requests card names its period.
  */
 import { spawnSync } from 'node:child_process';

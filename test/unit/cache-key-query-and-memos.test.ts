@@ -1,9 +1,9 @@
 /**
- * Issue 14, rows 7 and 8: what a cache key is made of, and the memory the key's memos may hold.
+ * What a cache key is made of, and the memory the key's memos may hold.
  *
- * Row 7: repeated query parameters keep their relative order (the upstream's last value wins), so
+ * Repeated query parameters keep their relative order (the upstream's last value wins), so
  * `?per_page=2&per_page=1` and `?per_page=1&per_page=2` never share an entry.
- * Row 8: the partition memo (Authorization -> partition) and the route-template memo (path ->
+ * The partition memo (Authorization -> partition) and the route-template memo (path ->
  * template) are bounded in bytes whatever clients send, and they say how much they hold.
  */
 import { randomBytes } from 'node:crypto';
@@ -16,7 +16,7 @@ import { DEFAULT_ROUTES, ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/
 const base = { upstream: 'github', pathname: '/orgs/o/repos', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS };
 const keyOf = (search: string): string => cacheKey({ ...base, search });
 
-describe('row 7: repeated query parameters keep their order', () => {
+describe('repeated query parameters keep their order', () => {
   it('?per_page=2&per_page=1 and ?per_page=1&per_page=2 have different keys', () => {
     expect(keyOf('?per_page=2&per_page=1')).not.toBe(keyOf('?per_page=1&per_page=2'));
   });
@@ -60,7 +60,7 @@ function longValues(prefix: string): () => string {
   return () => `${prefix}${index++}-${randomBytes(6000).toString('base64')}`;
 }
 
-describe('row 8: the memos of credentials and paths are bounded in bytes', () => {
+describe('the memos of credentials and paths are bounded in bytes', () => {
   it('3,000 long Authorization values leave less than 4 MB in the partition memo', () => {
     const partitioner = createPartitioner('secret-secret-secret-secret');
     const next = longValues('token ');

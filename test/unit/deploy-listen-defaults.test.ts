@@ -1,5 +1,5 @@
 /**
- * Issue 14, row 9 in the deployment files: the default listen address is loopback, so the Docker
+ * Defaults that fail closed, in the deployment files: the default listen address is loopback, so the Docker
  * image and compose say 0.0.0.0 themselves; compose publishes on the host's loopback and opens its
  * pool on purpose (config/container.yaml); the config every start-up path uses still loads.
  */
@@ -14,7 +14,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
 const TOKENS = { ETAGERE_TOKENS: 'ci=deploy_test_token_0123456789' };
 
-describe('row 9: listen defaults in the deployment files', () => {
+describe('listen defaults in the deployment files', () => {
   it('listen.host defaults to 127.0.0.1, in the schema and in config/default.yaml', () => {
     expect(parseConfig({ upstreams: [{ name: 'github', prefix: '/', url: 'https://api.github.com' }] }).listen.host).toBe('127.0.0.1');
     expect(loadConfig({ file: 'config/default.yaml', env: {} }).listen.host).toBe('127.0.0.1');

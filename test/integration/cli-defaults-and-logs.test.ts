@@ -1,8 +1,8 @@
 /**
- * Issue 14 with the real CLI (`etagere serve` as a child process):
- *   row 9         defaults that fail closed: loopback by default, and a pool on a non-loopback
- *                 address without consumer keys refuses to start unless `pool.open: true`
- *   build item 8  logs: a warn line is in stdout right after it happens, an info line within a second
+ * The real CLI (`etagere serve` as a child process):
+ *   defaults that fail closed: loopback by default, and a pool on a non-loopback address without
+ *   consumer keys refuses to start unless `pool.open: true`
+ *   logs: a warn line is in stdout right after it happens, an info line within a second
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
-const POOL_TOKEN = 'cli_pool_token_issue14_0123456789';
+const POOL_TOKEN = 'cli_pool_token_default_0123456789';
 
 /** The JSON log lines a process has written so far. */
 function lines(cli: CliProcess): Array<Record<string, unknown>> {
@@ -41,7 +41,7 @@ async function stop(cli: CliProcess): Promise<void> {
   await cli.exited;
 }
 
-describe('issue 14 with the real CLI', () => {
+describe('the real CLI', () => {
   let upstream: ScriptedUpstream;
   let dir: string;
   const base = { PORT: '0', ADMIN_PORT: '0', ETAGERE_CONFIG: undefined, HOST: undefined, ADMIN_HOST: undefined };
@@ -51,14 +51,14 @@ describe('issue 14 with the real CLI', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=60' });
       res.end('{}');
     });
-    dir = mkdtempSync(join(tmpdir(), 'etagere-issue14-'));
+    dir = mkdtempSync(join(tmpdir(), 'etagere-cli-defaults-'));
   });
   afterAll(async () => {
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  describe('row 9: defaults that fail closed', () => {
+  describe('defaults that fail closed', () => {
     it('listens on 127.0.0.1 by default, not on every address', async () => {
       const cli = runCli(['serve'], { ...base, UPSTREAM_URL: upstream.url });
       try {
@@ -106,7 +106,7 @@ describe('issue 14 with the real CLI', () => {
           HOST: '0.0.0.0',
           UPSTREAM_URL: upstream.url,
           ETAGERE_TOKENS: `ci=${POOL_TOKEN}`,
-          ETAGERE_KEY_WEB: 'cli_consumer_key_issue14',
+          ETAGERE_KEY_WEB: 'cli_consumer_key_default',
         });
         try {
           await listening(cli);
@@ -128,7 +128,7 @@ describe('issue 14 with the real CLI', () => {
     });
   });
 
-  describe('build item 8: logs are written while the process runs', () => {
+  describe('logs are written while the process runs', () => {
     it('a warn line is in stdout right after it happens (not after the periodic flush)', async () => {
       const cli = runCli(['serve'], { ...base, UPSTREAM_URL: `http://127.0.0.1:${await deadPort()}` });
       try {
