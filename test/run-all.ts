@@ -1,16 +1,19 @@
 /**
  * `npm test`: every step runs, whatever an earlier one gave, and the run fails if any step failed.
- * Type check, lint, the suite, then the hardening suite one file at a time (its latency goals must not
- * depend on what else the cores are doing). The last line counts the tests of both vitest runs.
+ * Type check, lint, build dist/ (the CLI the tests spawn), the suite, then the hardening suite one file
+ * at a time (its latency goals must not depend on what else the cores are doing). The last line counts
+ * the tests of both vitest runs.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BUILT_ENV, buildDist } from './helpers/build-dist.js';
 
 interface Step {
   name: string;
-  command: string[];
+  /** A command to spawn, or a step run in this process (its exit code). */
+  command: string[] | (() => number);
   /** Where vitest writes its JSON report, for the closing count. */
   report?: string;
 }
@@ -31,17 +34,36 @@ function vitest(name: string, args: string[]): Step {
   return { name, command, report };
 }
 
+/** Builds dist/ once; the vitest runs after it skip their own build (test/helpers/build-dist.ts). */
+function build(): number {
+  try {
+    const result = buildDist();
+    process.env[BUILT_ENV] = '1';
+    process.stdout.write(result.output);
+    return result.status;
+  } catch (error) {
+    process.stdout.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
 const steps: Step[] = [
   { name: 'typecheck', command: ['npm', 'run', '--silent', 'typecheck'] },
   { name: 'lint', command: ['npm', 'run', '--silent', 'lint'] },
+  { name: 'build', command: build },
   vitest('suite', ['--exclude', 'test/hardening/**']),
   vitest('hardening', ['test/hardening', '--no-file-parallelism']),
 ];
 
 function run(step: Step): Promise<number> {
-  process.stdout.write(`\n== ${step.name}: ${step.command.join(' ')}\n`);
+  const { command } = step;
+  if (typeof command === 'function') {
+    process.stdout.write(`\n== ${step.name}\n`);
+    return Promise.resolve(command());
+  }
+  process.stdout.write(`\n== ${step.name}: ${command.join(' ')}\n`);
   return new Promise((resolve) => {
-    const child = spawn(step.command[0]!, step.command.slice(1), { stdio: 'inherit' });
+    const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
     child.once('error', () => resolve(127));
     child.once('exit', (code, signal) => resolve(code ?? (signal === null ? 1 : 128)));
   });

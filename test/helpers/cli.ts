@@ -1,12 +1,14 @@
 /**
- * Runs the etagere CLI from source (through tsx) as a child process. For the secrets scan after
- * the suite (test/helpers/secrets-scan.ts) it records the secrets in the child's environment and
- * arguments, watches its listeners' answers, and captures its output once it has exited.
+ * Runs the built etagere CLI (dist/cli.js, brought up to date by test/helpers/build-dist.ts before
+ * the tests) as a child process. For the secrets scan after the suite (test/helpers/secrets-scan.ts)
+ * it records the secrets in the child's environment and arguments, watches its listeners' answers,
+ * and captures its output once it has exited.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { DIST_CLI } from './build-dist.js';
 import { capture, capturing, inTestFile, registerOrigin } from './capture.js';
 import { recordSecret } from './secrets.js';
 import { deadPort } from './upstream.js';
@@ -21,7 +23,7 @@ export interface CliProcess {
 }
 
 export function runCli(args: string[], env: Record<string, string | undefined> = {}): CliProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, [DIST_CLI, ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

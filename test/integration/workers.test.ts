@@ -91,7 +91,7 @@ describe('workers: 2 without Redis', () => {
 
   it('replaces a worker that dies, and stops cleanly on SIGTERM', async () => {
     const children = () =>
-      spawnSync('pgrep', ['-P', String(cli.child.pid), '-f', 'cli.ts'], { encoding: 'utf8' })
+      spawnSync('pgrep', ['-P', String(cli.child.pid), '-f', 'cli.js'], { encoding: 'utf8' })
         .stdout.trim()
         .split('\n')
         .filter(Boolean);

@@ -1,0 +1,74 @@
+/**
+ * The tests spawn the built CLI (dist/cli.js), so dist/ must match src/. As a vitest globalSetup this
+ * runs an incremental `tsc -p tsconfig.build.json` before any test file (and again before a watch-mode
+ * rerun): a no-op when nothing changed, and never a stale build. The build info lives inside dist/,
+ * so deleting dist/ forces a full build. `npm test` (test/run-all.ts) builds once beforehand and sets
+ * BUILT_ENV for the vitest runs it starts, which then skip this step.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { TestProject } from 'vitest/node';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The entry point the tests spawn. */
+export const DIST_CLI = join(ROOT, 'dist', 'cli.js');
+
+/** Set by `npm test` once it has built dist/: the vitest runs it starts don't build again. */
+export const BUILT_ENV = 'ETAGERE_TEST_DIST_BUILT';
+
+const BUILD_INFO = join(ROOT, 'dist', '.tsbuildinfo');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+/** tsc's exit status when it reported type errors but still wrote every output (noEmitOnError is off). */
+const EMITTED_WITH_ERRORS = 2;
+
+export interface BuildResult {
+  /** tsc's exit status: 0, or EMITTED_WITH_ERRORS when the outputs are fresh but the types are not. */
+  status: number;
+  output: string;
+}
+
+function compile(): BuildResult {
+  const run = spawnSync(process.execPath, [TSC, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', BUILD_INFO], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  return { status: run.status ?? 1, output: `${run.stdout}${run.stderr}${run.error?.message ?? ''}` };
+}
+
+/**
+ * Brings dist/ up to date with src/. Throws when tsc wrote nothing usable; type errors alone are
+ * returned (the outputs are fresh, and `npm run typecheck` is where they fail a run).
+ */
+export function buildDist(): BuildResult {
+  let result = compile();
+  if ((result.status === 0 || result.status === EMITTED_WITH_ERRORS) && !existsSync(DIST_CLI)) {
+    // Build info that outlived its outputs (a file deleted by hand): start over from nothing.
+    rmSync(BUILD_INFO, { force: true });
+    result = compile();
+  }
+  if ((result.status !== 0 && result.status !== EMITTED_WITH_ERRORS) || !existsSync(DIST_CLI)) {
+    throw new Error(`building dist/ for the CLI tests failed (tsc exit ${result.status}):\n${result.output}`);
+  }
+  return result;
+}
+
+function buildForTests(): void {
+  if (process.env[BUILT_ENV] === '1') return;
+  const result = buildDist();
+  if (result.status === EMITTED_WITH_ERRORS) {
+    process.stderr.write(`dist/ is built from sources with type errors (the CLI tests run them anyway):\n${result.output}\n`);
+  }
+}
+
+export default function setup(project: TestProject): void {
+  buildForTests();
+  // Watch mode: sources may have changed since the last run.
+  project.onTestsRerun(() => {
+    delete process.env[BUILT_ENV];
+    buildForTests();
+  });
+}
