@@ -32,7 +32,9 @@ describe('zero-config proxy: Link and Location keep clients on the proxy', () =>
   let proxy: TestProxy;
 
   beforeAll(async () => {
-    fake = await startFakeUpstream({ tokens: parseTokenSpec('zc_pool_one@alice:repo,zc_pool_two@bob:public_repo') });
+    // One scope for both tokens: the pool is equivalent, so every page of a walk sees the same org
+    // (with `repo`, alice also sees its private repositories and the pages would disagree).
+    fake = await startFakeUpstream({ tokens: parseTokenSpec('zc_pool_one@alice:public_repo,zc_pool_two@bob:public_repo') });
     let base = '';
     scripted = await startScriptedUpstream((req: IncomingMessage, res: ServerResponse) => {
       const json = { 'content-type': 'application/json; charset=utf-8' };
