@@ -229,8 +229,12 @@ describe('a replica with L1 off (every hit reads L2)', () => {
 describe('Redis outages', () => {
   /** The proxy's Redis settings (the defaults, stated): the bounds below follow from them. */
   const SETTINGS = { command_timeout_ms: 100, lookup_timeout_ms: 20, breaker_failures: 3, breaker_open_ms: 1_000 } as const;
-  /** What a request may take beside its waits on Redis (client, proxy and upstream share this process). Fixed, not measured. */
-  const MARGIN_MS = 100;
+  /**
+   * What a request may take beside its waits on Redis. Fixed, not measured: twice the margin of
+   * test/hardening/redis-faults.test.ts, since client, proxy and upstream share this one process
+   * and this file runs beside others. A wait on the 1 s command backstop still fails it.
+   */
+  const MARGIN_MS = 200;
   /** A request waits on Redis at most for its L2 lookup and its single-flight lock, each at most command_timeout_ms. */
   const IN_FLIGHT_BOUND_MS = 2 * SETTINGS.command_timeout_ms + MARGIN_MS;
 
