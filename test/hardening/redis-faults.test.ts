@@ -39,12 +39,12 @@ const RATE = 240;
 const REDIS_SETTINGS = { command_timeout_ms: 100, lookup_timeout_ms: 20, breaker_failures: 3, breaker_open_ms: 1_000 } as const;
 /**
  * What a request may take beside its waits on Redis: the replica's own work, the fake upstream's
- * answer and the load's client, on a quiet 2-core machine. A fixed figure, not a measured one.
+ * answer and the load's client, on a 2-core machine. A fixed figure, not a measured one.
  */
-const MARGIN_MS = 100;
+const MARGIN_MS = 200;
 /**
  * A request waits on Redis at most twice, each time at most command_timeout_ms: its L2 lookup, and
- * the single-flight lock when the lookup was answered (docs/redis.md). 300 ms here: a request stuck
+ * the single-flight lock when the lookup was answered (docs/redis.md). 400 ms here: a request stuck
  * behind a 500 ms DEBUG SLEEP, or the 1 s connect timeout, fails it.
  */
 const IN_FLIGHT_BOUND_MS = 2 * REDIS_SETTINGS.command_timeout_ms + MARGIN_MS;
