@@ -37,6 +37,14 @@ export async function startScriptedUpstream(
   };
 }
 
+/** An upstream that answers every request 200 with an empty JSON object. */
+export function startJsonUpstream(): Promise<ScriptedUpstream> {
+  return startScriptedUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+}
+
 /** A port that nothing listens on (bound then released). */
 export async function deadPort(): Promise<number> {
   const server = createServer();

@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliProcess } from '../helpers/cli.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
-import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
+import { deadPort, startJsonUpstream, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
 const POOL_TOKEN = 'cli_pool_token_startup_0123456789';
 
@@ -42,10 +42,7 @@ describe('CLI help and version', () => {
 describe('etagere serve', () => {
   let upstream: ScriptedUpstream;
   beforeAll(async () => {
-    upstream = await startScriptedUpstream((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
+    upstream = await startJsonUpstream();
   });
   afterAll(async () => upstream?.close());
 

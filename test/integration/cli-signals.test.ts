@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
+import { deadPort, startJsonUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
 const HOOK = fileURLToPath(new URL('../helpers/term-on-listening.mjs', import.meta.url));
 const TERM_ON_LISTENING = { NODE_OPTIONS: `--import ${HOOK}` };
@@ -14,10 +14,7 @@ const TERM_ON_LISTENING = { NODE_OPTIONS: `--import ${HOOK}` };
 describe('SIGTERM as soon as the listening line is written', () => {
   let upstream: ScriptedUpstream;
   beforeAll(async () => {
-    upstream = await startScriptedUpstream((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
+    upstream = await startJsonUpstream();
   });
   afterAll(async () => upstream?.close());
 
