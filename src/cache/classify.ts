@@ -15,7 +15,7 @@ import type { Unavailable } from '../tokens/types.js';
 import type { UpstreamFailure } from '../upstream/client.js';
 import type { Fetched, UpstreamHeaders } from '../upstream/fetch.js';
 import { parseCacheControl, type Directives } from './cache-control.js';
-import type { CacheEntry } from './entry.js';
+import { fieldValue, type CacheEntry } from './entry.js';
 import { storedPair } from './header-intern.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
@@ -185,12 +185,6 @@ export function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array
   return out.slice();
 }
 
-function headerOf(list: ReadonlyArray<[string, string]>, name: string): string | undefined {
-  let found: string | undefined;
-  for (const [key, value] of list) if (key === name) found = found === undefined ? value : `${found}, ${value}`;
-  return found;
-}
-
 function parseDate(value: string | string[] | undefined): number | undefined {
   const text = headerValue(value);
   return text === undefined ? undefined : parseHttpDate(text);
@@ -214,9 +208,9 @@ function freshness(req: CacheRequest, headers: ReadonlyArray<[string, string]>, 
     currentAt: response.requestTime - (age ?? 0) * 1000,
     lifetime: freshnessLifetime(req.policy, {
       res,
-      date: parseDate(headerOf(headers, 'date')),
-      expires: parseExpires(headerOf(headers, 'expires')),
-      lastModified: parseDate(headerOf(headers, 'last-modified')),
+      date: parseDate(fieldValue(headers, 'date')),
+      expires: parseExpires(fieldValue(headers, 'expires')),
+      lastModified: parseDate(fieldValue(headers, 'last-modified')),
       received: response.responseTime,
     }),
     ...staleWindows(req.policy, res),
@@ -238,8 +232,8 @@ function entryFrom(
     headers,
     body: response.body,
     decodedSize,
-    etag: headerOf(headers, 'etag'),
-    lastModified: headerOf(headers, 'last-modified'),
+    etag: fieldValue(headers, 'etag'),
+    lastModified: fieldValue(headers, 'last-modified'),
     ...freshness(req, headers, res, response),
     fetchedBy,
     vary,
@@ -254,12 +248,12 @@ function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fe
     ...stored,
     fetchedBy,
     headers,
-    etag: headerOf(headers, 'etag') ?? stored.etag,
-    lastModified: headerOf(headers, 'last-modified') ?? stored.lastModified,
+    etag: fieldValue(headers, 'etag') ?? stored.etag,
+    lastModified: fieldValue(headers, 'last-modified') ?? stored.lastModified,
     ...freshness(
       req,
       headers,
-      responseDirectives(req, headerOf(headers, 'cache-control'), headerOf(headers, 'surrogate-control')),
+      responseDirectives(req, fieldValue(headers, 'cache-control'), fieldValue(headers, 'surrogate-control')),
       response,
     ),
   };

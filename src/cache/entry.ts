@@ -129,6 +129,13 @@ function isHeaderList(value: unknown): value is Array<[string, string]> {
   );
 }
 
+/** A stored header list's field `name`: its lines joined by ", " (RFC 9110 section 5.3), or undefined. */
+export function fieldValue(list: ReadonlyArray<[string, string]>, name: string): string | undefined {
+  let found: string | undefined;
+  for (const [key, value] of list) if (key === name) found = found === undefined ? value : `${found}, ${value}`;
+  return found;
+}
+
 /** `value`, as the header's own string when a field `name` holds the same text (one copy in memory, as entries built from a response have). */
 function headerString(headers: ReadonlyArray<[string, string]>, name: string, value: string | undefined): string | undefined {
   if (value !== undefined) for (const [key, text] of headers) if (key === name && text === value) return text;

@@ -16,7 +16,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { createInvalidationBus, type InvalidationBus, type InvalidationHandlers } from '../redis/invalidation-bus.js';
 import type { CacheResult, Rejection } from './classify.js';
-import type { CacheEntry } from './entry.js';
+import { fieldValue, type CacheEntry } from './entry.js';
 import { createFlightLock, type FlightLock } from './flight-lock.js';
 import { pathScope, varyMatches } from './key.js';
 import { createMarking, DEFAULT_MARK_SETTINGS, type Marking } from './marking.js';
@@ -31,16 +31,10 @@ import { createRejectionMemo, rememberBounded } from './rejections.js';
 import type { CacheRequest } from './request.js';
 import { createTokenMemo, type TokenMemo } from './token-memo.js';
 
-/** A stored response's field (the first line of that name). */
-function storedField(entry: CacheEntry, name: string): string | undefined {
-  for (const [key, value] of entry.headers) if (key === name) return value;
-  return undefined;
-}
-
 /** Whether the request selects the entry by its Vary (values in normal form under `rfc9111`). */
 function varyUsable(req: CacheRequest, entry: CacheEntry): boolean {
   if (entry.vary === null) return true;
-  return varyMatches(entry.vary, req.header, req.policy.kind === 'rfc9111', () => storedField(entry, 'content-language'));
+  return varyMatches(entry.vary, req.header, req.policy.kind === 'rfc9111', () => fieldValue(entry.headers, 'content-language'));
 }
 
 export interface TierSettings {

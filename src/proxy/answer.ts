@@ -241,7 +241,7 @@ function writeEntry(ctx: AnswerContext, entry: CacheEntry, status: string, age: 
   // A form decoded on its way out has no length to cut a range from: the whole body goes.
   if (req.headers.range !== undefined && !form.decode && rangeServed(ctx, entry)) {
     const range = byteRange(req.headers.range, form.body.length);
-    if (range.kind !== 'whole') return writeRange(ctx, form, range, [...PER_VALUES(age, status, ctx.id), ...(extra ?? [])]);
+    if (range.kind !== 'whole') return writeRange(ctx, form, range, [...perRequestFields(age, status, ctx.id), ...(extra ?? [])]);
   }
   const list = outgoingList(stored, extra);
   const end = list.length;
@@ -274,7 +274,15 @@ function writeDecoded(res: ServerResponse, body: Buffer): void {
   decoder.end(body);
 }
 
-const PER_VALUES = (age: number, status: string, id: string): string[] => ['age', String(age), 'cache-status', status, 'x-request-id', id];
+/** The fields every answer of an entry carries for this request. */
+const perRequestFields = (age: number, status: string, id: string): string[] => [
+  'age',
+  String(age),
+  'cache-status',
+  status,
+  'x-request-id',
+  id,
+];
 
 /**
  * Under `rfc9111` a GET with one byte range is served from a stored complete 200 (RFC 9110

@@ -51,6 +51,8 @@ interface Plain {
   bodyUrls: boolean;
   /** Its gzip body decodes to more than `cache.max_decoded_bytes`: only ever decoded as a stream. */
   overBound: boolean;
+  /** Over the bound: its streamed identity form for the last public base seen. */
+  streamed: EntryForm | undefined;
   /** Its body is gzip and may be decoded for a client that does not take gzip (entry-coding.ts). */
   readonly gzip: boolean;
   /** Its coding when the proxy may not decode it (no-transform, or not gzip): never for a client that refused it. */
@@ -61,8 +63,6 @@ interface Plain {
 const plains = new WeakMap<CacheEntry, Plain>();
 /** Per entry, the form with Link and Location rewritten for the last public base seen (stored coding, no body change). */
 const linkForms = new WeakMap<CacheEntry, EntryForm>();
-/** Per entry over the decode bound, its streamed identity form for the last public base seen. */
-const streamedForms = new WeakMap<CacheEntry, EntryForm>();
 
 function plainOf(ctx: AnswerContext, entry: CacheEntry): Plain {
   const known = plains.get(entry);
@@ -88,7 +88,7 @@ function plainOf(ctx: AnswerContext, entry: CacheEntry): Plain {
     bodyUrls = decoded !== undefined && hasUrlsUnder(decoded, ctx.upstream.linkBase);
   }
   const form = { base: '', headers, body: entry.body, decode: false };
-  const plain: Plain = { form, links, bodyUrls, overBound, gzip, fixed };
+  const plain: Plain = { form, links, bodyUrls, overBound, streamed: undefined, gzip, fixed };
   plains.set(entry, plain);
   return plain;
 }
@@ -153,11 +153,11 @@ export function entryForm(ctx: AnswerContext, entry: CacheEntry): EntryForm {
 /** The form of an entry over the decode bound for a client that does not take gzip: the stored bytes, decoded as they go out. */
 function streamedForm(ctx: AnswerContext, entry: CacheEntry, plain: Plain): EntryForm {
   const base = plain.links ? proxyBaseFor(ctx) : undefined;
-  const known = streamedForms.get(entry);
+  const known = plain.streamed;
   if (known !== undefined && known.base === (base ?? '')) return known;
   const headers = rewrittenHeaders(ctx, entry, plain.form.headers, { base, body: entry.body, identity: true, streamed: true });
   const form = { base: base ?? '', headers, body: entry.body, decode: true };
-  streamedForms.set(entry, form);
+  plain.streamed = form;
   return form;
 }
 

@@ -49,17 +49,6 @@ const MAX_REMEMBERED_AUTHORIZATION = 4096;
 /** SHA-256 as base64, in one call (`crypto.hash`: no Hash object per request). */
 const digest = (value: string): string => hash('sha256', value, 'base64');
 
-/** The user part of `Authorization: Basic base64(user:password)`, or undefined. */
-export function basicUser(authorization: string | undefined): string | undefined {
-  if (authorization === undefined) return undefined;
-  const match = /^\s*basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(authorization);
-  if (match === null) return undefined;
-  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  const user = colon === -1 ? decoded : decoded.slice(0, colon);
-  return user.length > 0 ? user : undefined;
-}
-
 /**
  * The values of an Authorization header that may be a consumer key: each of its words (a key has no
  * spaces: the credentials after `token` or `Bearer`, a value sent without a scheme), and the user
