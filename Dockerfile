@@ -4,7 +4,7 @@
 #   docker build -t etagere:latest .
 #   docker run --rm -p 8080:8080 -p 127.0.0.1:9090:9090 etagere:latest           # no pool: anonymous
 #   docker run --rm -p 127.0.0.1:8080:8080 -e ETAGERE_TOKENS=ci-bot=<token> etagere:latest \
-#     node dist/cli.js serve --config config/container.yaml                      # a pool for this machine
+#     node dist/src/main/cli.js serve --config config/container.yaml                      # a pool for this machine
 #
 # Inside the container both listeners bind 0.0.0.0 (HOST and ADMIN_HOST below): the published
 # ports decide who reaches them. A token pool on 0.0.0.0 refuses to start without consumer keys
@@ -43,4 +43,4 @@ EXPOSE 8080 9090
 # No curl in the slim image: node's own fetch asks the admin listener.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ADMIN_PORT || 9090) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "dist/cli.js", "serve", "--config", "config/default.yaml"]
+CMD ["node", "dist/src/main/cli.js", "serve", "--config", "config/default.yaml"]

@@ -4,7 +4,7 @@
  * to POOL_TOKENS_MAX tokens: the two public demo tokens first (the 2-token `l1-hot-pool` case,
  * as before), then `bench_pool_token_03` ... each with its own login and `public_repo`.
  */
-import { DEMO_TOKENS } from '../src/fake-upstream/tokens.js';
+import { DEMO_TOKENS } from '../fake-github/tokens.js';
 
 export const POOL_TOKENS_MAX = 50;
 

@@ -5,8 +5,8 @@
  * and the rewrite itself (once per entry and public base). A hit on an entry already rewritten
  * does neither; bench/by-hand.sh --rewrite-body-urls true|false measures that path end to end.
  */
-import { startFakeUpstream } from '../src/fake-upstream/index.js';
-import { hasUrlsUnder, rewriteBodyUrls } from '../src/rewrite/body-urls.js';
+import { startFakeUpstream } from '../fake-github/index.js';
+import { hasUrlsUnder, rewriteBodyUrls } from '../src/http/representation/body-urls.js';
 
 async function fetchBody(base: string, path: string): Promise<Buffer> {
   const res = await fetch(`${base}${path}`);

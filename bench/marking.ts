@@ -8,13 +8,13 @@
  *   npx tsx bench/marking.ts [--entries N] [--repos N]
  */
 import { parseArgs } from 'node:util';
-import type { CacheEntry } from '../src/cache/entry.js';
-import { cacheKey } from '../src/cache/key.js';
-import { createMemoryStore } from '../src/cache/memory-store.js';
-import { createPathIndex } from '../src/cache/path-index.js';
-import { createTiers } from '../src/cache/tiers.js';
-import { createLogger } from '../src/log/logger.js';
-import { createMetrics } from '../src/metrics/registry.js';
+import type { CacheEntry } from '../src/cache/store/entry.js';
+import { cacheKey } from '../src/cache/rules/key.js';
+import { createMemoryStore } from '../src/cache/store/memory-store.js';
+import { createPathIndex } from '../src/cache/store/path-index.js';
+import { createTiers } from '../src/cache/store/tiers.js';
+import { createLogger } from '../src/platform/log/logger.js';
+import { createMetrics } from '../src/platform/metrics/registry.js';
 
 const { values } = parseArgs({ options: { entries: { type: 'string' }, repos: { type: 'string' } }, strict: true });
 const ENTRIES = Number(values.entries ?? 200_000);

@@ -11,12 +11,12 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { storedHeaders } from '../src/cache/classify.js';
-import type { CacheEntry } from '../src/cache/entry.js';
-import { cacheKey, POOL } from '../src/cache/key.js';
-import { createMemoryStore } from '../src/cache/memory-store.js';
-import { ownedCopy } from '../src/cache/owned-bytes.js';
-import { apiHeaders, CACHE_PRIVATE, JSON_TYPE } from '../src/fake-upstream/headers.js';
+import { storedHeaders } from '../src/cache/rules/classify.js';
+import type { CacheEntry } from '../src/cache/store/entry.js';
+import { cacheKey, POOL } from '../src/cache/rules/key.js';
+import { createMemoryStore } from '../src/cache/store/memory-store.js';
+import { ownedCopy } from '../src/platform/owned-bytes.js';
+import { apiHeaders, CACHE_PRIVATE, JSON_TYPE } from '../fake-github/headers.js';
 
 /**
  * The bodies the entries hold: `small` (~200 bytes of JSON, identity), or `repo` (a full GitHub
@@ -89,8 +89,8 @@ const fromWire = (s: string): string => Buffer.from(s, 'latin1').toString('latin
 
 /**
  * The headers the proxy stores for the response: GitHub's, as the fake upstream sends them
- * (src/fake-upstream/headers.ts: about 20 fields), through the proxy's own filter for a pool
- * entry (src/cache/classify.ts: no framing, no rate-limit or token fields; shared pairs).
+ * (fake-github/headers.ts: about 20 fields), through the proxy's own filter for a pool
+ * entry (src/cache/rules/classify.ts: no framing, no rate-limit or token fields; shared pairs).
  */
 function storedGithubHeaders(index: number, now: number, etag: string, lastModified: string, gzip: boolean): Array<[string, string]> {
   const sent = apiHeaders({
@@ -176,7 +176,7 @@ const OWNER_URLS = [
   'received_events',
 ];
 
-/** A repository record shaped like GitHub's (src/fake-upstream/render.ts), for entry `index`. */
+/** A repository record shaped like GitHub's (fake-github/render.ts), for entry `index`. */
 function repoBody(index: number, updatedAt: string): Record<string, unknown> {
   const full = `etagere-org/r${index}`;
   const api = `https://api.github.com/repos/${full}`;
@@ -289,10 +289,10 @@ export function makeEntry(index: number, now: number, bodies: BodyKind = 'small'
         : repoBody(index, updatedAt),
     ),
   );
-  // A copy in an allocation of its own, as the proxy keeps bodies (src/cache/owned-bytes.ts).
+  // A copy in an allocation of its own, as the proxy keeps bodies (src/platform/owned-bytes.ts).
   const body = ownedCopy(bodies === 'repo-gzip' ? gzipSync(plain) : plain);
   const headers = storedGithubHeaders(index, now, `W/"${hexOf(index, 64)}"`, updated.toUTCString(), bodies === 'repo-gzip');
-  // The entry's validators are its header fields' own strings (src/cache/classify.ts).
+  // The entry's validators are its header fields' own strings (src/cache/rules/classify.ts).
   const etag = headers.find(([name]) => name === 'etag')?.[1];
   const lastModified = headers.find(([name]) => name === 'last-modified')?.[1];
   const entry: CacheEntry = {

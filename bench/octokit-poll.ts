@@ -13,10 +13,10 @@ import { Octokit } from '@octokit/rest';
 import { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { startApp } from '../src/app.js';
-import { parseConfig } from '../src/config/load.js';
-import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
-import { createLogger } from '../src/log/logger.js';
+import { startApp } from '../src/main/app.js';
+import { parseConfig } from '../src/platform/config/load.js';
+import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
+import { createLogger } from '../src/platform/log/logger.js';
 
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const REPO = { owner: 'octocat', repo: 'hello-world' };

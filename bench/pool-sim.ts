@@ -12,11 +12,11 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { startApp } from '../src/app.js';
-import { parseConfig } from '../src/config/load.js';
-import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
-import { createLogger } from '../src/log/logger.js';
+import { startApp } from '../src/main/app.js';
+import { parseConfig } from '../src/platform/config/load.js';
+import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
+import { parseTokenSpec } from '../fake-github/tokens.js';
+import { createLogger } from '../src/platform/log/logger.js';
 
 export interface Scenario {
   name: string;

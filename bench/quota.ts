@@ -36,11 +36,11 @@ import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { startApp, type App } from '../src/app.js';
-import { parseConfig } from '../src/config/load.js';
-import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
-import { createLogger } from '../src/log/logger.js';
+import { startApp, type App } from '../src/main/app.js';
+import { parseConfig } from '../src/platform/config/load.js';
+import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
+import { parseTokenSpec } from '../fake-github/tokens.js';
+import { createLogger } from '../src/platform/log/logger.js';
 import { computeFreshnessFloor, type FreshnessFloor } from './fresh-floor.js';
 import {
   formatRotation,

@@ -29,11 +29,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
-import { startApp, type App } from '../src/app.js';
-import { parseConfig, resolveSecrets } from '../src/config/load.js';
-import { startFakeUpstream, type FakeUpstream } from '../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../src/fake-upstream/tokens.js';
-import { createLogger } from '../src/log/logger.js';
+import { startApp, type App } from '../src/main/app.js';
+import { parseConfig, resolveSecrets } from '../src/platform/config/load.js';
+import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
+import { parseTokenSpec } from '../fake-github/tokens.js';
+import { createLogger } from '../src/platform/log/logger.js';
 import { mulberry32 } from './zipf.js';
 
 export type RotationOption = 'none' | 'replace' | 'overlap' | 'last-modified';

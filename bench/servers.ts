@@ -64,11 +64,11 @@ function serverCommand(ctx: ServerContext, command: string, args: readonly strin
 
 export function cliArgs(ctx: ServerContext, args: readonly string[]): string[] {
   if (ctx.useDist) {
-    const cli = join(ctx.root, 'dist', 'cli.js');
-    if (!existsSync(cli)) throw new Error('--dist given but dist/cli.js is missing: run `npm run build` first');
+    const cli = join(ctx.root, 'dist', 'src', 'main', 'cli.js');
+    if (!existsSync(cli)) throw new Error('--dist given but dist/src/main/cli.js is missing: run `npm run build` first');
     return [cli, ...args];
   }
-  return ['--import', 'tsx', join(ctx.root, 'src', 'cli.ts'), ...args];
+  return ['--import', 'tsx', join(ctx.root, 'src', 'main', 'cli.ts'), ...args];
 }
 
 export function cleanEnv(): NodeJS.ProcessEnv {

@@ -3,7 +3,7 @@
  * of client-library errors to the proxy's 502/504.
  */
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
-import type { UpstreamConfig } from '../config/schema.js';
+import type { UpstreamConfig } from '../platform/config/schema.js';
 
 export interface UpstreamClient {
   readonly name: string;
@@ -13,7 +13,7 @@ export interface UpstreamClient {
   /** The base path as a prefix for upstream paths: "" for "/", else without a trailing slash ("/api/v3"). */
   readonly basePrefix: string;
   request(opts: {
-    /** POST only for GraphQL calls (src/graphql/exchange.ts). */
+    /** POST only for GraphQL calls (src/paths/graphql/exchange.ts). */
     method: 'GET' | 'HEAD' | 'POST';
     path: string;
     headers: Record<string, string | string[]>;

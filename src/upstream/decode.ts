@@ -6,7 +6,7 @@
  */
 import { gunzip } from 'node:zlib';
 import { promisify } from 'node:util';
-import { contentCodingOf } from '../headers/coding.js';
+import { contentCodingOf } from '../http/representation/coding.js';
 import type { Fetched } from './fetch.js';
 
 const inflate = promisify(gunzip);

@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ownedConcat } from '../cache/owned-bytes.js';
+import { ownedConcat } from '../platform/owned-bytes.js';
 import { classifyUpstreamError, type UpstreamClient, type UpstreamFailure } from './client.js';
 
 export type UpstreamHeaders = Dispatcher.ResponseData['headers'];

@@ -5,8 +5,8 @@
  * client's If-None-Match still gets a 304 from the cache.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { rawGet, stringUrlFields, WEB_URL_FIELD } from '../fake-upstream/helpers.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';

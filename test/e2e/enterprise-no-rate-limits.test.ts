@@ -10,8 +10,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { expectAllThroughProxy } from '../helpers/clients.js';
 import { get, post, type Answer } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 describe('Link rewriting on streamed (uncached) answers', () => {

@@ -7,8 +7,8 @@
  */
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { sendRaw as send } from '../helpers/raw-request.js';
 

@@ -7,7 +7,7 @@
  */
 import { Octokit, type RestEndpointMethodTypes } from '@octokit/rest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { rawGet } from '../fake-upstream/helpers.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 

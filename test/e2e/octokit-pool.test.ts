@@ -6,8 +6,8 @@
 import { Octokit } from '@octokit/rest';
 import { RequestError } from '@octokit/request-error';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };

@@ -4,7 +4,7 @@
  */
 import { Octokit } from '@octokit/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 const TOKEN_ALICE = 'demo_token_alice_repo';

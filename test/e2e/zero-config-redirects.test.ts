@@ -8,8 +8,8 @@
 import { Octokit } from '@octokit/rest';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { rawGet } from '../fake-upstream/helpers.js';
 import { expectAllThroughProxy } from '../helpers/clients.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';

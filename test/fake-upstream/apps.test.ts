@@ -5,7 +5,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { parseAppSpec, AppSpecError, type FakeAppInput } from '../../src/fake-upstream/index.js';
+import { parseAppSpec, AppSpecError, type FakeAppInput } from '../../fake-github/index.js';
 import { appJwtFor, bearer, craftJwt, testAppKeys } from '../helpers/apps.js';
 import { ALICE_REPO, auth, get, post, rate, until, useFake, type ErrorBody, type JsonObject, type RepoBody } from './helpers.js';
 

@@ -5,7 +5,7 @@
  */
 import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acceptsGzip } from '../../src/fake-upstream/compression.js';
+import { acceptsGzip } from '../../fake-github/compression.js';
 import { ALICE_REPO, auth, useFake } from './helpers.js';
 import { sendRaw as send } from '../helpers/raw-request.js';
 

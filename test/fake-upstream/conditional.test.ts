@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { ALICE_PUBLIC, ALICE_REPO, BOB_PUBLIC, auth, get, rate, type ErrorBody, type RateLimitBody, type RepoBody } from './helpers.js';
 
 describe('fake upstream: ETags, conditional requests and API versions', () => {

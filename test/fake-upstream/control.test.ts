@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../src/fake-upstream/index.js';
-import { createPipeline } from '../../src/fake-upstream/server.js';
-import { FakeState } from '../../src/fake-upstream/state.js';
-import { DEMO_TOKENS } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream } from '../../fake-github/index.js';
+import { createPipeline } from '../../fake-github/server.js';
+import { FakeState } from '../../fake-github/state.js';
+import { DEMO_TOKENS } from '../../fake-github/tokens.js';
 import {
   ALICE_PUBLIC,
   ALICE_REPO,

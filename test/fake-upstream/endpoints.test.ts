@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CITIES } from '../../src/fake-upstream/index.js';
+import { CITIES } from '../../fake-github/index.js';
 import {
   ALICE_REPO,
   ISO,

@@ -5,8 +5,8 @@
  */
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Faults, FaultSpecError, parseFaultRule, parseFaultSpec } from '../../src/fake-upstream/faults.js';
-import { startFakeUpstream } from '../../src/fake-upstream/index.js';
+import { Faults, FaultSpecError, parseFaultRule, parseFaultSpec } from '../../fake-github/faults.js';
+import { startFakeUpstream } from '../../fake-github/index.js';
 import { runCli } from '../helpers/cli.js';
 import { get, post, until, useFake, type ErrorBody } from './helpers.js';
 

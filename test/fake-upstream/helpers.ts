@@ -1,7 +1,7 @@
 /** Helpers for the fake-upstream tests: real HTTP over loopback with Node's global fetch. */
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll } from 'vitest';
-import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream, type FakeUpstreamOptions } from '../../fake-github/index.js';
 
 export const ALICE_REPO = 'demo_token_alice_repo';
 export const ALICE_PUBLIC = 'demo_token_alice_public';

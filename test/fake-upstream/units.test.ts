@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { tokenFromAuthorization } from '../../src/fake-upstream/auth.js';
-import { bumpTime } from '../../src/fake-upstream/data.js';
-import { computeEtag, ifNoneMatchMatches, isNotModified, notModifiedSince } from '../../src/fake-upstream/etag.js';
-import { DEMO_TOKENS, fakeUpstreamFlags, parseTokenSpec } from '../../src/fake-upstream/index.js';
-import { linkHeader, pageRequest, withPage } from '../../src/fake-upstream/pagination.js';
+import { tokenFromAuthorization } from '../../fake-github/auth.js';
+import { bumpTime } from '../../fake-github/data.js';
+import { computeEtag, ifNoneMatchMatches, isNotModified, notModifiedSince } from '../../fake-github/etag.js';
+import { DEMO_TOKENS, fakeUpstreamFlags, parseTokenSpec } from '../../fake-github/index.js';
+import { linkHeader, pageRequest, withPage } from '../../fake-github/pagination.js';
 
 describe('parseTokenSpec', () => {
   it('parses TOKEN:SCOPES entries with generated logins', () => {

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { serveCli, type ServedCli } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { metric } from '../helpers/replicas.js';

@@ -1026,7 +1026,7 @@ async function runCase(cs: Case, conn: Conn): Promise<Result> {
     const clientCloses = req.headers.some((h) => /^connection:\s*close/i.test(h));
     const serverCloses = header(res, 'connection').some((v) => /close/i.test(v));
     // (Node closes after a request that asked for 100 Continue without getting one: it cannot know
-    // whether the body is still coming. A pipelined one never gets it: see src/server/connections.ts.)
+    // whether the body is still coming. A pipelined one never gets it: see src/main/connections.ts.)
     const expects = req.headers.some((h) => /^expect:/i.test(h));
     if (serverCloses && !clientCloses && !expects && res.status < 400)
       problems.push(`valid request ${index + 1} got a ${res.status} that closes the connection`);

@@ -21,8 +21,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { testSecret } from '../helpers/secrets.js';

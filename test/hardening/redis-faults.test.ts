@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { until } from '../helpers/proxy.js';
 import { redisKind, startRedis, type TestRedis } from '../helpers/redis.js';
 import { startReplicas, stopReplicas, type Replica } from '../helpers/replicas.js';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { Client, Pool, request, type DiagnosticsChannel } from 'undici';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';

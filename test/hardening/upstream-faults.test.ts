@@ -10,10 +10,10 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Agent, Pool, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type App } from '../../src/app.js';
-import { parseConfig } from '../../src/config/load.js';
-import { startFakeUpstream, type FakeUpstream, type FaultRuleInput } from '../../src/fake-upstream/index.js';
-import { createLogger } from '../../src/log/logger.js';
+import { startApp, type App } from '../../src/main/app.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import { startFakeUpstream, type FakeUpstream, type FaultRuleInput } from '../../fake-github/index.js';
+import { createLogger } from '../../src/platform/log/logger.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 

@@ -5,7 +5,7 @@
  * included (wrong algorithm, forged signature, bad times), independently of the proxy's signer.
  */
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import { generateAppKeyPair } from '../../src/fake-upstream/index.js';
+import { generateAppKeyPair } from '../../fake-github/index.js';
 import { recordSecret } from './secrets.js';
 
 export interface TestAppKeys {

@@ -1,5 +1,5 @@
 /**
- * The tests spawn the built CLI (dist/cli.js), so dist/ must match src/. As a vitest globalSetup this
+ * The tests spawn the built CLI (dist/src/main/cli.js), so dist/ must match src/. As a vitest globalSetup this
  * runs an incremental `tsc -p tsconfig.build.json` before any test file (and again before a watch-mode
  * rerun): a no-op when nothing changed, and never a stale build. The build info lives inside dist/,
  * so deleting dist/ forces a full build. `npm test` (test/run-all.ts) builds once beforehand and sets
@@ -14,7 +14,7 @@ import type { TestProject } from 'vitest/node';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The entry point the tests spawn. */
-export const DIST_CLI = join(ROOT, 'dist', 'cli.js');
+export const DIST_CLI = join(ROOT, 'dist', 'src', 'main', 'cli.js');
 
 /** Set by `npm test` once it has built dist/: the vitest runs it starts don't build again. */
 export const BUILT_ENV = 'ETAGERE_TEST_DIST_BUILT';

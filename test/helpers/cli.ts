@@ -1,5 +1,5 @@
 /**
- * Runs the built etagere CLI (dist/cli.js, brought up to date by test/helpers/build-dist.ts before
+ * Runs the built etagere CLI (dist/src/main/cli.js, brought up to date by test/helpers/build-dist.ts before
  * the tests) as a child process. For the secrets scan after the suite (test/helpers/secrets-scan.ts)
  * it records the secrets in the child's environment and arguments, watches its listeners' answers,
  * and captures its output once it has exited.
@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { DIST_CLI } from './build-dist.js';
 import { capture, capturing, inTestFile, registerOrigin } from './capture.js';
 import { recordSecret } from './secrets.js';

@@ -7,8 +7,8 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { expect } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { capture, capturing, inTestFile } from './capture.js';
 import { startTestProxy, type TestProxy } from './proxy.js';
 

@@ -1,7 +1,7 @@
 /** A stored cache entry for tests: a small fresh JSON 200, with what a test cares about overridden. */
-import type { CacheResult } from '../../src/cache/classify.js';
-import type { CacheEntry } from '../../src/cache/entry.js';
-import type { CacheRequest } from '../../src/cache/request.js';
+import type { CacheResult } from '../../src/cache/rules/classify.js';
+import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheRequest } from '../../src/cache/rules/request.js';
 
 export function testEntry(over: Partial<CacheEntry> = {}): CacheEntry {
   const body = over.body ?? Buffer.from('{}');

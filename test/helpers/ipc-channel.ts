@@ -1,6 +1,6 @@
 /** Two ends of an in-memory IPC channel (what node:cluster gives the primary and a worker). */
 import { EventEmitter } from 'node:events';
-import type { Channel, PoolMessage } from '../../src/tokens/ipc-pool.js';
+import type { Channel, PoolMessage } from '../../src/pool/backends/ipc-pool.js';
 
 /** Messages cross as JSON, a turn later, as over a real IPC channel; `messages` lists every one sent. */
 export function channelPair(): { primary: Channel; worker: Channel; messages: unknown[] } {

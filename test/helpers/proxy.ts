@@ -7,10 +7,10 @@
 import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { Duplex, Writable } from 'node:stream';
 import { pino } from 'pino';
-import { startApp, type App, type AppOptions } from '../../src/app.js';
-import { parseConfig } from '../../src/config/load.js';
-import type { Config } from '../../src/config/schema.js';
-import { createLogger } from '../../src/log/logger.js';
+import { startApp, type App, type AppOptions } from '../../src/main/app.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import type { Config } from '../../src/platform/config/schema.js';
+import { createLogger } from '../../src/platform/log/logger.js';
 import { atFileEnd, capture, capturing, inTestFile, registerOrigin } from './capture.js';
 import { recordSecret } from './secrets.js';
 

@@ -20,10 +20,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/config/load.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { createRedisConnection, type RedisConnection } from '../../src/redis/connection.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
+import { createRedisConnection, type RedisConnection } from '../../src/platform/redis/connection.js';
 
 export interface TestRedis {
   url: string; // e.g. redis://127.0.0.1:41234
@@ -377,7 +377,7 @@ function once(fn: () => Promise<void>): () => Promise<void> {
 }
 
 /**
- * The proxy's own Redis connection (src/redis/connection.ts) to a test server, once it is up:
+ * The proxy's own Redis connection (src/platform/redis/connection.ts) to a test server, once it is up:
  * `redis` holds the `redis` config keys to set (url or cluster, key_prefix, timeouts ...).
  */
 export async function connectProxyRedis(redis: Record<string, unknown>): Promise<RedisConnection> {

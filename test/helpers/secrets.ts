@@ -16,7 +16,7 @@
  * Values shorter than MIN_SECRET_LENGTH are not scanned for (a four-letter test token would
  * match ordinary text); the scan reports how many it skipped.
  */
-import { DEMO_TOKENS } from '../../src/fake-upstream/tokens.js';
+import { DEMO_TOKENS } from '../../fake-github/tokens.js';
 
 export interface NamedSecret {
   name: string;

@@ -5,7 +5,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { request } from 'undici';
-import type { FakeUpstream } from '../../src/fake-upstream/index.js';
+import type { FakeUpstream } from '../../fake-github/index.js';
 import { until } from './proxy.js';
 
 export const WEBHOOK_PATH = '/_etagere/webhooks/github';

@@ -14,15 +14,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { resolveSecrets } from '../../src/config/load.js';
-import {
-  startFakeUpstream,
-  type FakeInstallationInput,
-  type FakeUpstream,
-  type FakeUpstreamOptions,
-} from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
-import type { AppTiming } from '../../src/tokens/app-members.js';
+import { resolveSecrets } from '../../src/platform/config/load.js';
+import { startFakeUpstream, type FakeInstallationInput, type FakeUpstream, type FakeUpstreamOptions } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
+import type { AppTiming } from '../../src/pool/members/app-members.js';
 import { testAppKeys } from '../helpers/apps.js';
 import { SECTION_MARK } from '../helpers/capture.js';
 import { get, post } from '../helpers/http.js';

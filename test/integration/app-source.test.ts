@@ -1,18 +1,18 @@
 /**
- * The proxy's App token source (src/apps/app-source.ts) against the fake upstream's GitHub Apps:
+ * The proxy's App token source (src/pool/members/app-source.ts) against the fake upstream's GitHub Apps:
  * two installations minted, refreshed across a short expiry with no failed request, a revoked
  * installation dropped while the other carries on, a new installation picked up by `all`, a 401
- * re-minted once; the installation calls (src/apps/installations.ts) under a base path, over many
+ * re-minted once; the installation calls (src/pool/members/installations.ts) under a base path, over many
  * pages and against a hostile Link; and neither a token, a JWT nor the key in any log line.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AppTokenSource, type AppMember, type AppSourceOptions } from '../../src/apps/app-source.js';
-import { AppRequestError, listInstallations, mintInstallationToken } from '../../src/apps/installations.js';
-import { appJwt, appPrivateKey } from '../../src/apps/jwt.js';
-import { startFakeUpstream, type FakeAppInput, type FakeUpstream, type FakeUpstreamOptions } from '../../src/fake-upstream/index.js';
-import { createLogger } from '../../src/log/logger.js';
+import { AppTokenSource, type AppMember, type AppSourceOptions } from '../../src/pool/members/app-source.js';
+import { AppRequestError, listInstallations, mintInstallationToken } from '../../src/pool/members/installations.js';
+import { appJwt, appPrivateKey } from '../../src/platform/config/app-jwt.js';
+import { startFakeUpstream, type FakeAppInput, type FakeUpstream, type FakeUpstreamOptions } from '../../fake-github/index.js';
+import { createLogger } from '../../src/platform/log/logger.js';
 import { testAppKeys } from '../helpers/apps.js';
 import { capture, inTestFile } from '../helpers/capture.js';
 import { get, post } from '../helpers/http.js';

@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { deadPort } from '../helpers/upstream.js';

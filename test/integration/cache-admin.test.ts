@@ -6,8 +6,8 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EntryView } from '../../src/cache/inspect.js';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import type { EntryView } from '../../src/cache/rules/inspect.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { runCli } from '../helpers/cli.js';
 import { get } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';

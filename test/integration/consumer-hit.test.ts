@@ -1,14 +1,14 @@
 /**
  * The all-on hit: a pool consumer's request with its X-Etagere-Key among other headers
  * (as real clients send it, not last). The key and the headers a pool request does not forward are
- * set to undefined in the request's header map rather than deleted (src/headers/hop-by-hop.ts,
+ * set to undefined in the request's header map rather than deleted (src/http/headers/hop-by-hop.ts,
  * `HeaderRemoval`): none of them may reach the upstream, a wrong key is still refused, the
  * per-consumer counters (number cells now) count as before, and a pooled hit's headers are the
  * same list, in the same order, as before.
  */
 import { request as httpRequest } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveSecrets } from '../../src/config/load.js';
+import { resolveSecrets } from '../../src/platform/config/load.js';
 import { get } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';

@@ -8,7 +8,7 @@
  */
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveSecrets } from '../../src/config/load.js';
+import { resolveSecrets } from '../../src/platform/config/load.js';
 import { get, type Answer } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';

@@ -5,8 +5,8 @@
  * burst of concurrent misses never holds another consumer's request for long.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { get, type Answer } from '../helpers/http.js';
 import { awayFromHourEdge, HOUR_EDGE_WAIT_MS } from '../helpers/clock.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';

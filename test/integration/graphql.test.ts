@@ -8,8 +8,8 @@
  */
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { get, post, type Answer } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 

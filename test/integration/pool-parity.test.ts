@@ -15,8 +15,8 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classify, mentionsRateLimit, readRateLimit } from '../../src/tokens/rate-limit.js';
-import type { Resource } from '../../src/tokens/resource.js';
+import { classify, mentionsRateLimit, readRateLimit } from '../../src/pool/rules/rate-limit.js';
+import type { Resource } from '../../src/pool/rules/resource.js';
 import {
   budgetKeys,
   decodeReply,
@@ -28,9 +28,9 @@ import {
   reserveArgs,
   SETTLE,
   settleArgs,
-} from '../../src/tokens/shared-scripts.js';
-import { canReserve, DEAD_FLAG_TTL_MS, heldByOthers, react, settle, UNSEEN, type Settlement } from '../../src/tokens/state.js';
-import type { TokenNumbers } from '../../src/tokens/types.js';
+} from '../../src/pool/backends/shared-scripts.js';
+import { canReserve, DEAD_FLAG_TTL_MS, heldByOthers, react, settle, UNSEEN, type Settlement } from '../../src/pool/rules/state.js';
+import type { TokenNumbers } from '../../src/pool/rules/types.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 
 const NOW = 1_800_000_000_000;

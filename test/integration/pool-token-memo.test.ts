@@ -1,7 +1,7 @@
 /**
  * Against the fake GitHub API: a pool of 50 tokens that are not equivalent
  * (a cache partition per token). A hit is answered from the token whose entry was stored last
- * (one L1 probe: src/cache/token-memo.ts); a token removed from the pool by a tokens file reload
+ * (one L1 probe: src/cache/store/token-memo.ts); a token removed from the pool by a tokens file reload
  * never has its entry served again, though the entry is still in L1; the request goes upstream on
  * a member instead, and its entry is the one served from then on.
  */
@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveSecrets } from '../../src/config/load.js';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { resolveSecrets } from '../../src/platform/config/load.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { get, type Answer } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';

@@ -5,8 +5,8 @@
  * the budget shared through Redis.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { get, type Answer } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NOT_KEY_FIRST, type RedisConnection } from '../../src/redis/connection.js';
+import { NOT_KEY_FIRST, type RedisConnection } from '../../src/platform/redis/connection.js';
 import { connectProxyRedis, startRedisCluster, type TestRedisCluster } from '../helpers/redis.js';
 
 describe('Redis Cluster with auto-pipelining', () => {
@@ -49,7 +49,7 @@ describe('Redis Cluster with auto-pipelining', () => {
   });
 
   it('every script the product defines without a fixed key count is sent outside auto-pipelines', () => {
-    for (const file of ['src/tokens/shared-pool.ts', 'src/tokens/consumer-ledger.ts']) {
+    for (const file of ['src/pool/backends/shared-pool.ts', 'src/pool/consumers/consumer-ledger.ts']) {
       const source = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
       for (const match of source.matchAll(/defineCommand\('(\w+)', \{ lua: /g))
         expect(NOT_KEY_FIRST, `${file}: ${match[1]}`).toContain(match[1]);

@@ -6,7 +6,7 @@
  * cross-replica lock: three replicas each fetched the same cold key).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/platform/redis/connection.js';
 import { connectProxyRedis, startRedis, type TestRedis } from '../helpers/redis.js';
 
 /** Holds the event loop, as a burst of synchronous work does. */

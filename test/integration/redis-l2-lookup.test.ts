@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { POOL } from '../../src/cache/key.js';
-import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/request.js';
-import { createTiers, type Tiers } from '../../src/cache/tiers.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import { POOL } from '../../src/cache/rules/key.js';
+import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/rules/request.js';
+import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
+import type { RedisConnection } from '../../src/platform/redis/connection.js';
 import { connectProxyRedis, startRedis, type TestRedis } from '../helpers/redis.js';
 import { poolEntry, storedBy } from '../helpers/entry.js';
 

@@ -7,14 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { cacheKey, ANONYMOUS } from '../../src/cache/key.js';
-import { ENTRY_VERSION } from '../../src/cache/entry.js';
-import { keyTag } from '../../src/cache/redis-store.js';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { cacheKey, ANONYMOUS } from '../../src/cache/rules/key.js';
+import { ENTRY_VERSION } from '../../src/cache/store/entry.js';
+import { keyTag } from '../../src/cache/store/redis-store.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { deadPort } from '../helpers/upstream.js';
 import { redisKind, startRedis, startRedisCluster, type TestRedis, type TestRedisCluster } from '../helpers/redis.js';
-import { parseTokenSpec } from '../../src/fake-upstream/tokens.js';
+import { parseTokenSpec } from '../../fake-github/tokens.js';
 
 /** Signals need a Redis this test started as a process (not REDIS_URL, not a container). */
 const canSignal = (await redisKind()) === 'process';

@@ -4,13 +4,13 @@
  * replica learns (a confirmed 401, exhaustion) reaches the others, and an outage falls back to 1/N.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { createRedisConnection, type RedisConnection } from '../../src/redis/connection.js';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
-import { createSharedTokenPool, type SharedTokenPool } from '../../src/tokens/shared-pool.js';
-import type { Acquired } from '../../src/tokens/types.js';
-import { parseConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
+import { createRedisConnection, type RedisConnection } from '../../src/platform/redis/connection.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
+import { createSharedTokenPool, type SharedTokenPool } from '../../src/pool/backends/shared-pool.js';
+import type { Acquired } from '../../src/pool/rules/types.js';
+import { parseConfig } from '../../src/platform/config/load.js';
 import { until } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 

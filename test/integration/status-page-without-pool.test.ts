@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 const which = spawnSync('sh', ['-c', `command -v ${process.env.CHROMIUM_PATH ?? 'chromium'}`], { encoding: 'utf8' });

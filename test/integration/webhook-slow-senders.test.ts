@@ -7,7 +7,7 @@
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/index.js';
+import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { get } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { metric } from '../helpers/replicas.js';

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { DestinationStream } from 'pino';
-import { createAccessLog } from '../../src/log/access.js';
-import { createLogger } from '../../src/log/logger.js';
+import { createAccessLog } from '../../src/platform/log/access.js';
+import { createLogger } from '../../src/platform/log/logger.js';
 
 function capture(level = 'info') {
   let text = '';

@@ -1,6 +1,6 @@
-/** The pure rule for writes on the admin port: JSON only, from no other origin (src/headers/admin-write.ts). */
+/** The pure rule for writes on the admin port: JSON only, from no other origin (src/http/headers/admin-write.ts). */
 import { describe, expect, it } from 'vitest';
-import { adminOriginOf, adminWriteRefusal, isAdminWrite } from '../../src/headers/admin-write.js';
+import { adminOriginOf, adminWriteRefusal, isAdminWrite } from '../../src/http/headers/admin-write.js';
 
 const JSON_TYPE = { host: '127.0.0.1:9090', 'content-type': 'application/json' };
 

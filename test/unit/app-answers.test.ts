@@ -1,10 +1,10 @@
 /**
- * The pure rules about GitHub's answers to an App (src/apps/answers.ts): whose fault a refusal
+ * The pure rules about GitHub's answers to an App (src/pool/rules/app-answers.ts): whose fault a refusal
  * is, what of GitHub's message may be repeated, the shapes of lists and tokens, and which Link
  * the App's JWT may follow.
  */
 import { describe, expect, it } from 'vitest';
-import { classifyAppAnswer, nextPage, parseInstallations, parseMintedToken, safeMessage } from '../../src/apps/answers.js';
+import { classifyAppAnswer, nextPage, parseInstallations, parseMintedToken, safeMessage } from '../../src/pool/rules/app-answers.js';
 
 describe('classifyAppAnswer', () => {
   it.each([

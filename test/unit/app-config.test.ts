@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig } from '../../src/platform/config/load.js';
 import { testAppKeys } from '../helpers/apps.js';
 import { runCli } from '../helpers/cli.js';
 

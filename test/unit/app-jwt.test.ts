@@ -1,11 +1,18 @@
 /**
- * The proxy's App JWT (src/apps/jwt.ts): checked with node:crypto and with the fake upstream's
+ * The proxy's App JWT (src/platform/config/app-jwt.ts): checked with node:crypto and with the fake upstream's
  * verifier, which follows GitHub's rules; and the key reader, which never quotes a key.
  */
 import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { AppKeyError, appJwt, appJwtClaims, appPrivateKey, JWT_AHEAD_SECONDS, JWT_BACKDATE_SECONDS } from '../../src/apps/jwt.js';
-import { JWT_MESSAGES, verifyAppJwt } from '../../src/fake-upstream/index.js';
+import {
+  AppKeyError,
+  appJwt,
+  appJwtClaims,
+  appPrivateKey,
+  JWT_AHEAD_SECONDS,
+  JWT_BACKDATE_SECONDS,
+} from '../../src/platform/config/app-jwt.js';
+import { JWT_MESSAGES, verifyAppJwt } from '../../fake-github/index.js';
 import { testAppKeys } from '../helpers/apps.js';
 
 const keys = testAppKeys('unit/app-jwt');

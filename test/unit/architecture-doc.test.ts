@@ -29,7 +29,7 @@ function listings(): Array<{ file: string; lines: string[] }> {
 describe('docs/architecture.md', () => {
   it('has the request path of the handler and of the cached path, and every listed line is in the code', () => {
     const found = listings();
-    expect(found.map((l) => l.file)).toEqual(['src/proxy/handle.ts', 'src/proxy/cached.ts']);
+    expect(found.map((l) => l.file)).toEqual(['src/main/handler.ts', 'src/paths/rest/cached.ts']);
     for (const { file, lines } of found) {
       const code = source(file)
         .split('\n')

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createBreaker } from '../../src/redis/breaker.js';
-import { reconnectDelay } from '../../src/redis/connection.js';
+import { createBreaker } from '../../src/platform/redis/breaker.js';
+import { reconnectDelay } from '../../src/platform/redis/connection.js';
 
 describe('Redis circuit breaker', () => {
   it('opens after N failures in a row, lets one trial through after the open time, closes on success', () => {

@@ -3,7 +3,7 @@
  * a Range field asks for, the whole representation for what the cache may ignore, 416 past the end.
  */
 import { describe, expect, it } from 'vitest';
-import { byteRange, ifRangeHolds } from '../../src/headers/range.js';
+import { byteRange, ifRangeHolds } from '../../src/http/headers/range.js';
 
 describe('byte ranges of a stored representation', () => {
   it('reads first-last, first- and -suffix ranges', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEntry, encodeEntry, ENTRY_HEAD_BYTES, ENTRY_VERSION, entryStamp, type CacheEntry } from '../../src/cache/entry.js';
+import { decodeEntry, encodeEntry, ENTRY_HEAD_BYTES, ENTRY_VERSION, entryStamp, type CacheEntry } from '../../src/cache/store/entry.js';
 
 const entry: CacheEntry = {
   status: 200,

@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { ANONYMOUS, PARTITION_MEMO_BYTES, cacheKey, createPartitioner, normalizeQuery } from '../../src/cache/key.js';
-import { DEFAULT_ROUTES, ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/metrics/route-template.js';
+import { ANONYMOUS, PARTITION_MEMO_BYTES, cacheKey, createPartitioner, normalizeQuery } from '../../src/cache/rules/key.js';
+import { DEFAULT_ROUTES, ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/http/route-template.js';
 
 const base = { upstream: 'github', pathname: '/orgs/o/repos', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS };
 const keyOf = (search: string): string => cacheKey({ ...base, search });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ANONYMOUS, cacheKey, createPartitioner, normalizeQuery, varyMatches, varySelection } from '../../src/cache/key.js';
+import { ANONYMOUS, cacheKey, createPartitioner, normalizeQuery, varyMatches, varySelection } from '../../src/cache/rules/key.js';
 
 const base = { upstream: 'github', pathname: '/repos/a/b', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCacheControl, requestDirectives } from '../../src/cache/cache-control.js';
+import { parseCacheControl, requestDirectives } from '../../src/http/headers/cache-control.js';
 import {
   corruptBody,
   currentAge,
@@ -13,7 +13,7 @@ import {
   usableOnError,
   type FreshnessPolicy,
   type StoreInput,
-} from '../../src/cache/policy.js';
+} from '../../src/cache/rules/policy.js';
 
 const policy = (kind: FreshnessPolicy['kind'], extra: Partial<FreshnessPolicy> = {}): FreshnessPolicy => ({
   kind,

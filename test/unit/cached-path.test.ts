@@ -8,21 +8,21 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Got } from '../../src/cache/classify.js';
-import { createCoalescer } from '../../src/cache/coalesce.js';
-import type { CacheEntry } from '../../src/cache/entry.js';
-import { createPartitioner } from '../../src/cache/key.js';
-import { createTiers, type Tiers } from '../../src/cache/tiers.js';
-import { parseConfig } from '../../src/config/load.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { createCachedPath, type CachedPath } from '../../src/proxy/cached.js';
-import type { RequestContext } from '../../src/proxy/context.js';
-import type { Credential } from '../../src/proxy/credential.js';
-import type { CodingForward } from '../../src/proxy/forward.js';
-import type { Served } from '../../src/proxy/reply.js';
-import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/proxy/upstreams.js';
-import { createRewrittenBodies } from '../../src/rewrite/rewritten-bodies.js';
+import type { Got } from '../../src/cache/rules/classify.js';
+import { createCoalescer } from '../../src/cache/store/coalesce.js';
+import type { CacheEntry } from '../../src/cache/store/entry.js';
+import { createPartitioner } from '../../src/cache/rules/key.js';
+import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
+import { createCachedPath, type CachedPath } from '../../src/paths/rest/cached.js';
+import type { RequestContext } from '../../src/paths/context.js';
+import type { Credential } from '../../src/pool/consumers/credential.js';
+import type { CodingForward } from '../../src/paths/rest/forward.js';
+import type { Served } from '../../src/http/reply.js';
+import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/paths/upstreams.js';
+import { createRewrittenBodies } from '../../src/cache/store/rewritten-bodies.js';
 
 /** A response that records what the path wrote: status, headers, body. */
 class RecordedResponse extends Writable {

@@ -6,12 +6,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS, USAGE, commandHelp, version } from '../../src/cli-help.js';
-import { ConfigError, ENV_VARS, loadConfig, parseConfig } from '../../src/config/load.js';
-import { startupSummary, withoutCredentials } from '../../src/config/summary.js';
-import { demoBanner } from '../../src/demo/banner.js';
-import { fakeUpstreamFlags } from '../../src/fake-upstream/index.js';
-import { errors } from '../../src/proxy/errors.js';
+import { COMMANDS, USAGE, commandHelp, version } from '../../src/main/cli-help.js';
+import { ConfigError, ENV_VARS, loadConfig, parseConfig } from '../../src/platform/config/load.js';
+import { startupSummary, withoutCredentials } from '../../src/platform/config/summary.js';
+import { demoBanner } from '../../src/main/demo-banner.js';
+import { fakeUpstreamFlags } from '../../fake-github/index.js';
+import { errors } from '../../src/http/errors.js';
 
 const SECRET = 'ghp_newcomerSecret0123456789';
 

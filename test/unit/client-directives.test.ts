@@ -4,11 +4,11 @@
  * sent upstream.
  */
 import { describe, expect, it } from 'vitest';
-import { requestDirectives } from '../../src/cache/cache-control.js';
-import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../../src/cache/client-directives.js';
-import { planFor } from '../../src/cache/plan.js';
-import { decide } from '../../src/cache/policy.js';
-import type { CacheEntry } from '../../src/cache/entry.js';
+import { requestDirectives } from '../../src/http/headers/cache-control.js';
+import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../../src/cache/rules/client-directives.js';
+import { planFor } from '../../src/cache/rules/plan.js';
+import { decide } from '../../src/cache/rules/policy.js';
+import type { CacheEntry } from '../../src/cache/store/entry.js';
 
 const NOW = 1_700_000_000_000;
 /** Stored 10 s ago, fresh for 60 s. */

@@ -5,12 +5,12 @@
  * entry under the flight key, and would fetch after waiting all the same.
  */
 import { describe, expect, it } from 'vitest';
-import { createCoalescer } from '../../src/cache/coalesce.js';
-import type { CacheRequest } from '../../src/cache/request.js';
-import { keysFor } from '../../src/cache/request.js';
-import { POOL } from '../../src/cache/key.js';
-import type { Tiers } from '../../src/cache/tiers.js';
-import type { Metrics } from '../../src/metrics/registry.js';
+import { createCoalescer } from '../../src/cache/store/coalesce.js';
+import type { CacheRequest } from '../../src/cache/rules/request.js';
+import { keysFor } from '../../src/cache/rules/request.js';
+import { POOL } from '../../src/cache/rules/key.js';
+import type { Tiers } from '../../src/cache/store/tiers.js';
+import type { Metrics } from '../../src/platform/metrics/registry.js';
 
 const input = { upstream: 'github', pathname: '/repos/o/r', search: '', accept: undefined, apiVersion: undefined, partition: POOL };
 const members = { names: ['a', 'b', 'c'], has: (name: string) => ['a', 'b', 'c'].includes(name) };

@@ -1,16 +1,16 @@
 /**
- * Keeps docs/configuration.md true to the code. The zod schema (src/config/schema.ts) is walked,
+ * Keeps docs/configuration.md true to the code. The zod schema (src/platform/config/schema.ts) is walked,
  * not copied: every key path it accepts must be documented, every documented key must exist, and
  * each documented default must equal the schema's. The environment variables that
- * src/config/load.ts reads, and the flags of src/cli.ts, must be documented too.
+ * src/platform/config/load.ts reads, and the flags of src/main/cli.ts, must be documented too.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ENV_VARS } from '../../src/config/load.js';
-import { configSchema } from '../../src/config/schema.js';
+import { ENV_VARS } from '../../src/platform/config/load.js';
+import { configSchema } from '../../src/platform/config/schema.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
@@ -129,12 +129,12 @@ describe('docs/configuration.md against the zod schema', () => {
 
   it('documents every key of the schema', () => {
     const missing = keys.filter((k) => !k.container && !documented.has(k.path)).map((k) => k.path);
-    expect(missing, 'keys in src/config/schema.ts missing from docs/configuration.md').toEqual([]);
+    expect(missing, 'keys in src/platform/config/schema.ts missing from docs/configuration.md').toEqual([]);
   });
 
   it('documents no key the schema does not have', () => {
     const unknown = [...documented.keys()].filter((p) => !byPath.has(p));
-    expect(unknown, 'keys in docs/configuration.md that src/config/schema.ts does not accept').toEqual([]);
+    expect(unknown, 'keys in docs/configuration.md that src/platform/config/schema.ts does not accept').toEqual([]);
   });
 
   it('gives each key the default of the schema', () => {
@@ -164,8 +164,8 @@ describe('docs/configuration.md against the zod schema', () => {
 describe('docs/configuration.md against the environment and the command line', () => {
   const envRows = tableRows(doc, ['variable', 'sets']).map((r) => codeSpan(r[0] ?? ''));
   /** Variables load.ts reads (env.NAME or env['NAME']), besides those it declares in ENV_VARS. */
-  const readByLoader = [...read('src/config/load.ts').matchAll(/\benv(?:\.|\[['"])([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!);
-  const readByCli = [...read('src/cli.ts').matchAll(/process\.env\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!);
+  const readByLoader = [...read('src/platform/config/load.ts').matchAll(/\benv(?:\.|\[['"])([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!);
+  const readByCli = [...read('src/main/cli.ts').matchAll(/process\.env\.([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!);
 
   it('lists every environment variable the loader reads, and no other', () => {
     const used = new Set([...Object.keys(ENV_VARS), ...readByLoader, ...readByCli]);
@@ -174,8 +174,8 @@ describe('docs/configuration.md against the environment and the command line', (
     expect(envRows.filter((v) => v === undefined || !used.has(v))).toEqual([]);
   });
 
-  it('names every flag of src/cli.ts', () => {
-    const flags = new Set([...read('src/cli.ts').matchAll(/(?<![\w-])--([a-z][a-z-]*)/g)].map((m) => m[1]!));
+  it('names every flag of src/main/cli.ts', () => {
+    const flags = new Set([...read('src/main/cli.ts').matchAll(/(?<![\w-])--([a-z][a-z-]*)/g)].map((m) => m[1]!));
     expect(flags.size).toBeGreaterThan(5);
     expect([...flags].filter((f) => !doc.includes(`--${f}`)).sort()).toEqual([]);
   });

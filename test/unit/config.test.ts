@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/platform/config/load.js';
 
 /** Temporary config files, removed after the file's tests. */
 const tmpDirs: string[] = [];

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../src/log/logger.js';
+import { createLogger } from '../../src/platform/log/logger.js';
 import {
   createConsumerBudget,
   type Admission,
   type ConsumerBudgetSettings,
   type ConsumerLimits,
-} from '../../src/tokens/consumer-budget.js';
+} from '../../src/pool/consumers/consumer-budget.js';
 
 const logger = createLogger({ level: 'silent' });
 // Mid-hour on a fixed clock: windows never move during a test.

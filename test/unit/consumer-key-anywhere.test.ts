@@ -1,5 +1,5 @@
 /**
- * A consumer key in any credential position (src/tokens/consumers.ts, src/proxy/credential.ts):
+ * A consumer key in any credential position (src/pool/consumers/consumers.ts, src/pool/consumers/credential.ts):
  * `token <key>`, `Bearer <key>`, the user or the password of Basic credentials, a bare value, or
  * X-Etagere-Key identifies its consumer and is taken out of what goes upstream. A client's own
  * token is looked at once per connection: the same value again costs no digest.
@@ -7,9 +7,9 @@
 import { hash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { requestHeadersForUpstream } from '../../src/headers/hop-by-hop.js';
-import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../../src/proxy/credential.js';
-import { authorizationValues, createConsumers } from '../../src/tokens/consumers.js';
+import { requestHeadersForUpstream } from '../../src/http/headers/hop-by-hop.js';
+import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../../src/pool/consumers/credential.js';
+import { authorizationValues, createConsumers } from '../../src/pool/consumers/consumers.js';
 
 const WEB = 'key-web-0123456789';
 const BATCH = 'key-batch-abcdef';

@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
-import { requestHeadersForUpstream } from '../../src/headers/hop-by-hop.js';
-import { resolveCredential, type CredentialRules } from '../../src/proxy/credential.js';
-import { authorizationValues, createConsumers, sameKey } from '../../src/tokens/consumers.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import { requestHeadersForUpstream } from '../../src/http/headers/hop-by-hop.js';
+import { resolveCredential, type CredentialRules } from '../../src/pool/consumers/credential.js';
+import { authorizationValues, createConsumers, sameKey } from '../../src/pool/consumers/consumers.js';
 
 const consumers = createConsumers([
   { name: 'web', value: 'key-web-0123456789' },

@@ -8,7 +8,7 @@ import { isAbsolute, join, posix, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { ENV_VARS } from '../../src/config/load.js';
+import { ENV_VARS } from '../../src/platform/config/load.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
@@ -130,7 +130,7 @@ describe('docker-compose.yml', () => {
   it('gives the etagere service only environment variables the app knows, with the expected values', () => {
     const env = environment(service('etagere'));
     const known = Object.keys(ENV_VARS);
-    for (const name of Object.keys(env)) expect(known, `${name} is in ENV_VARS (src/config/load.ts)`).toContain(name);
+    for (const name of Object.keys(env)) expect(known, `${name} is in ENV_VARS (src/platform/config/load.ts)`).toContain(name);
     expect(env.REDIS_URL).toBe('redis://redis:6379/0');
     expect(env.ADMIN_HOST).toBe('0.0.0.0'); // otherwise Prometheus cannot scrape the admin port
     expect(env.ETAGERE_TOKENS).toBe('${ETAGERE_TOKENS:-}');
@@ -164,7 +164,7 @@ describe('docker-compose.yml', () => {
     const fake = service('fake-upstream');
     expect(arr(fake.profiles, 'profiles')).toContain('demo');
     expect(fake.build === '.' || (isObj(fake.build) && fake.build.context === '.')).toBe(true);
-    expect(command(fake)).toEqual(['node', 'dist/cli.js', 'fake-upstream', '--port', '9100', '--host', '0.0.0.0']);
+    expect(command(fake)).toEqual(['node', 'dist/src/main/cli.js', 'fake-upstream', '--port', '9100', '--host', '0.0.0.0']);
     // No always-on service may depend on it: without --profile demo it does not exist.
     for (const [name, svc] of Object.entries(services)) {
       if (name !== 'fake-upstream') expect(dependsOn(obj(svc, name))).not.toContain('fake-upstream');
@@ -334,11 +334,11 @@ describe('Dockerfile', () => {
     const cmds = runtime.filter((i) => i.op === 'CMD');
     expect(cmds).toHaveLength(1);
     const cmd = JSON.parse(cmds[0]!.args) as unknown;
-    expect(cmd).toEqual(['node', 'dist/cli.js', 'serve', '--config', 'config/default.yaml']);
+    expect(cmd).toEqual(['node', 'dist/src/main/cli.js', 'serve', '--config', 'config/default.yaml']);
     const argv = cmd as string[];
     const config = argv[argv.indexOf('--config') + 1]!;
     expect(existsSync(join(root, config))).toBe(true);
-    // dist/cli.js is compiled from src/cli.ts (tsconfig.build.json: rootDir src, outDir dist).
+    // dist/src/main/cli.js is compiled from src/main/cli.ts (tsconfig.build.json: rootDir ., outDir dist).
     expect(existsSync(join(root, argv[1]!.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')))).toBe(true);
   });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/platform/config/load.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
@@ -36,7 +36,7 @@ describe('listen defaults in the deployment files', () => {
     const etagere = compose.services.etagere!;
     expect((etagere.environment as Record<string, string>).HOST).toBe('0.0.0.0');
     expect(etagere.ports).toEqual(['127.0.0.1:8080:8080', '127.0.0.1:9090:9090']);
-    expect(etagere.command).toEqual(['node', 'dist/cli.js', 'serve', '--config', 'config/container.yaml']);
+    expect(etagere.command).toEqual(['node', 'dist/src/main/cli.js', 'serve', '--config', 'config/container.yaml']);
   });
 
   it("compose's config starts with a pool on 0.0.0.0 (pool.open on purpose) and lets Prometheus in by name", () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { queueBounds } from '../../src/tokens/fair-share.js';
-import { createWaitQueue, type Attempt } from '../../src/tokens/queue.js';
-import type { AcquireOptions, Acquired, Lease } from '../../src/tokens/types.js';
+import { queueBounds } from '../../src/pool/rules/fair-share.js';
+import { createWaitQueue, type Attempt } from '../../src/pool/backends/queue.js';
+import type { AcquireOptions, Acquired, Lease } from '../../src/pool/rules/types.js';
 
 /** A queue over `slots` free slots: each lease takes one, named after the consumer it went to. */
 function harness(opts: { maxQueue?: number; timeoutMs?: number; laneBound?: (consumer: string) => number } = {}) {

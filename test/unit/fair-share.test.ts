@@ -9,7 +9,7 @@ import {
   weightOf,
   windowOf,
   type ShareInput,
-} from '../../src/tokens/fair-share.js';
+} from '../../src/pool/rules/fair-share.js';
 
 const NOW = Date.UTC(2030, 0, 1, 10, 20, 0);
 const HOUR_END = Date.UTC(2030, 0, 1, 11, 0, 0);

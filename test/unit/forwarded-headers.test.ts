@@ -1,9 +1,9 @@
 /**
- * The pure header rules of src/headers/hop-by-hop.ts that make the cache
+ * The pure header rules of src/http/headers/hop-by-hop.ts that make the cache
  * key and the upstream request agree, and that keep a pooled request's headers to an allowlist.
  */
 import { describe, expect, it } from 'vitest';
-import { describesToken, dropHopByHop, keepPoolHeaders, requestHeadersForUpstream } from '../../src/headers/hop-by-hop.js';
+import { describesToken, dropHopByHop, keepPoolHeaders, requestHeadersForUpstream } from '../../src/http/headers/hop-by-hop.js';
 
 describe('dropHopByHop', () => {
   it('drops every header Connection names, and the hop-by-hop ones, in place', () => {

@@ -1,15 +1,15 @@
 /**
- * The pure GraphQL rules of the proxy (src/graphql/): which calls a pooled consumer may make, how
+ * The pure GraphQL rules of the proxy (src/paths/graphql/): which calls a pooled consumer may make, how
  * big a document is parsed, the cache key, what a RATE_LIMITED answer means, and where the
  * endpoint is on GitHub.com and on Enterprise Server.
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
-import { canonicalJson, graphqlCacheKey, type GraphqlKeyInput } from '../../src/graphql/cache-key.js';
-import { graphqlEndpoint, graphqlRequestPath } from '../../src/graphql/endpoint.js';
-import { documentTooBig, MAX_NESTING, MAX_TOKENS } from '../../src/graphql/limits.js';
-import { pooledQuery, type PooledQuery, type Refusal } from '../../src/graphql/operation.js';
-import { cacheableAnswer, isRateLimited, tokenStatus } from '../../src/graphql/rate-limited.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import { canonicalJson, graphqlCacheKey, type GraphqlKeyInput } from '../../src/paths/graphql/cache-key.js';
+import { graphqlEndpoint, graphqlRequestPath } from '../../src/http/graphql-endpoint.js';
+import { documentTooBig, MAX_NESTING, MAX_TOKENS } from '../../src/paths/graphql/limits.js';
+import { pooledQuery, type PooledQuery, type Refusal } from '../../src/paths/graphql/operation.js';
+import { cacheableAnswer, isRateLimited, tokenStatus } from '../../src/pool/rules/graphql-rate-limit.js';
 
 const call = (body: unknown): PooledQuery | Refusal => pooledQuery(typeof body === 'string' ? body : JSON.stringify(body));
 

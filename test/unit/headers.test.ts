@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { cacheStatus } from '../../src/headers/cache-status.js';
-import { clientHasCurrent, etagMatches } from '../../src/headers/conditional.js';
-import { publicBase, rewriteLink } from '../../src/headers/link.js';
+import { cacheStatus } from '../../src/http/headers/cache-status.js';
+import { clientHasCurrent, etagMatches } from '../../src/http/headers/conditional.js';
+import { publicBase, rewriteLink } from '../../src/http/representation/link.js';
 
 describe('conditional requests', () => {
   it('matches ETags weakly, in lists and with *', () => {

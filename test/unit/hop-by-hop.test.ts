@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { requestHeadersForUpstream, responseHeadersForClient } from '../../src/headers/hop-by-hop.js';
+import { requestHeadersForUpstream, responseHeadersForClient } from '../../src/http/headers/hop-by-hop.js';
 
 describe('hop-by-hop headers', () => {
   it('drops hop-by-hop and Connection-named headers from requests, and host/content-length', () => {

@@ -8,8 +8,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { servePool, type Channel } from '../../src/tokens/ipc-pool.js';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
+import { servePool, type Channel } from '../../src/pool/backends/ipc-pool.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
 
 describe('IPC to a process that has gone', () => {
   it('a push to an exited worker is dropped, not thrown or emitted', async () => {

@@ -1,6 +1,6 @@
 import { AggregatorRegistry, Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { CellCounter, CellHistogram } from '../../src/metrics/cells.js';
+import { CellCounter, CellHistogram } from '../../src/platform/metrics/cells.js';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1];
 const OBSERVATIONS: Array<[string, string, number]> = [

@@ -1,8 +1,8 @@
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { LabelSets } from '../../src/metrics/label-sets.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { METRIC_SPECS } from '../../src/metrics/specs.js';
+import { LabelSets } from '../../src/platform/metrics/label-sets.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
+import { METRIC_SPECS } from '../../src/platform/metrics/specs.js';
 
 const specs = Object.values(METRIC_SPECS);
 

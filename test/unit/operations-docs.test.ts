@@ -1,13 +1,13 @@
 /**
  * Keeps the metrics reference of docs/operations.md true to the code: the table lists every metric
- * of src/metrics/specs.ts with its type and label names, and no metric name mentioned anywhere in
+ * of src/platform/metrics/specs.ts with its type and label names, and no metric name mentioned anywhere in
  * the README or docs/ is one that etagere does not export.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { METRIC_SPECS } from '../../src/metrics/specs.js';
+import { METRIC_SPECS } from '../../src/platform/metrics/specs.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
@@ -45,7 +45,7 @@ const specs = Object.values(METRIC_SPECS).map((spec): { name: string; type: stri
 const known: ReadonlySet<string> = new Set(specs.map((spec) => spec.name));
 const table = metricTable(read('docs/operations.md'));
 
-describe('docs/operations.md metrics against src/metrics/specs.ts', () => {
+describe('docs/operations.md metrics against src/platform/metrics/specs.ts', () => {
   it('lists every metric with its type and labels', () => {
     expect(specs.length).toBeGreaterThan(20);
     const wrong = specs

@@ -3,8 +3,8 @@
  * answers and probes, and a cluster worker following the primary's members' scopes.
  */
 import { describe, expect, it } from 'vitest';
-import { createIpcTokenPool, servePool } from '../../src/tokens/ipc-pool.js';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
+import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
 import {
   anotherSeesMore,
   learnScopes,
@@ -13,8 +13,8 @@ import {
   UNSEEN_SCOPES,
   type ScopeAgreement,
   type ScopesRow,
-} from '../../src/tokens/scopes.js';
-import type { Acquired, HeaderLookup, Lease } from '../../src/tokens/types.js';
+} from '../../src/pool/rules/scopes.js';
+import type { Acquired, HeaderLookup, Lease } from '../../src/pool/rules/types.js';
 import { channelPair } from '../helpers/ipc-channel.js';
 import { until } from '../helpers/proxy.js';
 

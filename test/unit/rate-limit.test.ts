@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { classify, readRateLimit, retryAfterMs } from '../../src/tokens/rate-limit.js';
-import { healthOf, poolRateLimit } from '../../src/tokens/report.js';
-import { mergeObservation, secondaryPauseMs, upstreamConcurrency } from '../../src/tokens/state.js';
-import type { TokenState } from '../../src/tokens/types.js';
+import { classify, readRateLimit, retryAfterMs } from '../../src/pool/rules/rate-limit.js';
+import { healthOf, poolRateLimit } from '../../src/pool/rules/report.js';
+import { mergeObservation, secondaryPauseMs, upstreamConcurrency } from '../../src/pool/rules/state.js';
+import type { TokenState } from '../../src/pool/rules/types.js';
 
 const NOW = 1_800_000_000_000;
 const nowSeconds = NOW / 1000;

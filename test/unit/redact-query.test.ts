@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactQuery } from '../../src/log/logger.js';
+import { redactQuery } from '../../src/platform/log/logger.js';
 
 describe('redactQuery', () => {
   it('returns a URL without credential parameters unchanged', () => {

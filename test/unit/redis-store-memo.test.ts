@@ -5,11 +5,11 @@
  * Redis: it answers GET with a fresh copy of what it holds, as a reply buffer would be.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeEntry, ENTRY_HEAD_BYTES, type CacheEntry } from '../../src/cache/entry.js';
-import { createRedisStore, type RedisStore } from '../../src/cache/redis-store.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics, type Metrics } from '../../src/metrics/registry.js';
-import type { RedisClient, RedisConnection } from '../../src/redis/connection.js';
+import { encodeEntry, ENTRY_HEAD_BYTES, type CacheEntry } from '../../src/cache/store/entry.js';
+import { createRedisStore, type RedisStore } from '../../src/cache/store/redis-store.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics, type Metrics } from '../../src/platform/metrics/registry.js';
+import type { RedisClient, RedisConnection } from '../../src/platform/redis/connection.js';
 import { testEntry } from '../helpers/entry.js';
 
 const entry = (body: string, storedAt = 1_700_000_000_000): CacheEntry =>

@@ -1,6 +1,6 @@
 /** X-Request-Id: a sane client id is kept; otherwise a per-process random prefix and a counter. */
 import { describe, expect, it, vi } from 'vitest';
-import { requestId } from '../../src/proxy/request-id.js';
+import { requestId } from '../../src/http/request-id.js';
 
 const GENERATED = /^[0-9a-f]{12}-[0-9a-z]+$/;
 
@@ -26,7 +26,7 @@ describe('request ids', () => {
   it('draws another prefix in another process (a fresh module instance), so ids do not collide across workers and replicas', async () => {
     const mine = requestId(undefined).split('-')[0];
     vi.resetModules();
-    const fresh = (await import('../../src/proxy/request-id.js')) as typeof import('../../src/proxy/request-id.js');
+    const fresh = (await import('../../src/http/request-id.js')) as typeof import('../../src/http/request-id.js');
     const theirs = fresh.requestId(undefined);
     expect(theirs).toMatch(GENERATED);
     expect(theirs.split('-')[0]).not.toBe(mine);

@@ -4,10 +4,10 @@
  * of a revalidation (section 4.3.1), and invalidation after unsafe methods (section 4.4).
  */
 import { describe, expect, it } from 'vitest';
-import { freshens, KEPT_ON_304, revalidationHeaders, selectedBy304 } from '../../src/cache/freshen.js';
-import { invalidatedPaths, invalidates, type PathMapping } from '../../src/cache/invalidation.js';
-import { ageValue, mergeHeaders, UNTRUSTED_AGE } from '../../src/cache/policy.js';
-import { parseHttpDate } from '../../src/headers/http-date.js';
+import { freshens, KEPT_ON_304, revalidationHeaders, selectedBy304 } from '../../src/cache/rules/freshen.js';
+import { invalidatedPaths, invalidates, type PathMapping } from '../../src/cache/rules/invalidation.js';
+import { ageValue, mergeHeaders, UNTRUSTED_AGE } from '../../src/cache/rules/policy.js';
+import { parseHttpDate } from '../../src/http/headers/http-date.js';
 
 describe('Age (RFC 9111 section 5.1, read conservatively)', () => {
   it.each([

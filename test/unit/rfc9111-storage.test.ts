@@ -5,10 +5,10 @@
  * cacheable statuses (section 4.2.2).
  */
 import { describe, expect, it } from 'vitest';
-import { parseCacheControl } from '../../src/cache/cache-control.js';
-import { loadConfig } from '../../src/config/load.js';
-import { freshnessLifetime, notStorableReason, staleWindows, type FreshnessPolicy, type StoreInput } from '../../src/cache/policy.js';
-import { parseSurrogateControl, SURROGATE_CAPABILITY, withSurrogate } from '../../src/cache/surrogate-control.js';
+import { parseCacheControl } from '../../src/http/headers/cache-control.js';
+import { loadConfig } from '../../src/platform/config/load.js';
+import { freshnessLifetime, notStorableReason, staleWindows, type FreshnessPolicy, type StoreInput } from '../../src/cache/rules/policy.js';
+import { parseSurrogateControl, SURROGATE_CAPABILITY, withSurrogate } from '../../src/cache/rules/surrogate-control.js';
 
 const policy = (kind: FreshnessPolicy['kind'], heuristicFraction = 0): FreshnessPolicy => ({
   kind,

@@ -4,8 +4,8 @@
  * that prefers the stored response's one language selects it. The GitHub policies compare bytes.
  */
 import { describe, expect, it } from 'vitest';
-import { varyMatches, varySelection } from '../../src/cache/key.js';
-import { languageSelects, normaliseSelecting } from '../../src/cache/vary-normalise.js';
+import { varyMatches, varySelection } from '../../src/cache/rules/key.js';
+import { languageSelects, normaliseSelecting } from '../../src/cache/rules/vary-normalise.js';
 
 const reader = (headers: Record<string, string>) => (name: string) => headers[name];
 /** A Vary selection that is not "*". */

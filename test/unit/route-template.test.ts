@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { DEFAULT_ROUTES, OTHER, createRouteMatcher } from '../../src/metrics/route-template.js';
+import { loadConfig } from '../../src/platform/config/load.js';
+import { DEFAULT_ROUTES, OTHER, createRouteMatcher } from '../../src/http/route-template.js';
 
 /** Templates this test's upstream declares itself (`upstreams[].routes`), as the demo's cyclists do. */
 const OWN_ROUTES = ['/bicyclists/:city'];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
-import { apiPathname, createRouter, upstreamPath } from '../../src/proxy/route.js';
-import { checkFraming, checkHost, parseTarget } from '../../src/proxy/target.js';
+import { parseConfig } from '../../src/platform/config/load.js';
+import { apiPathname, createRouter, upstreamPath } from '../../src/http/route.js';
+import { checkFraming, checkHost, parseTarget } from '../../src/http/target.js';
 
 const config = parseConfig({
   upstreams: [

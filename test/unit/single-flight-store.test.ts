@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { entrySize, type CacheEntry } from '../../src/cache/entry.js';
-import { createMemoryStore } from '../../src/cache/memory-store.js';
-import { createSingleFlight } from '../../src/cache/single-flight.js';
+import { entrySize, type CacheEntry } from '../../src/cache/store/entry.js';
+import { createMemoryStore } from '../../src/cache/store/memory-store.js';
+import { createSingleFlight } from '../../src/cache/store/single-flight.js';
 
 describe('single flight', () => {
   it('runs concurrent work for one key once and shares the result', async () => {

@@ -1,20 +1,20 @@
 /**
  * Marking stale by path scope: the normal form and scope ids (path-scope.ts), the index of L1's
  * keys (path-index.ts) kept by the memory store's hooks, the marks (stale-marks.ts) and the tiers
- * that use them (marking.ts, tiers.ts), and the webhook signature (src/webhooks/signature.ts).
+ * that use them (marking.ts, tiers.ts), and the webhook signature (src/paths/webhooks/signature.ts).
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/cache/entry.js';
-import { cacheKey } from '../../src/cache/key.js';
-import { createMemoryStore } from '../../src/cache/memory-store.js';
-import { createPathIndex } from '../../src/cache/path-index.js';
-import { coveringScopeIds, keyPath, normalPath, parseScopeId, scopeId } from '../../src/cache/path-scope.js';
-import { createStaleMarks, markedStale, originOf } from '../../src/cache/stale-marks.js';
-import { createTiers } from '../../src/cache/tiers.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { signatureOf, verifySignature } from '../../src/webhooks/signature.js';
+import type { CacheEntry } from '../../src/cache/store/entry.js';
+import { cacheKey } from '../../src/cache/rules/key.js';
+import { createMemoryStore } from '../../src/cache/store/memory-store.js';
+import { createPathIndex } from '../../src/cache/store/path-index.js';
+import { coveringScopeIds, keyPath, normalPath, parseScopeId, scopeId } from '../../src/cache/rules/path-scope.js';
+import { createStaleMarks, markedStale, originOf } from '../../src/cache/rules/stale-marks.js';
+import { createTiers } from '../../src/cache/store/tiers.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
+import { signatureOf, verifySignature } from '../../src/paths/webhooks/signature.js';
 import { testEntry } from '../helpers/entry.js';
 
 const entry = (over: Partial<CacheEntry> = {}): CacheEntry => testEntry({ etag: 'W/"1"', staleWhileRevalidate: 30, ...over });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { chooseToken, earliestRetry, score, type Choice } from '../../src/tokens/choose.js';
-import { RESET_GRACE_MS, available } from '../../src/tokens/state.js';
-import type { TokenState } from '../../src/tokens/types.js';
+import { chooseToken, earliestRetry, score, type Choice } from '../../src/pool/rules/choose.js';
+import { RESET_GRACE_MS, available } from '../../src/pool/rules/state.js';
+import type { TokenState } from '../../src/pool/rules/types.js';
 
 const NOW = 1_800_000_000_000; // epoch ms
 const nowSeconds = NOW / 1000;

@@ -6,11 +6,11 @@
  * the old value, waiters served by a new member).
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseTokensFile } from '../../src/config/load.js';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
-import { changesAnything, diffMembers, membersProblem } from '../../src/tokens/membership.js';
-import { concernsFile } from '../../src/tokens/watch-file.js';
-import type { Acquired, HeaderLookup } from '../../src/tokens/types.js';
+import { ConfigError, parseTokensFile } from '../../src/platform/config/load.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
+import { changesAnything, diffMembers, membersProblem } from '../../src/pool/rules/membership.js';
+import { concernsFile } from '../../src/pool/members/watch-file.js';
+import type { Acquired, HeaderLookup } from '../../src/pool/rules/types.js';
 
 const NOW = 1_800_000_000_000;
 const RESET = NOW / 1000 + 600;

@@ -1,17 +1,17 @@
 /**
  * A hit on a pool of non-equivalent tokens costs one key and one L1 probe,
- * whatever the number of tokens (src/cache/token-memo.ts). The memo points at the token whose entry
+ * whatever the number of tokens (src/cache/store/token-memo.ts). The memo points at the token whose entry
  * was last stored or chosen; a removed member's entry is never served, a stale or missing memoized
  * entry falls back to every member's, and the memo is bounded.
  */
 import { describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/cache/entry.js';
-import { POOL, cacheKey, keyAround, type KeyInput } from '../../src/cache/key.js';
-import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/request.js';
-import { createTiers, type Tiers } from '../../src/cache/tiers.js';
-import { createTokenMemo } from '../../src/cache/token-memo.js';
-import { createLogger } from '../../src/log/logger.js';
-import { createMetrics } from '../../src/metrics/registry.js';
+import type { CacheEntry } from '../../src/cache/store/entry.js';
+import { POOL, cacheKey, keyAround, type KeyInput } from '../../src/cache/rules/key.js';
+import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/rules/request.js';
+import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
+import { createTokenMemo } from '../../src/cache/store/token-memo.js';
+import { createLogger } from '../../src/platform/log/logger.js';
+import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { poolEntry, storedBy } from '../helpers/entry.js';
 
 const NAMES = Array.from({ length: 50 }, (_, index) => `t${String(index + 1).padStart(2, '0')}`);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
-import { tokenName } from '../../src/tokens/name.js';
-import { rateLimitFromBody } from '../../src/tokens/rate-limit.js';
-import type { Acquired, PoolSettings } from '../../src/tokens/types.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
+import { tokenName } from '../../src/platform/config/token-name.js';
+import { rateLimitFromBody } from '../../src/pool/rules/rate-limit.js';
+import type { Acquired, PoolSettings } from '../../src/pool/rules/types.js';
 
 const NOW = 1_800_000_000_000;
 const nowSeconds = NOW / 1000;

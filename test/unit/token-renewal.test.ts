@@ -5,11 +5,11 @@
  * tokens), and a worker's renew over IPC (the credential named by a digest, never sent back).
  */
 import { describe, expect, it } from 'vitest';
-import { createIpcTokenPool, credentialDigest, servePool } from '../../src/tokens/ipc-pool.js';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
-import { createMemberSources } from '../../src/tokens/member-sources.js';
-import { composeMembers } from '../../src/tokens/membership.js';
-import type { Acquired, Renewal } from '../../src/tokens/types.js';
+import { createIpcTokenPool, credentialDigest, servePool } from '../../src/pool/backends/ipc-pool.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
+import { createMemberSources } from '../../src/pool/members/member-sources.js';
+import { composeMembers } from '../../src/pool/rules/membership.js';
+import type { Acquired, Renewal } from '../../src/pool/rules/types.js';
 import { channelPair } from '../helpers/ipc-channel.js';
 
 const token = (name: string, value = `value_${name}`) => ({ name, value });

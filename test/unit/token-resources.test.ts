@@ -4,13 +4,13 @@
  * confirmation of 401s (at most one probe per token per minute, shared by concurrent callers).
  */
 import { describe, expect, it } from 'vitest';
-import { CONFIRM_INTERVAL_MS, confirmationOf, createConfirmer } from '../../src/tokens/confirm.js';
-import { createIpcTokenPool, servePool } from '../../src/tokens/ipc-pool.js';
-import { createTokenPool } from '../../src/tokens/local-pool.js';
-import { createPoolHeaders, poolRateLimitBody } from '../../src/tokens/pool-headers.js';
-import { rateLimitsFromBody, unauthorizedKind } from '../../src/tokens/rate-limit.js';
-import { resourceNamed, resourceOf } from '../../src/tokens/resource.js';
-import type { Acquired, Confirmation, LocalTokenPool } from '../../src/tokens/types.js';
+import { CONFIRM_INTERVAL_MS, confirmationOf, createConfirmer } from '../../src/pool/members/confirm.js';
+import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.js';
+import { createTokenPool } from '../../src/pool/backends/local-pool.js';
+import { createPoolHeaders, poolRateLimitBody } from '../../src/pool/rules/pool-headers.js';
+import { rateLimitsFromBody, unauthorizedKind } from '../../src/pool/rules/rate-limit.js';
+import { resourceNamed, resourceOf } from '../../src/pool/rules/resource.js';
+import type { Acquired, Confirmation, LocalTokenPool } from '../../src/pool/rules/types.js';
 import { until } from '../helpers/proxy.js';
 import { channelPair } from '../helpers/ipc-channel.js';
 

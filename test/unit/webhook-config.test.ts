@@ -7,9 +7,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
-import { startupSummary } from '../../src/config/summary.js';
-import { COMMANDS, USAGE, commandHelp } from '../../src/cli-help.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/platform/config/load.js';
+import { startupSummary } from '../../src/platform/config/summary.js';
+import { COMMANDS, USAGE, commandHelp } from '../../src/main/cli-help.js';
 import { testSecret } from '../helpers/secrets.js';
 
 const SECRET = testSecret('webhook secret of the config test', 'config-test-webhook-secret-0123');

@@ -1,14 +1,14 @@
 /**
- * The event table (src/webhooks/events.ts), its expansion from payloads (scopes.ts), the paths it
+ * The event table (src/cache/rules/webhook-events.ts), its expansion from payloads (scopes.ts), the paths it
  * covers (coverage.ts), and docs/webhooks.md's copy of the table.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { COVERED, createCoverage, policyByPath } from '../../src/webhooks/coverage.js';
-import { EVENT_TABLE } from '../../src/webhooks/events.js';
-import { scopesFor } from '../../src/webhooks/scopes.js';
-import { inScope } from '../../src/cache/path-scope.js';
-import type { FreshnessPolicy } from '../../src/cache/policy.js';
+import { COVERED, createCoverage, policyByPath } from '../../src/cache/rules/webhook-coverage.js';
+import { EVENT_TABLE } from '../../src/cache/rules/webhook-events.js';
+import { scopesFor } from '../../src/cache/rules/webhook-scopes.js';
+import { inScope } from '../../src/cache/rules/path-scope.js';
+import type { FreshnessPolicy } from '../../src/cache/rules/policy.js';
 
 const repository = { id: 1296269, name: 'Hello-World', full_name: 'Octocat/Hello-World', owner: { login: 'Octocat' } };
 const orgRepo = { id: 2001, name: 'repo-001', full_name: 'etagere-org/repo-001', owner: { login: 'etagere-org' } };

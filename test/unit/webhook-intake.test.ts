@@ -5,7 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createIntake, type Intake } from '../../src/webhooks/intake.js';
+import { createIntake, type Intake } from '../../src/paths/webhooks/intake.js';
 
 /** A request body the test writes into. */
 const incoming = (headers: Record<string, string> = {}): PassThrough & { headers: Record<string, string> } =>

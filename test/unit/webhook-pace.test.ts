@@ -3,7 +3,7 @@
  * first second at least the floor rate on average, so a trickling sender loses its read slot.
  */
 import { describe, expect, it } from 'vitest';
-import { GRACE_MS, MIN_BYTES_PER_SECOND, paceOf } from '../../src/webhooks/pace.js';
+import { GRACE_MS, MIN_BYTES_PER_SECOND, paceOf } from '../../src/paths/webhooks/pace.js';
 
 const rules = { deadlineMs: 10_000, minBytesPerSecond: MIN_BYTES_PER_SECOND, graceMs: GRACE_MS };
 

@@ -1,5 +1,5 @@
 /**
- * When the handler logs and counts a response in its own turn (`writtenWhole`, src/proxy/handle.ts):
+ * When the handler logs and counts a response in its own turn (`writtenWhole`, src/main/handler.ts):
  * only a response ended and handed whole to a live socket; never one still in Node's buffers,
  * one queued behind a pipelined response, one whose write failed, or one still waiting upstream.
  */
@@ -7,8 +7,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writtenWhole } from '../../src/proxy/handle.js';
-import { NOT_SERVED } from '../../src/proxy/reply.js';
+import { writtenWhole } from '../../src/main/handler.js';
+import { NOT_SERVED } from '../../src/http/reply.js';
 
 let server: Server | undefined;
 afterEach(async () => {

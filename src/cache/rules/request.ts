@@ -1,0 +1,117 @@
+/**
+ * What the cache needs to know about one request, built once and passed down the cached path:
+ * its keys, its Cache-Control directives, a reader of its headers, and the upstream's policy.
+ * Plain data (no socket, no response), so the cache's steps are testable without a server.
+ */
+import type { Directives } from '../../http/headers/cache-control.js';
+import { POOL, cacheKey, keyAround, type KeyInput } from './key.js';
+import type { FreshnessPolicy } from './policy.js';
+
+/** The key a request is coalesced under, the keys it may be stored under, and the keys to look in. */
+export interface Keys {
+  readonly flight: string;
+  /** The key a response fetched with `token` is stored under. */
+  store(token: string | undefined): string;
+  /** Every key a stored answer for this request may be under (one, except for non-equivalent pool tokens); built on first use. */
+  readonly candidates: readonly string[];
+  /** The token each candidate key belongs to (same order; `undefined` for the one key of a request without per-token keys). */
+  readonly candidateTokens: readonly (string | undefined)[];
+  /** Each pool token has its own key (non-equivalent tokens): look in every candidate. */
+  readonly perToken: boolean;
+  /**
+   * Whether `key`, one of this request's per-token keys (`store(token)`), is the key of a token that
+   * is a member of the pool now: one hash lookup of the token's name, no key built, no scan.
+   */
+  isMemberKey(key: string): boolean;
+  /** The credential partition of the request (ANONYMOUS, POOL or a client's keyed hash): never a credential. */
+  readonly partition: string;
+}
+
+/** The members of a pool of non-equivalent tokens, as the keys see them. */
+export interface PoolMembers {
+  /** The members now (the candidates of a request). */
+  readonly names: readonly string[];
+  /** Whether `name` is a member now: a hash lookup. */
+  has(name: string): boolean;
+}
+
+const NO_TOKEN: readonly (string | undefined)[] = [undefined];
+
+/** The common case: one key for everything (no pool, or a pool of equivalent tokens). */
+class SingleKey implements Keys {
+  readonly perToken = false;
+  constructor(
+    readonly flight: string,
+    readonly partition: string,
+  ) {}
+  store(): string {
+    return this.flight;
+  }
+  isMemberKey(): boolean {
+    return false;
+  }
+  get candidates(): readonly string[] {
+    return [this.flight];
+  }
+  get candidateTokens(): readonly (string | undefined)[] {
+    return NO_TOKEN;
+  }
+}
+
+/**
+ * Non-equivalent pool tokens: each token has its own partition; the flight key names none. The
+ * key is built once around its partition (`keyAround`), so each token's key is a concatenation;
+ * the candidates (one per member) are built only when asked for (an L1 miss of the memoized token).
+ */
+class PerTokenKeys implements Keys {
+  readonly perToken = true;
+  readonly flight: string;
+  readonly partition: string;
+  private readonly head: string;
+  private readonly tail: string;
+  private tokens: readonly string[] | undefined = undefined;
+  private keys: readonly string[] | undefined = undefined;
+  constructor(
+    input: KeyInput,
+    private readonly members: PoolMembers,
+  ) {
+    this.partition = input.partition;
+    ({ head: this.head, tail: this.tail } = keyAround(input));
+    this.flight = `${this.head}${POOL}:*${this.tail}`;
+  }
+  store(token: string | undefined): string {
+    return token === undefined ? this.flight : `${this.head}${POOL}:${token}${this.tail}`;
+  }
+  isMemberKey(key: string): boolean {
+    // `store(token)` is the flight key with the token in place of its `*`.
+    const at = this.flight.length - this.tail.length - 1;
+    const end = key.length - this.tail.length;
+    return end > at && this.members.has(key.slice(at, end));
+  }
+  get candidateTokens(): readonly string[] {
+    return (this.tokens ??= this.members.names);
+  }
+  get candidates(): readonly string[] {
+    return (this.keys ??= this.candidateTokens.map((token) => this.store(token)));
+  }
+}
+
+/** `members`: the non-equivalent pool tokens when the request uses the pool, else undefined. */
+export function keysFor(input: KeyInput, members: PoolMembers | undefined): Keys {
+  return members === undefined ? new SingleKey(cacheKey(input), input.partition) : new PerTokenKeys(input, members);
+}
+
+export interface CacheRequest {
+  readonly keys: Keys;
+  readonly upstream: string;
+  readonly pathname: string;
+  readonly method: 'GET' | 'HEAD';
+  readonly directives: Readonly<Directives>;
+  /** Reads one request header (first value), by lower-case name. */
+  readonly header: (name: string) => string | undefined;
+  /** Whose credential goes upstream. */
+  readonly credential: 'client' | 'pool' | 'anonymous';
+  readonly policy: FreshnessPolicy;
+  /** The Cache-Status detail of a request directive the cache did not act on (client-directives.ts), if any. */
+  readonly detail?: string;
+}

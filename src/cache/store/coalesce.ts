@@ -1,0 +1,78 @@
+/**
+ * Coalescing: identical misses share one upstream exchange. In this process, concurrent requests
+ * for one key wait on the first one's flight (single-flight). Across replicas (Redis), a miss takes
+ * a short lock per key: the winner fetches, the others serve what it stored in L2, or fetch
+ * themselves when it finished without storing anything or their wait ran out.
+ */
+import type { Metrics } from '../../platform/metrics/registry.js';
+import type { CacheResult } from '../rules/classify.js';
+import type { CacheEntry } from './entry.js';
+import type { CacheRequest } from '../rules/request.js';
+import { createSingleFlight } from './single-flight.js';
+import type { Tiers } from './tiers.js';
+
+export interface Coalescer {
+  /**
+   * Runs `fetch` unless a flight for the request's key is under way; `joined` tells whether this
+   * caller waits on another's. `redisAnswered`: false when Redis did not answer this request's L2
+   * lookup, so the cross-replica lock (which would wait on it too) is skipped.
+   */
+  run(
+    req: CacheRequest,
+    stale: CacheEntry | undefined,
+    redisAnswered: boolean,
+    fetch: () => Promise<CacheResult>,
+  ): { promise: Promise<CacheResult>; joined: boolean };
+  /** Requests currently waiting on another's flight. */
+  readonly waiters: number;
+}
+
+export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number): Coalescer {
+  const flights = createSingleFlight<CacheResult>();
+
+  const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>): Promise<CacheResult> => {
+    const shared = tiers.shared!;
+    const key = req.keys.flight;
+    /** Another replica's entry, found in L2: served as that replica's fetch. */
+    const followed = (entry: CacheEntry): CacheResult => {
+      metrics.flightLocks.inc({ result: 'followed' });
+      tiers.promote(key, entry);
+      return { kind: 'followed', entry };
+    };
+    const lock = await shared.lock.acquire(key);
+    if (lock.kind === 'won') {
+      try {
+        // Checked again under the lock: a winner that finished between our L2 miss and our lock
+        // has left its entry in L2. (One this request may not use, such as an entry of a
+        // credential the upstream has since rejected, is no answer: fetch.)
+        const again = await shared.l2.lookup(key);
+        if (again.kind === 'hit' && tiers.usable(req, again.entry) !== undefined) return followed(again.entry);
+        metrics.flightLocks.inc({ result: 'won' });
+        return await fetch();
+      } finally {
+        void tiers.written(key).finally(() => lock.release());
+      }
+    }
+    if (lock.kind === 'lost') {
+      const waited = await shared.lock.waitFor(key, Date.now() + waitMs);
+      if (waited.kind === 'entry' && tiers.usable(req, waited.entry) !== undefined) return followed(waited.entry);
+      metrics.flightLocks.inc({ result: waited.kind === 'entry' ? 'gone' : waited.kind });
+    } else {
+      metrics.flightLocks.inc({ result: 'unavailable' });
+    }
+    return fetch();
+  };
+
+  return {
+    run(req, stale, redisAnswered, fetch) {
+      // Only a plain miss whose key is the one it is stored under is locked across replicas: a
+      // revalidation is a free 304, and per-token keys are not known before a token is chosen.
+      const locked = tiers.shared !== undefined && redisAnswered && stale === undefined && !req.keys.perToken;
+      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch) : fetch);
+      return { promise, joined: shared };
+    },
+    get waiters() {
+      return flights.waiters;
+    },
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * L1: an in-process LRU bounded by total bytes, with a per-entry size cap. A memo of forms of its
+ * entries held beside it (the decoded bodies of src/cache/store/entry-form.ts) can count against the
+ * same bound (`beside`): L1 then gives way, evicting its least recently used entries, until L1 and
+ * the memo fit in `maxBytes` together; and an entry that leaves L1 takes its form with it.
+ */
+import { LRUCache } from 'lru-cache';
+import { entrySize, type CacheEntry } from './entry.js';
+
+/** A memo of forms of L1's entries, held beside it and counted against its bound. */
+export interface Beside {
+  /** Bytes held, as counted against the bound. */
+  readonly bytes: number;
+  /** The entry left L1 (evicted, expired, deleted, replaced): its form goes too. */
+  forget(entry: CacheEntry): void;
+}
+
+export interface MemoryStoreOptions {
+  maxBytes: number;
+  maxEntryBytes: number;
+  onEvict?: () => void;
+  /** What is held beside the store and counts against `maxBytes` (read after every store, and by `fit`). */
+  beside?: Beside;
+  /** A key entered the store, and left it (evicted, expired, deleted, or replaced by a value over the entry cap): the path index. */
+  onKeys?: { added(key: string): void; removed(key: string): void };
+}
+
+/** The small interface the request path needs of L1 (undici's cache stores are the model). */
+export interface MemoryStore {
+  get(key: string): CacheEntry | undefined;
+  /** The entry without touching its recency (undefined once expired). */
+  peek(key: string): CacheEntry | undefined;
+  set(key: string, entry: CacheEntry, ttlMs: number): void;
+  /** Replaces a held entry, keeping its expiry (a stale mark); nothing when the key is not held. */
+  replace(key: string, entry: CacheEntry): void;
+  delete(key: string): void;
+  readonly size: number;
+  readonly bytes: number;
+  /** Body bytes of the entries held: as stored (encoded) and decoded (the compression metric). */
+  readonly bodyBytes: { stored: number; decoded: number };
+  keys(): IterableIterator<string>;
+  clear(): void;
+  /** Evicts the least recently used entries until the store and what is beside it fit in maxBytes (after the memo grew). */
+  fit(): void;
+}
+
+export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
+  /** The entries counted in bodyBytes (an entry the LRU refused is never counted, nor uncounted). */
+  const counted = new WeakSet<CacheEntry>();
+  const bodyBytes = { stored: 0, decoded: 0 };
+  const lru = new LRUCache<string, CacheEntry>({
+    maxSize: opts.maxBytes,
+    maxEntrySize: opts.maxEntryBytes,
+    sizeCalculation: (entry, key) => entrySize(key, entry),
+    ttlAutopurge: false,
+    allowStale: false,
+    updateAgeOnGet: false,
+    dispose: (entry: CacheEntry, key: string, reason: LRUCache.DisposeReason) => {
+      opts.beside?.forget(entry);
+      if (counted.delete(entry)) {
+        bodyBytes.stored -= entry.body.length;
+        bodyBytes.decoded -= entry.decodedSize;
+      }
+      if (reason === 'evict') opts.onEvict?.();
+      // 'set': replaced by a new value (still held), or dropped for a value over the cap (set() checks).
+      if (reason !== 'set') opts.onKeys?.removed(key);
+    },
+    ...(opts.onKeys === undefined
+      ? {}
+      : {
+          onInsert: (_v: CacheEntry, key: string, reason: LRUCache.InsertReason) => {
+            if (reason === 'add') opts.onKeys?.added(key);
+          },
+        }),
+  });
+  /** Counts a stored entry's body bytes once (the gauges of stored and decoded bytes). */
+  const countIn = (key: string, entry: CacheEntry): void => {
+    if (lru.peek(key) !== entry || counted.has(entry)) return;
+    counted.add(entry);
+    bodyBytes.stored += entry.body.length;
+    bodyBytes.decoded += entry.decodedSize;
+  };
+  const beside = opts.beside;
+  const fit = (): void => {
+    if (beside === undefined) return;
+    const room = opts.maxBytes - beside.bytes;
+    while (lru.size > 0 && lru.calculatedSize > room) lru.pop();
+  };
+  return {
+    get: (key) => lru.get(key),
+    peek: (key) => lru.peek(key),
+    set: (key, entry, ttlMs) => {
+      lru.set(key, entry, { ttl: Math.max(1, Math.ceil(ttlMs)) });
+      if (opts.onKeys !== undefined && !lru.has(key)) opts.onKeys.removed(key);
+      countIn(key, entry);
+      fit();
+    },
+    replace: (key, entry) => {
+      if (!lru.has(key)) return;
+      lru.set(key, entry, { noUpdateTTL: true });
+      countIn(key, entry);
+      fit();
+    },
+    delete: (key) => {
+      lru.delete(key);
+    },
+    get size() {
+      return lru.size;
+    },
+    get bytes() {
+      return lru.calculatedSize;
+    },
+    get bodyBytes() {
+      return { ...bodyBytes };
+    },
+    keys: () => lru.keys(),
+    clear: () => lru.clear(),
+    fit,
+  };
+}
+
+/** An L1 that keeps nothing (cache.l1: false): every lookup goes to L2. */
+export function createDisabledStore(): MemoryStore {
+  return {
+    get: () => undefined,
+    peek: () => undefined,
+    set: () => undefined,
+    replace: () => undefined,
+    delete: () => undefined,
+    size: 0,
+    bytes: 0,
+    bodyBytes: { stored: 0, decoded: 0 },
+    keys: () => [][Symbol.iterator](),
+    clear: () => undefined,
+    fit: () => undefined,
+  };
+}

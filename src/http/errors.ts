@@ -1,0 +1,147 @@
+/**
+ * Every error response the proxy itself produces, in GitHub's shape:
+ * {"message": "...", "documentation_url": "..."}. One place declares them all; each is a reply
+ * value that `answer()` (or `writeError` outside a routed request) writes.
+ */
+import type { ConsumerRefusal, Unavailable } from '../pool/rules/types.js';
+import type { UpstreamFailure } from '../upstream/client.js';
+import { NOT_SERVED, type ErrorReply, type Served } from './reply.js';
+
+export const DOCUMENTATION_URL = 'https://github.com/etagere-proxy/etagere#errors';
+
+export function errorBody(message: string): Buffer {
+  return Buffer.from(JSON.stringify({ message, documentation_url: DOCUMENTATION_URL }));
+}
+
+function error(status: number, message: string, headers?: Record<string, string>, served: Served = NOT_SERVED): ErrorReply {
+  return { kind: 'error', status, message, headers, ...served };
+}
+
+/** An upstream as errors name it: its name, or its config (then its host is named too). */
+export type UpstreamLabel = string | { readonly name: string; readonly url: string };
+
+/**
+ * `"github" (api.github.com)`: the configured name and the URL's host (with its port). Only the
+ * host: never the URL's credentials, path or query.
+ */
+export function describeUpstream(upstream: UpstreamLabel): string {
+  if (typeof upstream === 'string') return `"${upstream}"`;
+  let host: string;
+  try {
+    host = new URL(upstream.url).host;
+  } catch {
+    return `"${upstream.name}"`;
+  }
+  return host.length > 0 ? `"${upstream.name}" (${host})` : `"${upstream.name}"`;
+}
+
+const badGateway = (upstream: UpstreamLabel, detail: string, served?: Served): ErrorReply =>
+  error(502, `Bad Gateway: upstream ${describeUpstream(upstream)} failed (${detail})`, undefined, served);
+const gatewayTimeout = (upstream: UpstreamLabel, detail: string, served?: Served): ErrorReply =>
+  error(504, `Gateway Timeout: upstream ${describeUpstream(upstream)} did not answer in time (${detail})`, undefined, served);
+
+/** The outcome of a request that failed after it reached the cache or the upstream. */
+const FAILED: Served = { outcome: 'error', upstreamStatus: undefined, token: undefined };
+
+/**
+ * One consumer held back (consumer keys on) while the pool still serves the others: 429 when it
+ * spent its share and all it may borrow (the rest of the window's quota is other consumers'
+ * reserves) or reached its max_per_hour; 503 when no slot of its own (max_concurrency) freed up
+ * in time. The message names no consumer and no figure of another consumer.
+ */
+function consumerHeldBack(reason: ConsumerRefusal, retryAfterSeconds: number, headers: Record<string, string>): ErrorReply {
+  if (reason === 'max_concurrency')
+    return error(
+      503,
+      "Service Unavailable: this consumer key has reached its max_concurrency of requests in flight on the proxy's token pool; retry shortly",
+      headers,
+      FAILED,
+    );
+  const why =
+    reason === 'share'
+      ? "this consumer key has spent its fair share of the proxy's token pool for this window, and what is left is held for other consumers' reserves"
+      : "this consumer key has reached its max_per_hour cap of upstream requests on the proxy's token pool";
+  return error(429, `API rate limit exceeded for this consumer: ${why}; retry after ${retryAfterSeconds} s`, headers, FAILED);
+}
+
+export const errors = {
+  badRequest: (reason: string) => error(400, `Bad request: ${reason}`),
+  noRoute: () => error(404, 'Not Found: no upstream is configured for this path'),
+  methodNotAllowed: (method: string) =>
+    error(405, `Method ${method} is not allowed: this upstream is read-only through the proxy`, { allow: 'GET, HEAD' }),
+  badGateway,
+  gatewayTimeout,
+  /** 504 for a timeout, else 502, from a classified upstream failure. */
+  upstreamFailed: (upstream: UpstreamLabel, failure: UpstreamFailure, served: Served = FAILED) =>
+    failure.status === 504 ? gatewayTimeout(upstream, failure.detail, served) : badGateway(upstream, failure.detail, served),
+  /** The request path itself threw: a bug, answered as a 502 rather than a hung request. */
+  internal: (upstream: UpstreamLabel) => badGateway(upstream, 'internal error', FAILED),
+  /**
+   * No pool token can take the request: 429 when every token is spent or paused, or when this
+   * consumer is over its fair share or its hourly cap (the others go on); else 503.
+   */
+  poolUnavailable: (reason: Unavailable, retryAfterSeconds: number, headers: Record<string, string>) => {
+    const withRetryAfter = { ...headers, 'retry-after': String(retryAfterSeconds) };
+    if (reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency')
+      return consumerHeldBack(reason, retryAfterSeconds, withRetryAfter);
+    if (reason === 'exhausted') {
+      return error(
+        429,
+        `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`,
+        withRetryAfter,
+        FAILED,
+      );
+    }
+    if (reason === 'dead') {
+      return error(
+        503,
+        "Service Unavailable: the proxy's pool has no token the upstream accepts (each was rejected with 401, or no GitHub App installation token could be minted); the operator must replace them",
+        withRetryAfter,
+        FAILED,
+      );
+    }
+    return error(503, 'Service Unavailable: every pool token is busy; retry shortly', withRetryAfter, FAILED);
+  },
+  /** only-if-cached (RFC 9111 section 5.2.1.7) and nothing usable is stored. */
+  onlyIfCached: (cacheStatus: string) =>
+    error(
+      504,
+      'Gateway Timeout: only-if-cached was requested and no usable response is stored',
+      { 'cache-status': cacheStatus },
+      {
+        outcome: 'miss',
+        upstreamStatus: undefined,
+        token: undefined,
+      },
+    ),
+  /** Consumer access control: the request carried no known consumer key. */
+  consumerKeyRequired: () =>
+    error(401, 'Requires a consumer key: send it as X-Etagere-Key, or in Authorization (token, Bearer, or Basic credentials)', {
+      'www-authenticate': 'Basic realm="etagere"',
+    }),
+  /** A pooled consumer's GraphQL call the proxy will not send (src/paths/graphql/operation.ts says why): 400 or 403. */
+  graphqlRefused: (status: 400 | 403, message: string) => error(status, message),
+  /** A GraphQL request body over the proxy's limit (src/paths/graphql/limits.ts). */
+  payloadTooLarge: (maxBytes: number) =>
+    error(413, `Payload Too Large: a GraphQL request body on the token pool may be at most ${maxBytes} bytes`, { connection: 'close' }),
+  /** An Expect other than 100-continue (RFC 9110 section 10.1.1). */
+  expectationFailed: () => error(417, 'Expectation Failed: the only expectation supported is "100-continue"'),
+  shuttingDown: () => error(503, 'Service Unavailable: the proxy is shutting down', { connection: 'close', 'retry-after': '1' }),
+  /** The webhook receiver (src/paths/webhooks/receiver.ts): only POST. */
+  webhookMethod: (method: string) => error(405, `Method ${method} is not allowed: the webhook receiver takes POST`, { allow: 'POST' }),
+  /** A delivery whose X-Hub-Signature-256 is missing or does not match the webhook's secret. */
+  webhookSignature: () => error(401, 'Bad signature: X-Hub-Signature-256 is missing or does not match the webhook secret'),
+  /** A delivery body over webhooks.max_body_bytes (GitHub caps payloads at 25 MB). */
+  webhookTooLarge: (maxBytes: number) =>
+    error(413, `Payload Too Large: a webhook delivery may be at most ${maxBytes} bytes`, { connection: 'close' }),
+  /** A delivery whose read slot went to a later one (each may be up to the body cap). */
+  webhookBusy: () =>
+    error(503, 'Service Unavailable: too many webhook deliveries at once; retry shortly', { 'retry-after': '1', connection: 'close' }),
+  /** A delivery whose body did not arrive in time (webhooks.read_timeout_ms), or too slowly. */
+  webhookTooSlow: (deadlineMs: number, minBytesPerSecond: number) =>
+    error(
+      408,
+      `Request Timeout: a webhook delivery must arrive whole within ${deadlineMs} ms, at ${minBytesPerSecond} bytes a second at least after the first second`,
+      { connection: 'close' },
+    ),
+} as const;

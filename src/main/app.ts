@@ -1,0 +1,180 @@
+/**
+ * Wires one proxy instance from a validated config: logger, metrics, handler, listeners and
+ * graceful shutdown. `startApp` is what `etagere serve` and the tests call.
+ */
+import { createServer, type Server } from 'node:http';
+import type { TokenPool, TokenReport } from '../pool/rules/types.js';
+import type { Config } from '../platform/config/schema.js';
+import { createLogger, type Logger } from '../platform/log/logger.js';
+import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
+import { writeError } from '../http/answer.js';
+import { errors } from '../http/errors.js';
+import { createHandler } from './handler.js';
+import { requestId } from '../http/request-id.js';
+import { buildServices } from './services.js';
+import { createAdminServer } from '../paths/admin/admin.js';
+import { createCacheAdmin, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
+import { answeredInTurn, beforeAnswer, hardenListener, owe } from './connections.js';
+import { closed, listen, urlOf } from './listen.js';
+import type { AppTiming } from '../pool/members/app-members.js';
+import type { ReloadOutcome, ReloadTrigger } from '../pool/members/reload.js';
+import { watchFile } from '../pool/members/watch-file.js';
+
+export interface App {
+  /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 */
+  readonly url: string;
+  readonly adminUrl: string;
+  readonly server: Server;
+  readonly admin: Server;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** Number of requests currently being answered. */
+  inFlight(): number;
+  /** The pool tokens' state (names only), empty without a pool. */
+  tokens(): TokenReport[];
+  /** Redis connected (null when Redis is not configured). */
+  redisUp(): boolean | null;
+  /** Whether the pool had members since start-up (true without a pool; an App-only pool once it minted). */
+  poolReady(): boolean;
+  /**
+   * Reloads pool.tokens_file into the token pool (what SIGHUP does; src/pool/members/reload.ts): the
+   * outcome, also logged by token names. Never throws.
+   */
+  reloadTokens(trigger?: ReloadTrigger): Promise<ReloadOutcome>;
+  /** Purge, inspect or stats of this process's cache (what /admin/purge and /admin/cache answer; a cluster primary asks its workers). */
+  cacheAdmin(call: CacheCall): Answer;
+  /**
+   * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
+   * timeout), then close everything. Logs a line when it starts (with the signal, if one asked)
+   * and one when it is done, saying whether every request finished. Idempotent.
+   */
+  close(signal?: string): Promise<void>;
+}
+
+export interface AppOptions {
+  logger?: Logger;
+  metrics?: Metrics;
+  /** False in a cluster worker: the primary process serves the admin port. */
+  adminListener?: boolean;
+  /** A token pool to use instead of one built from the config (a worker's IPC pool). */
+  pool?: TokenPool;
+  /** Reload pool.tokens_file when it changes (default true; false in a cluster worker: the primary watches). */
+  watchTokensFile?: boolean;
+  /** The GitHub App sources' clocks: shorter in tests (no config key: src/pool/members/app-members.ts). */
+  appTiming?: AppTiming;
+}
+
+export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
+  const logger = opts.logger ?? createLogger({ level: config.log.level });
+  const metrics = opts.metrics ?? createMetrics();
+  const services = buildServices(config, { logger, metrics, appTiming: opts.appTiming }, opts.pool);
+  const handler = createHandler(config, services, { logger, metrics });
+  const cacheAdmin = createCacheAdmin({
+    tiers: services.tiers,
+    upstreams: config.upstreams.map((upstream) => upstream.name),
+    metrics,
+    shared: services.redis !== undefined,
+  });
+  let draining = false;
+  let inFlight = 0;
+  let onIdle: (() => void) | undefined;
+
+  // requireHostHeader: false: the handler answers a missing (or repeated) Host itself, in JSON.
+  const server = createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
+    (req, res) => {
+      beforeAnswer(req, res);
+      if (draining) {
+        // While draining, answered keep-alive connections are closed instead of reused.
+        res.shouldKeepAlive = false;
+        writeError(res, errors.shuttingDown(), requestId(req.headers['x-request-id']));
+        if (res.writableFinished) answeredInTurn(req);
+        else owe(req, res);
+        return;
+      }
+      // A response answered whole in this turn (a hit) is out already: neither in flight nor owed.
+      if (handler(req, res)) return answeredInTurn(req);
+      inFlight++;
+      owe(req, res);
+      res.once('close', () => {
+        if (--inFlight === 0 && onIdle !== undefined) onIdle();
+      });
+    },
+  );
+  // Parse errors, CONNECT, Expect, half-closed clients and pipelining: src/main/connections.ts.
+  hardenListener(server);
+
+  // Redis is optional unless the config says it is required: a Redis outage never makes the
+  // proxy unready by default (it serves from L1 and the upstream). A pool of GitHub Apps only is
+  // ready once it had a member (a wrong key keeps a new rollout from taking traffic).
+  const redisOk = (): boolean => !config.redis.required || services.redis === undefined || services.redis.up();
+  const admin = createAdminServer(metrics, {
+    ready: () => !draining && server.listening && redisOk() && (services.pool?.ready() ?? true),
+    tokens: () => services.pool?.pool.snapshot(),
+    budget: () => services.pool?.budget(),
+    consumers: () => services.consumerBudget?.report(),
+    redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
+    allowedHosts: config.admin.allowed_hosts,
+    equivalentConfigured: config.pool.equivalent,
+    cache: (call) => Promise.resolve(cacheAdmin(call)),
+  });
+  // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).
+  await services.start();
+  const addr = await listen(server, config.listen.port, config.listen.host);
+  const adminAddr = opts.adminListener === false ? undefined : await listen(admin, config.admin.port, config.admin.host);
+  const tokensFile = config.pool.tokens_file;
+  const watch =
+    tokensFile === null || opts.watchTokensFile === false
+      ? undefined
+      : watchFile(tokensFile, () => void services.reloadTokens('file'), logger.child({ component: 'token-pool' }));
+
+  let closing: Promise<void> | undefined;
+  const close = (signal?: string): Promise<void> => {
+    closing ??= (async () => {
+      draining = true;
+      watch?.close();
+      const started = Date.now();
+      const atStart = inFlight;
+      logger.info({ signal, inFlight: atStart, drainTimeoutMs: config.shutdown.drain_timeout_ms }, 'etagere shutting down: draining');
+      const done = closed(server); // stops accepting; resolves once every connection has ended
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          onIdle = resolve;
+          timer = setTimeout(resolve, config.shutdown.drain_timeout_ms);
+        });
+        clearTimeout(timer);
+        if (inFlight > 0) logger.warn({ inFlight }, 'drain timeout reached; closing remaining connections');
+      }
+      const cut = inFlight;
+      server.closeAllConnections();
+      await done;
+      await services.close();
+      admin.closeAllConnections();
+      await closed(admin);
+      logger.info(
+        { drained: cut === 0, finished: atStart - cut, cut, ms: Date.now() - started },
+        cut === 0 ? 'etagere stopped: every request finished' : 'etagere stopped: drain timeout cut requests',
+      );
+      logger.flush?.();
+    })();
+    return closing;
+  };
+
+  return {
+    url: urlOf(addr),
+    adminUrl: adminAddr === undefined ? '' : urlOf(adminAddr),
+    server,
+    admin,
+    logger,
+    metrics,
+    inFlight: () => inFlight,
+    tokens: () => services.pool?.pool.snapshot() ?? [],
+    redisUp: () => (services.redis === undefined ? null : services.redis.up()),
+    poolReady: () => services.pool?.ready() ?? true,
+    reloadTokens: (trigger = 'signal') => services.reloadTokens(trigger),
+    cacheAdmin,
+    close,
+  };
+}

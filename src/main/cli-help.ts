@@ -1,0 +1,153 @@
+/**
+ * Pure: the command line's help texts (`etagere --help`, `etagere <command> --help`) and version.
+ * Every flag and every environment variable is listed; the variables come from ENV_VARS, the one
+ * list load.ts reads, so the help cannot drift from it.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ENV_VARS } from '../platform/config/load.js';
+import { fakeUpstreamFlags } from '../../fake-github/index.js';
+import { packageRoot } from './package-root.js';
+
+export const COMMANDS = ['serve', 'fake-upstream', 'demo', 'purge', 'cache'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+/** The version in package.json (the same file from src/ and from dist/). */
+export function version(): string {
+  const text = readFileSync(join(packageRoot(), 'package.json'), 'utf8');
+  const parsed = JSON.parse(text) as { version?: unknown };
+  return typeof parsed.version === 'string' ? parsed.version : 'unknown';
+}
+
+function columns(rows: ReadonlyArray<readonly [string, string]>): string {
+  const width = Math.max(...rows.map(([left]) => left.length)) + 2;
+  return rows.map(([left, right]) => `  ${left.padEnd(width)}${right}`).join('\n');
+}
+
+function envSection(): string {
+  return `environment (each overrides its key of the config file):\n${columns(Object.entries(ENV_VARS))}`;
+}
+
+const SERVE = `usage: etagere serve [--config FILE]
+
+Runs the proxy. Its configuration: the YAML file (--config, else ETAGERE_CONFIG), then the
+environment variables below, else built-in defaults (GitHub at https://api.github.com, port 8080,
+admin port 9090, both on 127.0.0.1). Reference: docs/configuration.md.
+
+signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the tokens file (ETAGERE_TOKENS_FILE),
+which is also reloaded when it changes, and lists the GitHub Apps' installations again.
+
+flags:
+${columns([
+  ['-c, --config FILE', 'the YAML config file'],
+  ['-h, --help', 'this help'],
+])}
+
+`;
+
+const DEMO = `usage: etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet] [--verbose]
+
+Starts the fake upstream and a proxy in front of it (config/examples/demo.yaml), with a small
+built-in consumer load and a summary line per second. The pool uses two of the fake's demo tokens
+unless ETAGERE_TOKENS names others.
+
+flags:
+${columns([
+  ['--port N', "the proxy's port (default 8080)"],
+  ['--fake-port N', "the fake upstream's port (default 9100)"],
+  ['--admin-port N', 'the admin port: status page, metrics, health (default 9090)'],
+  ['--quiet', 'no consumer load and no summary lines'],
+  ['--verbose', "the proxy's log lines too (the access log: one line per request); LOG_LEVEL sets the level"],
+  ['-h, --help', 'this help'],
+])}
+
+`;
+
+function placeholder(flag: string): string {
+  if (flag === '--no-rate-limits') return '';
+  if (flag === '--host') return 'H';
+  if (flag === '--webhook-url') return 'URL';
+  if (flag === '--webhook-secret') return 'SECRET';
+  return flag === '--tokens' || flag === '--faults' ? 'SPEC' : 'N';
+}
+
+const ADMIN_ROWS: ReadonlyArray<readonly [string, string]> = [
+  ['--admin URL', "the running proxy's admin port, e.g. http://127.0.0.1:9090"],
+  ['-c, --config FILE', 'else: the admin.host and admin.port of this config (ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT apply)'],
+  ['--upstream NAME', 'only this upstream (default: every upstream)'],
+];
+
+const PURGE = `usage: etagere purge (--path P | --prefix P) [--upstream NAME] [--admin URL | --config FILE]
+
+Marks cached entries stale on a running proxy, on every replica (through Redis): the next request
+for each revalidates it (POST /admin/purge). Paths are as clients request them through the proxy;
+a prefix covers whole segments ("/repos/o/" covers /repos/o/r, never /repos/other). Prints the
+answer, with the entries marked in the process that took the call.
+
+flags:
+${columns([
+  ['--path P', 'one path: every query, credential and representation stored under it'],
+  ['--prefix P', 'a path and everything below it'],
+  ...ADMIN_ROWS,
+  ['-h, --help', 'this help'],
+])}
+
+`;
+
+const CACHE = `usage: etagere cache inspect PATH [--upstream NAME] [--body] [--admin URL | --config FILE]
+       etagere cache stats [--top N] [--admin URL | --config FILE]
+
+inspect: the entries a running proxy holds for one path (GET /admin/cache): partition (anonymous,
+pool, credential: never a credential), Accept, API version, age, TTL, ETag, size, who fetched it.
+stats: entries, bytes, and the busiest paths by hits and by upstream requests (GET /admin/cache/stats).
+
+flags:
+${columns([
+  ['--body', 'inspect: the stored bodies too (anonymous and pool entries only)'],
+  ['--top N', 'stats: how many paths in each ranking (default 10, at most 100)'],
+  ...ADMIN_ROWS,
+  ['-h, --help', 'this help'],
+])}
+
+`;
+
+const FAKE = `usage: etagere fake-upstream [options]
+
+Runs the fake upstream: a GitHub-like read API with rate limits, ETags and fault injection
+(docs/fake-upstream.md). It reads no environment variable.
+
+flags:
+${columns([
+  ...fakeUpstreamFlags.map((flag) => [`${flag.flag} ${placeholder(flag.flag)}`.trimEnd(), flag.description] as const),
+  ['-h, --help', 'this help'],
+])}
+  fault kinds: refuse, reset-headers, reset-body, truncate, slow-headers, slow-body, status,
+  bad-json, huge; more rules through POST /__fake/faults
+`;
+
+/** `etagere <command> --help`. */
+export function commandHelp(command: Command): string {
+  if (command === 'serve') return `${SERVE}${envSection()}\n`;
+  if (command === 'demo') return `${DEMO}${envSection()}\n`;
+  if (command === 'purge') return PURGE;
+  if (command === 'cache') return CACHE;
+  return FAKE;
+}
+
+/** `etagere --help`, and what an unknown command or flag prints. */
+export const USAGE = `usage: etagere <command> [flags]
+
+commands:
+${columns([
+  ['serve [--config FILE]', 'run the proxy'],
+  ['fake-upstream [flags]', 'run the fake upstream API'],
+  ['demo [flags]', 'the fake upstream, a proxy in front of it, a consumer load and a live summary'],
+  ['purge --prefix P | --path P', 'mark cached entries stale on a running proxy (its admin port)'],
+  ['cache inspect PATH | cache stats', "a running proxy's entries for a path; its cache figures"],
+])}
+
+  etagere <command> --help   every flag of a command
+  etagere --version          the version
+
+${envSection()}
+`;

@@ -1,0 +1,236 @@
+/**
+ * The request handler. Read top to bottom, it is the request path:
+ *   target check -> webhook receiver (src/paths/webhooks/) -> route -> GraphQL (src/paths/graphql/) -> method gate (pass-through or 405)
+ *   -> end-to-end headers -> credential
+ *   -> pool rate_limit | streaming forward (policy none, Range but under rfc9111) | cached path (GET/HEAD)
+ * Each step returns a reply or what was served; the access line and the metrics are written
+ * once, from what the path returned: at once for an answer written whole in the same turn (a
+ * hit), else when the response closes.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Config } from '../platform/config/schema.js';
+import { dropHopByHop, keepPoolHeaders } from '../http/headers/hop-by-hop.js';
+import { createAccessLog } from '../platform/log/access.js';
+import { LabelSets } from '../platform/metrics/label-sets.js';
+import type { CountCell } from '../platform/metrics/cells.js';
+import type { Metrics } from '../platform/metrics/registry.js';
+import { createGraphqlPath } from '../paths/graphql/exchange.js';
+import type { ServiceDeps, Services } from './services.js';
+import { isRateLimitPath, poolRateLimitBody } from '../pool/rules/pool-headers.js';
+import { createUpstreamExchange } from '../paths/rest/exchange.js';
+import { answer, writeError } from '../http/answer.js';
+import { createCachedPath } from '../paths/rest/cached.js';
+import type { RequestContext } from '../paths/context.js';
+import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
+import { errors } from '../http/errors.js';
+import { createForward } from '../paths/rest/forward.js';
+import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
+import { requestId } from '../http/request-id.js';
+import { apiPathname, createRouter, upstreamPath } from '../http/route.js';
+import { checkFraming, checkHost, parseTarget } from '../http/target.js';
+
+/** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
+export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/** What the close handler records: the routed request (if any) and what the path served. */
+interface Trace {
+  ctx: Pick<RequestContext, 'upstream' | 'cred' | 'pathname'> | undefined;
+  route: string;
+  served: Served | Promise<Served>;
+}
+
+export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
+  const router = createRouter(config.upstreams);
+  const access = createAccessLog(logger);
+  const { pool, consumers, upstreams, webhooks } = services;
+  const forward = createForward(logger, metrics, pool);
+  const cached = createCachedPath({
+    ...services,
+    exchange: createUpstreamExchange({
+      pool,
+      partitioner: services.partitioner,
+      maxEntryBytes: config.cache.max_entry_bytes,
+      metrics,
+      logger,
+    }),
+    logger,
+    forward,
+  });
+  const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
+  const rules: CredentialRules[] = upstreams.map((rt) => ({
+    pooled: rt.cfg.token_pool && pool !== undefined,
+    consumers,
+    unknown: config.consumers.unknown,
+  }));
+  const record = recorder(metrics, access);
+
+  /** Errors before a request is routed: no upstream, nothing served. */
+  const refuse = (req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served => {
+    drain(req);
+    writeError(res, reply, id);
+    return NOT_SERVED;
+  };
+
+  /** Routes a request and runs its path; returns what was served (a promise once the path waits). */
+  const route = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace): Served | Promise<Served> => {
+    const target =
+      checkHost(req.rawHeaders, req.httpVersionMajor === 1 && req.httpVersionMinor === 1) ??
+      checkFraming(req.headers['transfer-encoding']) ??
+      parseTarget(req.url);
+    if (target.ok === false) {
+      if (target.close === true) res.shouldKeepAlive = false;
+      return refuse(req, res, id, errors.badRequest(target.reason));
+    }
+    if (target.pathname === webhooks?.path) return webhooks.receive(req, res, id);
+    const match = router.match(target.pathname);
+    if (match === undefined) return refuse(req, res, id, errors.noRoute());
+    const upstream = upstreams[match.index]!;
+    trace.route = upstream.routes.match(apiPathname(upstream.cfg, target.pathname));
+    const path = upstreamPath(upstream.cfg, upstream.client.basePath, target.pathname, target.search);
+    const method = req.method;
+    if (upstream.graphql?.serves(method, path) === true)
+      return graphql(req, res, { id, upstream, path, rules: rules[match.index]! }, trace);
+
+    if (method !== 'GET' && method !== 'HEAD') {
+      dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
+      if (upstream.passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
+      res.setHeader('x-request-id', id);
+      upstream.passThrough.forward(req, res, target.pathname, path, id);
+      return NOT_SERVED;
+    }
+    drain(req);
+    // From here on the headers are what goes upstream: the key is built from the same ones.
+    dropHopByHop(req.headers);
+
+    // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
+    // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
+    const cred = resolveCredential(req.headers, rules[match.index]!, 'blank', req.socket);
+    if (cred === undefined) {
+      metrics.consumerRejections.inc();
+      return refuse(req, res, id, errors.consumerKeyRequired());
+    }
+    if (cred.kind === 'pool') keepPoolHeaders(req.headers, 'blank');
+    if (cred.kind === 'pool' && cred.consumer !== undefined) record.consumer(cred.consumer).requests.value++;
+    const ctx: RequestContext = {
+      req,
+      res,
+      id,
+      upstream,
+      pathname: target.pathname,
+      search: target.search,
+      path,
+      method,
+      route: trace.route,
+      cred,
+    };
+    trace.ctx = ctx;
+    if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
+      return answer(ctx, { kind: 'body', ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
+    }
+    // Range requests stream through, except under rfc9111: a part of the stored response (answer.ts).
+    const policy = upstream.cfg.cache.policy;
+    if (policy === 'none' || (req.headers.range !== undefined && policy !== 'rfc9111')) return forward(ctx);
+    return cached(ctx);
+  };
+
+  return (req, res) => {
+    const started = performance.now();
+    const socket = req.socket;
+    let bytesBefore = socket.bytesWritten;
+    const id = requestId(req.headers['x-request-id']);
+    const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED };
+    trace.served = route(req, res, id, trace);
+    // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
+    // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
+    // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
+    // been emitted yet: Node emits it on a later tick.
+    if (writtenWhole(res, trace.served)) {
+      record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
+      return true;
+    }
+    // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
+    // ones gets it once they are out) to when it finishes, before Node hands the connection to the
+    // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
+    let bytesAfter: number | undefined;
+    if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
+    res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
+    res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
+    return false;
+  };
+}
+
+/**
+ * The response ended and every byte of it went to the kernel (none waiting in Node's buffers):
+ * nothing can change its access line any more. `writableFinished` says ended, nothing queued in
+ * the response, its socket's write buffer empty; a write that failed (the client reset) also
+ * empties that buffer, but leaves the socket errored or destroyed: such a response waits for its
+ * 'close' and is logged as aborted.
+ */
+export function writtenWhole(res: ServerResponse, served: Served | Promise<Served>): boolean {
+  if (served instanceof Promise || !res.writableFinished) return false;
+  const socket = res.socket;
+  return socket !== null && !socket.destroyed && socket.errored === null;
+}
+
+/** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */
+function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
+  // Per consumer, its counter cells resolved once (names are the configured consumers': bounded).
+  // The hits cell is made on the first hit: a consumer without hits has no hits series, as before.
+  const consumers = new LabelSets((name) => {
+    let hits: CountCell | undefined;
+    return {
+      requests: metrics.consumerRequests.cell(name),
+      get hits(): CountCell {
+        return (hits ??= metrics.consumerHits.cell(name));
+      },
+    };
+  });
+  const consumer = (name: string) => consumers.of(name);
+  const write = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    trace: Trace,
+    served: Served,
+    seconds: number,
+    bytes: number,
+  ): void => {
+    const { ctx } = trace;
+    const upstreamName = ctx?.upstream.cfg.name ?? '-';
+    const authorized = ctx !== undefined && ctx.cred.kind !== 'anonymous';
+    metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, authorized);
+    if (ctx !== undefined) metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
+    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined) consumer(ctx.cred.consumer).hits.value++;
+    access({
+      reqId: id,
+      method: req.method ?? '-',
+      path: req.url ?? '',
+      upstream: upstreamName,
+      route: trace.route,
+      status: res.statusCode,
+      cache: served.outcome,
+      upstreamStatus: served.upstreamStatus,
+      token: served.token,
+      durationMs: Math.round(seconds * 1e6) / 1e3,
+      bytes,
+      aborted: !res.writableFinished,
+    });
+  };
+  const record = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
+    const seconds = (performance.now() - started) / 1e3;
+    const { served } = trace;
+    // A client that leaves before its answer is ready: logged once the path has finished with it.
+    if (served instanceof Promise)
+      served.then(
+        (done) => write(req, res, id, trace, done, seconds, bytes),
+        () => write(req, res, id, trace, NOT_SERVED, seconds, bytes),
+      );
+    else write(req, res, id, trace, served, seconds, bytes);
+  };
+  return Object.assign(record, { consumer });
+}
+
+/** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */
+function drain(req: IncomingMessage): void {
+  if (!req.complete) req.resume();
+}

@@ -1,0 +1,167 @@
+/**
+ * The admin listener (its own port, loopback by default): / (the status page), /healthz,
+ * /readyz, /metrics, /admin/status (what the status page shows), /admin/tokens (each pool
+ * token's name, numbers, state, last error and reported scopes, and whether the pool is served as
+ * equivalent), /admin/consumers (each consumer's share and
+ * figures, by name), and the cache's purge, inspection and stats (admin-cache.ts).
+ * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
+ * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
+ * that rebinds its own name to this address (DNS rebinding) gets a 403, never the metrics or the
+ * token report. A write (any method but GET, HEAD, OPTIONS) must be JSON and come from no other
+ * origin (headers/admin-write.ts): a page in the operator's browser cannot purge.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { RecentSummary } from '../../platform/metrics/recent.js';
+import { adminWriteRefusal, isAdminWrite } from '../../http/headers/admin-write.js';
+import { adminHostAllowed } from '../../http/headers/host.js';
+import type { Metrics } from '../../platform/metrics/registry.js';
+import { DOCUMENTATION_URL } from '../../http/errors.js';
+import type { ConsumersReport } from '../../pool/consumers/consumer-budget.js';
+import { equivalenceReport, type EquivalenceReport, type ScopesRow } from '../../pool/rules/scopes.js';
+import { consumersAnswer } from './admin-consumers.js';
+import { readCacheCall, servesCacheAdmin, writeAnswer, type Answer, type CacheCall } from './admin-cache.js';
+import { STATUS_PAGE } from './status-page.js';
+
+export interface AdminState {
+  /** False while starting and once draining for shutdown. */
+  ready(): boolean;
+  /** The pool tokens' state, by name (never values); undefined without a pool. */
+  tokens?(): ScopesRow[] | undefined;
+  /** `pool.equivalent` as configured: what the tokens' reported scopes are checked against. */
+  equivalentConfigured?: boolean;
+  /** The fair share between consumers, by name (never keys); undefined when consumer keys are off. */
+  consumers?(): ConsumersReport | undefined;
+  /** Where the pool's budget lives (shared through Redis, or local). */
+  budget?(): { shared: boolean; replicas: number } | undefined;
+  /** Redis: configured, and connected with its breaker closed. */
+  redis?(): { configured: boolean; up: boolean };
+  /** The /metrics text when not this process's registry alone (a cluster primary aggregates its workers). */
+  metricsText?(): Promise<string>;
+  /** Recent activity when not this process's alone (a cluster primary sums its workers). */
+  recent?(): RecentSummary;
+  /** admin.allowed_hosts: Host names answered besides the loopback ones. */
+  allowedHosts?: readonly string[];
+  /** /admin/purge, /admin/cache, /admin/cache/stats (admin-cache.ts): this process's cache, or a cluster primary's workers'. */
+  cache?(call: CacheCall): Promise<Answer>;
+}
+
+/** A JSON answer once its value is ready (a 500 that says why if it fails). */
+function later<T>(res: ServerResponse, value: Promise<T>, write: (ready: T) => void = (ready) => json(res, 200, ready)): void {
+  value.then(write, (err: unknown) => json(res, 500, { message: `admin answer failed: ${(err as Error).message}` }));
+}
+
+function json(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+/** Whether the pool is served as equivalent now, and why not (the tokens' scopes: src/pool/rules/scopes.ts). */
+function equivalence(state: AdminState, tokens: readonly ScopesRow[] | undefined): EquivalenceReport | null {
+  return tokens === undefined ? null : equivalenceReport(state.equivalentConfigured ?? true, tokens);
+}
+
+export function createAdminServer(metrics: Metrics, state: AdminState): Server {
+  const allowed = new Set((state.allowedHosts ?? []).map((name) => name.toLowerCase()));
+  return createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
+      json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
+      return;
+    }
+    const refusal = isAdminWrite(req.method) ? adminWriteRefusal(req.headers) : undefined;
+    if (refusal !== undefined) {
+      json(res, refusal.status, { message: refusal.message, documentation_url: DOCUMENTATION_URL });
+      return;
+    }
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const cache = state.cache;
+    if (servesCacheAdmin(path) && cache !== undefined) {
+      const answer = readCacheCall(req, path).then((call) => ('kind' in call ? cache(call) : call));
+      later(res, answer, (ready) => writeAnswer(res, ready, req.method === 'HEAD'));
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      json(res, 405, { message: 'Method not allowed' });
+      return;
+    }
+    switch (path) {
+      case '/healthz':
+        json(res, 200, { status: 'ok' });
+        return;
+      case '/readyz':
+        if (state.ready()) json(res, 200, { status: 'ready' });
+        else json(res, 503, { status: 'not ready' });
+        return;
+      case '/metrics':
+        (state.metricsText?.() ?? metrics.registry.metrics()).then(
+          (text) => {
+            res.writeHead(200, { 'content-type': metrics.registry.contentType });
+            res.end(text);
+          },
+          (err: unknown) => json(res, 500, { message: `metrics failed: ${(err as Error).message}` }),
+        );
+        return;
+      case '/': {
+        const body = Buffer.from(STATUS_PAGE);
+        res.writeHead(200, {
+          'content-type': 'text/html; charset=utf-8',
+          'content-length': body.length,
+          'cache-control': 'no-store',
+          'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+          'x-content-type-options': 'nosniff',
+        });
+        res.end(req.method === 'HEAD' ? undefined : body);
+        return;
+      }
+      case '/admin/status': {
+        const budget = state.budget?.();
+        const tokens = state.tokens?.();
+        const status = {
+          time: Date.now(),
+          ready: state.ready(),
+          recent: state.recent?.() ?? metrics.recent.summary(),
+          redis: state.redis?.() ?? { configured: false, up: false },
+          budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
+          replicas: budget?.replicas ?? 1,
+          tokens: tokens ?? [],
+          equivalence: equivalence(state, tokens),
+        };
+        later(
+          res,
+          consumersAnswer(metrics, state.consumers?.()).then((answer) => ({ ...status, consumers: answer.consumers })),
+        );
+        return;
+      }
+      case '/admin/consumers':
+        later(res, consumersAnswer(metrics, state.consumers?.()));
+        return;
+      case '/admin/tokens': {
+        const tokens = state.tokens?.();
+        const budget = state.budget?.();
+        json(res, 200, {
+          pool: tokens !== undefined,
+          budget: budget === undefined ? null : budget.shared ? 'shared' : 'local',
+          replicas: budget?.replicas ?? 1,
+          ...equivalence(state, tokens),
+          tokens: tokens ?? [],
+        });
+        return;
+      }
+      default:
+        json(res, 404, {
+          message: 'Not Found',
+          endpoints: [
+            '/',
+            '/healthz',
+            '/readyz',
+            '/metrics',
+            '/admin/status',
+            '/admin/tokens',
+            '/admin/consumers',
+            ...(state.cache === undefined ? [] : ['/admin/purge', '/admin/cache', '/admin/cache/stats']),
+          ],
+        });
+    }
+  });
+}

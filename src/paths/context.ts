@@ -1,0 +1,30 @@
+/**
+ * What the handler knows about one client request once it is routed: read-only for the whole
+ * request path. What happened to the request (cache outcome, upstream status, token) is not
+ * written here: each step returns it, and `answer()` hands it back for the log and metrics.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Credential } from '../pool/consumers/credential.js';
+import type { UpstreamRuntime } from './upstreams.js';
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly id: string;
+  readonly upstream: UpstreamRuntime;
+  readonly pathname: string;
+  readonly search: string;
+  /** Path and query as sent upstream. */
+  readonly path: string;
+  readonly method: 'GET' | 'HEAD';
+  /** Route template of the path, for metric labels (never the raw path). */
+  readonly route: string;
+  /** Whose credential goes upstream (client, pool token, none). */
+  readonly cred: Credential;
+}
+
+/**
+ * What `answer()` needs of a request: its request and response, id, upstream and method. A routed
+ * GET or HEAD (`RequestContext`) is one; so is a GraphQL POST (src/paths/graphql/exchange.ts).
+ */
+export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstream'> & { readonly method: string };

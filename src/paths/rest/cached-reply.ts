@@ -1,0 +1,184 @@
+/**
+ * Pure: the reply for a request on the cached path, from the plan made before going upstream and
+ * what the upstream exchange (its own, or the one it was coalesced onto) produced. Stale entries
+ * stand in for failures while stale-if-error allows; Cache-Status (RFC 9211) says what happened.
+ */
+import type { CacheResult } from '../../cache/rules/classify.js';
+import { NO_CACHE_IGNORED } from '../../cache/rules/client-directives.js';
+import { poolTokenOf, type CacheEntry } from '../../cache/store/entry.js';
+import type { Plan } from '../../cache/rules/plan.js';
+import { currentAge, usableOnError } from '../../cache/rules/policy.js';
+import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import type { Logger } from '../../platform/log/logger.js';
+import type { RequestContext } from '../context.js';
+import { errors } from '../../http/errors.js';
+import type { PoolHeaders } from '../../pool/rules/pool-headers.js';
+import { resourceOf } from '../../pool/rules/resource.js';
+import { streamReply, type Reply, type Served } from '../../http/reply.js';
+import { refusesCoding } from '../../http/representation/coding.js';
+import { fixedCoding } from '../../cache/store/entry-coding.js';
+import { refusesStoredCoding } from '../../cache/store/entry-form.js';
+
+/** The pool's headers for pool consumers, in the request's rate-limit resource; undefined for everyone else. */
+function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
+  return ctx.cred.kind === 'pool' ? pool?.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath)) : undefined;
+}
+
+/** A stored entry as the reply: `status` is its Cache-Status. */
+function entryReply(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  entry: CacheEntry,
+  status: CacheStatusInput,
+  age: number,
+  served: Served,
+): Reply {
+  return entryReplyWith(ctx, pool, entry, cacheStatus(status), age, served);
+}
+
+function entryReplyWith(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  entry: CacheEntry,
+  status: string,
+  age: number,
+  served: Served,
+): Reply {
+  const extra = poolHeadersFor(ctx, pool)?.flat(poolTokenOf(entry.fetchedBy));
+  return { kind: 'entry', entry, cacheStatus: status, age, extra, ...served };
+}
+
+/**
+ * A fresh hit's Cache-Status by its whole seconds of ttl: made once per value (up to an hour), not per
+ * hit; the same with the detail of an ignored request directive (a fetch poll's no-cache).
+ */
+const hitStatuses = new Map<number, string>();
+const ignoredHitStatuses = new Map<number, string>();
+const HIT_STATUS_MEMO_SECONDS = 3600;
+
+function hitStatus(ttl: number, detail: string | undefined): string {
+  const seconds = Math.trunc(ttl);
+  const memo = detail === undefined ? hitStatuses : detail === NO_CACHE_IGNORED ? ignoredHitStatuses : undefined;
+  let status = memo?.get(seconds);
+  if (status === undefined) {
+    status = cacheStatus({ hit: true, ttl: seconds, detail });
+    if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) memo?.set(seconds, status);
+  }
+  return status;
+}
+
+/**
+ * The reply for a plan that needs no upstream exchange (fresh, stale, or only-if-cached).
+ * `requestDetail`: the request's own (an ignored directive), shown unless what happened has one of its own.
+ */
+export function planReply(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  plan: Exclude<Plan, { kind: 'fetch' }>,
+  requestDetail?: string,
+): Reply {
+  if (plan.kind === 'only-if-cached') return errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }));
+  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hitStatus(plan.ttl, requestDetail), plan.age, HIT);
+  const detail = plan.background ? 'stale-while-revalidate' : 'max-stale';
+  return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl, detail }, plan.age, STALE);
+}
+
+const HIT: Served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
+const STALE: Served = { outcome: 'stale', upstreamStatus: undefined, token: undefined };
+const COALESCED: Served = { outcome: 'coalesced', upstreamStatus: undefined, token: undefined };
+
+export interface Fetch {
+  readonly plan: Extract<Plan, { kind: 'fetch' }>;
+  /** This request waited on another's exchange. */
+  readonly joined: boolean;
+  readonly now: number;
+  /** The request's own Cache-Status detail (an ignored directive), shown unless what happened has one of its own. */
+  readonly detail?: string;
+}
+
+/** The reply after an upstream exchange. */
+export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, logger: Logger, result: CacheResult, fetch: Fetch): Reply {
+  const { stale, forced } = fetch.plan;
+  const token = fetch.joined ? undefined : 'token' in result ? result.token : undefined;
+  const staleOnError = (fwdStatus: number, upstreamStatus: number | undefined): Reply | undefined => {
+    if (stale === undefined || !usableOnError(stale, fetch.now)) return undefined;
+    const age = currentAge(stale, fetch.now);
+    return entryReply(ctx, pool, stale, { fwd: 'stale', fwdStatus, ttl: stale.lifetime - age, detail: 'stale-if-error' }, age, {
+      outcome: 'stale',
+      upstreamStatus,
+      token,
+    });
+  };
+  switch (result.kind) {
+    case 'too-large':
+      return streamReply({
+        status: result.status,
+        upstreamHeaders: result.headers,
+        cacheStatus: cacheStatus({ fwd: 'miss', fwdStatus: result.status, detail: 'too-large' }),
+        pool: poolHeadersFor(ctx, pool),
+        token,
+        head: result.head,
+        rest: result.rest,
+        headersOnly: ctx.method === 'HEAD',
+        onBodyError: (err) => logger.warn({ reqId: ctx.id, err: (err as Error).message }, 'upstream body failed'),
+      });
+    case 'unavailable': {
+      const detail = `pool-${result.reason}`;
+      if (stale !== undefined && usableOnError(stale, fetch.now)) {
+        const age = currentAge(stale, fetch.now);
+        return entryReply(ctx, pool, stale, { hit: true, ttl: stale.lifetime - age, detail }, age, STALE);
+      }
+      return errors.poolUnavailable(result.reason, result.retryAfterSeconds, {
+        ...poolHeadersFor(ctx, pool)?.record(),
+        'cache-status': cacheStatus({ fwd: 'miss', detail }),
+      });
+    }
+    case 'failed':
+      return (
+        staleOnError(result.failure.status, undefined) ??
+        errors.upstreamFailed(ctx.upstream.cfg, result.failure, { outcome: 'error', upstreamStatus: undefined, token })
+      );
+    case 'followed': {
+      const age = currentAge(result.entry, fetch.now);
+      const status = { hit: true, ttl: result.entry.lifetime - age, detail: 'l2-collapsed' };
+      return entryReply(ctx, pool, result.entry, status, age, COALESCED);
+    }
+    case 'entry': {
+      const upstreamStatus = result.fwdStatus;
+      if (result.transient) {
+        const fallback = staleOnError(upstreamStatus, upstreamStatus);
+        if (fallback !== undefined) return fallback;
+      }
+      const stored = result.storeKey !== undefined;
+      const age = currentAge(result.entry, fetch.now);
+      const status: CacheStatusInput = {
+        fwd: forced ? 'request' : stale !== undefined ? 'stale' : 'miss',
+        fwdStatus: upstreamStatus,
+        stored,
+        collapsed: fetch.joined,
+        ttl: stored ? result.entry.lifetime - age : undefined,
+        detail: fetch.detail,
+      };
+      const outcome = fetch.joined ? 'coalesced' : upstreamStatus === 304 ? 'revalidated' : result.transient ? 'error' : 'miss';
+      return entryReply(ctx, pool, result.entry, status, age, { outcome, upstreamStatus, token });
+    }
+  }
+}
+
+/**
+ * The reply is in a coding the client explicitly refused and the proxy may not change
+ * (`Cache-Control: no-transform`) or cannot (not gzip): an entry, or a streamed answer over the
+ * entry cap. Such a reply never goes to that client (cached.ts forwards its request instead).
+ */
+export function refusedCoding(ctx: RequestContext, reply: Reply): boolean {
+  if (reply.kind === 'entry') return refusesStoredCoding(ctx, reply.entry);
+  if (reply.kind !== 'stream') return false;
+  const coding = fixedCoding(reply.headers['content-encoding'], reply.headers['cache-control']);
+  return coding !== undefined && refusesCoding(ctx.req.headers['accept-encoding'], coding);
+}
+
+/** The Cache-Status of a request forwarded because the client refused the stored coding (RFC 9211 `vary-miss`). */
+export const codingMissStatus = (fwdStatus: number): string => cacheStatus({ fwd: 'vary-miss', fwdStatus, detail: 'coding' });
+
+/** only-if-cached, when what is stored is in a coding the client refused: nothing usable is stored (RFC 9111 section 5.2.1.7). */
+export const onlyIfCachedCoding = (): Reply => errors.onlyIfCached(cacheStatus({ fwd: 'vary-miss', detail: 'only-if-cached' }));

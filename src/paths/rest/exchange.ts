@@ -1,0 +1,87 @@
+/**
+ * One upstream exchange for the cache: the client's end-to-end headers minus those the cache owns,
+ * the stored entry's validators, a pool token when the request uses the pool (the token that
+ * stored the entry first: its ETag only matches that credential; validators.ts says what is sent
+ * once that token has a new value), then counted and logged.
+ */
+import type { Got } from '../../cache/rules/classify.js';
+import { encodeFetchedBy, type CacheEntry, type FetchedBy } from '../../cache/store/entry.js';
+import type { Partitioner } from '../../cache/rules/key.js';
+import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
+import { storedValidators, validatorsFor } from '../../cache/rules/validators.js';
+import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
+import type { Logger } from '../../platform/log/logger.js';
+import type { Metrics } from '../../platform/metrics/registry.js';
+import type { RequestContext } from '../context.js';
+import { decodeFetched } from '../../upstream/decode.js';
+import { consumerOf, fetchPooled, type PoolContext } from '../../pool/pooled-fetch.js';
+
+/** Request headers never forwarded on cached fetches: the cache sets its own validators and coding. */
+const CACHE_OWNED = [
+  'if-none-match',
+  'if-modified-since',
+  'if-match',
+  'if-unmodified-since',
+  'if-range',
+  'range',
+  'cache-control',
+  'pragma',
+  'accept-encoding',
+];
+
+/** How much larger than the entry cap a decoded body may be (JSON gzips about 10:1; more is a bomb). */
+const DECODED_PER_ENCODED = 32;
+
+export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined) => Promise<Got>;
+
+export interface ExchangeDeps {
+  readonly pool: PoolContext | undefined;
+  readonly partitioner: Partitioner;
+  readonly maxEntryBytes: number;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metrics, logger }: ExchangeDeps): UpstreamExchange {
+  const fetcher = (token: string | undefined, credential: string | undefined, authorization: string | undefined): FetchedBy => {
+    if (token !== undefined) return { kind: 'pool', token, credential };
+    return authorization === undefined ? { kind: 'anonymous' } : { kind: 'credential', id: partitioner.credentialId(authorization) };
+  };
+
+  return async (ctx, stale) => {
+    const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
+    for (const name of CACHE_OWNED) delete headers[name];
+    headers['x-request-id'] = ctx.id;
+    headers['accept-encoding'] = 'gzip';
+    // A shared cache in front of the origin: the origin may address it with Surrogate-Control.
+    if (ctx.upstream.policy.kind === 'rfc9111') headers['surrogate-capability'] = SURROGATE_CAPABILITY;
+
+    const tokens = ctx.cred.kind === 'pool' ? pool?.pool : undefined;
+    const stored = stale === undefined ? undefined : storedValidators(stale);
+    const mode = ctx.upstream.cfg.cache.rotated_token_revalidation;
+    const policy = ctx.upstream.policy.kind;
+    /** Under `last_modified`, the id of the value of the token the request last went out on (for `fetchedBy`). */
+    let sentWith: string | undefined;
+    const perToken = (name: string, authorization: string): Record<string, string> => {
+      if (mode === 'etag') return validatorsFor(stored, undefined, mode, policy);
+      sentWith = partitioner.credentialId(authorization);
+      return validatorsFor(stored, { name, credential: sentWith }, mode, policy);
+    };
+    if (tokens === undefined) Object.assign(headers, validatorsFor(stored, undefined, mode, policy));
+    const request = { method: 'GET' as const, path: ctx.path, headers, perToken };
+    const prefer = stored?.token;
+    const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, prefer, consumerOf(pool, ctx.cred));
+    if (pooled.kind === 'unavailable') return pooled;
+    const { f: received, token } = pooled;
+    const decoding = received.kind === 'response' ? await decodeFetched(received, maxEntryBytes * DECODED_PER_ENCODED) : undefined;
+    const fetched = decoding?.ok === false ? decoding.failure : received;
+    if (pooled.switched) metrics.tokenSwitchRevalidations.inc();
+    const seconds = fetched.kind === 'response' ? (fetched.responseTime - fetched.requestTime) / 1000 : undefined;
+    metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, fetched.kind === 'failed' ? 'error' : fetched.status, seconds);
+    if (fetched.kind === 'failed') {
+      logger.warn({ reqId: ctx.id, upstream: ctx.upstream.cfg.name, err: fetched.failure.detail }, 'upstream request failed');
+    }
+    const fetchedBy = encodeFetchedBy(fetcher(token, sentWith, ctx.req.headers.authorization));
+    return { kind: 'fetched', fetched, token, fetchedBy, decoded: decoding?.ok === true ? decoding.decoded : undefined };
+  };
+}

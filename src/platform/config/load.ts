@@ -1,0 +1,356 @@
+/**
+ * Loads the configuration: a YAML file (optional), then environment overrides, then zod validation.
+ * This is the only module that reads process.env. Errors name the offending key.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { AppKeyError, appPrivateKey } from './app-jwt.js';
+import { configSchema, type Config } from './schema.js';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Environment variables that override the file. Documented in docs/configuration.md (checked by a test). */
+export const ENV_VARS = {
+  ETAGERE_CONFIG: 'path of the YAML config file (overridden by --config)',
+  PORT: 'listen.port',
+  HOST: 'listen.host',
+  ADMIN_PORT: 'admin.port',
+  ADMIN_HOST: 'admin.host',
+  PUBLIC_URL: 'public_url',
+  REDIS_URL: 'redis.url',
+  REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
+  ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
+  ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
+  ETAGERE_APP_ID: 'pool.apps: one GitHub App named "app", with this app_id',
+  ETAGERE_APP_PRIVATE_KEY_FILE: "pool.apps[0].private_key_file: that App's private key (PEM)",
+  ETAGERE_APP_INSTALLATIONS: 'pool.apps[0].installations: "all" (the default) or comma-separated installation ids',
+  UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
+  LOG_LEVEL: 'log.level',
+  WORKERS: 'workers: a number, or "auto" for one per CPU',
+  ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
+  ETAGERE_WEBHOOK_SECRET: "webhooks.secret: the webhook's secret (turns the receiver on)",
+  ETAGERE_WEBHOOK_SECRET_FILE: "webhooks.secret_file: a file holding the webhook's secret",
+} as const;
+
+type Env = Readonly<Record<string, string | undefined>>;
+type Raw = Record<string, unknown>;
+
+function obj(parent: Raw, key: string): Raw {
+  const existing = parent[key];
+  if (existing !== null && typeof existing === 'object' && !Array.isArray(existing)) return existing as Raw;
+  const created: Raw = {};
+  parent[key] = created;
+  return created;
+}
+
+function intFromEnv(name: string, value: string): number | string {
+  // Keep the raw string when it is not an integer so zod reports it against the key.
+  return /^\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+}
+
+/** Applies environment overrides onto a raw (unvalidated) config object, in place. */
+export function applyEnv(raw: Raw, env: Env): Raw {
+  const set = (value: string | undefined, fn: (value: string) => void): void => {
+    if (value !== undefined && value !== '') fn(value);
+  };
+  set(env.PORT, (v) => (obj(raw, 'listen').port = intFromEnv('PORT', v)));
+  set(env.HOST, (v) => (obj(raw, 'listen').host = v));
+  set(env.ADMIN_PORT, (v) => (obj(raw, 'admin').port = intFromEnv('ADMIN_PORT', v)));
+  set(env.ADMIN_HOST, (v) => (obj(raw, 'admin').host = v));
+  set(env.PUBLIC_URL, (v) => (raw.public_url = v));
+  set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
+  set(
+    env.REDIS_CLUSTER_NODES,
+    (value) =>
+      (obj(raw, 'redis').cluster = value
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n.length > 0)),
+  );
+  set(env.LOG_LEVEL, (v) => (obj(raw, 'log').level = v));
+  set(env.WORKERS, (v) => (raw.workers = v.trim() === 'auto' ? 'auto' : intFromEnv('WORKERS', v)));
+  set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
+  set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','), (index) => `ETAGERE_TOKENS entry ${index + 1}`)));
+  set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
+  set(env.ETAGERE_WEBHOOK_SECRET, (v) => (obj(raw, 'webhooks').secret = v.trim()));
+  set(env.ETAGERE_WEBHOOK_SECRET_FILE, (v) => (obj(raw, 'webhooks').secret_file = v));
+  applyAppEnv(raw, env);
+  set(env.UPSTREAM_URL, (url) => {
+    const list = raw.upstreams;
+    if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') {
+      (list[0] as Raw).url = url;
+    } else {
+      raw.upstreams = [{ name: 'github', prefix: '/', url, token_pool: true }];
+    }
+  });
+  return raw;
+}
+
+/**
+ * The one-App shortcut: ETAGERE_APP_ID (with ETAGERE_APP_PRIVATE_KEY_FILE and, optionally,
+ * ETAGERE_APP_INSTALLATIONS) replaces pool.apps with one App named "app".
+ */
+function applyAppEnv(raw: Raw, env: Env): void {
+  const id = env.ETAGERE_APP_ID?.trim() ?? '';
+  const keyFile = env.ETAGERE_APP_PRIVATE_KEY_FILE?.trim() ?? '';
+  const installations = env.ETAGERE_APP_INSTALLATIONS?.trim() ?? '';
+  if (id === '') {
+    if (keyFile !== '' || installations !== '') {
+      throw new ConfigError('ETAGERE_APP_PRIVATE_KEY_FILE and ETAGERE_APP_INSTALLATIONS need ETAGERE_APP_ID (the App id)');
+    }
+    return;
+  }
+  const app: Raw = { name: 'app', app_id: intFromEnv('ETAGERE_APP_ID', id) };
+  if (keyFile !== '') app.private_key_file = keyFile;
+  if (installations !== '' && installations !== 'all') {
+    app.installations = installations
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '')
+      .map((item) => intFromEnv('ETAGERE_APP_INSTALLATIONS', item));
+  }
+  obj(raw, 'pool').apps = [app];
+}
+
+const TOKEN_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+/** Why one "token" or "name=token" item is malformed, or undefined. Never quotes the item. */
+function secretItemProblem(item: string): string | undefined {
+  const equals = item.indexOf('=');
+  if (equals === 0) return 'nothing before "=" (write "name=token", or the token alone)';
+  if (equals > 0 && item.slice(equals + 1).trim().length === 0) return 'no token after "="';
+  if (equals > 0 && !TOKEN_NAME.test(item.slice(0, equals).trim()))
+    return 'the name before "=" must be 1-63 letters, digits, "_", "." or "-", starting with a letter or digit';
+  const token = equals > 0 ? item.slice(equals + 1).trim() : item;
+  if (token.includes(':'))
+    return 'the token contains ":" (the fake upstream\'s "token:scopes" syntax is not the proxy\'s; write "name=token")';
+  if (!/^[\x21-\x7e]{1,1024}$/.test(token)) return 'the token must be 1-1024 printable characters without spaces';
+  return undefined;
+}
+
+/**
+ * Parses "token" or "name=token" items (ETAGERE_TOKENS, a tokens file). Blank items and "#"
+ * comments are skipped. The token after "name=" may itself contain "=". A malformed item is a
+ * ConfigError naming its position through `where(index)` (e.g. "ETAGERE_TOKENS entry 2"), never
+ * its text: it may be a secret.
+ */
+export function parseSecretList(
+  items: readonly string[],
+  where: (index: number) => string = (index) => `entry ${index + 1}`,
+): Array<{ name?: string; value: string }> {
+  const out: Array<{ name?: string; value: string }> = [];
+  items.forEach((item, index) => {
+    const trimmed = item.trim();
+    if (trimmed.length === 0 || trimmed.startsWith('#')) return;
+    const problem = secretItemProblem(trimmed);
+    if (problem !== undefined) throw new ConfigError(`${where(index)}: ${problem} (value not shown)`);
+    const equals = trimmed.indexOf('=');
+    out.push(equals > 0 ? { name: trimmed.slice(0, equals).trim(), value: trimmed.slice(equals + 1).trim() } : { value: trimmed });
+  });
+  return out;
+}
+
+/** One token of a tokens file, with its line (1-based, counting blank and comment lines). */
+export interface TokensFileEntry {
+  name?: string;
+  value: string;
+  line: number;
+}
+
+/**
+ * A tokens file's tokens: one per line, "token" or "name=token", blank lines and "#" comments
+ * skipped. A malformed line is a ConfigError naming its line ("tokens file line 3"), never its text.
+ */
+export function parseTokensFile(text: string): TokensFileEntry[] {
+  return text
+    .split(/\r?\n/)
+    .flatMap((item, index) =>
+      parseSecretList([item], () => `tokens file line ${index + 1}`).map((token) => ({ ...token, line: index + 1 })),
+    );
+}
+
+/** Reads and parses a tokens file; a ConfigError names the file (never a value) when it cannot. */
+export function readTokensFile(path: string, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): TokensFileEntry[] {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    throw new ConfigError(`pool.tokens_file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  return parseTokensFile(text);
+}
+
+/**
+ * The values each tokens file held when `resolveSecrets` added them to pool.tokens, by path: what
+ * `tokensBesideFile` leaves out. Values stay in this process, like the config that holds them.
+ */
+const loadedFromFile = new Map<string, ReadonlySet<string>>();
+
+/**
+ * The pool tokens a config gives besides its tokens file (ETAGERE_TOKENS, pool.tokens): the ones a
+ * reload of the file keeps as they are. All of them when the file was not read by this module.
+ */
+export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
+  const file = config.pool.tokens_file;
+  const fromFile = file === null ? undefined : loadedFromFile.get(file);
+  return fromFile === undefined ? config.pool.tokens : config.pool.tokens.filter((token) => !fromFile.has(token.value));
+}
+
+/**
+ * Turns secret references into values before validation: `{ env: NAME }` items of pool.tokens and
+ * consumers.keys read the environment, and pool.tokens_file adds its lines to pool.tokens.
+ * Errors name the key and the variable or file, never a value.
+ */
+export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): Raw {
+  const resolveList = (parent: unknown, key: string, where: string): void => {
+    if (parent === null || typeof parent !== 'object') return;
+    const list = (parent as Raw)[key];
+    if (!Array.isArray(list)) return;
+    (parent as Raw)[key] = list.map((item: unknown, index) => {
+      if (item === null || typeof item !== 'object' || Array.isArray(item)) return item;
+      const { env: name, ...rest } = item as Raw;
+      if (name === undefined) return item;
+      if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`${where}[${index}].env: must name an environment variable`);
+      if ('value' in rest) throw new ConfigError(`${where}[${index}]: give either value or env, not both`);
+      const value = env[name];
+      if (value === undefined || value.trim() === '')
+        throw new ConfigError(`${where}[${index}].env: environment variable ${name} is not set`);
+      return { ...rest, value: value.trim() };
+    });
+  };
+  resolveList(raw.pool, 'tokens', 'pool.tokens');
+  resolveList(raw.consumers, 'keys', 'consumers.keys');
+  resolveAppKeys(raw.pool, env, readFile);
+  resolveWebhookSecret(raw.webhooks, readFile);
+  const pool = raw.pool as Raw | undefined;
+  const file = pool?.tokens_file;
+  if (pool !== undefined && typeof file === 'string' && file.length > 0) {
+    const fromFile = readTokensFile(file, readFile).map(({ line: _line, ...token }) => token);
+    loadedFromFile.set(file, new Set(fromFile.map((token) => token.value)));
+    const existing = Array.isArray(pool.tokens) ? (pool.tokens as unknown[]) : [];
+    pool.tokens = [...existing, ...fromFile];
+  }
+  return raw;
+}
+
+/**
+ * Reads each App's private key (pool.apps[].private_key_file or private_key_env) into
+ * `private_key`, and checks that it is an RSA private key in PEM form. Errors name the key, the
+ * file or the variable, and what is wrong: never the key's content.
+ */
+function resolveAppKeys(pool: unknown, env: Env, readFile: (path: string) => string): void {
+  if (pool === null || typeof pool !== 'object') return;
+  const apps = (pool as Raw).apps;
+  if (!Array.isArray(apps)) return;
+  apps.forEach((app: unknown, index) => {
+    if (app === null || typeof app !== 'object' || Array.isArray(app)) return;
+    const item = app as Raw;
+    const where = `pool.apps[${index}]`;
+    const file = item.private_key_file;
+    const variable = item.private_key_env;
+    const given = [file, variable, item.private_key].filter((source) => source !== undefined).length;
+    if (given > 1) throw new ConfigError(`${where}: give only one of private_key_file, private_key_env and private_key`);
+    let pem: string;
+    let source: string;
+    if (typeof file === 'string' && file.length > 0) {
+      source = `${where}.private_key_file`;
+      try {
+        pem = readFile(file);
+      } catch (err) {
+        throw new ConfigError(`${source}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+      }
+    } else if (typeof variable === 'string' && variable.length > 0) {
+      source = `${where}.private_key_env`;
+      const value = env[variable];
+      if (value === undefined || value.trim() === '') throw new ConfigError(`${source}: environment variable ${variable} is not set`);
+      // A PEM squeezed onto one line with literal "\n" (as CI secret stores often hold it) is unfolded.
+      pem = value.includes('\n') ? value : value.replace(/\\n/g, '\n');
+    } else {
+      return; // nothing to read: the schema says what is missing
+    }
+    try {
+      appPrivateKey(pem);
+    } catch (err) {
+      if (err instanceof AppKeyError) throw new ConfigError(`${source}: not the App's private key: ${err.message} (content not shown)`);
+      throw err;
+    }
+    item.private_key = pem;
+  });
+}
+
+/**
+ * Reads webhooks.secret_file into webhooks.secret. Errors name the key and the file, never the
+ * secret; giving the secret both ways is an error (which one would win is not obvious).
+ */
+function resolveWebhookSecret(webhooks: unknown, readFile: (path: string) => string): void {
+  if (webhooks === null || typeof webhooks !== 'object' || Array.isArray(webhooks)) return;
+  const section = webhooks as Raw;
+  const file = section.secret_file;
+  if (typeof file !== 'string' || file.length === 0) return;
+  if (section.secret !== undefined && section.secret !== null)
+    throw new ConfigError(
+      'webhooks: give the secret once: secret (or ETAGERE_WEBHOOK_SECRET), or secret_file (or ETAGERE_WEBHOOK_SECRET_FILE)',
+    );
+  let text: string;
+  try {
+    text = readFile(file);
+  } catch (err) {
+    throw new ConfigError(`webhooks.secret_file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  const secret = text.replace(/[\r\n]+$/, '');
+  if (secret.length === 0) throw new ConfigError(`webhooks.secret_file: ${file} is empty`);
+  section.secret = secret;
+}
+
+function describePath(path: ReadonlyArray<PropertyKey>): string {
+  if (path.length === 0) return '(root)';
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
+}
+
+/** Validates a raw object; throws ConfigError listing every bad key. */
+export function parseConfig(raw: unknown, source = 'config'): Config {
+  const result = configSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((i) => `  ${describePath(i.path)}: ${i.message}`);
+  throw new ConfigError(`invalid ${source}:\n${lines.join('\n')}`);
+}
+
+export interface LoadOptions {
+  /** Config file path; falls back to ETAGERE_CONFIG, then to no file (built-in defaults). */
+  file?: string | undefined;
+  env?: Env;
+}
+
+/** The built-in upstream used when neither file nor env names one: GitHub, LRU only. */
+const DEFAULT_UPSTREAMS = [{ name: 'github', prefix: '/', url: 'https://api.github.com', token_pool: true }];
+
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const env = opts.env ?? process.env;
+  const file = opts.file ?? (env.ETAGERE_CONFIG || undefined);
+  let raw: Raw = {};
+  if (file !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = parseYaml(text);
+    } catch (err) {
+      throw new ConfigError(`config file ${file} is not valid YAML: ${(err as Error).message}`);
+    }
+    if (parsed === null || parsed === undefined) parsed = {};
+    if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new ConfigError(`config file ${file} must contain a YAML mapping at the top level`);
+    }
+    raw = parsed as Raw;
+  }
+  if (raw.upstreams === undefined) raw.upstreams = structuredClone(DEFAULT_UPSTREAMS);
+  applyEnv(raw, env);
+  resolveSecrets(raw, env);
+  return parseConfig(raw, file !== undefined ? `config (${file} + environment)` : 'config (environment)');
+}

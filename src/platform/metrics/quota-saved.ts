@@ -1,0 +1,24 @@
+/**
+ * What counts as "quota saved": a client request answered without spending upstream quota.
+ * Feeds `etagere_quota_saved_total` and the status page's "saved" count. Pure.
+ *
+ * - `hit`, `stale`, `coalesced`: answered from the cache or from another request's exchange, so
+ *   no request of its own went upstream.
+ * - `revalidated`: a conditional request went upstream and came back 304. GitHub does not count
+ *   a 304 against the rate limit when the request was authorised, so it saves quota only then.
+ * - `miss`, `bypass`, `error`, or no cache outcome at all: quota was spent (or nothing was
+ *   answered from the cache).
+ */
+import type { CacheOutcome } from '../../http/headers/cache-status.js';
+
+const FREE_OUTCOMES: ReadonlySet<string> = new Set<CacheOutcome>(['hit', 'stale', 'coalesced']);
+
+/**
+ * Whether a request with this cache outcome (a `CacheOutcome`, or undefined when the request had
+ * none) spent no upstream quota. `authorized`: the upstream exchange, if any, carried a
+ * credential (the client's own or a pool token).
+ */
+export function savedQuota(outcome: string | undefined, authorized: boolean): boolean {
+  if (outcome === undefined) return false;
+  return FREE_OUTCOMES.has(outcome) || (outcome === 'revalidated' && authorized);
+}

@@ -1,0 +1,106 @@
+/**
+ * Whose credential a request travels upstream with:
+ *   client     the client's own Authorization: its own cache partition, its own rate-limit headers;
+ *   pool       a pool token (the request carried no credential of its own);
+ *   anonymous  no credential at all.
+ * With consumer access control on, only a known consumer key may use the pool: in X-Etagere-Key, or
+ * in Authorization as `token`, `Bearer`, or the user or password of Basic credentials. A key never
+ * travels upstream, wherever it was. An empty or blank Authorization counts as none.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { removeHeader, type HeaderRemoval } from '../../http/headers/hop-by-hop.js';
+import { CONSUMER_KEY_HEADER, type Consumers } from './consumers.js';
+
+export type Credential =
+  { readonly kind: 'client' } | { readonly kind: 'pool'; readonly consumer: string | undefined } | { readonly kind: 'anonymous' };
+
+export const CLIENT: Credential = { kind: 'client' };
+export const ANONYMOUS_CREDENTIAL: Credential = { kind: 'anonymous' };
+const POOL_OPEN: Credential = { kind: 'pool', consumer: undefined };
+
+export interface CredentialRules {
+  /** The upstream attaches pool tokens and the pool has tokens. */
+  pooled: boolean;
+  /** Consumer access control, when enabled. */
+  consumers: Consumers | undefined;
+  /** What a request without a known key gets when consumers are enabled. */
+  unknown: 'reject' | 'anonymous';
+}
+
+/** A consumer's pool credential, made once per consumer (names are the configured consumers': bounded). */
+const poolCredentials = new Map<string, Credential>();
+
+function poolCredential(consumer: string): Credential {
+  let credential = poolCredentials.get(consumer);
+  if (credential === undefined) {
+    credential = { kind: 'pool', consumer };
+    poolCredentials.set(consumer, credential);
+  }
+  return credential;
+}
+
+/**
+ * undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`
+ * (as `how` says). `connection` (the request's socket) lets a key sent again on one connection skip
+ * its digest (consumers.ts).
+ */
+export function resolveCredential(
+  headers: IncomingHttpHeaders,
+  rules: CredentialRules,
+  how: HeaderRemoval = 'delete',
+  connection?: object,
+): Credential | undefined {
+  // An empty or blank Authorization is no credential: it must not pass as a client's own one
+  // (that would reach the upstream anonymously, past the consumer-key rules).
+  if (headers.authorization !== undefined && headers.authorization.trim().length === 0) removeHeader(headers, 'authorization', how);
+  const keyHeader = headers[CONSUMER_KEY_HEADER];
+  if (keyHeader !== undefined) removeHeader(headers, CONSUMER_KEY_HEADER, how);
+  const { consumers } = rules;
+  if (consumers === undefined) {
+    if (headers.authorization !== undefined) return CLIENT;
+    return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
+  }
+  const consumer = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
+  if (headers.authorization !== undefined) return CLIENT;
+  if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
+  if (consumer !== undefined) return poolCredential(consumer);
+  return rules.unknown === 'anonymous' ? ANONYMOUS_CREDENTIAL : undefined;
+}
+
+/**
+ * The consumer a request's keys name: X-Etagere-Key's first, else the key in Authorization. An
+ * Authorization that carries a key in any position is removed (as `how` says), even next to an
+ * X-Etagere-Key: it is a consumer's key, never an upstream credential.
+ */
+function takeConsumerKeys(
+  headers: IncomingHttpHeaders,
+  keyHeader: string | string[] | undefined,
+  consumers: Consumers,
+  how: HeaderRemoval,
+  connection: object | undefined,
+): string | undefined {
+  let consumer: string | undefined;
+  const key = Array.isArray(keyHeader) ? keyHeader[0] : keyHeader;
+  if (key !== undefined) {
+    const id = consumers.match(key.trim(), connection);
+    if (id.kind === 'consumer') consumer = id.name;
+  }
+  const authorization = headers.authorization;
+  if (authorization === undefined) return consumer;
+  const inAuthorization = consumers.inAuthorization(authorization, connection);
+  if (inAuthorization.kind !== 'consumer') return consumer;
+  removeHeader(headers, 'authorization', how);
+  return consumer ?? inAuthorization.name;
+}
+
+/**
+ * Takes every consumer key out of a passed-through request's headers: X-Etagere-Key, and an
+ * Authorization that carries a key in any position. Such methods never use the pool, but no key
+ * may go upstream.
+ */
+export function dropConsumerKeys(headers: IncomingHttpHeaders, consumers: Consumers | undefined, connection?: object): void {
+  if (headers[CONSUMER_KEY_HEADER] !== undefined) delete headers[CONSUMER_KEY_HEADER];
+  const authorization = headers.authorization;
+  if (consumers !== undefined && authorization !== undefined && consumers.inAuthorization(authorization, connection).kind === 'consumer')
+    delete headers.authorization;
+}

@@ -1,0 +1,186 @@
+/**
+ * One upstream exchange on a pool token: take a lease in the request's rate-limit resource (its
+ * path says which: resource.ts), send with its Authorization, tell the pool what came back, and
+ * try another token when the answer was the token's fault (primary or secondary rate limit).
+ * A 401 "Bad credentials" first asks whether the credential can be renewed (`pool.renew`: a GitHub
+ * App installation token is re-minted once): renewed, the request is sent again on the new
+ * credential; gone (the member left the pool), on another token. Otherwise a 401 is the token's fault only once
+ * GET /rate_limit with the token answers 401 too (`pool.confirm`): then the token is dead and the
+ * request is tried on another; otherwise the 401 is about the request and goes to the client as
+ * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
+ * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
+ * it is a plain `fetchBuffered`.
+ */
+import type { UpstreamClient } from '../upstream/client.js';
+import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
+import { headerReader } from '../http/headers/value.js';
+import type { PoolHeaders } from './rules/pool-headers.js';
+import { retryable, unauthorizedKind } from './rules/rate-limit.js';
+import type { ConsumerGate } from './consumers/consumer-budget.js';
+import { resourceOf } from './rules/resource.js';
+import { anotherSeesMore } from './rules/scopes.js';
+import type { Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
+
+/** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
+export interface PoolContext {
+  readonly pool: TokenPool;
+  readonly headers: PoolHeaders;
+  /** The fair share between consumers, when consumer keys are on (consumer-budget.ts). */
+  readonly consumers?: ConsumerGate | undefined;
+}
+
+/** The consumer a pooled request is for, and the gate its share is checked at. */
+export interface ConsumerRef {
+  readonly gate: ConsumerGate;
+  readonly name: string;
+}
+
+/** The consumer of a request on the pool (its credential's), when the fair share applies. */
+export function consumerOf(pool: PoolContext | undefined, cred: { kind: string; consumer?: string | undefined }): ConsumerRef | undefined {
+  if (pool?.consumers === undefined || cred.kind !== 'pool' || cred.consumer === undefined) return undefined;
+  return { gate: pool.consumers, name: cred.consumer };
+}
+
+export type PooledFetched =
+  | { kind: 'fetched'; f: Fetched; token: string | undefined; switched: boolean }
+  | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
+
+/** At most this many tokens are tried for one request. */
+export const MAX_TOKEN_ATTEMPTS = 3;
+
+interface Req {
+  method: 'GET' | 'HEAD' | 'POST';
+  path: string;
+  headers: Record<string, string | string[]>;
+  body?: Buffer;
+  /**
+   * The status an answer counts as for its token, when its status alone does not say (GraphQL: a
+   * 200 whose errors say RATE_LIMITED counts as a 429, src/pool/rules/graphql-rate-limit.ts).
+   */
+  tokenStatus?: (status: number, body: Buffer, header: HeaderLookup) => number;
+  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/validators.ts). */
+  perToken?: (name: string, authorization: string) => Record<string, string>;
+}
+
+export async function fetchPooled(
+  client: UpstreamClient,
+  req: Req,
+  maxBytes: number,
+  pool: TokenPool | undefined,
+  prefer?: string,
+  consumer?: ConsumerRef,
+): Promise<PooledFetched> {
+  if (pool === undefined) return { kind: 'fetched', f: await fetchBuffered(client, req, maxBytes), token: undefined, switched: false };
+  if (consumer === undefined) return onTokens(client, req, maxBytes, pool, prefer, { sent: 0 });
+  // Fair share: the consumer's unit is counted before a token is acquired, and given back if it spent nothing.
+  const admission = await consumer.gate.admit(consumer.name, resourceOf(req.path, client.basePath));
+  if (admission.kind === 'refused')
+    return { kind: 'unavailable', reason: admission.reason, retryAfterSeconds: admission.retryAfterSeconds };
+  const fair: Fair = { consumer: consumer.name, weight: admission.weight, sent: 0 };
+  let got: PooledFetched | undefined;
+  try {
+    got = await onTokens(client, req, maxBytes, pool, prefer, fair);
+    return got;
+  } finally {
+    admission.settle({ upstreamRequests: fair.sent, spent: got !== undefined && spentQuota(got) });
+  }
+}
+
+/** The consumer a request is for (its place in the wait queue), and the upstream requests it sent. */
+interface Fair {
+  readonly consumer?: string;
+  readonly weight?: number;
+  sent: number;
+}
+
+/** Whether an answer cost quota: not a 304 (free on GitHub), a failure, nor a 401/403/429 refusal. */
+function spentQuota(got: PooledFetched): boolean {
+  return got.kind === 'fetched' && got.f.kind !== 'failed' && ![304, 401, 403, 429].includes(got.f.status);
+}
+
+/** What GET /rate_limit says of a token that met a 401 with this body (memoized per token and kind of 401: confirm.ts). */
+function confirmed(pool: TokenPool, name: string, body: string | undefined): Promise<Confirmation> {
+  if (pool.confirm === undefined) return Promise.resolve('unknown');
+  return pool.confirm(name, unauthorizedKind(body)).catch(() => 'unknown' as const);
+}
+
+/** A 404 on a member whose scopes lack what the endpoint accepts, when another untried member has it (scopes.ts). */
+function lacksScope(pool: TokenPool, name: string, accepted: string | undefined, tried: ReadonlySet<string>): boolean {
+  // An equivalent pool's members report one scope set (or none): no member sees more.
+  return !pool.equivalent && accepted !== undefined && accepted !== '' && anotherSeesMore(pool.snapshot(), name, accepted, tried);
+}
+
+/** What became of the lease's credential after its 401 (never rejects: a failure is 'no'). */
+function renewal(pool: TokenPool, lease: Lease): Promise<Renewal> {
+  if (pool.renew === undefined) return Promise.resolve('no');
+  return pool.renew(lease.name, lease.authorization).catch(() => 'no' as const);
+}
+
+async function onTokens(
+  client: UpstreamClient,
+  req: Req,
+  maxBytes: number,
+  pool: TokenPool,
+  prefer: string | undefined,
+  fair: Fair,
+): Promise<PooledFetched> {
+  const tried = new Set<string>();
+  const resource = resourceOf(req.path, client.basePath);
+  let attempts = 0;
+  /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
+  let notFound: PooledFetched | undefined;
+  for (;;) {
+    const acquired = await pool.acquire({ prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource });
+    if (acquired.kind === 'unavailable') return notFound ?? acquired;
+    const { lease } = acquired;
+    fair.sent++;
+    const headers = { ...req.headers, ...req.perToken?.(lease.name, lease.authorization), authorization: lease.authorization };
+    const fetched = await fetchBuffered(client, { ...req, headers }, maxBytes);
+    const switched = prefer !== undefined && lease.name !== prefer;
+    if (fetched.kind === 'failed') {
+      lease.cancel();
+      return { kind: 'fetched', f: fetched, token: lease.name, switched };
+    }
+    const header = headerReader(fetched.headers);
+    const status =
+      fetched.kind === 'response' && req.tokenStatus !== undefined ? req.tokenStatus(fetched.status, fetched.body, header) : fetched.status;
+    const limited = fetched.kind === 'response' && (status === 403 || status === 429);
+    const verdict = lease.settle(status, header, limited ? fetched.body.toString('utf8') : undefined);
+    attempts++;
+    const more = fetched.kind === 'response' && attempts < Math.min(MAX_TOKEN_ATTEMPTS, pool.names.length);
+    if (more && retryable(verdict)) {
+      // A spent token is not tried again for this request. One paused by a secondary limit
+      // is not chosen while paused, but may serve it once a short pause has been waited out.
+      if (verdict.kind !== 'secondary') tried.add(lease.name);
+      continue;
+    }
+    // The scope retry must not turn its 404 into a refusal (a rate limit): that gives the 404 back.
+    // A 5xx or a failure goes on as it is, so that a stored entry may be served stale-if-error.
+    if (notFound !== undefined && status >= 400 && status < 500) return notFound;
+    if (more && status === 404 && lacksScope(pool, lease.name, header('x-accepted-oauth-scopes'), tried)) {
+      tried.add(lease.name); // another member's scopes reach what this one's do not: its answer, not this 404
+      notFound = { kind: 'fetched', f: fetched, token: lease.name, switched };
+      continue;
+    }
+    const unauthorized = verdict.kind === 'unauthorized' && fetched.kind === 'response' ? fetched.body.toString('utf8', 0, 512) : undefined;
+    if (unauthorized !== undefined && unauthorizedKind(unauthorized) === 'credentials') {
+      // "Bad credentials": a renewable credential (an App installation token) is re-minted before
+      // anything else. Another 401 (an App-only endpoint's) is about the request: nothing is minted.
+      const renewed = await renewal(pool, lease);
+      if (renewed !== 'no' && attempts < MAX_TOKEN_ATTEMPTS) {
+        if (renewed === 'gone') tried.add(lease.name);
+        continue; // renewed: the same member, with its new credential
+      }
+    }
+    if (verdict.kind === 'unauthorized') {
+      // Only a confirmed 401 kills the token. When no other token may be tried, the 401 goes to
+      // the client at once and the confirmation runs on its own.
+      const confirmation = confirmed(pool, lease.name, unauthorized);
+      if (more && (await confirmation) === 'dead') {
+        tried.add(lease.name); // the token is dead (the pool knows); the request was not at fault
+        continue;
+      }
+    }
+    return { kind: 'fetched', f: fetched, token: lease.name, switched };
+  }
+}
