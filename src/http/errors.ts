@@ -3,9 +3,29 @@
  * {"message": "...", "documentation_url": "..."}. One place declares them all; each is a reply
  * value that `answer()` (or `writeError` outside a routed request) writes.
  */
-import type { ConsumerRefusal, Unavailable } from '../pool/rules/types.js';
-import type { UpstreamFailure } from '../upstream/client.js';
 import { NOT_SERVED, type ErrorReply, type Served } from './reply.js';
+
+/**
+ * Why the pool has no token for a request, as the answer names it.
+ * exhausted: every token is spent or paused (answer 429 with Retry-After, or serve stale);
+ * dead: every token was rejected by the upstream (503: the operator must replace them);
+ * busy: no slot freed up within the queue timeout, or the queue is full (503);
+ * share, max_per_hour, max_concurrency: this consumer is over its share or a cap of its own, while others go on.
+ */
+export type Unavailable = 'exhausted' | 'dead' | 'busy' | ConsumerRefusal;
+
+/**
+ * The consumer, not the pool, is held back (fair share, consumer keys on): share: it spent its
+ * share and what it may borrow (the rest is other consumers' reserves); max_per_hour: its own
+ * hourly cap (both 429); max_concurrency: no slot of its own freed up in time (503).
+ */
+export type ConsumerRefusal = 'share' | 'max_per_hour' | 'max_concurrency';
+
+/** What went wrong talking to an upstream, as the proxy answers it (upstream/client.ts classifies errors). */
+export interface UpstreamFailure {
+  status: 502 | 504;
+  detail: string;
+}
 
 export const DOCUMENTATION_URL = 'https://github.com/etagere-proxy/etagere#errors';
 

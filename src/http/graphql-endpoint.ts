@@ -6,7 +6,7 @@
  * Clients ask the proxy for `<route>/graphql` (Octokit with the proxy as its base URL does), which
  * routing turns into `<base>/graphql`; that path is sent to `graphqlEndpoint(base)`.
  */
-import { basePrefixOf } from '../upstream/client.js';
+import { basePrefixOf } from './route.js';
 
 const ENTERPRISE_REST = /\/v3$/;
 

@@ -4,7 +4,11 @@
  * ("/bicyclists" matches "/bicyclists" and "/bicyclists/x", never "/bicyclistsx").
  */
 import type { UpstreamConfig } from '../platform/config/schema.js';
-import { basePrefixOf } from '../upstream/client.js';
+
+/** "" for "/", else the path without its trailing slash: what upstream paths are appended to. */
+export function basePrefixOf(basePath: string): string {
+  return basePath === '/' ? '' : basePath.replace(/\/$/, '');
+}
 
 export interface Route {
   readonly upstream: UpstreamConfig;

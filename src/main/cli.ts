@@ -32,7 +32,7 @@ import {
   startFakeUpstream,
   type FakeUpstreamOptions,
 } from '../../fake-github/index.js';
-import { basePrefixOf } from '../upstream/client.js';
+import { basePrefixOf } from '../http/route.js';
 import { packageRoot } from './package-root.js';
 import { adminCall, adminUrlOf, pretty, type AdminAnswer } from './cli-admin.js';
 

@@ -3,6 +3,8 @@
  * of client-library errors to the proxy's 502/504.
  */
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { UpstreamFailure } from '../http/errors.js';
+import { basePrefixOf } from '../http/route.js';
 import type { UpstreamConfig } from '../platform/config/schema.js';
 
 export interface UpstreamClient {
@@ -48,16 +50,6 @@ export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
       }),
     close: () => pool.close(),
   };
-}
-
-/** "" for "/", else the path without its trailing slash: what upstream paths are appended to. */
-export function basePrefixOf(basePath: string): string {
-  return basePath === '/' ? '' : basePath.replace(/\/$/, '');
-}
-
-export interface UpstreamFailure {
-  status: 502 | 504;
-  detail: string;
 }
 
 /** Classifies an error thrown while talking to an upstream. */

@@ -6,7 +6,8 @@
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ownedConcat } from '../platform/owned-bytes.js';
-import { classifyUpstreamError, type UpstreamClient, type UpstreamFailure } from './client.js';
+import type { UpstreamFailure } from '../http/errors.js';
+import { classifyUpstreamError, type UpstreamClient } from './client.js';
 
 export type UpstreamHeaders = Dispatcher.ResponseData['headers'];
 

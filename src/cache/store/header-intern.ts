@@ -12,7 +12,7 @@
  * fields are never shared, so they cannot fill the table. Sharing changes nothing a client sees:
  * pairs are never modified in place (a 304 that changes a field gives the entry a new pair).
  */
-import { isRateLimitHeader } from '../../pool/rules/pool-headers.js';
+import { isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
 
 /** A header field several entries can point at: frozen, never modified. */
 export type SharedPair = readonly [string, string];

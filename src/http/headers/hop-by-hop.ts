@@ -162,3 +162,8 @@ const TOKEN_DESCRIBING = new Set(['x-oauth-scopes', 'github-authentication-token
 export function describesToken(name: string): boolean {
   return TOKEN_DESCRIBING.has(name.toLowerCase());
 }
+
+/** Whether a response header is one of the upstream's rate-limit numbers (x-ratelimit-*). */
+export function isRateLimitHeader(name: string): boolean {
+  return name.startsWith('x-ratelimit-');
+}

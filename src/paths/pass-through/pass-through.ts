@@ -17,7 +17,8 @@ import { dropHopByHop, responseHeadersForClient } from '../../http/headers/hop-b
 import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../../http/representation/link.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../../cache/rules/invalidation.js';
 import { headerValue } from '../../http/headers/value.js';
-import { basePrefixOf, classifyUpstreamError } from '../../upstream/client.js';
+import { basePrefixOf } from '../../http/route.js';
+import { classifyUpstreamError } from '../../upstream/client.js';
 import { writeError, type LinkSettings } from '../../http/answer.js';
 import { errors } from '../../http/errors.js';
 

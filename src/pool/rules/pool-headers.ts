@@ -10,17 +10,13 @@
  * clients that check `remaining` first, such as go-github, refuse to send), and GET /rate_limit
  * answers GHES's own 404 "Rate limiting is not enabled.", which GitHub clients know.
  */
-import { describesToken } from '../../http/headers/hop-by-hop.js';
+import { describesToken, isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
 import { RATE_LIMITING_OFF_DOCS_URL, RATE_LIMITING_OFF_MESSAGE } from './rate-limit.js';
-import { basePrefixOf } from '../../upstream/client.js';
+import { basePrefixOf } from '../../http/route.js';
 import { RESOURCES, type Resource } from './resource.js';
 import type { PoolRateLimit, TokenPool } from './types.js';
 
 export const TOKEN_HEADER = 'x-etagere-token';
-
-export function isRateLimitHeader(name: string): boolean {
-  return name.startsWith('x-ratelimit-');
-}
 
 export interface PoolHeaders {
   /** The resource these headers describe (core unless made by `forResource`). */

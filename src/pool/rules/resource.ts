@@ -11,7 +11,7 @@
  * answer can neither grow the pool's state nor add metric labels.
  */
 import { graphqlEndpoint } from '../../http/graphql-endpoint.js';
-import { basePrefixOf } from '../../upstream/client.js';
+import { basePrefixOf } from '../../http/route.js';
 
 export const RESOURCES = [
   'core',

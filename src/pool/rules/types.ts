@@ -7,7 +7,10 @@
  * (snapshots, events) names tokens by their names.
  */
 
+import type { ConsumerRefusal, Unavailable } from '../../http/errors.js';
 import type { Resource } from './resource.js';
+
+export type { ConsumerRefusal, Unavailable };
 import type { ScopeAgreement, ScopesFrom } from './scopes.js';
 
 /** Reads one response header by its lower-case name. */
@@ -103,21 +106,6 @@ export interface Lease {
   /** No answer came back (connection failure, too-large body): frees the reservation. */
   cancel(): void;
 }
-
-/**
- * exhausted: every token is spent or paused (answer 429 with Retry-After, or serve stale);
- * dead: every token was rejected by the upstream (503: the operator must replace them);
- * busy: no slot freed up within the queue timeout, or the queue is full (503);
- * share, max_per_hour, max_concurrency: this consumer is over its share or a cap of its own, while others go on.
- */
-export type Unavailable = 'exhausted' | 'dead' | 'busy' | ConsumerRefusal;
-
-/**
- * The consumer, not the pool, is held back (fair share, consumer keys on): share: it spent its
- * share and what it may borrow (the rest is other consumers' reserves); max_per_hour: its own
- * hourly cap (both 429); max_concurrency: no slot of its own freed up in time (503).
- */
-export type ConsumerRefusal = 'share' | 'max_per_hour' | 'max_concurrency';
 
 export type Acquired = { kind: 'lease'; lease: Lease } | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
