@@ -11,7 +11,7 @@
  * 5 simulated minutes); a sweep asks for every repository once through the proxy. After each sweep
  * 1 % of the repositories change (`POST /__fake/mutate`). The pool has one member, whose token is
  * re-minted as App installation tokens are: a new token at minute 55 (5 minutes before the old one
- * expires, as src/apps refreshes them), the old one expiring at minute 60 (revoked in the fake:
+ * expires, as the pool refreshes them), the old one expiring at minute 60 (revoked in the fake:
  * 401 from then on). Time is sweeps, not the wall clock: nothing in it waits.
  *
  * Options (each with its own fake and proxy, on the same schedule):

@@ -1,10 +1,8 @@
 /**
- * What `npm run demo` shows: a small built-in consumer load (a few clients requesting popular
- * and rare paths, a 404 now and then) and a one-line-per-second summary of the proxy: requests,
- * hit ratio, quota saved, and each pool token's remaining quota.
+ * The load `npm run demo` sends: a few clients requesting popular and rare paths, a 404 now and
+ * then (the proxy's one-line summary of it: src/main/demo-banner.ts).
  */
 import { request } from 'undici';
-import type { RecentSummary } from '../src/platform/metrics/recent.js';
 
 /** Popular paths first: the consumer picks them far more often than the rare ones. */
 const PATHS = [
@@ -48,20 +46,4 @@ export function startDemoLoad(baseUrl: string, clients = 3, intervalMs = 150): D
       await Promise.all(loops);
     },
   };
-}
-
-export interface TokenLine {
-  name: string;
-  remaining: number | null;
-  limit: number | null;
-  state: string;
-}
-
-/** One summary line, e.g. `requests 120 | hit ratio 71.7 % | quota saved 86 | alice-public 52/60 ok`. */
-export function summaryLine(recent: RecentSummary, tokens: readonly TokenLine[]): string {
-  const ratio = recent.hitRatio === null ? '-' : `${(recent.hitRatio * 100).toFixed(1)} %`;
-  const parts = [`requests ${recent.requests}`, `hit ratio ${ratio}`, `quota saved ${recent.saved}`];
-  for (const token of tokens)
-    parts.push(`${token.name} ${token.remaining ?? '?'}/${token.limit ?? '?'}${token.state === 'ok' ? '' : ` ${token.state}`}`);
-  return parts.join(' | ');
 }

@@ -21,8 +21,8 @@ import { ConfigError, loadConfig } from '../platform/config/load.js';
 import { cluster, runPrimary, runWorker, workerCount } from './cluster.js';
 import type { Config } from '../platform/config/schema.js';
 import { startupSummary } from '../platform/config/summary.js';
-import { demoBanner } from './demo-banner.js';
-import { startDemoLoad, summaryLine } from '../../fake-github/demo-load.js';
+import { demoBanner, summaryLine } from './demo-banner.js';
+import { startDemoLoad } from '../../fake-github/demo-load.js';
 import {
   AppSpecError,
   normaliseBasePath,

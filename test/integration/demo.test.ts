@@ -1,7 +1,7 @@
 /** `etagere demo` (what `npm run demo` runs): fake upstream, proxy, built-in load and a live summary. */
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { summaryLine } from '../../fake-github/demo-load.js';
+import { summaryLine } from '../../src/main/demo-banner.js';
 import { runCli } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { deadPort } from '../helpers/upstream.js';

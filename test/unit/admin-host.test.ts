@@ -1,9 +1,9 @@
 /**
- * The pure host rules behind "defaults that fail closed" (src/http/headers/host.ts):
+ * The pure host rules behind "defaults that fail closed" (src/platform/host.ts):
  * which listen addresses are loopback, and which Host headers the admin port answers.
  */
 import { describe, expect, it } from 'vitest';
-import { adminHostAllowed, hostOf, isLoopbackAddress } from '../../src/http/headers/host.js';
+import { adminHostAllowed, hostOf, isLoopbackAddress } from '../../src/platform/host.js';
 
 describe('loopback listen addresses', () => {
   it.each(['127.0.0.1', '127.1.2.3', 'localhost', 'LOCALHOST', '::1', '[::1]', '::ffff:127.0.0.1'])('%s is loopback', (host) => {

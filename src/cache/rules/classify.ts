@@ -11,7 +11,7 @@ import { headerValue } from '../../http/headers/value.js';
 import { contentCodingOf } from '../../http/representation/coding.js';
 import { describesToken, responseHeadersForClient } from '../../http/headers/hop-by-hop.js';
 import { isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
-import type { Unavailable } from '../../pool/rules/types.js';
+import type { Unavailable } from '../../http/errors.js';
 import type { UpstreamFailure } from '../../http/errors.js';
 import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
 import { parseCacheControl, type Directives } from '../../http/headers/cache-control.js';

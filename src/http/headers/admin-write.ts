@@ -13,7 +13,7 @@
  * The CLI and curl send no Origin and no Sec-Fetch-Site, so only the Content-Type applies to them.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { hostOf } from './host.js';
+import { hostOf } from '../../platform/host.js';
 
 export interface AdminWriteRefusal {
   readonly status: 403 | 415;

@@ -11,7 +11,9 @@
  *   fwd=miss; detail=only-if-cached      504: nothing usable stored
  */
 
-export type CacheOutcome = 'hit' | 'revalidated' | 'miss' | 'stale' | 'coalesced' | 'bypass' | 'error';
+import type { CacheOutcome } from '../../platform/metrics/quota-saved.js';
+
+export type { CacheOutcome };
 
 export interface CacheStatusInput {
   hit?: boolean;

@@ -13,7 +13,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RecentSummary } from '../../platform/metrics/recent.js';
 import { adminWriteRefusal, isAdminWrite } from '../../http/headers/admin-write.js';
-import { adminHostAllowed } from '../../http/headers/host.js';
+import { adminHostAllowed } from '../../platform/host.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { DOCUMENTATION_URL } from '../../http/errors.js';
 import type { ConsumersReport } from '../../pool/consumers/consumer-budget.js';

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
-import { isLoopbackAddress } from '../../http/headers/host.js';
+import { isLoopbackAddress } from '../host.js';
 import { tokenName } from './token-name.js';
 
 const port = z.number().int().min(0).max(65535);

@@ -9,7 +9,8 @@
  * - `miss`, `bypass`, `error`, or no cache outcome at all: quota was spent (or nothing was
  *   answered from the cache).
  */
-import type { CacheOutcome } from '../../http/headers/cache-status.js';
+/** What a request's answer was, as metrics and logs count it (Cache-Status names it: http/headers/cache-status.ts). */
+export type CacheOutcome = 'hit' | 'revalidated' | 'miss' | 'stale' | 'coalesced' | 'bypass' | 'error';
 
 const FREE_OUTCOMES: ReadonlySet<string> = new Set<CacheOutcome>(['hit', 'stale', 'coalesced']);
 
