@@ -42,7 +42,7 @@ interface Trace {
 export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger);
-  const { pool, consumers, upstreams, webhooks } = services;
+  const { pool, consumers, upstreams, entrances, webhooks } = services;
   const forward = createForward(logger, metrics, pool);
   const cached = createCachedPath({
     ...services,
@@ -85,17 +85,18 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const match = router.match(target.pathname);
     if (match === undefined) return refuse(req, res, id, errors.noRoute());
     const upstream = upstreams[match.index]!;
+    const { graphql: graphqlRuntime, passThrough } = entrances[match.index]!;
     trace.route = upstream.routes.match(apiPathname(upstream.cfg, target.pathname));
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, target.pathname, target.search);
     const method = req.method;
-    if (upstream.graphql?.serves(method, path) === true)
-      return graphql(req, res, { id, upstream, path, rules: rules[match.index]! }, trace);
+    if (graphqlRuntime?.serves(method, path) === true)
+      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]! }, trace);
 
     if (method !== 'GET' && method !== 'HEAD') {
       dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
-      if (upstream.passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
+      if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
-      upstream.passThrough.forward(req, res, target.pathname, path, id);
+      passThrough.forward(req, res, target.pathname, path, id);
       return NOT_SERVED;
     }
     drain(req);

@@ -10,10 +10,13 @@ import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
 import { createTiers, type Tiers } from '../cache/store/tiers.js';
-import type { Config } from '../platform/config/schema.js';
+import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import type { Logger } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../paths/upstreams.js';
+import type { PassThrough } from '../paths/context.js';
+import { createPassThrough } from '../paths/pass-through/pass-through.js';
+import { createGraphqlRuntime, type GraphqlRuntime } from '../paths/graphql/runtime.js';
 import type { EntryForm } from '../cache/store/entry-form.js';
 import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
@@ -35,6 +38,13 @@ export interface ServiceDeps {
   readonly appTiming?: AppTiming | undefined;
 }
 
+/** An upstream's ways in besides the cached path. */
+export interface Entrances {
+  readonly passThrough: PassThrough | undefined;
+  /** GitHub's GraphQL endpoint through the proxy, when `graphql: true` (src/paths/graphql/). */
+  readonly graphql: GraphqlRuntime | undefined;
+}
+
 export interface Services {
   readonly redis: RedisConnection | undefined;
   readonly tiers: Tiers;
@@ -44,6 +54,8 @@ export interface Services {
   readonly pool: PoolRuntime | undefined;
   /** One runtime per configured upstream, in config order (the router's indexes). */
   readonly upstreams: readonly UpstreamRuntime[];
+  /** Per upstream, in the same order: its ways in besides the cached path (pass-through, GraphQL), when configured. */
+  readonly entrances: readonly Entrances[];
   /** Consumer access control, when enabled. */
   readonly consumers: Consumers | undefined;
   /** The fair share between consumers, when consumer access control is on and there is a pool. */
@@ -110,14 +122,21 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
         decoded: decodedForms,
         maxDecodedBytes: config.cache.max_decoded_bytes ?? config.cache.max_entry_bytes,
       },
-      (upstream, pathname, status) => {
-        // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
-        if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
-      },
       config.cache.max_entry_bytes,
       config.webhooks.owners,
     ),
   );
+  // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
+  const invalidate = (upstream: UpstreamConfig, pathname: string, status: number): void => {
+    if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
+  };
+  const entrances = upstreams.map((rt): Entrances => {
+    const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links) : undefined;
+    const graphql = rt.cfg.graphql
+      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links), config.cache.max_entry_bytes)
+      : undefined;
+    return { passThrough, graphql };
+  });
   metrics.watchCache({
     l1Entries: () => tiers.l1.size,
     l1Bytes: () => tiers.l1.bytes,
@@ -142,6 +161,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     partitioner,
     pool,
     upstreams,
+    entrances,
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
     consumerBudget,
     webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
@@ -161,9 +181,9 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       pool?.close();
       tiers.close();
       await redis?.close();
-      for (const rt of upstreams) {
-        rt.passThrough?.close();
-        rt.graphql?.close();
+      for (const entrance of entrances) {
+        entrance.passThrough?.close();
+        entrance.graphql?.close();
       }
       await Promise.all(upstreams.map((rt) => rt.client.close()));
     },

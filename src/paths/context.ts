@@ -28,3 +28,10 @@ export interface RequestContext {
  * GET or HEAD (`RequestContext`) is one; so is a GraphQL POST (src/paths/graphql/exchange.ts).
  */
 export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstream'> & { readonly method: string };
+
+/** A request streamed to the upstream as it is (http-proxy-3): the pass-through path, and GraphQL with a client's own credential. */
+export interface PassThrough {
+  /** `pathname` is the client's path (the cache's view); `path` is what goes upstream. */
+  forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string): void;
+  close(): void;
+}

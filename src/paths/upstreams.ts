@@ -1,20 +1,15 @@
-/** Per-upstream runtime: its config, client, pass-through and freshness policy, built once. */
+/** Per-upstream runtime: its config, client, route templates, links and freshness policy, built once. */
 import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { FreshnessPolicy } from '../cache/rules/policy.js';
 import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import type { LinkSettings } from '../http/answer.js';
 import type { RewrittenForms } from '../cache/store/entry-form.js';
-import { createGraphqlRuntime, type GraphqlRuntime } from './graphql/runtime.js';
-import { createPassThrough, type PassThrough } from './pass-through/pass-through.js';
 import { policyByPath } from '../cache/rules/webhook-coverage.js';
 
 export interface UpstreamRuntime {
   readonly cfg: UpstreamConfig;
   readonly client: UpstreamClient;
-  readonly passThrough: PassThrough | undefined;
-  /** GitHub's GraphQL endpoint through the proxy, when `graphql: true` (src/paths/graphql/). */
-  readonly graphql: GraphqlRuntime | undefined;
   readonly policy: FreshnessPolicy;
   /** The policy for one client path: `policy`, or more freshness where webhooks cover it (src/cache/rules/webhook-coverage.ts). */
   readonly policyFor: (pathname: string) => FreshnessPolicy;
@@ -52,7 +47,6 @@ export function createUpstreamRuntime(
   cfg: UpstreamConfig,
   links: LinkSettings,
   forms: { rewritten: RewrittenForms; decoded: RewrittenForms; maxDecodedBytes?: number },
-  onUnsafeResponse: (cfg: UpstreamConfig, pathname: string, status: number) => void,
   maxEntryBytes = Number.MAX_SAFE_INTEGER,
   webhookOwners: readonly string[] = [],
 ): UpstreamRuntime {
@@ -61,8 +55,6 @@ export function createUpstreamRuntime(
   return {
     cfg,
     client,
-    passThrough: cfg.pass_through ? createPassThrough(cfg, onUnsafeResponse, links) : undefined,
-    graphql: cfg.graphql ? createGraphqlRuntime(cfg, client.basePath, links, maxEntryBytes) : undefined,
     policy,
     policyFor: policyByPath(cfg, policy, webhookOwners),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),

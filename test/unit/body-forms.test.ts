@@ -67,7 +67,6 @@ function setup(options: { rewrite: boolean; maxDecodedBytes?: number }): Setup {
     config.upstreams[0]!,
     { publicUrl: null, trustForwarded: false },
     { rewritten, decoded, maxDecodedBytes: options.maxDecodedBytes },
-    () => undefined,
     config.cache.max_entry_bytes,
   );
   upstreams.push(upstream);
@@ -209,7 +208,6 @@ describe('a gzip entry that decodes past cache.max_decoded_bytes', () => {
       config.upstreams[0]!,
       { publicUrl: null, trustForwarded: false },
       { rewritten: createRewrittenBodies(1024), decoded: createRewrittenBodies(1024), maxDecodedBytes: config.cache.max_decoded_bytes },
-      () => undefined,
       config.cache.max_entry_bytes,
     );
     upstreams.push(upstream);

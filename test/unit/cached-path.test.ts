@@ -97,7 +97,6 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       config.upstreams[0]!,
       { publicUrl: null, trustForwarded: false },
       { rewritten: createRewrittenBodies(1 << 20), decoded: createRewrittenBodies(1 << 20) },
-      () => undefined,
     );
     exchanges = [];
     forwarded = [];

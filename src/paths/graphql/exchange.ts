@@ -39,6 +39,7 @@ import type { GraphqlAnswer, GraphqlCache, GraphqlRuntime } from './runtime.js';
 export interface GraphqlRoute {
   readonly id: string;
   readonly upstream: UpstreamRuntime;
+  readonly graphql: GraphqlRuntime;
   /** Upstream path and query, as routing built it (`<base>/graphql...`). */
   readonly path: string;
   readonly rules: CredentialRules;
@@ -151,8 +152,7 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
   };
 
   return (req, res, route, trace) => {
-    const { upstream, id } = route;
-    const graphql = upstream.graphql!;
+    const { upstream, id, graphql } = route;
     const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket);
     if (cred === undefined) {
       metrics.consumerRejections.inc();

@@ -6,8 +6,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
-import type { LinkSettings } from '../../http/answer.js';
-import { createPassThrough, type PassThrough } from '../pass-through/pass-through.js';
+import type { PassThrough } from '../context.js';
 import { graphqlEndpoint, graphqlRequestPath, withoutQuery } from '../../http/graphql-endpoint.js';
 
 /** Byte bound of one upstream's GraphQL answer cache. */
@@ -65,10 +64,15 @@ function createCache(ttlSeconds: number, maxEntryBytes: number): GraphqlCache {
   };
 }
 
-export function createGraphqlRuntime(cfg: UpstreamConfig, basePath: string, links: LinkSettings, maxEntryBytes: number): GraphqlRuntime {
+/** `passThrough` carries the calls made with a client's own credential (the pass-through path's forwarder, whatever `pass_through` says). */
+export function createGraphqlRuntime(
+  cfg: UpstreamConfig,
+  basePath: string,
+  passThrough: PassThrough,
+  maxEntryBytes: number,
+): GraphqlRuntime {
   const requestPath = graphqlRequestPath(basePath);
   const endpoint = graphqlEndpoint(basePath);
-  const passThrough = createPassThrough(cfg, undefined, links);
   return {
     serves: (method, path) => method === 'POST' && withoutQuery(path) === requestPath,
     upstreamPath: (path) => endpoint + path.slice(withoutQuery(path).length),

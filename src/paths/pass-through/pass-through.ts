@@ -21,12 +21,9 @@ import { basePrefixOf } from '../../http/route.js';
 import { classifyUpstreamError } from '../../upstream/client.js';
 import { writeError, type LinkSettings } from '../../http/answer.js';
 import { errors } from '../../http/errors.js';
+import type { PassThrough } from '../context.js';
 
-export interface PassThrough {
-  /** `pathname` is the client's path (the cache's view); `path` is what goes upstream. */
-  forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string): void;
-  close(): void;
-}
+export type { PassThrough };
 
 const NO_PUBLIC_URL: LinkSettings = { publicUrl: null, trustForwarded: false };
 
