@@ -19,6 +19,7 @@ WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY fake-github ./fake-github
 RUN npm ci --no-audit --no-fund
 
 # ---- prod-deps: production dependencies only, without lifecycle scripts (no build needed here)
