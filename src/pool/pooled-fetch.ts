@@ -12,8 +12,8 @@
  * it is a plain `fetchBuffered`.
  *
  * Headers that depend on the token (a revalidation's validators) come as data (`TokenHeaders`), and
- * the result says which token, and which value of it, the answer came from: the pool calls back
- * into nobody.
+ * the result says which token, and which value of it (by a keyed id the caller gives), the answer
+ * came from: no callback sets anything aside.
  */
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
