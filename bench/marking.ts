@@ -8,7 +8,7 @@
  *   npx tsx bench/marking.ts [--entries N] [--repos N]
  */
 import { parseArgs } from 'node:util';
-import type { CacheEntry } from '../src/cache/store/entry.js';
+import type { CacheEntry } from '../src/cache/rules/entry.js';
 import { cacheKey } from '../src/cache/rules/key.js';
 import { createMemoryStore } from '../src/cache/store/memory-store.js';
 import { createPathIndex } from '../src/cache/store/path-index.js';
@@ -45,7 +45,7 @@ const entry = (): CacheEntry => ({
   staleIfError: 0,
   staleWhileRevalidate: 0,
   mustRevalidate: false,
-  fetchedBy: 'anon',
+  fetchedBy: { kind: 'anonymous' },
   vary: null,
 });
 

@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { storedHeaders } from '../src/cache/rules/classify.js';
-import type { CacheEntry } from '../src/cache/store/entry.js';
+import type { CacheEntry } from '../src/cache/rules/entry.js';
 import { cacheKey, POOL } from '../src/cache/rules/key.js';
 import { createMemoryStore } from '../src/cache/store/memory-store.js';
 import { ownedCopy } from '../src/platform/owned-bytes.js';
@@ -308,7 +308,7 @@ export function makeEntry(index: number, now: number, bodies: BodyKind = 'small'
     staleIfError: 86_400,
     staleWhileRevalidate: 0,
     mustRevalidate: false,
-    fetchedBy: 'pool:sim',
+    fetchedBy: { kind: 'pool', token: 'sim' },
     vary: null,
   };
   return { key, entry };

@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { parseCacheControl } from './headers/cache-control.js';
 import { acceptsGzip, contentCodingOf } from './representation/coding.js';
-import type { CacheEntry } from '../cache/store/entry.js';
+import type { CacheEntry } from '../cache/rules/entry.js';
 import { REPRESENTATION_FRAMING } from '../cache/rules/policy.js';
 import { clientHasCurrent } from './headers/conditional.js';
 import { byteRange, ifRangeHolds, type ByteRange } from './headers/range.js';

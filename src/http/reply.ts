@@ -4,7 +4,7 @@
  * carries what the access log and the metrics record about it.
  */
 import type { Readable } from 'node:stream';
-import type { CacheEntry } from '../cache/store/entry.js';
+import type { CacheEntry } from '../cache/rules/entry.js';
 import type { CacheOutcome } from './headers/cache-status.js';
 import { responseHeadersForClient, type HeaderMap } from './headers/hop-by-hop.js';
 import type { PoolHeaders } from '../pool/rules/pool-headers.js';

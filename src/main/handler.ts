@@ -129,7 +129,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       return answer(ctx, { kind: 'body', ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
     }
     // Range requests stream through, except under rfc9111: a part of the stored response (answer.ts).
-    const policy = upstream.cfg.cache.policy;
+    const policy = upstream.policy.kind;
     if (policy === 'none' || (req.headers.range !== undefined && policy !== 'rfc9111')) return forward(ctx);
     return cached(ctx);
   };

@@ -1,18 +1,17 @@
 /** Per-upstream runtime: its config, client, route templates, links and freshness policy, built once. */
 import type { UpstreamConfig } from '../platform/config/schema.js';
-import type { FreshnessPolicy } from '../cache/rules/policy.js';
+import type { UpstreamPolicy } from '../cache/rules/policy.js';
 import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import type { LinkSettings } from '../http/answer.js';
 import type { RewrittenForms } from '../cache/store/entry-form.js';
-import { policyByPath } from '../cache/rules/webhook-coverage.js';
+import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
 
 export interface UpstreamRuntime {
   readonly cfg: UpstreamConfig;
   readonly client: UpstreamClient;
-  readonly policy: FreshnessPolicy;
-  /** The policy for one client path: `policy`, or more freshness where webhooks cover it (src/cache/rules/webhook-coverage.ts). */
-  readonly policyFor: (pathname: string) => FreshnessPolicy;
+  /** Its freshness policy: the kind, and the policy for one client path (src/cache/rules/policy.ts `UpstreamPolicy`). */
+  readonly policy: UpstreamPolicy;
   /** Route templates for metric labels. */
   readonly routes: RouteMatcher;
   /** Upstream URL (origin + base path, no trailing slash), as it appears in Link headers. */
@@ -32,17 +31,6 @@ export function rewritesBodyUrls(cfg: UpstreamConfig): boolean {
   return cfg.rewrite_body_urls ?? cfg.token_pool;
 }
 
-export function policyOf(cfg: UpstreamConfig): FreshnessPolicy {
-  return {
-    kind: cfg.cache.policy,
-    ttl: cfg.cache.ttl_seconds ?? 0,
-    maxAgeCap: cfg.cache.max_age_cap_seconds,
-    staleIfError: cfg.cache.stale_if_error_seconds,
-    staleWhileRevalidate: cfg.cache.stale_while_revalidate_seconds,
-    heuristicFraction: cfg.cache.heuristic_fraction,
-  };
-}
-
 export function createUpstreamRuntime(
   cfg: UpstreamConfig,
   links: LinkSettings,
@@ -51,12 +39,10 @@ export function createUpstreamRuntime(
   webhookOwners: readonly string[] = [],
 ): UpstreamRuntime {
   const client = createUpstreamClient(cfg);
-  const policy = policyOf(cfg);
   return {
     cfg,
     client,
-    policy,
-    policyFor: policyByPath(cfg, policy, webhookOwners),
+    policy: upstreamPolicy(cfg, webhookOwners),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
     linkBase: client.origin + client.basePrefix,
     links,

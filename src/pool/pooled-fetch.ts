@@ -10,6 +10,10 @@
  * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
  * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
  * it is a plain `fetchBuffered`.
+ *
+ * Headers that depend on the token (a revalidation's validators) come as data (`TokenHeaders`), and
+ * the result says which token, and which value of it (by a keyed id the caller gives), the answer
+ * came from: no callback sets anything aside.
  */
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
@@ -42,7 +46,14 @@ export function consumerOf(pool: PoolContext | undefined, cred: { kind: string; 
 }
 
 export type PooledFetched =
-  | { kind: 'fetched'; f: Fetched; token: string | undefined; switched: boolean }
+  | {
+      kind: 'fetched';
+      f: Fetched;
+      token: string | undefined;
+      /** The id of the token's value the answer came on (`Req.valueId`'s), when the request gave `valueId`. */
+      credential: string | undefined;
+      switched: boolean;
+    }
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 /** At most this many tokens are tried for one request. */
@@ -59,7 +70,30 @@ interface Req {
    */
   tokenStatus?: (status: number, body: Buffer, header: HeaderLookup) => number;
   /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/validators.ts). */
-  perToken?: (name: string, authorization: string) => Record<string, string>;
+  tokenHeaders?: TokenHeaders;
+  /**
+   * A short keyed id of a token's value (an Authorization value; never the value itself): given,
+   * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
+   */
+  valueId?: (authorization: string) => string;
+}
+
+/**
+ * Headers by token: `headers` on every token, but `rotated.headers` on `rotated.token` once its
+ * value is another than the one of id `rotated.credential` (which `Req.valueId` tells; without it,
+ * `headers`).
+ */
+export interface TokenHeaders {
+  readonly headers: Readonly<Record<string, string>>;
+  readonly rotated?: { readonly token: string; readonly credential: string; readonly headers: Readonly<Record<string, string>> };
+}
+
+/** The headers of `chosen` for a request on token `name` whose value has id `credential`. */
+function headersOn(chosen: TokenHeaders | undefined, name: string, credential: string | undefined): Readonly<Record<string, string>> {
+  if (chosen === undefined) return {};
+  const { rotated } = chosen;
+  const isRotated = rotated !== undefined && credential !== undefined && rotated.token === name && rotated.credential !== credential;
+  return isRotated ? rotated.headers : chosen.headers;
 }
 
 export async function fetchPooled(
@@ -70,7 +104,10 @@ export async function fetchPooled(
   prefer?: string,
   consumer?: ConsumerRef,
 ): Promise<PooledFetched> {
-  if (pool === undefined) return { kind: 'fetched', f: await fetchBuffered(client, req, maxBytes), token: undefined, switched: false };
+  if (pool === undefined) {
+    const sent = req.tokenHeaders === undefined ? req : { ...req, headers: { ...req.headers, ...req.tokenHeaders.headers } };
+    return { kind: 'fetched', f: await fetchBuffered(client, sent, maxBytes), token: undefined, credential: undefined, switched: false };
+  }
   if (consumer === undefined) return onTokens(client, req, maxBytes, pool, prefer, { sent: 0 });
   // Fair share: the consumer's unit is counted before a token is acquired, and given back if it spent nothing.
   const admission = await consumer.gate.admit(consumer.name, resourceOf(req.path, client.basePath));
@@ -134,12 +171,14 @@ async function onTokens(
     if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;
-    const headers = { ...req.headers, ...req.perToken?.(lease.name, lease.authorization), authorization: lease.authorization };
+    const credential = req.valueId?.(lease.authorization);
+    const headers = { ...req.headers, ...headersOn(req.tokenHeaders, lease.name, credential), authorization: lease.authorization };
     const fetched = await fetchBuffered(client, { ...req, headers }, maxBytes);
     const switched = prefer !== undefined && lease.name !== prefer;
+    const on = { token: lease.name, credential, switched };
     if (fetched.kind === 'failed') {
       lease.cancel();
-      return { kind: 'fetched', f: fetched, token: lease.name, switched };
+      return { kind: 'fetched', f: fetched, ...on };
     }
     const header = headerReader(fetched.headers);
     const status =
@@ -159,7 +198,7 @@ async function onTokens(
     if (notFound !== undefined && status >= 400 && status < 500) return notFound;
     if (more && status === 404 && lacksScope(pool, lease.name, header('x-accepted-oauth-scopes'), tried)) {
       tried.add(lease.name); // another member's scopes reach what this one's do not: its answer, not this 404
-      notFound = { kind: 'fetched', f: fetched, token: lease.name, switched };
+      notFound = { kind: 'fetched', f: fetched, ...on };
       continue;
     }
     const unauthorized = verdict.kind === 'unauthorized' && fetched.kind === 'response' ? fetched.body.toString('utf8', 0, 512) : undefined;
@@ -181,6 +220,6 @@ async function onTokens(
         continue;
       }
     }
-    return { kind: 'fetched', f: fetched, token: lease.name, switched };
+    return { kind: 'fetched', f: fetched, ...on };
   }
 }

@@ -1,6 +1,6 @@
 /** A stored cache entry for tests: a small fresh JSON 200, with what a test cares about overridden. */
 import type { CacheResult } from '../../src/cache/rules/classify.js';
-import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import type { CacheRequest } from '../../src/cache/rules/request.js';
 
 export function testEntry(over: Partial<CacheEntry> = {}): CacheEntry {
@@ -18,7 +18,7 @@ export function testEntry(over: Partial<CacheEntry> = {}): CacheEntry {
     staleIfError: 0,
     staleWhileRevalidate: 0,
     mustRevalidate: false,
-    fetchedBy: 'anon',
+    fetchedBy: { kind: 'anonymous' },
     vary: null,
     ...over,
   };
@@ -26,7 +26,7 @@ export function testEntry(over: Partial<CacheEntry> = {}): CacheEntry {
 
 /** An entry pool token `token` fetched: its body and weak ETag name it. */
 export const poolEntry = (token: string, over: Partial<CacheEntry> = {}): CacheEntry =>
-  testEntry({ body: Buffer.from(`{"by":"${token}"}`), etag: `W/"${token}"`, fetchedBy: `pool:${token}`, ...over });
+  testEntry({ body: Buffer.from(`{"by":"${token}"}`), etag: `W/"${token}"`, fetchedBy: { kind: 'pool', token }, ...over });
 
 /** What an exchange on pool token `token` stores for `req` (as classify makes it). */
 export const storedBy = (req: CacheRequest, token: string, value: CacheEntry): CacheResult => ({

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { cacheKey, ANONYMOUS } from '../../src/cache/rules/key.js';
-import { ENTRY_VERSION } from '../../src/cache/store/entry.js';
+import { ENTRY_VERSION } from '../../src/cache/store/entry-codec.js';
 import { keyTag } from '../../src/cache/store/redis-store.js';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';

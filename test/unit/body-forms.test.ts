@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { answer } from '../../src/http/answer.js';
 import type { AnswerContext } from '../../src/paths/context.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEntry, encodeEntry, ENTRY_HEAD_BYTES, ENTRY_VERSION, entryStamp, type CacheEntry } from '../../src/cache/store/entry.js';
+import { decodeEntry, encodeEntry, ENTRY_HEAD_BYTES, ENTRY_VERSION, entryStamp } from '../../src/cache/store/entry-codec.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 
 const entry: CacheEntry = {
   status: 200,
@@ -19,7 +20,7 @@ const entry: CacheEntry = {
   staleIfError: 86_400,
   staleWhileRevalidate: 0,
   mustRevalidate: false,
-  fetchedBy: 'cred:abcd1234',
+  fetchedBy: { kind: 'client', credential: 'abcd1234' },
   vary: { 'x-tenant': 'a' },
 };
 
@@ -46,7 +47,7 @@ describe('entry codec', () => {
     const json = Buffer.from(JSON.stringify(meta));
     const head = Buffer.from([1, 0, 0, 0, 0]);
     head.writeUInt32BE(json.length, 1);
-    expect(ENTRY_VERSION).toBe(3);
+    expect(ENTRY_VERSION).toBe(4);
     expect(decodeEntry(Buffer.concat([head, json, entry.body]))).toBeUndefined();
   });
   it('reads an entry of version 2 (no write stamp) as a miss', () => {
@@ -57,6 +58,17 @@ describe('entry codec', () => {
     const v2 = Buffer.concat([head, json, entry.body]);
     expect(decodeEntry(v2)).toBeUndefined();
     expect(entryStamp(v2)).toBeUndefined();
+  });
+  it('reads an entry of version 3 (fetchedBy a string) as a miss, and a fetcher of no known shape as a miss', () => {
+    const v3 = encodeEntry({ ...entry, fetchedBy: 'cred:abcd1234' as unknown as CacheEntry['fetchedBy'] });
+    v3[0] = 3;
+    expect(decodeEntry(v3)).toBeUndefined();
+    for (const fetchedBy of ['anon', { kind: 'pool' }, { kind: 'client' }, { kind: 'pool', token: 'a', credential: 1 }, null]) {
+      const odd = encodeEntry({ ...entry, fetchedBy: fetchedBy as unknown as CacheEntry['fetchedBy'] });
+      expect(decodeEntry(odd), JSON.stringify(fetchedBy)).toBeUndefined();
+    }
+    const pool = { ...entry, fetchedBy: { kind: 'pool', token: 'ci-app-1001', credential: 'Ab-_12cd' } as const };
+    expect(decodeEntry(encodeEntry(pool))).toEqual(pool);
   });
   it('gives every encoding its own write stamp, read without decoding the rest', () => {
     const stamps = new Set<number | undefined>();

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Got } from '../../src/cache/rules/classify.js';
 import { createCoalescer } from '../../src/cache/store/coalesce.js';
-import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { createPartitioner } from '../../src/cache/rules/key.js';
 import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
 import { parseConfig } from '../../src/platform/config/load.js';
@@ -74,7 +74,7 @@ function response(status: number, body: string, headers: Record<string, string> 
       responseTime: now,
     },
     token: undefined,
-    fetchedBy: 'anon',
+    fetchedBy: { kind: 'anonymous' },
   };
 }
 
@@ -171,7 +171,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       kind: 'fetched',
       fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNRESET' } },
       token: undefined,
-      fetchedBy: 'anon',
+      fetchedBy: { kind: 'anonymous' },
     });
     const { served, res } = await get();
     expect(served.outcome).toBe('stale');
@@ -185,7 +185,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       kind: 'fetched',
       fetched: { kind: 'failed', failure: { status: 502, detail: 'ECONNREFUSED' } },
       token: undefined,
-      fetchedBy: 'anon',
+      fetchedBy: { kind: 'anonymous' },
     });
     const { served, res } = await get();
     expect(served.outcome).toBe('error');
@@ -242,7 +242,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
           rest: Readable.from([Buffer.from(big.slice(70))]),
         },
         token: undefined,
-        fetchedBy: 'anon',
+        fetchedBy: { kind: 'anonymous' },
       };
     };
     const first = get();

@@ -8,7 +8,7 @@ import { requestDirectives } from '../../src/http/headers/cache-control.js';
 import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../../src/cache/rules/client-directives.js';
 import { planFor } from '../../src/cache/rules/plan.js';
 import { decide } from '../../src/cache/rules/policy.js';
-import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 
 const NOW = 1_700_000_000_000;
 /** Stored 10 s ago, fresh for 60 s. */

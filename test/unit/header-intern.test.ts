@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeEntry, encodeEntry, entrySize } from '../../src/cache/store/entry.js';
+import { decodeEntry, encodeEntry, entrySize } from '../../src/cache/store/entry-codec.js';
 import { isSharedPair, sharedHeaders, sharedPairCount, storedPair } from '../../src/cache/store/header-intern.js';
 import { ownedConcat, ownedCopy } from '../../src/platform/owned-bytes.js';
 import { decodedBody } from '../../src/cache/store/entry-coding.js';

@@ -5,7 +5,8 @@
  * Redis: it answers GET with a fresh copy of what it holds, as a reply buffer would be.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeEntry, ENTRY_HEAD_BYTES, type CacheEntry } from '../../src/cache/store/entry.js';
+import { encodeEntry, ENTRY_HEAD_BYTES } from '../../src/cache/store/entry-codec.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { createRedisStore, type RedisStore } from '../../src/cache/store/redis-store.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics, type Metrics } from '../../src/platform/metrics/registry.js';

@@ -4,7 +4,8 @@
  * of a revalidation (section 4.3.1), and invalidation after unsafe methods (section 4.4).
  */
 import { describe, expect, it } from 'vitest';
-import { freshens, KEPT_ON_304, revalidationHeaders, selectedBy304 } from '../../src/cache/rules/freshen.js';
+import { freshens, KEPT_ON_304, selectedBy304 } from '../../src/cache/rules/freshen.js';
+import { revalidationHeaders } from '../../src/cache/rules/validators.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../../src/cache/rules/invalidation.js';
 import { ageValue, mergeHeaders, UNTRUSTED_AGE } from '../../src/cache/rules/policy.js';
 import { parseHttpDate } from '../../src/http/headers/http-date.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { entrySize, type CacheEntry } from '../../src/cache/store/entry.js';
+import { entrySize } from '../../src/cache/store/entry-codec.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { createMemoryStore } from '../../src/cache/store/memory-store.js';
 import { createSingleFlight } from '../../src/cache/store/single-flight.js';
 
@@ -60,7 +61,7 @@ const entry = (bytes: number): CacheEntry => ({
   staleIfError: 0,
   staleWhileRevalidate: 0,
   mustRevalidate: false,
-  fetchedBy: 'anon',
+  fetchedBy: { kind: 'anonymous' },
   vary: null,
 });
 

@@ -5,7 +5,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { cacheKey } from '../../src/cache/rules/key.js';
 import { createMemoryStore } from '../../src/cache/store/memory-store.js';
 import { createPathIndex } from '../../src/cache/store/path-index.js';

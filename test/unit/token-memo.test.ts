@@ -5,7 +5,7 @@
  * entry falls back to every member's, and the memo is bounded.
  */
 import { describe, expect, it } from 'vitest';
-import type { CacheEntry } from '../../src/cache/store/entry.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { POOL, cacheKey, keyAround, type KeyInput } from '../../src/cache/rules/key.js';
 import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/rules/request.js';
 import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';

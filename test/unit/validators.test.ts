@@ -1,11 +1,11 @@
 /**
  * Which validators a revalidation sends (src/cache/rules/validators.ts), and who fetched an entry as
- * its `fetchedBy` records it (src/cache/store/entry.ts): the ETag as always; If-Modified-Since only for
+ * its `fetchedBy` records it (src/cache/rules/entry.ts): the ETag as always; If-Modified-Since only for
  * an entry that the same pool token fetched with another value, under `last_modified`, when its
  * Last-Modified is at least a second older than its Date.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeFetchedBy, poolCredentialOf, poolTokenOf, type CacheEntry } from '../../src/cache/store/entry.js';
+import { poolTokenOf, type CacheEntry, type FetchedBy } from '../../src/cache/rules/entry.js';
 import { lastModifiedValidates, storedValidators, validatorsFor, type StoredValidators } from '../../src/cache/rules/validators.js';
 
 const MODIFIED = 'Mon, 01 Jan 2024 00:00:00 GMT';
@@ -57,15 +57,17 @@ describe('validatorsFor', () => {
 
 describe('fetchedBy', () => {
   it('records a pool token by name, with the id of its value when given', () => {
-    expect(encodeFetchedBy({ kind: 'pool', token: 'ci-app-1001' })).toBe('pool:ci-app-1001');
-    const withValue = encodeFetchedBy({ kind: 'pool', token: 'ci-app-1001', credential: 'Ab-_12cd' });
-    expect(withValue).toBe('pool:ci-app-1001/Ab-_12cd');
-    expect([poolTokenOf(withValue), poolCredentialOf(withValue)]).toEqual(['ci-app-1001', 'Ab-_12cd']);
-    expect([poolTokenOf('pool:tok-1a2b3c4d'), poolCredentialOf('pool:tok-1a2b3c4d')]).toEqual(['tok-1a2b3c4d', undefined]);
-    for (const other of ['anon', 'cred:abcd1234', undefined, 'poolx:a/b']) {
+    const withValue: FetchedBy = { kind: 'pool', token: 'ci-app-1001', credential: 'Ab-_12cd' };
+    expect(poolTokenOf(withValue)).toBe('ci-app-1001');
+    expect(poolTokenOf({ kind: 'pool', token: 'tok-1a2b3c4d' })).toBe('tok-1a2b3c4d');
+    for (const other of [{ kind: 'anonymous' }, { kind: 'client', credential: 'abcd1234' }] as const)
       expect(poolTokenOf(other)).toBeUndefined();
-      expect(poolCredentialOf(other)).toBeUndefined();
-    }
+    const base = { etag: undefined, lastModified: undefined, headers: [] } as unknown as CacheEntry;
+    expect(storedValidators({ ...base, fetchedBy: withValue })).toMatchObject({ token: 'ci-app-1001', credential: 'Ab-_12cd' });
+    expect(storedValidators({ ...base, fetchedBy: { kind: 'client', credential: 'abcd1234' } })).toMatchObject({
+      token: undefined,
+      credential: undefined,
+    });
   });
 
   it('reads what a stored entry knows', () => {
@@ -76,7 +78,7 @@ describe('fetchedBy', () => {
         ['etag', stored.etag!],
         ['date', stored.date!],
       ],
-      fetchedBy: 'pool:ci-app-1001/id-old',
+      fetchedBy: { kind: 'pool', token: 'ci-app-1001', credential: 'id-old' },
     } as unknown as CacheEntry;
     expect(storedValidators(entry)).toEqual(stored);
   });

@@ -15,10 +15,11 @@ import type { Unavailable } from '../../http/errors.js';
 import type { UpstreamFailure } from '../../http/errors.js';
 import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
 import { parseCacheControl, type Directives } from '../../http/headers/cache-control.js';
-import { fieldValue, type CacheEntry } from '../store/entry.js';
+import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
 import { storedPair } from '../store/header-intern.js';
 import { varySelection } from './key.js';
-import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
+import { freshens, KEPT_ON_304 } from './freshen.js';
+import type { Validators } from './validators.js';
 import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
 import type { CacheRequest } from './request.js';
 import { parseSurrogateControl, withSurrogate } from './surrogate-control.js';
@@ -29,7 +30,7 @@ export type Got =
       kind: 'fetched';
       fetched: Fetched;
       token: string | undefined;
-      fetchedBy: string;
+      fetchedBy: FetchedBy;
       /** The body decoded (src/upstream/decode.ts): the body itself for identity, undefined for a coding the proxy does not decode. */
       decoded?: Buffer | undefined;
     }
@@ -222,7 +223,7 @@ function entryFrom(
   req: CacheRequest,
   response: Response,
   res: Readonly<Directives>,
-  fetchedBy: string,
+  fetchedBy: FetchedBy,
   vary: Record<string, string> | null,
   decodedSize: number,
 ): CacheEntry {
@@ -241,7 +242,7 @@ function entryFrom(
 }
 
 /** A 304 confirmed `stored`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
-function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fetchedBy: string): CacheEntry {
+function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fetchedBy: FetchedBy): CacheEntry {
   const kept = req.policy.kind === 'rfc9111' ? KEPT_ON_304 : undefined;
   const headers = mergeHeaders(stored.headers, storedHeaders(response.headers, req.credential === 'pool'), kept);
   return {

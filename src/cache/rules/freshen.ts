@@ -1,7 +1,7 @@
 /**
- * Pure: revalidating a stored response. The preconditions the request carries (RFC 9111 section
- * 4.3.1); under `rfc9111`, which stored response a 304 freshens (section 4.3.4) and which of its
- * header fields the 304 updates (section 3.2).
+ * Pure: what a 304 does to a stored response. Under `rfc9111`, which stored response it freshens
+ * (RFC 9111 section 4.3.4) and which of its header fields it updates (section 3.2); the validators
+ * the revalidation sent are validators.ts.
  *
  * Selection (section 4.3.4, first match; the proxy holds one stored response per key):
  *   - the 304 carries a strong ETag: it selects the stored response only if that one has the same
@@ -17,11 +17,7 @@
  */
 import { parseHttpDate } from '../../http/headers/http-date.js';
 import type { PolicyKind } from './policy.js';
-
-export interface Validators {
-  readonly etag: string | undefined;
-  readonly lastModified: string | undefined;
-}
+import type { Validators } from './validators.js';
 
 const isWeak = (tag: string): boolean => tag.startsWith('W/');
 const opaque = (tag: string): string => (isWeak(tag) ? tag.slice(2) : tag);
@@ -30,19 +26,6 @@ const opaque = (tag: string): string => (isWeak(tag) ? tag.slice(2) : tag);
 function sameDate(left: string, right: string): boolean {
   const [leftTime, rightTime] = [parseHttpDate(left), parseHttpDate(right)];
   return leftTime === undefined || rightTime === undefined ? left.trim() === right.trim() : leftTime === rightTime;
-}
-
-/**
- * The preconditions of a revalidation. Under `rfc9111` both validators, as section 4.3.1 says (the
- * ETag MUST be sent, Last-Modified SHOULD be too); the GitHub policies send the ETag, else
- * Last-Modified (GitHub's ETag is the validator that counts).
- */
-export function revalidationHeaders(stored: Validators, policy: PolicyKind): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (stored.etag !== undefined) out['if-none-match'] = stored.etag;
-  if (stored.lastModified !== undefined && (policy === 'rfc9111' || stored.etag === undefined))
-    out['if-modified-since'] = stored.lastModified;
-  return out;
 }
 
 /** Whether a 304 with `notModified`'s validators selects the stored response with `stored`'s (section 4.3.4). */

@@ -9,7 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { contentCodingOf } from '../../http/representation/coding.js';
 import { currentAge } from './policy.js';
 import { ANONYMOUS, POOL } from './key.js';
-import type { CacheEntry } from '../store/entry.js';
+import type { CacheEntry, FetchedBy } from './entry.js';
 
 /** The parts of a cache key (key.ts: upstream, path, query, accept, api version, partition[, selecting]). */
 export interface KeyParts {
@@ -36,10 +36,9 @@ export function partitionKind(partition: string): PartitionKind {
 }
 
 /** Who fetched an entry, as shown: "anonymous", "pool token <name>", "credential <id>". */
-export function fetcherOf(fetchedBy: string): string {
-  if (fetchedBy.startsWith('pool:')) return `pool token ${fetchedBy.slice(5)}`;
-  if (fetchedBy.startsWith('cred:')) return `credential ${fetchedBy.slice(5)}`;
-  return fetchedBy === 'anon' ? 'anonymous' : 'unknown';
+export function fetcherOf(fetchedBy: FetchedBy): string {
+  if (fetchedBy.kind === 'pool') return `pool token ${fetchedBy.token}`;
+  return fetchedBy.kind === 'client' ? `credential ${fetchedBy.credential}` : 'anonymous';
 }
 
 export interface EntryView {

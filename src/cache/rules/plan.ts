@@ -5,7 +5,7 @@
  * the client asked for only-if-cached.
  */
 import type { Directives } from '../../http/headers/cache-control.js';
-import type { CacheEntry } from '../store/entry.js';
+import type { CacheEntry } from './entry.js';
 import { decide } from './policy.js';
 
 export type Plan =

@@ -13,7 +13,8 @@
  */
 import { isJsonMediaType } from '../../http/headers/media-type.js';
 import type { Directives } from '../../http/headers/cache-control.js';
-import type { CacheEntry } from '../store/entry.js';
+import type { UpstreamConfig } from '../../platform/config/schema.js';
+import type { CacheEntry } from './entry.js';
 
 export type PolicyKind = 'max-age' | 'revalidate' | 'ttl' | 'rfc9111' | 'none';
 
@@ -34,6 +35,28 @@ export interface FreshnessPolicy {
    * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/webhook-coverage.ts). Unset: none.
    */
   freshFloor?: number;
+}
+
+/**
+ * An upstream's freshness policy, the one way it is read: its kind (the same on every path), and
+ * the policy for one client path, with more freshness where webhooks cover it (webhook-coverage.ts
+ * `upstreamPolicy` builds it).
+ */
+export interface UpstreamPolicy {
+  readonly kind: PolicyKind;
+  at(pathname: string): FreshnessPolicy;
+}
+
+/** The freshness policy an upstream's `cache` settings give (before any path's floor). */
+export function policyOf(cache: UpstreamConfig['cache']): FreshnessPolicy {
+  return {
+    kind: cache.policy,
+    ttl: cache.ttl_seconds ?? 0,
+    maxAgeCap: cache.max_age_cap_seconds,
+    staleIfError: cache.stale_if_error_seconds,
+    staleWhileRevalidate: cache.stale_while_revalidate_seconds,
+    heuristicFraction: cache.heuristic_fraction,
+  };
 }
 
 /** Statuses a shared cache may store without explicit freshness (RFC 9110 section 15.1 "heuristically cacheable", minus 206). */

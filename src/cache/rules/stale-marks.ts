@@ -13,7 +13,7 @@
  * The marks also time the staleness window: from a delivery to the first revalidation of an
  * entry it marked that brought a changed representation (`etagere_webhook_staleness_seconds`).
  */
-import type { CacheEntry } from '../store/entry.js';
+import type { CacheEntry } from './entry.js';
 import { coveringScopeIds, keyPath } from './path-scope.js';
 
 export type MarkSource = 'webhook' | 'purge';

@@ -1,6 +1,9 @@
 /**
- * Pure: the validators a stored entry is revalidated with. Normally its ETag (If-None-Match), else
- * its Last-Modified (If-Modified-Since).
+ * Pure: the validators a stored entry is revalidated with (RFC 9111 section 4.3.1). Normally its
+ * ETag (If-None-Match), else its Last-Modified (If-Modified-Since); under `rfc9111` both, as
+ * section 4.3.1 says (the ETag MUST be sent, Last-Modified SHOULD be too). The GitHub policies send
+ * the ETag, else Last-Modified: GitHub's ETag is the validator that counts. What a 304 then does
+ * to the entry is freshen.ts.
  *
  * GitHub's ETag depends on the credential: once a pool token has a new value (an App installation
  * token re-minted every hour, a rotated token), the old value's ETag never matches and the
@@ -14,16 +17,20 @@
  * shows is not mistaken for no change. Otherwise, and for another token's entry (a switch), the
  * ETag as always.
  */
-import { poolCredentialOf, poolTokenOf, type CacheEntry } from '../store/entry.js';
-import { revalidationHeaders } from './freshen.js';
+import { parseHttpDate } from '../../http/headers/http-date.js';
+import { fieldValue, type CacheEntry } from './entry.js';
 import type { PolicyKind } from './policy.js';
 
 export type RotatedTokenRevalidation = 'etag' | 'last_modified';
 
-/** What a revalidation knows of the stored entry. */
-export interface StoredValidators {
+/** A representation's validators. */
+export interface Validators {
   readonly etag: string | undefined;
   readonly lastModified: string | undefined;
+}
+
+/** What a revalidation knows of the stored entry. */
+export interface StoredValidators extends Validators {
   /** The entry's Date header (of the response, or of the last 304 that confirmed it). */
   readonly date: string | undefined;
   /** The pool token that fetched it, and the id of its value then (when recorded). */
@@ -37,46 +44,73 @@ export interface SendingToken {
   readonly credential: string;
 }
 
+/**
+ * A revalidation's validators on whichever token it goes out on, as data for the pool
+ * (src/pool/pooled-fetch.ts takes this shape): `headers` on every token, but `rotated.headers` on
+ * `rotated.token` once its value is another than the one of id `rotated.credential`.
+ */
+export interface ValidatorsByToken {
+  readonly headers: Readonly<Record<string, string>>;
+  readonly rotated?: { readonly token: string; readonly credential: string; readonly headers: Readonly<Record<string, string>> };
+}
+
 /** Whether Last-Modified can stand for the representation: at least a second older than Date (RFC 9110 8.8.2.2). */
 export function lastModifiedValidates(lastModified: string | undefined, date: string | undefined): boolean {
   if (lastModified === undefined || date === undefined) return false;
-  const modified = Date.parse(lastModified);
-  const dated = Date.parse(date);
-  return Number.isFinite(modified) && Number.isFinite(dated) && dated - modified >= 1000;
+  const modified = parseHttpDate(lastModified);
+  const dated = parseHttpDate(date);
+  return modified !== undefined && dated !== undefined && dated - modified >= 1000;
 }
 
-/** Whether `sending` is the token that fetched the entry, with a value it did not have then. */
-function rotated(stored: StoredValidators, sending: SendingToken | undefined): boolean {
-  return (
-    sending !== undefined && stored.credential !== undefined && stored.token === sending.name && stored.credential !== sending.credential
-  );
+/** The preconditions of a revalidation under `policy`: the ETag, else Last-Modified; both under `rfc9111`. */
+export function revalidationHeaders(stored: Validators, policy: PolicyKind): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (stored.etag !== undefined) out['if-none-match'] = stored.etag;
+  if (stored.lastModified !== undefined && (policy === 'rfc9111' || stored.etag === undefined))
+    out['if-modified-since'] = stored.lastModified;
+  return out;
 }
 
-/** The conditional request headers to revalidate `stored` with (none without an entry). */
+/** If-Modified-Since alone, for the token that fetched `stored` once it has another value (when the mode and the dates allow). */
+function onRotatedToken(stored: StoredValidators, mode: RotatedTokenRevalidation): ValidatorsByToken['rotated'] {
+  const { etag, lastModified, token, credential } = stored;
+  if (mode !== 'last_modified' || etag === undefined || token === undefined || credential === undefined) return undefined;
+  if (!lastModifiedValidates(lastModified, stored.date)) return undefined;
+  return { token, credential, headers: { 'if-modified-since': lastModified! } };
+}
+
+/** The conditional request headers to revalidate `stored` with, per token (none without an entry). */
+export function validatorsByToken(
+  stored: StoredValidators | undefined,
+  mode: RotatedTokenRevalidation,
+  policy: PolicyKind = 'max-age',
+): ValidatorsByToken {
+  if (stored === undefined) return { headers: {} };
+  const headers = revalidationHeaders(stored, policy);
+  const rotated = onRotatedToken(stored, mode);
+  return rotated === undefined ? { headers } : { headers, rotated };
+}
+
+/** The conditional request headers to revalidate `stored` with when sent on `sending` (none without an entry). */
 export function validatorsFor(
   stored: StoredValidators | undefined,
   sending: SendingToken | undefined,
   mode: RotatedTokenRevalidation,
   policy: PolicyKind = 'max-age',
 ): Record<string, string> {
-  if (stored === undefined) return {};
-  const { etag, lastModified } = stored;
-  if (etag !== undefined && mode === 'last_modified' && rotated(stored, sending) && lastModifiedValidates(lastModified, stored.date)) {
-    return { 'if-modified-since': lastModified! };
-  }
-  // The ETag, else Last-Modified; under rfc9111 both (RFC 9111 section 4.3.1, freshen.ts).
-  return revalidationHeaders(stored, policy);
+  const { headers, rotated } = validatorsByToken(stored, mode, policy);
+  const isRotated = rotated !== undefined && sending?.name === rotated.token && sending.credential !== rotated.credential;
+  return { ...(isRotated ? rotated.headers : headers) };
 }
 
 /** What a revalidation of `entry` knows of it. */
 export function storedValidators(entry: CacheEntry): StoredValidators {
-  let date: string | undefined;
-  for (const [name, value] of entry.headers) if (name === 'date') date = value;
+  const by = entry.fetchedBy;
   return {
     etag: entry.etag,
     lastModified: entry.lastModified,
-    date,
-    token: poolTokenOf(entry.fetchedBy),
-    credential: poolCredentialOf(entry.fetchedBy),
+    date: fieldValue(entry.headers, 'date'),
+    token: by.kind === 'pool' ? by.token : undefined,
+    credential: by.kind === 'pool' ? by.credential : undefined,
   };
 }

@@ -17,7 +17,7 @@
  * docs/webhooks.md lists it with the trade-off.
  */
 import { normalPath, segmentsOf } from './path-scope.js';
-import type { FreshnessPolicy } from './policy.js';
+import { policyOf, type FreshnessPolicy, type UpstreamPolicy } from './policy.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import { parseTemplate } from './webhook-events.js';
 import { apiPathOf } from './webhook-paths.js';
@@ -114,4 +114,10 @@ export function policyByPath(
   const covered = createCoverage(owners);
   const extended: FreshnessPolicy = { ...policy, freshFloor: seconds };
   return (pathname) => (covered(apiPathOf(cfg, pathname)) ? extended : policy);
+}
+
+/** An upstream's freshness policy (policy.ts `UpstreamPolicy`): as configured, with the webhooks' floor on the paths they cover. */
+export function upstreamPolicy(cfg: Pick<UpstreamConfig, 'prefix' | 'strip_prefix' | 'cache'>, owners: readonly string[]): UpstreamPolicy {
+  const policy = policyOf(cfg.cache);
+  return { kind: policy.kind, at: policyByPath(cfg, policy, owners) };
 }

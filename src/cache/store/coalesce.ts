@@ -6,7 +6,7 @@
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { CacheResult } from '../rules/classify.js';
-import type { CacheEntry } from './entry.js';
+import type { CacheEntry } from '../rules/entry.js';
 import type { CacheRequest } from '../rules/request.js';
 import { createSingleFlight } from './single-flight.js';
 import type { Tiers } from './tiers.js';

@@ -21,7 +21,7 @@
  * its body URLs are left as they are, as for a body over the entry cap. Which entries are over the
  * bound is known from their decoded size, or learnt once from a decode that hit it.
  */
-import type { CacheEntry } from './entry.js';
+import type { CacheEntry } from '../rules/entry.js';
 import {
   publicBase,
   rewriteLink,

@@ -6,7 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from '../../platform/redis/connection.js';
-import { decodeEntry, type CacheEntry } from './entry.js';
+import { decodeEntry } from './entry-codec.js';
+import type { CacheEntry } from '../rules/entry.js';
 import type { RedisStore } from './redis-store.js';
 
 export type LockResult = { kind: 'won'; release(): Promise<void> } | { kind: 'lost' } | { kind: 'unavailable' };

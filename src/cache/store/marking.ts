@@ -6,7 +6,7 @@
  * simply an entry with no freshness left.
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
-import type { CacheEntry } from './entry.js';
+import type { CacheEntry } from '../rules/entry.js';
 import type { MemoryStore } from './memory-store.js';
 import { createPathIndex, type PathIndex } from './path-index.js';
 import { parseScopeId } from '../rules/path-scope.js';

@@ -5,7 +5,8 @@
  * the memo fit in `maxBytes` together; and an entry that leaves L1 takes its form with it.
  */
 import { LRUCache } from 'lru-cache';
-import { entrySize, type CacheEntry } from './entry.js';
+import { entrySize } from './entry-codec.js';
+import type { CacheEntry } from '../rules/entry.js';
 
 /** A memo of forms of L1's entries, held beside it and counted against its bound. */
 export interface Beside {

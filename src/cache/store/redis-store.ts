@@ -1,5 +1,5 @@
 /**
- * L2: the shared cache in Redis, one binary value per entry (the versioned codec of entry.ts),
+ * L2: the shared cache in Redis, one binary value per entry (the versioned codec of entry-codec.ts),
  * kept for freshness plus allowed staleness. Redis keys are the prefix, the schema version and a
  * hash of the cache key in a hash tag, so that an entry and its single-flight lock share a
  * Cluster slot:  etagere:v1:{<hash>}:e  and  etagere:v1:{<hash>}:lock.
@@ -7,7 +7,7 @@
  * miss or a skipped write (see redis/connection.ts).
  *
  * With L1 off (`memoBytes` > 0) a decoded value is kept per cache key with its write stamp
- * (entry.ts), bounded in bytes: a hit still reads the value from Redis (one GET, so it sees
+ * (entry-codec.ts), bounded in bytes: a hit still reads the value from Redis (one GET, so it sees
  * every write and every expiry at once), and while the value carries the same stamp and lengths it
  * gives the entry decoded before (the stamp is trusted as the write's identity: the bytes are not compared): the same object, so the memos keyed by the entry (its flattened
  * headers, its gunzipped form: proxy/entry-form.ts) hold too. Its body is a copy, pinning nothing
@@ -19,7 +19,8 @@ import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { ownedCopy } from '../../platform/owned-bytes.js';
-import { decodeEntry, encodeEntry, entryMetaLength, entrySize, entryStamp, type CacheEntry } from './entry.js';
+import { decodeEntry, encodeEntry, entryMetaLength, entrySize, entryStamp } from './entry-codec.js';
+import type { CacheEntry } from '../rules/entry.js';
 
 export type L2Lookup =
   | { kind: 'hit'; entry: CacheEntry }

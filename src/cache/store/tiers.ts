@@ -16,7 +16,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { createInvalidationBus, type InvalidationBus, type InvalidationHandlers } from './invalidation-bus.js';
 import type { CacheResult, Rejection } from '../rules/classify.js';
-import { fieldValue, type CacheEntry } from './entry.js';
+import { fieldValue, type CacheEntry } from '../rules/entry.js';
 import { createFlightLock, type FlightLock } from './flight-lock.js';
 import { pathScope, varyMatches } from '../rules/key.js';
 import { createMarking, DEFAULT_MARK_SETTINGS, type Marking } from './marking.js';

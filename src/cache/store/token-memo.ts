@@ -13,7 +13,7 @@
  * clients make up cannot grow it; forgetting costs one full scan.
  */
 import { createBoundedMemo } from '../../platform/memo.js';
-import type { CacheEntry } from './entry.js';
+import type { CacheEntry } from '../rules/entry.js';
 import type { MemoryStore } from './memory-store.js';
 import { currentAge } from '../rules/policy.js';
 import type { CacheRequest } from '../rules/request.js';

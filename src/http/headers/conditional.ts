@@ -1,7 +1,9 @@
 /**
  * Pure evaluation of a client's conditional request against the representation being served
- * (RFC 9110 section 13): If-None-Match with weak comparison, else If-Modified-Since.
+ * (RFC 9110 section 13): If-None-Match with weak comparison, else If-Modified-Since. Dates are read
+ * strictly (http-date.ts): an If-Modified-Since that is not an HTTP-date is ignored (section 13.1.3).
  */
+import { parseHttpDate } from './http-date.js';
 
 function opaque(tag: string): string {
   const trimmed = tag.trim();
@@ -28,7 +30,7 @@ export function clientHasCurrent(
 ): boolean {
   if (ifNoneMatch !== undefined) return etagMatches(ifNoneMatch, etag);
   if (ifModifiedSince === undefined || lastModified === undefined) return false;
-  const since = Date.parse(ifModifiedSince);
-  const modified = Date.parse(lastModified);
-  return !Number.isNaN(since) && !Number.isNaN(modified) && modified <= since;
+  const since = parseHttpDate(ifModifiedSince);
+  const modified = parseHttpDate(lastModified);
+  return since !== undefined && modified !== undefined && modified <= since;
 }

@@ -5,7 +5,7 @@
  */
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { NO_CACHE_IGNORED } from '../../cache/rules/client-directives.js';
-import { poolTokenOf, type CacheEntry } from '../../cache/store/entry.js';
+import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import type { Plan } from '../../cache/rules/plan.js';
 import { currentAge, usableOnError } from '../../cache/rules/policy.js';
 import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';

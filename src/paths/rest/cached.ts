@@ -12,7 +12,7 @@ import { requestDirectives, type Directives } from '../../http/headers/cache-con
 import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from '../../cache/rules/client-directives.js';
 import { classify, unselected304, type CacheResult, type Got } from '../../cache/rules/classify.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
-import { poolTokenOf, type CacheEntry } from '../../cache/store/entry.js';
+import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { ANONYMOUS, POOL, type Partitioner } from '../../cache/rules/key.js';
 import { planFor, type Plan } from '../../cache/rules/plan.js';
 import type { FreshnessPolicy } from '../../cache/rules/policy.js';
@@ -79,7 +79,7 @@ class RoutedRequest implements CacheRequest {
     this.credential = ctx.cred.kind;
   }
   get policy(): FreshnessPolicy {
-    return (this.resolved ??= this.ctx.upstream.policyFor(this.pathname));
+    return (this.resolved ??= this.ctx.upstream.policy.at(this.pathname));
   }
 }
 

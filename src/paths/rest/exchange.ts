@@ -5,10 +5,10 @@
  * once that token has a new value), then counted and logged.
  */
 import type { Got } from '../../cache/rules/classify.js';
-import { encodeFetchedBy, type CacheEntry, type FetchedBy } from '../../cache/store/entry.js';
+import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/rules/entry.js';
 import type { Partitioner } from '../../cache/rules/key.js';
 import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
-import { storedValidators, validatorsFor } from '../../cache/rules/validators.js';
+import { storedValidators, validatorsByToken } from '../../cache/rules/validators.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -44,35 +44,34 @@ export interface ExchangeDeps {
 
 export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metrics, logger }: ExchangeDeps): UpstreamExchange {
   const fetcher = (token: string | undefined, credential: string | undefined, authorization: string | undefined): FetchedBy => {
-    if (token !== undefined) return { kind: 'pool', token, credential };
-    return authorization === undefined ? { kind: 'anonymous' } : { kind: 'credential', id: partitioner.credentialId(authorization) };
+    if (token !== undefined) return credential === undefined ? { kind: 'pool', token } : { kind: 'pool', token, credential };
+    return authorization === undefined ? ANONYMOUS_FETCHER : { kind: 'client', credential: partitioner.credentialId(authorization) };
   };
+  const valueId = (authorization: string): string => partitioner.credentialId(authorization);
 
   return async (ctx, stale) => {
     const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
     for (const name of CACHE_OWNED) delete headers[name];
     headers['x-request-id'] = ctx.id;
     headers['accept-encoding'] = 'gzip';
+    const policy = ctx.upstream.policy.kind;
     // A shared cache in front of the origin: the origin may address it with Surrogate-Control.
-    if (ctx.upstream.policy.kind === 'rfc9111') headers['surrogate-capability'] = SURROGATE_CAPABILITY;
+    if (policy === 'rfc9111') headers['surrogate-capability'] = SURROGATE_CAPABILITY;
 
     const tokens = ctx.cred.kind === 'pool' ? pool?.pool : undefined;
     const stored = stale === undefined ? undefined : storedValidators(stale);
     const mode = ctx.upstream.cfg.cache.rotated_token_revalidation;
-    const policy = ctx.upstream.policy.kind;
-    /** Under `last_modified`, the id of the value of the token the request last went out on (for `fetchedBy`). */
-    let sentWith: string | undefined;
-    const perToken = (name: string, authorization: string): Record<string, string> => {
-      if (mode === 'etag') return validatorsFor(stored, undefined, mode, policy);
-      sentWith = partitioner.credentialId(authorization);
-      return validatorsFor(stored, { name, credential: sentWith }, mode, policy);
+    // Under `last_modified` the pool tells each token's value by its id, and says which one it used (for `fetchedBy`).
+    const request = {
+      method: 'GET' as const,
+      path: ctx.path,
+      headers,
+      tokenHeaders: validatorsByToken(stored, mode, policy),
+      ...(mode === 'last_modified' ? { valueId } : {}),
     };
-    if (tokens === undefined) Object.assign(headers, validatorsFor(stored, undefined, mode, policy));
-    const request = { method: 'GET' as const, path: ctx.path, headers, perToken };
-    const prefer = stored?.token;
-    const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, prefer, consumerOf(pool, ctx.cred));
+    const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));
     if (pooled.kind === 'unavailable') return pooled;
-    const { f: received, token } = pooled;
+    const { f: received, token, credential } = pooled;
     const decoding = received.kind === 'response' ? await decodeFetched(received, maxEntryBytes * DECODED_PER_ENCODED) : undefined;
     const fetched = decoding?.ok === false ? decoding.failure : received;
     if (pooled.switched) metrics.tokenSwitchRevalidations.inc();
@@ -81,7 +80,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
     if (fetched.kind === 'failed') {
       logger.warn({ reqId: ctx.id, upstream: ctx.upstream.cfg.name, err: fetched.failure.detail }, 'upstream request failed');
     }
-    const fetchedBy = encodeFetchedBy(fetcher(token, sentWith, ctx.req.headers.authorization));
+    const fetchedBy = fetcher(token, credential, ctx.req.headers.authorization);
     return { kind: 'fetched', fetched, token, fetchedBy, decoded: decoding?.ok === true ? decoding.decoded : undefined };
   };
 }

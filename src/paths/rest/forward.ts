@@ -43,7 +43,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
   /** Cache-Status bypass on caching upstreams (a Range request), none on policy none; a refused coding's own. */
   const statusOf = (ctx: RequestContext, coding: CodingForward | undefined, status: number): string | undefined => {
     if (coding !== undefined) return codingMissStatus(status);
-    return ctx.upstream.cfg.cache.policy !== 'none' ? BYPASS : undefined;
+    return ctx.upstream.policy.kind !== 'none' ? BYPASS : undefined;
   };
 
   const failed = (ctx: RequestContext, failure: ReturnType<typeof classifyUpstreamError>, token?: string): Reply => {

@@ -1,5 +1,6 @@
 /**
- * The cache entry and its versioned binary encoding (one value per entry, ready for Redis).
+ * The cache entry's versioned binary encoding (one value per entry, ready for Redis); the entry
+ * itself is src/cache/rules/entry.ts.
  *
  *   byte 0       format version (ENTRY_VERSION)
  *   bytes 1..6   write stamp: 6 random bytes drawn per encode (per write to L2)
@@ -12,77 +13,16 @@
  * and total length (redis-store.ts, with L1 off), so an unchanged L2 value is not parsed again on every hit.
  */
 import { randomFillSync } from 'node:crypto';
+import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../rules/entry.js';
 import { FIELD_OVERHEAD, isSharedPair, sharedHeaders } from './header-intern.js';
 
-/** 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write stamp. */
-export const ENTRY_VERSION = 3;
+/**
+ * 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write
+ * stamp. 4: `fetchedBy` is an object (rules/entry.ts FetchedBy), no longer a string.
+ */
+export const ENTRY_VERSION = 4;
 /** Bytes before the metadata JSON: version, stamp, metadata length. */
 export const ENTRY_HEAD_BYTES = 11;
-
-export interface CacheEntry {
-  /** Upstream status of the stored response (200 for most). */
-  status: number;
-  /** End-to-end response headers as stored (lower-case names), without Age or Cache-Status. */
-  headers: Array<[string, string]>;
-  /** The body as received: in the coding its stored Content-Encoding names (gzip), else identity. */
-  body: Buffer;
-  /** Bytes of the body decoded (its length for identity): the identity Content-Length, and the compression metric. */
-  decodedSize: number;
-  etag: string | undefined;
-  lastModified: string | undefined;
-  /** When the response (or the last 304 that refreshed it) was received, ms since epoch. */
-  storedAt: number;
-  /** Age the response already had when received (RFC 9111 corrected_initial_age), seconds. */
-  initialAge: number;
-  /**
-   * When the representation was last known current upstream, ms since epoch: the request that
-   * fetched or confirmed it went upstream then (less the Age it came back with). Unset in entries
-   * written before it was recorded. A stale mark made after it does not cover the entry (stale-marks.ts).
-   */
-  currentAt?: number;
-  /** Freshness lifetime from storedAt, seconds, after the upstream's policy is applied. */
-  lifetime: number;
-  /** Seconds past freshness during which the entry may still be served when the upstream fails. */
-  staleIfError: number;
-  /** Seconds past freshness during which it may be served while a background revalidation runs. */
-  staleWhileRevalidate: number;
-  /** Stale serving is forbidden (must-revalidate, proxy-revalidate, s-maxage under rfc9111). */
-  mustRevalidate: boolean;
-  /** Who fetched it, encoded as `encodeFetchedBy` says (see `FetchedBy`). Never a token. */
-  fetchedBy: string;
-  /** Request-header values selected by Vary beyond what the key holds; null when none. */
-  vary: Record<string, string> | null;
-}
-
-/**
- * Who fetched an entry: nobody's credential, a client credential (a short keyed id, never the
- * credential), or a pool token (by name; under `cache.rotated_token_revalidation: last_modified`
- * also the keyed id of the value it had then). A revalidation of a pool entry goes to the same
- * token: GitHub's ETag depends on the credential that fetched it.
- */
-export type FetchedBy =
-  { kind: 'anonymous' } | { kind: 'credential'; id: string } | { kind: 'pool'; token: string; credential?: string | undefined };
-
-/** The stored form: "anon", "cred:<id>", "pool:<token name>" or "pool:<token name>/<credential id>" (names have no "/"). */
-export function encodeFetchedBy(by: FetchedBy): string {
-  if (by.kind === 'anonymous') return 'anon';
-  if (by.kind === 'credential') return `cred:${by.id}`;
-  return by.credential === undefined ? `pool:${by.token}` : `pool:${by.token}/${by.credential}`;
-}
-
-/** The pool token that fetched an entry, from its stored `fetchedBy`; undefined for any other fetcher. */
-export function poolTokenOf(fetchedBy: string | undefined): string | undefined {
-  if (fetchedBy === undefined || !fetchedBy.startsWith('pool:')) return undefined;
-  const slash = fetchedBy.indexOf('/', 5);
-  return slash === -1 ? fetchedBy.slice(5) : fetchedBy.slice(5, slash);
-}
-
-/** The id of the value a pool token had when it fetched an entry, when it was recorded. */
-export function poolCredentialOf(fetchedBy: string | undefined): string | undefined {
-  if (fetchedBy === undefined || !fetchedBy.startsWith('pool:')) return undefined;
-  const slash = fetchedBy.indexOf('/', 5);
-  return slash === -1 ? undefined : fetchedBy.slice(slash + 1);
-}
 
 type Meta = Omit<CacheEntry, 'body'>;
 
@@ -129,13 +69,6 @@ function isHeaderList(value: unknown): value is Array<[string, string]> {
   );
 }
 
-/** A stored header list's field `name`: its lines joined by ", " (RFC 9110 section 5.3), or undefined. */
-export function fieldValue(list: ReadonlyArray<[string, string]>, name: string): string | undefined {
-  let found: string | undefined;
-  for (const [key, value] of list) if (key === name) found = found === undefined ? value : `${found}, ${value}`;
-  return found;
-}
-
 /** `value`, as the header's own string when a field `name` holds the same text (one copy in memory, as entries built from a response have). */
 function headerString(headers: ReadonlyArray<[string, string]>, name: string, value: string | undefined): string | undefined {
   if (value !== undefined) for (const [key, text] of headers) if (key === name && text === value) return text;
@@ -144,6 +77,23 @@ function headerString(headers: ReadonlyArray<[string, string]>, name: string, va
 
 const num = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const optStr = (v: unknown): v is string | undefined => v === undefined || typeof v === 'string';
+const str = (v: unknown): v is string => typeof v === 'string';
+
+/** A stored `fetchedBy` read back (the anonymous one shared), or undefined when it is not one. */
+function fetcherOf(value: unknown): FetchedBy | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const by = value as Record<string, unknown>;
+  if (by.kind === 'anonymous') return ANONYMOUS_FETCHER;
+  if (by.kind === 'client' && str(by.credential)) return { kind: 'client', credential: by.credential };
+  if (by.kind !== 'pool' || !str(by.token) || !optStr(by.credential)) return undefined;
+  return by.credential === undefined ? { kind: 'pool', token: by.token } : { kind: 'pool', token: by.token, credential: by.credential };
+}
+
+/** Bytes a fetcher holds beyond the entry's fixed cost: none for the shared anonymous one. */
+function fetcherSize(by: FetchedBy): number {
+  if (by.kind === 'anonymous') return 0;
+  return 40 + (by.kind === 'client' ? by.credential.length : by.token.length + (by.credential?.length ?? 0));
+}
 
 export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheEntry | undefined {
   if (buf === null || buf === undefined || buf.length < ENTRY_HEAD_BYTES || buf[0] !== ENTRY_VERSION) return undefined;
@@ -172,11 +122,12 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
     !num(meta.staleIfError) ||
     !num(meta.staleWhileRevalidate) ||
     typeof meta.mustRevalidate !== 'boolean' ||
-    typeof meta.fetchedBy !== 'string' ||
     !(meta.vary === null || (typeof meta.vary === 'object' && !Array.isArray(meta.vary)))
   ) {
     return undefined;
   }
+  const fetchedBy = fetcherOf(meta.fetchedBy);
+  if (fetchedBy === undefined) return undefined;
   const headers = sharedHeaders(meta.headers);
   return {
     status: meta.status,
@@ -192,7 +143,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
     staleIfError: meta.staleIfError,
     staleWhileRevalidate: meta.staleWhileRevalidate,
     mustRevalidate: meta.mustRevalidate,
-    fetchedBy: meta.fetchedBy,
+    fetchedBy,
     vary: meta.vary as Record<string, string> | null,
   };
 }
@@ -207,7 +158,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
  * field (header-intern.ts) only its slot. `etag` and `lastModified` are the header fields' own strings.
  */
 export function entrySize(key: string, entry: CacheEntry): number {
-  let size = entry.body.length + key.length + 900 + entry.fetchedBy.length;
+  let size = entry.body.length + key.length + 900 + fetcherSize(entry.fetchedBy);
   for (const pair of entry.headers) size += isSharedPair(pair) ? 8 : pair[0].length + pair[1].length + FIELD_OVERHEAD;
   return size;
 }
