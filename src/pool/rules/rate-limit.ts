@@ -10,6 +10,7 @@
  */
 import { RESOURCES } from './resource.js';
 import type { HeaderLookup, RateObservation, UnauthorizedKind, Verdict } from './types.js';
+import { parseHttpDate } from '../../http/headers/http-date.js';
 
 function int(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;
@@ -99,8 +100,8 @@ export function retryAfterMs(value: string | undefined, nowMs: number): number |
   if (value === undefined) return undefined;
   const secs = int(value);
   if (secs !== undefined) return secs * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+  const at = parseHttpDate(value, nowMs);
+  return at === undefined ? undefined : Math.max(0, at - nowMs);
 }
 
 /**
