@@ -2,39 +2,46 @@
  * The one place that writes a client response. `answer(ctx, reply)` writes a reply value (see
  * reply.ts) and hands back what the log line and the metrics record.
  *
- * The hit path is one writeHead with a header list flattened once per entry form (its per-request
- * values written into slots at its end), and one end(buffer).
- * Link headers, the Location of a redirect or a 201, and (with rewrite_body_urls) API addresses in
- * JSON bodies that point at the upstream are rewritten to the proxy's public base (entry-form.ts),
- * at serve time and never stored; a client that already holds the representation
- * (If-None-Match / If-Modified-Since) gets a 304.
+ * The hit path is one writeHead with a header list flattened once per form of a stored response
+ * (its per-request values written into slots at its end), and one end(buffer). The form (coding,
+ * Link and Location, body URLs) is resolved for this client before answer() is called
+ * (src/cache/store/entry-form.ts); a client that already holds the representation
+ * (If-None-Match / If-Modified-Since) gets a 304. Streamed answers have their Link, Location and
+ * (with rewrite_body_urls) body addresses rewritten here, at serve time, never stored.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { parseCacheControl } from './headers/cache-control.js';
 import { acceptsGzip, contentCodingOf } from './representation/coding.js';
-import type { CacheEntry } from '../cache/rules/entry.js';
-import { REPRESENTATION_FRAMING } from '../cache/rules/policy.js';
+import { REPRESENTATION_FRAMING } from './headers/framing.js';
 import { clientHasCurrent } from './headers/conditional.js';
 import { byteRange, ifRangeHolds, type ByteRange } from './headers/range.js';
 import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite } from './representation/link.js';
 import { isJsonMediaType } from './headers/media-type.js';
 import { rewriteBodyUrls, weakened } from './representation/body-urls.js';
-import type { AnswerContext } from '../paths/context.js';
-import { entryForm, proxyBaseFor, type EntryForm } from '../cache/store/entry-form.js';
+import type { PublicAddresses } from './representation/public-addresses.js';
 import { errorBody } from './errors.js';
-import type { ErrorReply, Reply, Served, StreamReply } from './reply.js';
+import type { ErrorReply, FormReply, Reply, Representation, Served, StreamReply } from './reply.js';
 
-export interface LinkSettings {
-  publicUrl: string | null;
-  trustForwarded: boolean;
+export type { LinkSettings } from './representation/public-addresses.js';
+
+/**
+ * What `answer()` needs of a request: its request and response, id and method, and where its
+ * upstream's addresses point (Link, Location and body URLs of streamed answers).
+ */
+export interface AnswerContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly id: string;
+  readonly method: string;
+  readonly upstream: { readonly addresses: PublicAddresses };
 }
 
 export function answer(ctx: AnswerContext, reply: Reply): Served {
   switch (reply.kind) {
-    case 'entry':
-      writeEntry(ctx, reply.entry, reply.cacheStatus, reply.age, reply.extra);
+    case 'form':
+      writeForm(ctx, reply);
       break;
     case 'stream':
       writeStream(ctx, reply);
@@ -112,7 +119,7 @@ function writeStream(ctx: AnswerContext, reply: StreamReply): void {
 
 /**
  * A streamed gzip body (over the entry cap) for a client that does not take gzip is decoded on the
- * way, unless the response forbids it (no-transform): the same rule as for entries (entry-form.ts).
+ * way, unless the response forbids it (no-transform): the same rule as for entries (src/cache/store/entry-form.ts).
  */
 function decodesFor(ctx: AnswerContext, headers: StreamReply['headers']): boolean {
   const coding = contentCodingOf(headers['content-encoding']);
@@ -159,11 +166,12 @@ function writeWhole(ctx: AnswerContext, reply: StreamReply): void {
 
 function rewrittenStreamBody(ctx: AnswerContext, headers: StreamReply['headers'], body: Buffer): Buffer | undefined {
   const contentType = headers['content-type'];
-  if (ctx.upstream.rewrittenBodies === undefined || typeof contentType !== 'string' || !isJsonMediaType(contentType)) return undefined;
+  const { addresses } = ctx.upstream;
+  if (!addresses.bodies || typeof contentType !== 'string' || !isJsonMediaType(contentType)) return undefined;
   if (headers['content-encoding'] !== undefined) return undefined;
   if (parseCacheControl(headers['cache-control']).noTransform === true) return undefined; // RFC 9110 section 7.7
-  const base = proxyBaseFor(ctx);
-  return base === undefined ? undefined : rewriteBodyUrls(body, ctx.upstream.linkBase, base);
+  const base = addresses.proxyBase(ctx.req.headers);
+  return base === undefined ? undefined : rewriteBodyUrls(body, addresses.upstreamBase, base);
 }
 
 /**
@@ -195,9 +203,10 @@ function rewriteLinkHeaders(ctx: AnswerContext, status: number, headers: Record<
   const { link, location } = headers;
   const locationToo = location !== undefined && rewritesLocation(status);
   if (link === undefined && !locationToo) return;
-  const proxyBase = proxyBaseFor(ctx);
+  const { addresses } = ctx.upstream;
+  const proxyBase = addresses.proxyBase(ctx.req.headers);
   if (proxyBase === undefined) return;
-  const rewrite: LinkRewrite = { upstreamBase: ctx.upstream.linkBase, proxyBase };
+  const rewrite: LinkRewrite = { upstreamBase: addresses.upstreamBase, proxyBase };
   if (link !== undefined)
     headers.link = Array.isArray(link) ? link.map((value) => rewriteLink(value, rewrite)) : rewriteLink(link, rewrite);
   if (locationToo)
@@ -207,29 +216,28 @@ function rewriteLinkHeaders(ctx: AnswerContext, status: number, headers: Record<
 }
 
 /**
- * Per header list of an entry form, what writeHead gets: that list, the last `extra` list seen
- * (the pool's headers change about once a second), then three slots filled per request (Age,
- * Cache-Status, X-Request-Id). writeHead reads the list before it returns and keeps no
+ * What writeHead gets for a form: its header list, the last `extra` list seen (the pool's headers
+ * change about once a second), then three slots filled per request (Age, Cache-Status,
+ * X-Request-Id), kept on the form. writeHead reads the list before it returns and keeps no
  * reference to it, so one list serves every hit: no copy of some thirty strings per request.
  */
-const outgoing = new WeakMap<string[], { extra: readonly string[] | undefined; list: string[] }>();
 const PER_REQUEST = ['age', '', 'cache-status', '', 'x-request-id', ''];
 
-function outgoingList(stored: string[], extra: readonly string[] | undefined): string[] {
-  const memo = outgoing.get(stored);
+function outgoingList(form: Representation, extra: readonly string[] | undefined): string[] {
+  const memo = form.outgoing;
   if (memo !== undefined && memo.extra === extra) return memo.list;
-  const list = extra === undefined ? stored.concat(PER_REQUEST) : stored.concat(extra, PER_REQUEST);
-  outgoing.set(stored, { extra, list });
+  const list = extra === undefined ? form.headers.concat(PER_REQUEST) : form.headers.concat(extra, PER_REQUEST);
+  form.outgoing = { extra, list };
   return list;
 }
 
-function writeEntry(ctx: AnswerContext, entry: CacheEntry, status: string, age: number, extra: readonly string[] | undefined): void {
+function writeForm(ctx: AnswerContext, reply: FormReply): void {
   const { req, res } = ctx;
-  const form = entryForm(ctx, entry);
-  const stored = form.headers;
+  const { form, cacheStatus: status, age, extra } = reply;
   const inm = req.headers['if-none-match'];
   const ims = req.headers['if-modified-since'];
-  if ((inm !== undefined || ims !== undefined) && entry.status === 200 && clientHasCurrent(inm, ims, entry.etag, entry.lastModified)) {
+  if ((inm !== undefined || ims !== undefined) && form.status === 200 && clientHasCurrent(inm, ims, form.etag, form.lastModified)) {
+    const stored = form.headers;
     const out: string[] = [];
     for (let i = 0; i < stored.length; i += 2) if (!REPRESENTATION_FRAMING.has(stored[i]!)) out.push(stored[i]!, stored[i + 1]!);
     out.push('age', String(age), 'cache-status', status, 'x-request-id', ctx.id);
@@ -239,16 +247,16 @@ function writeEntry(ctx: AnswerContext, entry: CacheEntry, status: string, age: 
     return;
   }
   // A form decoded on its way out has no length to cut a range from: the whole body goes.
-  if (req.headers.range !== undefined && !form.decode && rangeServed(ctx, entry)) {
+  if (req.headers.range !== undefined && !form.decode && reply.ranges && rangeServed(ctx, form)) {
     const range = byteRange(req.headers.range, form.body.length);
     if (range.kind !== 'whole') return writeRange(ctx, form, range, [...perRequestFields(age, status, ctx.id), ...(extra ?? [])]);
   }
-  const list = outgoingList(stored, extra);
+  const list = outgoingList(form, extra);
   const end = list.length;
   list[end - 5] = String(age);
   list[end - 3] = status;
   list[end - 1] = ctx.id;
-  res.writeHead(entry.status, list);
+  res.writeHead(form.status, list);
   if (ctx.method === 'HEAD') res.end();
   else if (form.decode) writeDecoded(res, form.body);
   else res.end(form.body);
@@ -285,17 +293,17 @@ const perRequestFields = (age: number, status: string, id: string): string[] => 
 ];
 
 /**
- * Under `rfc9111` a GET with one byte range is served from a stored complete 200 (RFC 9110
- * section 14), unless its If-Range names another version.
+ * A GET with one byte range is served from a stored complete 200 (RFC 9110 section 14), where the
+ * reply allows ranges (`ranges`: under `rfc9111`), unless its If-Range names another version.
  */
-function rangeServed(ctx: AnswerContext, entry: CacheEntry): boolean {
-  if (ctx.method !== 'GET' || entry.status !== 200 || ctx.upstream.policy.kind !== 'rfc9111') return false;
+function rangeServed(ctx: AnswerContext, form: Representation): boolean {
+  if (ctx.method !== 'GET' || form.status !== 200) return false;
   const ifRange = ctx.req.headers['if-range'];
-  return !Array.isArray(ifRange) && ifRangeHolds(ifRange, entry.etag, entry.lastModified);
+  return !Array.isArray(ifRange) && ifRangeHolds(ifRange, form.etag, form.lastModified);
 }
 
-/** A 206 with the part of the client's form of the entry, or a 416 when the range is past its end. */
-function writeRange(ctx: AnswerContext, form: EntryForm, range: Exclude<ByteRange, { kind: 'whole' }>, perRequest: string[]): void {
+/** A 206 with the part of the client's form of a stored response, or a 416 when the range is past its end. */
+function writeRange(ctx: AnswerContext, form: Representation, range: Exclude<ByteRange, { kind: 'whole' }>, perRequest: string[]): void {
   const length = form.body.length;
   const stored = form.headers;
   const out: string[] = [];

@@ -4,10 +4,8 @@
  * carries what the access log and the metrics record about it.
  */
 import type { Readable } from 'node:stream';
-import type { CacheEntry } from '../cache/rules/entry.js';
 import type { CacheOutcome } from './headers/cache-status.js';
 import { responseHeadersForClient, type HeaderMap } from './headers/hop-by-hop.js';
-import type { PoolHeaders } from '../pool/rules/pool-headers.js';
 
 /** What the log line and the metrics record for a request. */
 export interface Served {
@@ -20,13 +18,15 @@ export interface Served {
 export type Reply = Served &
   (
     | {
-        /** A stored response (or one just fetched), with its Cache-Status and current Age. */
-        kind: 'entry';
-        entry: CacheEntry;
+        /** A stored response (or one just fetched) in this client's form, with its Cache-Status and current Age. */
+        kind: 'form';
+        form: Representation;
         cacheStatus: string;
         age: number;
-        /** [name, value, ...] appended to the stored headers (the pool's rate-limit headers). */
+        /** [name, value, ...] appended to the form's headers (the pool's rate-limit headers). */
         extra: readonly string[] | undefined;
+        /** A GET with one byte range may be served a part of it (the rfc9111 policy: RFC 9110 section 14). */
+        ranges: boolean;
       }
     | {
         /** An upstream answer passed on as it comes: headers, what was read so far, then the rest. */
@@ -57,10 +57,45 @@ export type Reply = Served &
 
 export type ErrorReply = Extract<Reply, { kind: 'error' }>;
 
+/**
+ * A stored response as one client gets it (its coding, its Link and Location, its body URLs),
+ * resolved before `answer()` and kept for the next client that gets the same form
+ * (src/cache/store/entry-form.ts).
+ */
+export interface Representation {
+  readonly status: number;
+  /** [name, value, ...] ending with content-length (none when `decode`). */
+  readonly headers: string[];
+  readonly body: Buffer;
+  /** `body` is gzip, decoded as it goes out (chunked). */
+  readonly decode: boolean;
+  /** The stored validators, which a conditional request is compared with. */
+  readonly etag: string | undefined;
+  readonly lastModified: string | undefined;
+  /** answer()'s header list for this form (answer.ts, `outgoingList`): none until the form is first sent. */
+  outgoing: Outgoing | undefined;
+}
+
+/** `headers`, the `extra` list last seen, then slots for the fields of each request. */
+export interface Outgoing {
+  readonly extra: readonly string[] | undefined;
+  readonly list: string[];
+}
+
+/**
+ * Rewrites the headers of a streamed answer: the pool's x-ratelimit-* in place of the token's, for
+ * pool consumers (src/pool/rules/pool-headers.ts).
+ */
+export interface StreamHeaders {
+  apply(out: Record<string, string | string[] | undefined>, token: string | undefined): void;
+}
+
 /** Nothing happened upstream and nothing was cached: the Served of the proxy's own answers. */
 export const NOT_SERVED: Served = { outcome: undefined, upstreamStatus: undefined, token: undefined };
 
 export type StreamReply = Extract<Reply, { kind: 'stream' }>;
+
+export type FormReply = Extract<Reply, { kind: 'form' }>;
 
 export interface Streamed {
   status: number;
@@ -69,7 +104,7 @@ export interface Streamed {
   /** Cache-Status, when the upstream is a caching one. */
   cacheStatus: string | undefined;
   /** The pool's headers replace the token's x-ratelimit-* (pool consumers only). */
-  pool: PoolHeaders | undefined;
+  pool: StreamHeaders | undefined;
   token: string | undefined;
   head: readonly Buffer[];
   rest: Readable | undefined;

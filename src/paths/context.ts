@@ -24,8 +24,9 @@ export interface RequestContext {
 }
 
 /**
- * What `answer()` needs of a request: its request and response, id, upstream and method. A routed
- * GET or HEAD (`RequestContext`) is one; so is a GraphQL POST (src/paths/graphql/exchange.ts).
+ * A request as the paths answer it: its request and response, id, upstream and method, which is
+ * what `answer()` takes (src/http/answer.ts) and more. A routed GET or HEAD (`RequestContext`) is
+ * one; so is a GraphQL POST (src/paths/graphql/exchange.ts).
  */
 export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstream'> & { readonly method: string };
 

@@ -3,8 +3,8 @@ import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { UpstreamPolicy } from '../cache/rules/policy.js';
 import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
-import type { LinkSettings } from '../http/answer.js';
-import type { RewrittenForms } from '../cache/store/entry-form.js';
+import { PublicAddresses, type LinkSettings } from '../http/representation/public-addresses.js';
+import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
 import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
 
 export interface UpstreamRuntime {
@@ -18,6 +18,10 @@ export interface UpstreamRuntime {
   readonly linkBase: string;
   /** Where rewritten Link headers point (the proxy's public base). */
   readonly links: LinkSettings;
+  /** Where the upstream's addresses (Link, Location, body URLs) point for a client, per request. */
+  readonly addresses: PublicAddresses;
+  /** The forms of this upstream's entries for each client (coding, Link and Location, body URLs). */
+  readonly forms: EntryForms;
   /** The memory of rewritten bodies when the upstream rewrites body URLs (`rewrite_body_urls`), else undefined. */
   readonly rewrittenBodies: RewrittenForms | undefined;
   /** The memory of decoded forms of gzip entries, for clients that do not take gzip (entry-form.ts). */
@@ -39,15 +43,22 @@ export function createUpstreamRuntime(
   webhookOwners: readonly string[] = [],
 ): UpstreamRuntime {
   const client = createUpstreamClient(cfg);
+  const linkBase = client.origin + client.basePrefix;
+  const addresses = new PublicAddresses(links, linkBase, { stripPrefix: cfg.strip_prefix, prefix: cfg.prefix }, rewritesBodyUrls(cfg));
+  const bodies = {
+    rewrittenBodies: rewritesBodyUrls(cfg) ? forms.rewritten : undefined,
+    decodedForms: forms.decoded,
+    maxDecodedBytes: forms.maxDecodedBytes ?? maxEntryBytes,
+  };
   return {
     cfg,
     client,
     policy: upstreamPolicy(cfg, webhookOwners),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
-    linkBase: client.origin + client.basePrefix,
+    linkBase,
     links,
-    rewrittenBodies: rewritesBodyUrls(cfg) ? forms.rewritten : undefined,
-    decodedForms: forms.decoded,
-    maxDecodedBytes: forms.maxDecodedBytes ?? maxEntryBytes,
+    addresses,
+    ...bodies,
+    forms: new EntryForms({ addresses, ...bodies }),
   };
 }

@@ -12,7 +12,7 @@ import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { answer } from '../../src/http/answer.js';
 import type { AnswerContext } from '../../src/paths/context.js';
-import { entryForm, type EntryForm } from '../../src/cache/store/entry-form.js';
+import type { EntryForm } from '../../src/cache/store/entry-form.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/paths/upstreams.js';
 import { MAX_BASES, createRewrittenBodies, type RewrittenBodies } from '../../src/cache/store/rewritten-bodies.js';
 import { testEntry } from '../helpers/entry.js';
@@ -100,14 +100,22 @@ function gzipEntry(json: Buffer, over: Partial<CacheEntry> = {}): CacheEntry {
 }
 
 /** A blob answer of `size` zero bytes, as GitHub's git/blobs endpoint gives it (base64 of zeros compresses about 1000:1). */
+/** The entry's form for this client, as the cached path resolves it. */
+function entryForm(ctx: AnswerContext, entry: CacheEntry): EntryForm {
+  const form = ctx.upstream.forms.formFor(ctx.req.headers, entry);
+  if (form === undefined) throw new Error('the client refused the stored coding');
+  return form;
+}
+
 /** Answers the request with the entry as a plain L1 hit. */
 function answerHit(ctx: AnswerContext, entry: CacheEntry): void {
   answer(ctx, {
-    kind: 'entry',
-    entry,
+    kind: 'form',
+    form: entryForm(ctx, entry),
     cacheStatus: 'etagere; hit',
     age: 0,
     extra: undefined,
+    ranges: false,
     outcome: 'hit',
     upstreamStatus: undefined,
     token: undefined,
@@ -134,31 +142,13 @@ describe('a gzip entry that decodes past cache.max_decoded_bytes', () => {
     expect(res.headers.etag).toBe('W/"strong"');
 
     const gzipClient = context(upstream, { 'accept-encoding': 'gzip' });
-    answer(gzipClient.ctx, {
-      kind: 'entry',
-      entry,
-      cacheStatus: 'etagere; hit',
-      age: 0,
-      extra: undefined,
-      outcome: 'hit',
-      upstreamStatus: undefined,
-      token: undefined,
-    });
+    answerHit(gzipClient.ctx, entry);
     await gzipClient.res.finished();
     expect(gzipClient.res.body.equals(entry.body)).toBe(true);
     expect(gzipClient.res.headers['content-length']).toBe(String(entry.body.length));
 
     const head = context(upstream, {}, 'HEAD');
-    answer(head.ctx, {
-      kind: 'entry',
-      entry,
-      cacheStatus: 'etagere; hit',
-      age: 0,
-      extra: undefined,
-      outcome: 'hit',
-      upstreamStatus: undefined,
-      token: undefined,
-    });
+    answerHit(head.ctx, entry);
     await head.res.finished();
     expect(head.res.body.length).toBe(0);
     expect(head.res.headers['content-encoding']).toBeUndefined();

@@ -13,6 +13,7 @@
  */
 import { isJsonMediaType } from '../../http/headers/media-type.js';
 import type { Directives } from '../../http/headers/cache-control.js';
+import { REPRESENTATION_FRAMING } from '../../http/headers/framing.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import type { CacheEntry } from './entry.js';
 
@@ -282,12 +283,6 @@ export function retentionSeconds(
   const window = entry.mustRevalidate && !revalidatable ? 0 : Math.max(entry.staleIfError, entry.staleWhileRevalidate);
   return Math.max(1, Math.ceil(entry.lifetime - entry.initialAge + window));
 }
-
-/**
- * Representation-framing headers: a 304 does not overwrite them in the stored response (RFC 9111
- * section 3.2), and the proxy leaves them out of the 304s it sends (RFC 9110 section 15.4.5).
- */
-export const REPRESENTATION_FRAMING = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'content-range', 'content-type']);
 
 /**
  * RFC 9111 section 3.2: a 304's header fields replace the stored ones of the same name, except the

@@ -1,7 +1,9 @@
 /**
- * Pure: the reply for a request on the cached path, from the plan made before going upstream and
- * what the upstream exchange (its own, or the one it was coalesced onto) produced. Stale entries
- * stand in for failures while stale-if-error allows; Cache-Status (RFC 9211) says what happened.
+ * The reply for a request on the cached path, from the plan made before going upstream and what
+ * the upstream exchange (its own, or the one it was coalesced onto) produced. Stale entries stand
+ * in for failures while stale-if-error allows; Cache-Status (RFC 9211) says what happened. An
+ * entry's form for this client (its coding, Link and Location, body URLs) is resolved here, once
+ * (src/cache/store/entry-form.ts): `answer()` writes it as it is.
  */
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { NO_CACHE_IGNORED } from '../../cache/rules/client-directives.js';
@@ -17,7 +19,19 @@ import { resourceOf } from '../../pool/rules/resource.js';
 import { streamReply, type Reply, type Served } from '../../http/reply.js';
 import { refusesCoding } from '../../http/representation/coding.js';
 import { fixedCoding } from '../../cache/store/entry-coding.js';
-import { refusesStoredCoding } from '../../cache/store/entry-form.js';
+
+/**
+ * The client explicitly refused the coding of the entry that would answer it, which the proxy may
+ * not change (`Cache-Control: no-transform`) or cannot (not gzip): cached.ts forwards its request
+ * instead, preferring `prefer`, the pool token that fetched the entry.
+ */
+export interface RefusedCoding {
+  readonly kind: 'refused-coding';
+  readonly prefer: string | undefined;
+}
+
+/** What the cached path answers: a reply, or a request to forward because the client refused the stored coding. */
+export type CachedReply = Reply | RefusedCoding;
 
 /** The pool's headers for pool consumers, in the request's rate-limit resource; undefined for everyone else. */
 function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
@@ -32,10 +46,11 @@ function entryReply(
   status: CacheStatusInput,
   age: number,
   served: Served,
-): Reply {
+): CachedReply {
   return entryReplyWith(ctx, pool, entry, cacheStatus(status), age, served);
 }
 
+/** The entry in this client's form (none when it refused the stored coding: the request is forwarded). */
 function entryReplyWith(
   ctx: RequestContext,
   pool: PoolHeaders | undefined,
@@ -43,28 +58,36 @@ function entryReplyWith(
   status: string,
   age: number,
   served: Served,
-): Reply {
+): CachedReply {
+  const form = ctx.upstream.forms.formFor(ctx.req.headers, entry);
+  if (form === undefined) return { kind: 'refused-coding', prefer: poolTokenOf(entry.fetchedBy) };
   const extra = poolHeadersFor(ctx, pool)?.flat(poolTokenOf(entry.fetchedBy));
-  return { kind: 'entry', entry, cacheStatus: status, age, extra, ...served };
+  const ranges = ctx.upstream.policy.kind === 'rfc9111';
+  return { kind: 'form', form, cacheStatus: status, age, extra, ranges, ...served };
 }
+
+/** Fresh hits' Cache-Status values are kept for ttls up to this many seconds. */
+const HIT_STATUS_MEMO_SECONDS = 3600;
 
 /**
  * A fresh hit's Cache-Status by its whole seconds of ttl: made once per value (up to an hour), not per
- * hit; the same with the detail of an ignored request directive (a fetch poll's no-cache).
+ * hit; the same with the detail of an ignored request directive (a fetch poll's no-cache). One per
+ * cached path (cached.ts).
  */
-const hitStatuses = new Map<number, string>();
-const ignoredHitStatuses = new Map<number, string>();
-const HIT_STATUS_MEMO_SECONDS = 3600;
+export class HitStatuses {
+  private readonly plain = new Map<number, string>();
+  private readonly ignored = new Map<number, string>();
 
-function hitStatus(ttl: number, detail: string | undefined): string {
-  const seconds = Math.trunc(ttl);
-  const memo = detail === undefined ? hitStatuses : detail === NO_CACHE_IGNORED ? ignoredHitStatuses : undefined;
-  let status = memo?.get(seconds);
-  if (status === undefined) {
-    status = cacheStatus({ hit: true, ttl: seconds, detail });
-    if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) memo?.set(seconds, status);
+  of(ttl: number, detail: string | undefined): string {
+    const seconds = Math.trunc(ttl);
+    const memo = detail === undefined ? this.plain : detail === NO_CACHE_IGNORED ? this.ignored : undefined;
+    let status = memo?.get(seconds);
+    if (status === undefined) {
+      status = cacheStatus({ hit: true, ttl: seconds, detail });
+      if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) memo?.set(seconds, status);
+    }
+    return status;
   }
-  return status;
 }
 
 /**
@@ -74,11 +97,12 @@ function hitStatus(ttl: number, detail: string | undefined): string {
 export function planReply(
   ctx: RequestContext,
   pool: PoolHeaders | undefined,
+  hits: HitStatuses,
   plan: Exclude<Plan, { kind: 'fetch' }>,
   requestDetail?: string,
-): Reply {
+): CachedReply {
   if (plan.kind === 'only-if-cached') return errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }));
-  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hitStatus(plan.ttl, requestDetail), plan.age, HIT);
+  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hits.of(plan.ttl, requestDetail), plan.age, HIT);
   const detail = plan.background ? 'stale-while-revalidate' : 'max-stale';
   return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl, detail }, plan.age, STALE);
 }
@@ -97,10 +121,16 @@ export interface Fetch {
 }
 
 /** The reply after an upstream exchange. */
-export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, logger: Logger, result: CacheResult, fetch: Fetch): Reply {
+export function resultReply(
+  ctx: RequestContext,
+  pool: PoolHeaders | undefined,
+  logger: Logger,
+  result: CacheResult,
+  fetch: Fetch,
+): CachedReply {
   const { stale, forced } = fetch.plan;
   const token = fetch.joined ? undefined : 'token' in result ? result.token : undefined;
-  const staleOnError = (fwdStatus: number, upstreamStatus: number | undefined): Reply | undefined => {
+  const staleOnError = (fwdStatus: number, upstreamStatus: number | undefined): CachedReply | undefined => {
     if (stale === undefined || !usableOnError(stale, fetch.now)) return undefined;
     const age = currentAge(stale, fetch.now);
     return entryReply(ctx, pool, stale, { fwd: 'stale', fwdStatus, ttl: stale.lifetime - age, detail: 'stale-if-error' }, age, {
@@ -166,12 +196,11 @@ export function resultReply(ctx: RequestContext, pool: PoolHeaders | undefined, 
 }
 
 /**
- * The reply is in a coding the client explicitly refused and the proxy may not change
- * (`Cache-Control: no-transform`) or cannot (not gzip): an entry, or a streamed answer over the
- * entry cap. Such a reply never goes to that client (cached.ts forwards its request instead).
+ * The reply is a streamed answer over the entry cap in a coding the client explicitly refused and
+ * the proxy may not change (`Cache-Control: no-transform`) or cannot (not gzip). Such a reply never
+ * goes to that client (cached.ts forwards its request instead), no more than such an entry does.
  */
-export function refusedCoding(ctx: RequestContext, reply: Reply): boolean {
-  if (reply.kind === 'entry') return refusesStoredCoding(ctx, reply.entry);
+export function refusedStream(ctx: RequestContext, reply: Reply): boolean {
   if (reply.kind !== 'stream') return false;
   const coding = fixedCoding(reply.headers['content-encoding'], reply.headers['cache-control']);
   return coding !== undefined && refusesCoding(ctx.req.headers['accept-encoding'], coding);

@@ -12,7 +12,7 @@ import { requestDirectives, type Directives } from '../../http/headers/cache-con
 import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from '../../cache/rules/client-directives.js';
 import { classify, unselected304, type CacheResult, type Got } from '../../cache/rules/classify.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
-import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
+import type { CacheEntry } from '../../cache/rules/entry.js';
 import { ANONYMOUS, POOL, type Partitioner } from '../../cache/rules/key.js';
 import { planFor, type Plan } from '../../cache/rules/plan.js';
 import type { FreshnessPolicy } from '../../cache/rules/policy.js';
@@ -21,13 +21,13 @@ import type { Tiers } from '../../cache/store/tiers.js';
 import { headerReader, headerValue } from '../../http/headers/value.js';
 import type { Logger } from '../../platform/log/logger.js';
 import { answer } from '../../http/answer.js';
-import { onlyIfCachedCoding, planReply, refusedCoding, resultReply } from './cached-reply.js';
+import { HitStatuses, onlyIfCachedCoding, planReply, refusedStream, resultReply, type CachedReply } from './cached-reply.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
 import type { UpstreamExchange } from './exchange.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
 import type { TokenPool } from '../../pool/rules/types.js';
-import { NOT_SERVED, type Reply, type Served } from '../../http/reply.js';
+import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../../pool/rules/fair-share.js';
 
@@ -97,6 +97,7 @@ const clientNoCache = (ctx: RequestContext): ClientNoCache =>
 
 export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger, forward }: CachedPathDeps): CachedPath {
   const poolHeaders = pool?.headers;
+  const hits = new HitStatuses();
   /**
    * Non-equivalent pool tokens each have a partition: a request on the pool may use any member's
    * (the members now). Read per request: tokens whose scopes differ make the pool non-equivalent.
@@ -131,17 +132,18 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   };
 
   /**
-   * Writes a reply, unless it is in a coding the client explicitly refused and the proxy may not
-   * change (no-transform) or cannot (not gzip): then the client's own request, with its own
-   * Accept-Encoding, goes upstream on the same credential rules, and the answer is streamed
-   * uncached; the entry stays for the clients that take it. Under only-if-cached: 504.
+   * Writes a reply (an entry already in this client's form: cached-reply.ts), unless it is in a
+   * coding the client explicitly refused and the proxy may not change (no-transform) or cannot (not
+   * gzip): then the client's own request, with its own Accept-Encoding, goes upstream on the same
+   * credential rules, and the answer is streamed uncached; the entry stays for the clients that
+   * take it. Under only-if-cached: 504.
    */
-  const serve = (ctx: RequestContext, req: CacheRequest, reply: Reply): Served | Promise<Served> => {
-    if (!refusedCoding(ctx, reply)) return answer(ctx, reply);
+  const serve = (ctx: RequestContext, req: CacheRequest, reply: CachedReply): Served | Promise<Served> => {
+    if (reply.kind !== 'refused-coding' && !refusedStream(ctx, reply)) return answer(ctx, reply);
     if (reply.kind === 'stream') reply.rest?.destroy(); // the upstream's gzip body over the entry cap: nobody takes it
     if (req.directives.onlyIfCached === true) return answer(ctx, onlyIfCachedCoding());
     if (ctx.res.destroyed) return NOT_SERVED; // the client has gone: nothing to fetch for
-    return forward(ctx, { prefer: reply.kind === 'entry' ? poolTokenOf(reply.entry.fetchedBy) : undefined });
+    return forward(ctx, { prefer: reply.kind === 'refused-coding' ? reply.prefer : undefined });
   };
 
   /** One upstream exchange, classified and applied to the tiers: the work a flight shares. */
@@ -194,7 +196,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   ): Served | Promise<Served> => {
     const plan = planFor(tiers.usable(req, found), req.directives, Date.now());
     if (plan.kind === 'stale' && plan.background) revalidateInBackground(ctx, req, plan.entry);
-    if (plan.kind !== 'fetch') return serve(ctx, req, planReply(ctx, poolHeaders, plan, req.detail));
+    if (plan.kind !== 'fetch') return serve(ctx, req, planReply(ctx, poolHeaders, hits, plan, req.detail));
     return fetchThrough(ctx, req, plan, redisAnswered).catch((err: unknown) => {
       logger.error({ reqId: ctx.id, err: (err as Error).message }, 'cache fetch failed');
       return answer(ctx, errors.internal(ctx.upstream.cfg));
