@@ -1,4 +1,4 @@
-/** Per-upstream runtime: its config, client, route templates, links and freshness policy, built once. */
+/** Per-upstream runtime: its config, client, route templates, addresses, entry forms and freshness policy, built once. */
 import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { UpstreamPolicy } from '../cache/rules/policy.js';
 import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
@@ -14,18 +14,16 @@ export interface UpstreamRuntime {
   readonly policy: UpstreamPolicy;
   /** Route templates for metric labels. */
   readonly routes: RouteMatcher;
-  /** Upstream URL (origin + base path, no trailing slash), as it appears in Link headers. */
-  readonly linkBase: string;
-  /** Where rewritten Link headers point (the proxy's public base). */
-  readonly links: LinkSettings;
-  /** Where the upstream's addresses (Link, Location, body URLs) point for a client, per request. */
+  /**
+   * Where the upstream's addresses (its URL, origin + base path, as it appears in Link headers and
+   * bodies) point for a client: the proxy's public base, per request.
+   */
   readonly addresses: PublicAddresses;
-  /** The forms of this upstream's entries for each client (coding, Link and Location, body URLs). */
+  /**
+   * The forms of this upstream's entries for each client (coding, Link and Location, body URLs),
+   * over the memories of rewritten bodies (`rewrite_body_urls`) and of decoded gzip bodies.
+   */
   readonly forms: EntryForms;
-  /** The memory of rewritten bodies when the upstream rewrites body URLs (`rewrite_body_urls`), else undefined. */
-  readonly rewrittenBodies: RewrittenForms | undefined;
-  /** The memory of decoded forms of gzip entries, for clients that do not take gzip (entry-form.ts). */
-  readonly decodedForms: RewrittenForms;
   /** The most an entry's body is decoded in one synchronous step (`cache.max_decoded_bytes`); a larger one streams. */
   readonly maxDecodedBytes: number;
 }
@@ -43,22 +41,17 @@ export function createUpstreamRuntime(
   webhookOwners: readonly string[] = [],
 ): UpstreamRuntime {
   const client = createUpstreamClient(cfg);
-  const linkBase = client.origin + client.basePrefix;
-  const addresses = new PublicAddresses(links, linkBase, { stripPrefix: cfg.strip_prefix, prefix: cfg.prefix }, rewritesBodyUrls(cfg));
-  const bodies = {
-    rewrittenBodies: rewritesBodyUrls(cfg) ? forms.rewritten : undefined,
-    decodedForms: forms.decoded,
-    maxDecodedBytes: forms.maxDecodedBytes ?? maxEntryBytes,
-  };
+  const route = { stripPrefix: cfg.strip_prefix, prefix: cfg.prefix };
+  const addresses = new PublicAddresses(links, client.origin + client.basePrefix, route, rewritesBodyUrls(cfg));
+  const maxDecodedBytes = forms.maxDecodedBytes ?? maxEntryBytes;
+  const rewrittenBodies = rewritesBodyUrls(cfg) ? forms.rewritten : undefined;
   return {
     cfg,
     client,
     policy: upstreamPolicy(cfg, webhookOwners),
     routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
-    linkBase,
-    links,
     addresses,
-    ...bodies,
-    forms: new EntryForms({ addresses, ...bodies }),
+    forms: new EntryForms({ addresses, rewrittenBodies, decodedForms: forms.decoded, maxDecodedBytes }),
+    maxDecodedBytes,
   };
 }
