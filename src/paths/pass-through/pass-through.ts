@@ -19,7 +19,8 @@ import { invalidatedPaths, invalidates, type PathMapping } from '../../cache/rul
 import { headerValue } from '../../http/headers/value.js';
 import { basePrefixOf } from '../../http/route.js';
 import { classifyUpstreamError } from '../../upstream/client.js';
-import { writeError, type LinkSettings } from '../../http/answer.js';
+import { writeError } from '../../http/answer.js';
+import type { LinkSettings } from '../../http/representation/public-addresses.js';
 import { errors } from '../../http/errors.js';
 import type { PassThrough } from '../context.js';
 
