@@ -176,7 +176,7 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
 /** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */
 function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
   // Per consumer, its counter cells resolved once (names are the configured consumers': bounded).
-  // The hits cell is made on the first hit: a consumer without hits has no hits series, as before.
+  // The hits cell is made on the first hit: a consumer without hits has no hits series.
   const consumers = new LabelSets((name) => {
     let hits: CountCell | undefined;
     return {

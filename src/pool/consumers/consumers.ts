@@ -115,7 +115,7 @@ export function createConsumers(keys: readonly ConsumerKey[], digestOf: (value: 
   const table = new Map<string, Identity>();
   for (const key of keys) {
     const at = digestOf(key.value);
-    // Two consumers with one value: the first one listed, as before.
+    // Two consumers with one value: the first one listed wins.
     if (!table.has(at)) table.set(at, { kind: 'consumer', name: key.name });
   }
   const lastMatch = new WeakMap<object, LastMatch>();
