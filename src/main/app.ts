@@ -10,7 +10,6 @@ import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
 import { writeError } from '../http/answer.js';
 import { errors } from '../http/errors.js';
 import { createHandler } from './handler.js';
-import { requestId } from '../http/request-id.js';
 import { buildServices } from './services.js';
 import { createAdminServer } from '../paths/admin/admin.js';
 import { createCacheAdmin, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
@@ -87,7 +86,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
       if (draining) {
         // While draining, answered keep-alive connections are closed instead of reused.
         res.shouldKeepAlive = false;
-        writeError(res, errors.shuttingDown(), requestId(req.headers['x-request-id']));
+        writeError(res, errors.shuttingDown(), services.requestId(req.headers['x-request-id']));
         if (res.writableFinished) answeredInTurn(req);
         else owe(req, res);
         return;

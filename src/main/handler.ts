@@ -25,7 +25,6 @@ import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../po
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
-import { requestId } from '../http/request-id.js';
 import { apiPathname, createRouter, upstreamPath } from '../http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../http/target.js';
 
@@ -41,7 +40,7 @@ interface Trace {
 
 export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
   const router = createRouter(config.upstreams);
-  const access = createAccessLog(logger);
+  const access = createAccessLog(logger, services.memos.accessLog);
   const { pool, consumers, upstreams, entrances, webhooks } = services;
   const forward = createForward(logger, metrics, pool);
   const cached = createCachedPath({
@@ -57,11 +56,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     forward,
   });
   const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
-  const rules: CredentialRules[] = upstreams.map((rt) => ({
-    pooled: rt.cfg.token_pool && pool !== undefined,
-    consumers,
-    unknown: config.consumers.unknown,
-  }));
+  const rules = credentialRules(config, services);
   const record = recorder(metrics, access);
 
   /** Errors before a request is routed: no upstream, nothing served. */
@@ -138,7 +133,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const started = performance.now();
     const socket = req.socket;
     let bytesBefore = socket.bytesWritten;
-    const id = requestId(req.headers['x-request-id']);
+    const id = services.requestId(req.headers['x-request-id']);
     const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED };
     trace.served = route(req, res, id, trace);
     // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
@@ -171,6 +166,16 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
   if (served instanceof Promise || !res.writableFinished) return false;
   const socket = res.socket;
   return socket !== null && !socket.destroyed && socket.errored === null;
+}
+
+/** Whose credential a request uses, per upstream (indexed as the router's matches). */
+function credentialRules(config: Config, { upstreams, pool, consumers, memos }: Services): CredentialRules[] {
+  return upstreams.map((rt) => ({
+    pooled: rt.cfg.token_pool && pool !== undefined,
+    consumers,
+    unknown: config.consumers.unknown,
+    poolCredentials: memos.credentials,
+  }));
 }
 
 /** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { sharedPairBytes } from '../cache/store/header-intern.js';
+import { createHeaderTable } from '../cache/store/header-intern.js';
 import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
@@ -22,6 +22,10 @@ import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consumer-budget.js';
 import { createConsumers, type Consumers } from '../pool/consumers/consumers.js';
+import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
+import { createLogMemo } from '../platform/log/access.js';
+import type { BoundedMemo } from '../platform/memo.js';
+import { createRequestIds, type RequestIds } from '../http/request-id.js';
 import { reloadWithoutPool, type ReloadOutcome, type ReloadTrigger } from '../pool/members/reload.js';
 import type { AppTiming } from '../pool/members/app-members.js';
 import { createPoolRuntime, type PoolRuntime } from '../pool/runtime.js';
@@ -36,6 +40,13 @@ export interface ServiceDeps {
   readonly metrics: Metrics;
   /** The GitHub App sources' clocks (tests only: src/pool/members/app-members.ts). */
   readonly appTiming?: AppTiming | undefined;
+}
+
+export interface HandlerMemos {
+  /** The access log's quoted values (src/platform/log/access.ts). */
+  readonly accessLog: BoundedMemo;
+  /** The consumers' pool credentials (src/pool/consumers/credential.ts). */
+  readonly credentials: PoolCredentials;
 }
 
 /** An upstream's ways in besides the cached path. */
@@ -62,6 +73,10 @@ export interface Services {
   readonly consumerBudget: ConsumerBudget | undefined;
   /** The webhook receiver, when a webhook secret is configured (src/paths/webhooks/). */
   readonly webhooks: WebhookReceiver | undefined;
+  /** X-Request-Id values for requests without a sane one (src/http/request-id.ts). */
+  readonly requestId: RequestIds;
+  /** The request handler's memos (src/platform/memo.ts), reported in etagere_cache_bytes. */
+  readonly memos: HandlerMemos;
   /**
    * Agrees on the partition secret through Redis, mints the GitHub Apps' first installation tokens
    * and learns the pool members' numbers; never throws.
@@ -94,9 +109,12 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   // cache.max_bytes, counted within it (L1 gives way to them; an entry that leaves L1 takes its
   // form along), so a hot set is decoded once (src/cache/store/entry-form.ts; BENCHMARKS.md).
   const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / DECODED_SHARE), () => tiers.l1.fit());
+  // Header fields common to many entries, held once for this process's cache (src/cache/store/header-intern.ts).
+  const headerTable = createHeaderTable();
   const tiers = createTiers(
     {
       l1: config.cache.l1,
+      headerTable,
       maxBytes: config.cache.max_bytes,
       besideL1: decodedForms,
       maxEntryBytes: config.cache.max_entry_bytes,
@@ -149,9 +167,12 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       rewrittenBodies: rewrittenBodies.bytes,
       decodedBodies: decodedForms.bytes,
       l2Memo: tiers.shared?.l2.memoBytes ?? 0,
-      sharedHeaders: sharedPairBytes(),
+      sharedHeaders: headerTable.bytes,
+      logMemo: memos.accessLog.bytes,
+      credentialMemo: memos.credentials.bytes,
     }),
   });
+  const memos: HandlerMemos = { accessLog: createLogMemo(), credentials: createPoolCredentials() };
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);
 
   return {
@@ -165,6 +186,8 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
     consumerBudget,
     webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
+    memos,
+    requestId: createRequestIds(),
     async start() {
       if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
       await pool?.start();

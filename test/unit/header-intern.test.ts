@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { decodeEntry, encodeEntry, entrySize } from '../../src/cache/store/entry-codec.js';
-import { isSharedPair, sharedHeaders, sharedPairCount, storedPair } from '../../src/cache/store/header-intern.js';
+import { createHeaderTable, isSharedPair } from '../../src/cache/store/header-intern.js';
 import { ownedConcat, ownedCopy } from '../../src/platform/owned-bytes.js';
 import { decodedBody } from '../../src/cache/store/entry-coding.js';
 import { testEntry } from '../helpers/entry.js';
@@ -10,6 +10,9 @@ import { testEntry } from '../helpers/entry.js';
 const received = (value: string): string => Buffer.from(value, 'latin1').toString('latin1');
 
 describe('shared header pairs (L1 memory)', () => {
+  const table = createHeaderTable();
+  const storedPair = table.pair;
+  const sharedHeaders = table.share;
   it('gives every entry the same frozen pair for a field common to many responses', () => {
     const first = storedPair('content-type', received('application/json; charset=utf-8'));
     const second = storedPair('content-type', received('application/json; charset=utf-8'));
@@ -52,7 +55,7 @@ describe('shared header pairs (L1 memory)', () => {
       ],
       etag: 'W/"1"',
     });
-    const back = decodeEntry(encodeEntry(entry))!;
+    const back = decodeEntry(encodeEntry(entry), table)!;
     expect(back.headers).toEqual(entry.headers);
     expect(back.etag).toBe('W/"1"');
     expect(isSharedPair(back.headers[0]!)).toBe(true);
@@ -75,10 +78,27 @@ describe('shared header pairs (L1 memory)', () => {
       const pair = storedPair('x-changing', `value-${i}`);
       expect(pair[1]).toBe(`value-${i}`);
     }
-    expect(sharedPairCount()).toBeLessThanOrEqual(1024);
+    expect(table.size).toBeLessThanOrEqual(1024);
     // A full table shares what it holds and stores the rest as before.
     expect(storedPair('x-changing', 'value-0')).toBe(storedPair('x-changing', 'value-0'));
     expect(isSharedPair(storedPair('x-changing', 'value-4999'))).toBe(false);
+  });
+});
+
+describe('header tables are per cache (two apps in one process share nothing)', () => {
+  it('keeps the pairs, counts and bytes of one table out of another', () => {
+    const one = createHeaderTable();
+    const other = createHeaderTable();
+    const first = one.pair('content-type', 'application/json');
+    expect(one.pair('content-type', 'application/json')).toBe(first);
+    expect(one.size).toBe(1);
+    expect(one.bytes).toBeGreaterThan(0);
+    expect(other.size).toBe(0);
+    expect(other.bytes).toBe(0);
+    const second = other.pair('content-type', 'application/json');
+    expect(second).not.toBe(first);
+    expect(second).toEqual(first);
+    expect(other.size).toBe(1);
   });
 });
 

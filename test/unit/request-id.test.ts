@@ -1,10 +1,11 @@
-/** X-Request-Id: a sane client id is kept; otherwise a per-process random prefix and a counter. */
-import { describe, expect, it, vi } from 'vitest';
-import { requestId } from '../../src/http/request-id.js';
+/** X-Request-Id: a sane client id is kept; otherwise a per-app random prefix and a counter. */
+import { describe, expect, it } from 'vitest';
+import { createRequestIds } from '../../src/http/request-id.js';
 
 const GENERATED = /^[0-9a-f]{12}-[0-9a-z]+$/;
 
 describe('request ids', () => {
+  const requestId = createRequestIds();
   it('keeps a client id that is a sane token', () => {
     expect(requestId('req-1')).toBe('req-1');
     expect(requestId('a.b_c:d@e/f+g=h-0')).toBe('a.b_c:d@e/f+g=h-0');
@@ -16,18 +17,16 @@ describe('request ids', () => {
     expect(requestId(undefined)).toMatch(GENERATED);
   });
 
-  it('makes ids that are unique in a process and share its prefix', () => {
+  it('makes ids that are unique in an app and share its prefix', () => {
     const ids = Array.from({ length: 10_000 }, () => requestId(undefined));
     expect(new Set(ids).size).toBe(ids.length);
     const prefixes = new Set(ids.map((id) => id.split('-')[0]));
     expect(prefixes.size).toBe(1);
   });
 
-  it('draws another prefix in another process (a fresh module instance), so ids do not collide across workers and replicas', async () => {
+  it('draws another prefix in another app (or process), so ids do not collide across apps, workers and replicas', () => {
     const mine = requestId(undefined).split('-')[0];
-    vi.resetModules();
-    const fresh = (await import('../../src/http/request-id.js')) as typeof import('../../src/http/request-id.js');
-    const theirs = fresh.requestId(undefined);
+    const theirs = createRequestIds()(undefined);
     expect(theirs).toMatch(GENERATED);
     expect(theirs.split('-')[0]).not.toBe(mine);
   });

@@ -16,7 +16,6 @@ import type { UpstreamFailure } from '../../http/errors.js';
 import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
 import { parseCacheControl, type Directives } from '../../http/headers/cache-control.js';
 import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
-import { storedPair } from '../store/header-intern.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304 } from './freshen.js';
 import type { Validators } from './validators.js';
@@ -76,7 +75,13 @@ export interface Rejection {
   readonly partition: string | undefined;
 }
 
-export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequest): CacheResult {
+/** How a stored header field becomes a pair: the cache's shared table (src/cache/store/header-intern.ts) or a pair of the entry's own. */
+export type PairOf = (name: string, value: string) => [string, string];
+
+const ownPair: PairOf = (name, value) => [name, value];
+
+/** `pairOf`: the cache's header table, so entries share their common fields (else each has its own pairs). */
+export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequest, pairOf: PairOf = ownPair): CacheResult {
   if (got.kind === 'unavailable') return got;
   const { fetched, token, fetchedBy, decoded } = got;
   if (fetched.kind === 'failed') return { kind: 'failed', failure: fetched.failure, token, corrupt: false };
@@ -87,7 +92,7 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
     if (!freshens(req.policy.kind, stale, validatorsOf(fetched.headers))) {
       return { kind: 'failed', failure: { status: 502, detail: '304 for another representation' }, token, corrupt: false };
     }
-    const entry = refreshed(req, stale, fetched, fetchedBy);
+    const entry = refreshed(req, stale, fetched, fetchedBy, pairOf);
     return { kind: 'entry', entry, fwdStatus: 304, storeKey: key, dropKey: undefined, transient: false, token };
   }
   const plain = decoded ?? (contentCodingOf(fetched.headers['content-encoding']) === undefined ? fetched.body : undefined);
@@ -96,7 +101,7 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   }
   const vary = varySelection(headerValue(fetched.headers.vary), req.header, req.policy.kind === 'rfc9111');
   const res = responseDirectives(req, fetched.headers['cache-control'], fetched.headers['surrogate-control']);
-  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, plain?.length ?? fetched.body.length);
+  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, plain?.length ?? fetched.body.length, pairOf);
   const reason =
     fetched.status === 304
       ? 'unsolicited-304'
@@ -170,17 +175,17 @@ function isTransient(status: number, headers: UpstreamHeaders): boolean {
  * Stored headers: end-to-end, no framing, no Age (computed at serve time), lower-case. A response
  * fetched with a pool token keeps no x-ratelimit-* (consumers see the pool's, added at serve time)
  * and nothing that describes the token (its scopes, its expiry). Fields common to many responses
- * are shared pairs (header-intern.ts).
+ * are shared pairs when `pairOf` is the cache's header table.
  */
-export function storedHeaders(upstream: UpstreamHeaders, pooled: boolean): Array<[string, string]> {
+export function storedHeaders(upstream: UpstreamHeaders, pooled: boolean, pairOf: PairOf = ownPair): Array<[string, string]> {
   const headers = responseHeadersForClient(upstream);
   const out: Array<[string, string]> = [];
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || name === 'content-length' || name === 'age') continue;
     if (pooled && (isRateLimitHeader(name) || describesToken(name))) continue;
-    if (Array.isArray(value)) for (const item of value) out.push(storedPair(name, item));
-    else out.push(storedPair(name, value));
+    if (Array.isArray(value)) for (const item of value) out.push(pairOf(name, item));
+    else out.push(pairOf(name, value));
   }
   // Kept for the entry's life: a list of its exact length (pushing leaves spare slots).
   return out.slice();
@@ -226,8 +231,9 @@ function entryFrom(
   fetchedBy: FetchedBy,
   vary: Record<string, string> | null,
   decodedSize: number,
+  pairOf: PairOf,
 ): CacheEntry {
-  const headers = storedHeaders(response.headers, req.credential === 'pool');
+  const headers = storedHeaders(response.headers, req.credential === 'pool', pairOf);
   return {
     status: response.status,
     headers,
@@ -242,9 +248,9 @@ function entryFrom(
 }
 
 /** A 304 confirmed `stored`: merge its headers and restart the freshness clock (RFC 9111 4.3.4). */
-function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fetchedBy: FetchedBy): CacheEntry {
+function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fetchedBy: FetchedBy, pairOf: PairOf): CacheEntry {
   const kept = req.policy.kind === 'rfc9111' ? KEPT_ON_304 : undefined;
-  const headers = mergeHeaders(stored.headers, storedHeaders(response.headers, req.credential === 'pool'), kept);
+  const headers = mergeHeaders(stored.headers, storedHeaders(response.headers, req.credential === 'pool', pairOf), kept);
   return {
     ...stored,
     fetchedBy,

@@ -14,7 +14,7 @@
  */
 import { randomFillSync } from 'node:crypto';
 import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../rules/entry.js';
-import { FIELD_OVERHEAD, isSharedPair, sharedHeaders } from './header-intern.js';
+import { FIELD_OVERHEAD, isSharedPair, type HeaderTable } from './header-intern.js';
 
 /**
  * 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write
@@ -95,7 +95,8 @@ function fetcherSize(by: FetchedBy): number {
   return 40 + (by.kind === 'client' ? by.credential.length : by.token.length + (by.credential?.length ?? 0));
 }
 
-export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheEntry | undefined {
+/** `headerTable`: the cache's shared header fields, which the entry's common fields become. */
+export function decodeEntry(buf: Buffer | Uint8Array | null | undefined, headerTable?: HeaderTable): CacheEntry | undefined {
   if (buf === null || buf === undefined || buf.length < ENTRY_HEAD_BYTES || buf[0] !== ENTRY_VERSION) return undefined;
   const bytes = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   const metaLength = entryMetaLength(bytes);
@@ -128,7 +129,7 @@ export function decodeEntry(buf: Buffer | Uint8Array | null | undefined): CacheE
   }
   const fetchedBy = fetcherOf(meta.fetchedBy);
   if (fetchedBy === undefined) return undefined;
-  const headers = sharedHeaders(meta.headers);
+  const headers = headerTable === undefined ? meta.headers : headerTable.share(meta.headers);
   return {
     status: meta.status,
     headers,

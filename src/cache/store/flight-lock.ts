@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { decodeEntry } from './entry-codec.js';
 import type { CacheEntry } from '../rules/entry.js';
+import type { HeaderTable } from './header-intern.js';
 import type { RedisStore } from './redis-store.js';
 
 export type LockResult = { kind: 'won'; release(): Promise<void> } | { kind: 'lost' } | { kind: 'unavailable' };
@@ -22,7 +23,14 @@ export interface FlightLock {
 
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
 
-export function createFlightLock(conn: RedisConnection, l2: RedisStore, lockMs: number, pollMs = 20): FlightLock {
+/** `headerTable`: the cache's shared header fields, which an entry read while waiting points at. */
+export function createFlightLock(
+  conn: RedisConnection,
+  l2: RedisStore,
+  lockMs: number,
+  headerTable?: HeaderTable,
+  pollMs = 20,
+): FlightLock {
   const owner = randomBytes(9).toString('base64url');
   let lockCount = 0;
   return {
@@ -54,7 +62,7 @@ export function createFlightLock(conn: RedisConnection, l2: RedisStore, lockMs: 
         );
         if (reply === undefined || reply === null) return { kind: 'unavailable' };
         const value = reply[0]?.[1];
-        const entry = Buffer.isBuffer(value) ? decodeEntry(value) : undefined;
+        const entry = Buffer.isBuffer(value) ? decodeEntry(value, headerTable) : undefined;
         if (entry !== undefined) return { kind: 'entry', entry };
         if (reply[1]?.[1] === 0) return { kind: 'gone' };
         if (Date.now() + pollMs > deadlineMs) return { kind: 'timeout' };

@@ -14,13 +14,14 @@
  * of a reply buffer; without the memo the body is a view into the reply (no copy).
  */
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../platform/log/logger.js';
+import { createMemo } from '../../platform/memo.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { ownedCopy } from '../../platform/owned-bytes.js';
 import { decodeEntry, encodeEntry, entryMetaLength, entrySize, entryStamp } from './entry-codec.js';
 import type { CacheEntry } from '../rules/entry.js';
+import type { HeaderTable } from './header-intern.js';
 
 export type L2Lookup =
   | { kind: 'hit'; entry: CacheEntry }
@@ -54,15 +55,19 @@ export function keyTag(key: string): string {
   return createHash('sha256').update(key).digest('base64url').slice(0, 22);
 }
 
-export function createRedisStore(conn: RedisConnection, logger: Logger, metrics: Metrics, memoBytes = 0): RedisStore {
+/** `headerTable`: the cache's shared header fields, which the entries read back point at. */
+export function createRedisStore(
+  conn: RedisConnection,
+  logger: Logger,
+  metrics: Metrics,
+  memoBytes = 0,
+  headerTable?: HeaderTable,
+): RedisStore {
   let corruptLogged = false;
   const memo =
     memoBytes <= 0
       ? undefined
-      : new LRUCache<string, Decoded>({
-          maxSize: memoBytes,
-          sizeCalculation: (decoded, key) => entrySize(key, decoded.entry) + decoded.redisKey.length,
-        });
+      : createMemo<string, Decoded>(memoBytes, (key, decoded) => entrySize(key, decoded.entry) + decoded.redisKey.length);
   const results = {
     hit: metrics.l2Lookups.labels('hit'),
     miss: metrics.l2Lookups.labels('miss'),
@@ -88,7 +93,7 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
       results.hit.inc();
       return { kind: 'hit', entry: known.entry };
     }
-    let entry = decodeEntry(raw);
+    let entry = decodeEntry(raw, headerTable);
     if (entry === undefined) {
       if (known !== undefined) memo?.delete(key);
       results.corrupt.inc();
@@ -124,7 +129,7 @@ export function createRedisStore(conn: RedisConnection, logger: Logger, metrics:
     entryKey,
     lockKey: (key) => `${conn.prefix}{${keyTag(key)}}:lock`,
     get memoBytes() {
-      return memo?.calculatedSize ?? 0;
+      return memo?.bytes ?? 0;
     },
   };
 }

@@ -2,12 +2,13 @@
  * The bounded memory of rewritten bodies: per stored entry, the form served for each public base
  * (clients reach the proxy under a handful of names: a service name, localhost, an ingress host),
  * so that a body is rewritten once per entry and base, not per hit. An LRU keyed by the entry
- * itself (a replaced entry is a new object and a new key; the old one ages out), bounded in bytes,
+ * itself (a replaced entry is a new object and a new key; the old one ages out), bounded in bytes
+ * (src/platform/memo.ts),
  * with at most MAX_BASES forms an entry, the least recently used replaced first: no client can fill
  * memory by sending Host names, nor pin an entry's slots so that its regular clients' form is never
  * kept. Its size is exported in `etagere_cache_bytes`.
  */
-import { LRUCache } from 'lru-cache';
+import { createMemo } from '../../platform/memo.js';
 
 /** Public bases kept per entry. */
 export const MAX_BASES = 4;
@@ -30,10 +31,7 @@ export interface RewrittenBodies<F extends Form> {
 
 /** `grew`: called after a form was kept (the decoded bodies count against L1's bound, which then gives way: services.ts). */
 export function createRewrittenBodies<F extends Form>(maxBytes: number, grew?: () => void): RewrittenBodies<F> {
-  const lru = new LRUCache<object, F[]>({
-    maxSize: Math.max(1, maxBytes),
-    sizeCalculation: (forms) => forms.reduce((sum, form) => sum + form.body.length + FORM_OVERHEAD, 0),
-  });
+  const lru = createMemo<object, F[]>(maxBytes, (_entry, forms) => forms.reduce((sum, form) => sum + form.body.length + FORM_OVERHEAD, 0));
   return {
     get(entry, base) {
       const forms = lru.get(entry);
@@ -61,7 +59,7 @@ export function createRewrittenBodies<F extends Form>(maxBytes: number, grew?: (
       lru.delete(entry);
     },
     get bytes() {
-      return lru.calculatedSize;
+      return lru.bytes;
     },
   };
 }

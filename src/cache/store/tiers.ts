@@ -27,6 +27,7 @@ import { createDisabledStore, createMemoryStore, type Beside, type MemoryStore }
 import { ownedCopy } from '../../platform/owned-bytes.js';
 import { retentionSeconds } from '../rules/policy.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';
+import { createHeaderTable, type HeaderTable } from './header-intern.js';
 import { createRejectionMemo, rememberBounded } from './rejections.js';
 import type { CacheRequest } from '../rules/request.js';
 import { createTokenMemo, type TokenMemo } from './token-memo.js';
@@ -47,6 +48,8 @@ export interface TierSettings {
   marks?: StaleMarksSettings;
   /** The memo beside L1 that counts against maxBytes (the decoded bodies): L1 gives way to it (memory-store.ts). */
   besideL1?: Beside;
+  /** The header fields the entries share (header-intern.ts); a table of the tiers' own when unset. */
+  headerTable?: HeaderTable;
 }
 
 /** What an L2 lookup found; `answered` is false when Redis did not answer (down, breaker open, too slow). */
@@ -71,6 +74,8 @@ export interface SharedTier {
 
 export interface Tiers {
   readonly l1: MemoryStore;
+  /** The header fields its entries share: classify stores new entries' fields through it (`headerTable.pair`). */
+  readonly headerTable: HeaderTable;
   readonly shared: SharedTier | undefined;
   fromL1(req: CacheRequest): CacheEntry | undefined;
   lookup(req: CacheRequest): Promise<Found>;
@@ -102,6 +107,7 @@ const MAX_INVALIDATIONS = 10_000;
 
 export function createTiers(settings: TierSettings, metrics: Metrics, logger: Logger, redis: RedisConnection | undefined): Tiers {
   const markSettings = settings.marks ?? DEFAULT_MARK_SETTINGS;
+  const headerTable = settings.headerTable ?? createHeaderTable();
   const marking = createMarking(markSettings, metrics, () => l1);
   const l1 = !settings.l1
     ? createDisabledStore()
@@ -115,7 +121,6 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
   /** Path scope -> when it was invalidated: entries stored before then are not used. Likewise what the upstream rejected. */
   const invalidations = new Map<string, number>();
   const rejections = createRejectionMemo();
-
   const markInvalidated = (scope: string, at: number): void => {
     if (rejections.isRejection(scope)) rejections.remember(scope, at);
     else rememberBounded(invalidations, scope, at, MAX_INVALIDATIONS);
@@ -145,7 +150,8 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
 
   /** Non-equivalent pool tokens: per flight key, the token whose entry is the newest (token-memo.ts). */
   const tokenMemo = createTokenMemo();
-  const shared = redis === undefined ? undefined : createSharedTier(redis, { ...settings, marks: markSettings }, metrics, logger, remote);
+  const shared =
+    redis === undefined ? undefined : createSharedTier(redis, { ...settings, marks: markSettings, headerTable }, metrics, logger, remote);
 
   const store = (key: string, fetched: CacheEntry, sentAt: number | undefined): void => {
     const entry = marking.checked(key, fetched, Date.now(), sentAt);
@@ -201,6 +207,7 @@ export function createTiers(settings: TierSettings, metrics: Metrics, logger: Lo
         if (req?.keys.perToken === true && result.token !== undefined) tokenMemo.remember(req.keys, result.token);
       } else if (result.dropKey !== undefined) drop(result.dropKey);
     },
+    headerTable,
     get tokenMemoBytes() {
       return tokenMemo.bytes;
     },
@@ -278,18 +285,24 @@ const L2_MEMO_SHARE = 64;
 
 function createSharedTier(
   redis: RedisConnection,
-  { lockMs, marks, l1, maxBytes }: Pick<TierSettings, 'lockMs' | 'l1' | 'maxBytes'> & { marks: StaleMarksSettings },
+  {
+    lockMs,
+    marks,
+    l1,
+    maxBytes,
+    headerTable,
+  }: Pick<TierSettings, 'lockMs' | 'l1' | 'maxBytes'> & { marks: StaleMarksSettings; headerTable: HeaderTable },
   metrics: Metrics,
   logger: Logger,
   remote: InvalidationHandlers,
 ): SharedTier {
-  const l2 = createRedisStore(redis, logger, metrics, l1 ? 0 : Math.floor(maxBytes / L2_MEMO_SHARE));
+  const l2 = createRedisStore(redis, logger, metrics, l1 ? 0 : Math.floor(maxBytes / L2_MEMO_SHARE), headerTable);
   const bus = createInvalidationBus(redis, remote, logger);
   /** Pending L2 writes by key: a flight lock is released only once its entry is readable in L2. */
   const writes = new Map<string, Promise<void>>();
   return {
     l2,
-    lock: createFlightLock(redis, l2, lockMs),
+    lock: createFlightLock(redis, l2, lockMs, headerTable),
     bus,
     marks: createSharedMarks(redis, marks.horizonMs, marks.maxScopes),
     store(key, entry, ttlMs) {

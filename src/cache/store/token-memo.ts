@@ -9,8 +9,8 @@
  * that is the answer. Otherwise (memo miss, token gone, entry gone, stale or not
  * usable) every member's key is looked in, as before, and the winner is remembered.
  *
- * The memo is bounded in bytes (bounded-memo.ts: it starts over when full), so flight keys that
- * clients make up cannot grow it; forgetting costs one full scan.
+ * The memo is bounded in bytes (src/platform/memo.ts: the least recently used go first), so flight
+ * keys that clients make up cannot grow it; forgetting costs one full scan.
  */
 import { createBoundedMemo } from '../../platform/memo.js';
 import type { CacheEntry } from '../rules/entry.js';

@@ -30,17 +30,18 @@ export function acceptsCoding(header: string | string[] | undefined, coding: str
   return (wildcard ?? 0) > 0;
 }
 
-/** One-entry memo for the hit path: clients of one kind send one Accept-Encoding value over and over. */
-let lastHeader: string | undefined;
-let lastGzip = false;
+/** A list of bare codings (no parameters, so every q is 1; only spaces and tabs to trim). */
+const BARE_CODINGS = /^[A-Za-z0-9*,!#$%&'+.^_`|~ \t-]*$/;
+/** A bare list that names gzip or `*`. */
+const NAMES_GZIP = /(?:^|,)[ \t]*(?:gzip|\*)[ \t]*(?:,|$)/i;
 
-/** The request accepts gzip (memoized for the last header value seen). */
+/**
+ * The request accepts gzip. On the hit path, for the usual values (`gzip, deflate, br`: no
+ * q-values) two regular-expression tests that allocate nothing; otherwise `acceptsCoding`.
+ */
 export function acceptsGzip(header: string | string[] | undefined): boolean {
-  if (typeof header !== 'string') return acceptsCoding(header, 'gzip');
-  if (header === lastHeader) return lastGzip;
-  lastGzip = acceptsCoding(header, 'gzip');
-  lastHeader = header;
-  return lastGzip;
+  if (typeof header === 'string' && BARE_CODINGS.test(header)) return NAMES_GZIP.test(header);
+  return acceptsCoding(header, 'gzip');
 }
 
 /**

@@ -151,7 +151,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     let got = await exchange(ctx, stale);
     // A 304 that does not select the stored response updates nothing: ask again, unconditionally.
     if (unselected304(got, stale, req)) got = await exchange(ctx, undefined);
-    const result = classify(got, stale, req);
+    const result = classify(got, stale, req, tiers.headerTable.pair);
     if (result.kind === 'failed' && result.corrupt) {
       logger.warn({ reqId: ctx.id, upstream: req.upstream, status: result.failure.status }, 'upstream body is not valid JSON');
     }

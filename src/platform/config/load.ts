@@ -183,19 +183,25 @@ export function readTokensFile(path: string, readFile: (path: string) => string 
 }
 
 /**
- * The values each tokens file held when `resolveSecrets` added them to pool.tokens, by path: what
- * `tokensBesideFile` leaves out. Values stay in this process, like the config that holds them.
- */
-const loadedFromFile = new Map<string, ReadonlySet<string>>();
-
-/**
  * The pool tokens a config gives besides its tokens file (ETAGERE_TOKENS, pool.tokens): the ones a
- * reload of the file keeps as they are. All of them when the file was not read by this module.
+ * reload of the file keeps as they are. `resolveSecrets` added the file's tokens to pool.tokens; the
+ * file is read again here (when the pool is built, just after the config), and its values left out.
+ * All of them when the file cannot be read or parsed now.
  */
-export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
+export function tokensBesideFile(
+  config: Config,
+  readFile: (path: string) => string = (f) => readFileSync(f, 'utf8'),
+): Config['pool']['tokens'] {
   const file = config.pool.tokens_file;
-  const fromFile = file === null ? undefined : loadedFromFile.get(file);
-  return fromFile === undefined ? config.pool.tokens : config.pool.tokens.filter((token) => !fromFile.has(token.value));
+  if (file === null) return config.pool.tokens;
+  let fromFile: ReadonlySet<string>;
+  try {
+    fromFile = new Set(readTokensFile(file, readFile).map((token) => token.value));
+  } catch (err) {
+    if (err instanceof ConfigError) return config.pool.tokens;
+    throw err;
+  }
+  return config.pool.tokens.filter((token) => !fromFile.has(token.value));
 }
 
 /**
@@ -228,7 +234,6 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
   const file = pool?.tokens_file;
   if (pool !== undefined && typeof file === 'string' && file.length > 0) {
     const fromFile = readTokensFile(file, readFile).map(({ line: _line, ...token }) => token);
-    loadedFromFile.set(file, new Set(fromFile.map((token) => token.value)));
     const existing = Array.isArray(pool.tokens) ? (pool.tokens as unknown[]) : [];
     pool.tokens = [...existing, ...fromFile];
   }

@@ -6,6 +6,7 @@
  * parameters are masked with `redactQuery`.
  */
 import { pino, type Logger } from 'pino';
+import { createBoundedMemo, type BoundedMemo } from '../memo.js';
 import { redactQuery } from './logger.js';
 
 export interface AccessFields {
@@ -41,27 +42,35 @@ function jsonString(text: string): string {
   return NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`;
 }
 
-/**
- * The few values that repeat on every line (method, upstream name, route template) quoted once:
- * a Map lookup instead of an escape check and a copy. Bounded: past the cap, values are quoted per line.
- */
-const QUOTED_CAP = 4096;
-const quotedValues = new Map<string, string>();
+/** Bound of the memo of quoted values (etagere_cache_bytes{tier="log_memo"}). */
+export const LOG_MEMO_BYTES = 512 * 1024;
+/** Longer values are quoted on every line. */
+const LOG_MEMO_KEY_CHARS = 1024;
 
-function quoted(text: string): string {
-  let literal = quotedValues.get(text);
-  if (literal === undefined) {
-    literal = jsonString(text);
-    if (quotedValues.size < QUOTED_CAP) quotedValues.set(text, literal);
-  }
-  return literal;
+/**
+ * The memo of the few values that repeat on every line (method, upstream name, route template),
+ * quoted once: a lookup instead of an escape check and a copy. One per access log (services.ts builds it).
+ */
+export const createLogMemo = (): BoundedMemo => createBoundedMemo(LOG_MEMO_BYTES, LOG_MEMO_KEY_CHARS);
+
+function quoter(memo: BoundedMemo): (text: string) => string {
+  return (text) => {
+    let literal = memo.get(text);
+    if (literal === undefined) {
+      literal = jsonString(text);
+      memo.set(text, literal);
+    }
+    return literal;
+  };
 }
 
 /** Beyond this many characters pending, lines are handed over at once rather than at the end of the tick. */
 const BATCH_CHARS = 64 * 1024;
 
-export function createAccessLog(logger: Logger): AccessLog {
+/** `memo`: where the repeated values are kept quoted (a memo of its own when not given). */
+export function createAccessLog(logger: Logger, memo: BoundedMemo = createLogMemo()): AccessLog {
   if (!logger.isLevelEnabled('info')) return () => undefined;
+  const quoted = quoter(memo);
   const dest = (logger as unknown as Record<symbol, Destination | undefined>)[pino.symbols.streamSym];
   if (dest === undefined || typeof dest.write !== 'function') {
     return (fields) => logger.info({ ...fields, path: redactQuery(fields.path) }, 'request');

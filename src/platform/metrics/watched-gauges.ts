@@ -29,7 +29,7 @@ export interface CacheGaugeSource {
   l1Bytes(): number;
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
-  /** Bytes held by the memos of the key (credential -> partition) and of route labels (path -> template). */
+  /** Bytes held beside L1 by tier: the memos (src/platform/memo.ts), the rewritten and decoded bodies, the shared header fields. */
   memoBytes?(): {
     partition: number;
     routes: number;
@@ -38,6 +38,8 @@ export interface CacheGaugeSource {
     decodedBodies?: number;
     l2Memo?: number;
     sharedHeaders?: number;
+    logMemo?: number;
+    credentialMemo?: number;
   };
   /** Body bytes of the L1 entries: as stored (gzip) and decoded. */
   l1BodyBytes?(): { stored: number; decoded: number };
@@ -98,6 +100,8 @@ export const WATCHED_GAUGES = {
     gauge.set({ tier: 'decoded_bodies' }, memos?.decodedBodies ?? 0);
     gauge.set({ tier: 'l2_memo' }, memos?.l2Memo ?? 0);
     gauge.set({ tier: 'shared_headers' }, memos?.sharedHeaders ?? 0);
+    gauge.set({ tier: 'log_memo' }, memos?.logMemo ?? 0);
+    gauge.set({ tier: 'credential_memo' }, memos?.credentialMemo ?? 0);
   },
   cacheBodyBytes: (gauge, sources) => {
     const bodies = sources.cache?.l1BodyBytes?.() ?? { stored: 0, decoded: 0 };

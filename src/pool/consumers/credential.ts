@@ -9,6 +9,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { removeHeader, type HeaderRemoval } from '../../http/headers/hop-by-hop.js';
+import { createMemo, type Memo } from '../../platform/memo.js';
 import { CONSUMER_KEY_HEADER, type Consumers } from './consumers.js';
 
 export type Credential =
@@ -25,16 +26,26 @@ export interface CredentialRules {
   consumers: Consumers | undefined;
   /** What a request without a known key gets when consumers are enabled. */
   unknown: 'reject' | 'anonymous';
+  /** The consumers' pool credentials, made once each (services.ts); without it, made per request. */
+  poolCredentials?: PoolCredentials | undefined;
 }
 
-/** A consumer's pool credential, made once per consumer (names are the configured consumers': bounded). */
-const poolCredentials = new Map<string, Credential>();
+/** Consumer name -> its pool credential (etagere_cache_bytes{tier="credential_memo"}). */
+export type PoolCredentials = Memo<string, Credential>;
 
-function poolCredential(consumer: string): Credential {
-  let credential = poolCredentials.get(consumer);
+/** Bound of the credential memo: names are the configured consumers', so it holds them all. */
+export const CREDENTIAL_MEMO_BYTES = 256 * 1024;
+/** Counted per credential beyond its name's characters (the object, the slot). */
+const CREDENTIAL_OVERHEAD = 128;
+
+export const createPoolCredentials = (): PoolCredentials =>
+  createMemo<string, Credential>(CREDENTIAL_MEMO_BYTES, (name) => 2 * name.length + CREDENTIAL_OVERHEAD);
+
+function poolCredential(consumer: string, memo: PoolCredentials | undefined): Credential {
+  let credential = memo?.get(consumer);
   if (credential === undefined) {
     credential = { kind: 'pool', consumer };
-    poolCredentials.set(consumer, credential);
+    memo?.set(consumer, credential);
   }
   return credential;
 }
@@ -63,7 +74,7 @@ export function resolveCredential(
   const consumer = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
   if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
-  if (consumer !== undefined) return poolCredential(consumer);
+  if (consumer !== undefined) return poolCredential(consumer, rules.poolCredentials);
   return rules.unknown === 'anonymous' ? ANONYMOUS_CREDENTIAL : undefined;
 }
 

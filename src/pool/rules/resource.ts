@@ -47,16 +47,13 @@ function segmentAt(path: string, at: number, segment: string, deeper: boolean): 
   return Number.isNaN(next) || next === 0x3f /* ? */ || (deeper && next === 0x2f); /* / */
 }
 
-/** GraphQL endpoints outside their REST base (`/api/graphql` for `/api/v3`), by base path: one per upstream. */
-const outsideEndpoints = new Map<string, string | undefined>();
-
-/** The GraphQL endpoint of a base path when it is not `<base>/graphql` (Enterprise Server), else undefined. */
+/**
+ * The GraphQL endpoint of a base path when it is not `<base>/graphql` (Enterprise Server), else
+ * undefined. Worked out per call: only a path outside its base (that endpoint, or nothing) gets here.
+ */
 function endpointOutside(basePath: string, prefix: string): string | undefined {
-  if (outsideEndpoints.has(basePath)) return outsideEndpoints.get(basePath);
   const endpoint = graphqlEndpoint(basePath);
-  const outside = endpoint === `${prefix}/graphql` ? undefined : endpoint;
-  if (outsideEndpoints.size < 1000) outsideEndpoints.set(basePath, outside);
-  return outside;
+  return endpoint === `${prefix}/graphql` ? undefined : endpoint;
 }
 
 /**
