@@ -24,7 +24,6 @@ import type { PublicAddresses } from './representation/public-addresses.js';
 import { errorBody } from './errors.js';
 import type { ErrorReply, FormReply, Reply, Representation, Served, StreamReply } from './reply.js';
 
-
 /**
  * What `answer()` needs of a request: its request and response, id and method, and where its
  * upstream's addresses point (Link, Location and body URLs of streamed answers).

@@ -182,26 +182,17 @@ export function readTokensFile(path: string, readFile: (path: string) => string 
   return parseTokensFile(text);
 }
 
+/** The values the tokens file gave pool.tokens, kept on the raw config and then on the parsed one (never enumerated). */
+const FILE_TOKENS = Symbol('tokens from pool.tokens_file');
+type WithFileTokens = { [FILE_TOKENS]?: ReadonlySet<string> };
+
 /**
  * The pool tokens a config gives besides its tokens file (ETAGERE_TOKENS, pool.tokens): the ones a
- * reload of the file keeps as they are. `resolveSecrets` added the file's tokens to pool.tokens; the
- * file is read again here (when the pool is built, just after the config), and its values left out.
- * All of them when the file cannot be read or parsed now.
+ * reload of the file keeps as they are. All of them when this config's file was not read by `resolveSecrets`.
  */
-export function tokensBesideFile(
-  config: Config,
-  readFile: (path: string) => string = (f) => readFileSync(f, 'utf8'),
-): Config['pool']['tokens'] {
-  const file = config.pool.tokens_file;
-  if (file === null) return config.pool.tokens;
-  let fromFile: ReadonlySet<string>;
-  try {
-    fromFile = new Set(readTokensFile(file, readFile).map((token) => token.value));
-  } catch (err) {
-    if (err instanceof ConfigError) return config.pool.tokens;
-    throw err;
-  }
-  return config.pool.tokens.filter((token) => !fromFile.has(token.value));
+export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
+  const fromFile = (config as Config & WithFileTokens)[FILE_TOKENS];
+  return fromFile === undefined ? config.pool.tokens : config.pool.tokens.filter((token) => !fromFile.has(token.value));
 }
 
 /**
@@ -234,6 +225,7 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
   const file = pool?.tokens_file;
   if (pool !== undefined && typeof file === 'string' && file.length > 0) {
     const fromFile = readTokensFile(file, readFile).map(({ line: _line, ...token }) => token);
+    (raw as Raw & WithFileTokens)[FILE_TOKENS] = new Set(fromFile.map((token) => token.value));
     const existing = Array.isArray(pool.tokens) ? (pool.tokens as unknown[]) : [];
     pool.tokens = [...existing, ...fromFile];
   }
@@ -317,7 +309,11 @@ function describePath(path: ReadonlyArray<PropertyKey>): string {
 /** Validates a raw object; throws ConfigError listing every bad key. */
 export function parseConfig(raw: unknown, source = 'config'): Config {
   const result = configSchema.safeParse(raw);
-  if (result.success) return result.data;
+  if (result.success) {
+    const fromFile = (raw as WithFileTokens | null)?.[FILE_TOKENS];
+    if (fromFile !== undefined) Object.defineProperty(result.data, FILE_TOKENS, { value: fromFile });
+    return result.data;
+  }
   const lines = result.error.issues.map((i) => `  ${describePath(i.path)}: ${i.message}`);
   throw new ConfigError(`invalid ${source}:\n${lines.join('\n')}`);
 }
