@@ -45,7 +45,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v wrk >/dev/null || { echo "wrk is needed (apt-get install wrk)" >&2; exit 2; }
-[ -f dist/src/main/cli.js ] && [ -f "$ROOT/dist/src/main/cli.js" ] || { echo "run npm run build first (here and in --root)" >&2; exit 2; }
+# The CLI of --root: dist/src/main/cli.js, or dist/cli.js in a checkout from before src/ had floors.
+ROOT_CLI="$ROOT/dist/src/main/cli.js"; [ -f "$ROOT_CLI" ] || ROOT_CLI="$ROOT/dist/cli.js"
+[ -f dist/src/main/cli.js ] && [ -f "$ROOT_CLI" ] || { echo "run npm run build first (here and in --root)" >&2; exit 2; }
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 FAKE=$(free_port); PORT=$(free_port); ADMIN=$(free_port)
 DIR=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$DIR"' EXIT
@@ -79,7 +81,7 @@ upstreams:
 YAML
 FAKE_TOKENS=$(node --import tsx -e "import('./bench/bench-tokens.ts').then((m) => console.log(m.fakeTokenSpec()))")
 node dist/src/main/cli.js fake-upstream --port "$FAKE" --anon-limit 1000000000 --token-limit 1000000000 --tokens "$FAKE_TOKENS" > /dev/null 2>&1 &
-ETAGERE_TOKENS=$TOKENS_ENV node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} "$ROOT/dist/src/main/cli.js" serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
+ETAGERE_TOKENS=$TOKENS_ENV node ${PROF:+--cpu-prof --cpu-prof-dir=$PROF} "$ROOT_CLI" serve --config "$DIR/config.yaml" > /dev/null 2> "$DIR/stderr" &
 SERVER=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$FAKE/zen" > /dev/null && break; sleep 0.1; done
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN/readyz" > /dev/null && break; sleep 0.1; done
