@@ -1,10 +1,9 @@
 import { defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Files that assert a latency or a deadline (a request within N ms, a state reached within 2 s, a
- * number of cases within a time budget): they run after every other file, one at a time, so that
- * what they measure never depends on what else the cores are doing.
+ * number of cases within a time budget, work done within a window): they run after every other
+ * file, one at a time, so that what they measure never depends on what else the cores are doing.
  */
 const TIMED = [
   'test/e2e/webhooks-replicas.test.ts',
@@ -14,25 +13,18 @@ const TIMED = [
   'test/integration/redis-budget-rejoin.test.ts',
   'test/integration/redis-event-loop-stall.test.ts',
   'test/integration/redis-l2.test.ts',
+  'test/integration/replicas.test.ts', // one upstream request for 300 across 3 replicas: a Redis lock with a deadline
   'test/integration/shared-budget.test.ts',
+  'test/integration/token-pool.test.ts', // 149 requests spent within the fake's 5 s window
   'test/integration/webhook-slow-senders.test.ts',
   'test/hardening/decoded-bomb.test.ts',
   'test/hardening/fuzz.test.ts',
+  // No latency asserted, but 10,000 sequences on one core within its 180 s timeout: it needs the core to itself.
+  'test/hardening/isolation-scale.test.ts',
   'test/hardening/redis-faults.test.ts',
   'test/hardening/shutdown.test.ts',
   'test/hardening/upstream-faults.test.ts',
 ];
-
-/** The longest file of the parallel group (one busy core for most of the run) starts first, cache or not. */
-const LONGEST = ['test/hardening/isolation-scale.test.ts'];
-
-class LongestFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const isLongest = (spec: TestSpecification): boolean => LONGEST.some((path) => spec.moduleId.endsWith(path));
-    return [...sorted.filter(isLongest), ...sorted.filter((spec) => !isLongest(spec))];
-  }
-}
 
 /** What every project runs with. The global setups below stay at the root, where they run once per run. */
 const common = {
@@ -49,7 +41,6 @@ export default defineConfig({
     // The secrets scan: captures of every proxy's logs, metrics, admin and error answers during
     // the run, scanned for token values once every test has run (a hit fails the run).
     globalSetup: ['test/helpers/build-dist.ts', 'test/helpers/secrets-scan.ts'],
-    sequence: { sequencer: LongestFirst },
     projects: [
       {
         // Processes, sockets, Redis: mostly waiting, so more files than cores run at once.
