@@ -5,7 +5,7 @@
  * so deleting dist/ forces a full build. `npm test` (test/run-all.ts) builds once beforehand and sets
  * BUILT_ENV for the vitest runs it starts, which then skip this step.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,24 +31,31 @@ export interface BuildResult {
   output: string;
 }
 
-function compile(): BuildResult {
-  const run = spawnSync(process.execPath, [TSC, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', BUILD_INFO], {
-    cwd: ROOT,
-    encoding: 'utf8',
+/** Spawned, not run synchronously: `npm test` type-checks and lints while this builds. */
+function compile(): Promise<BuildResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [TSC, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', BUILD_INFO], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', (error) => resolve({ status: 1, output: `${output}${error.message}` }));
+    child.once('close', (code) => resolve({ status: code ?? 1, output }));
   });
-  return { status: run.status ?? 1, output: `${run.stdout}${run.stderr}${run.error?.message ?? ''}` };
 }
 
 /**
  * Brings dist/ up to date with src/. Throws when tsc wrote nothing usable; type errors alone are
  * returned (the outputs are fresh, and `npm run typecheck` is where they fail a run).
  */
-export function buildDist(): BuildResult {
-  let result = compile();
+export async function buildDist(): Promise<BuildResult> {
+  let result = await compile();
   if ((result.status === 0 || result.status === EMITTED_WITH_ERRORS) && !existsSync(DIST_CLI)) {
     // Build info that outlived its outputs (a file deleted by hand): start over from nothing.
     rmSync(BUILD_INFO, { force: true });
-    result = compile();
+    result = await compile();
   }
   if ((result.status !== 0 && result.status !== EMITTED_WITH_ERRORS) || !existsSync(DIST_CLI)) {
     throw new Error(`building dist/ for the CLI tests failed (tsc exit ${result.status}):\n${result.output}`);
@@ -56,19 +63,19 @@ export function buildDist(): BuildResult {
   return result;
 }
 
-function buildForTests(): void {
+async function buildForTests(): Promise<void> {
   if (process.env[BUILT_ENV] === '1') return;
-  const result = buildDist();
+  const result = await buildDist();
   if (result.status === EMITTED_WITH_ERRORS) {
     process.stderr.write(`dist/ is built from sources with type errors (the CLI tests run them anyway):\n${result.output}\n`);
   }
 }
 
-export default function setup(project: TestProject): void {
-  buildForTests();
+export default async function setup(project: TestProject): Promise<void> {
+  await buildForTests();
   // Watch mode: sources may have changed since the last run.
-  project.onTestsRerun(() => {
+  project.onTestsRerun(async () => {
     delete process.env[BUILT_ENV];
-    buildForTests();
+    await buildForTests();
   });
 }

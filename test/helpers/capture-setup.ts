@@ -69,7 +69,12 @@ const safe =
     }
   };
 
-if (capturing()) {
+/** Set once this process subscribes: with `isolate: false` this file runs again before each test file of a worker. */
+const SUBSCRIBED = Symbol.for('etagere.test.capture-subscribed');
+const processState = globalThis as { [SUBSCRIBED]?: boolean };
+
+if (capturing() && processState[SUBSCRIBED] !== true) {
+  processState[SUBSCRIBED] = true;
   subscribe(
     'undici:request:create',
     safe((message) => {
@@ -124,7 +129,9 @@ if (capturing()) {
   });
   subscribe('undici:request:trailers', finish);
   subscribe('undici:request:error', finish);
+}
 
+if (capturing()) {
   beforeAll(() => {
     const path = expect.getState().testPath;
     if (path !== undefined) setTestFile(relative(process.cwd(), path));

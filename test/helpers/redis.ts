@@ -17,13 +17,14 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { createRedisConnection, type RedisConnection } from '../../src/platform/redis/connection.js';
+import { pickPort } from './ports.js';
 
 export interface TestRedis {
   url: string; // e.g. redis://127.0.0.1:41234
@@ -321,15 +322,8 @@ function ask(port: number, command: string): Promise<string | undefined> {
 }
 
 /** A port free on 127.0.0.1 right now (bound to 0, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, HOST, resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+function freePort(): Promise<number> {
+  return pickPort();
 }
 
 /** Whether `port` can be bound on 127.0.0.1 right now. */

@@ -1,6 +1,7 @@
 /** A tiny scriptable upstream for proxy tests where the fake API is not the point. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pickPort } from './ports.js';
 
 export interface ScriptedUpstream {
   url: string;
@@ -45,11 +46,7 @@ export function startJsonUpstream(): Promise<ScriptedUpstream> {
   });
 }
 
-/** A port that nothing listens on (bound then released). */
-export async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
+/** A port that nothing listens on (test/helpers/ports.ts: never one that `listen(0)` hands to another file). */
+export function deadPort(): Promise<number> {
+  return pickPort();
 }

@@ -58,7 +58,8 @@ describe('the real CLI', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  describe('defaults that fail closed', () => {
+  // Concurrent: each test has its own processes and ports, and none measures a time; the log tests below run after them, alone.
+  describe.concurrent('defaults that fail closed', () => {
     it('listens on 127.0.0.1 by default, not on every address', async () => {
       const cli = runCli(['serve'], { ...base, UPSTREAM_URL: upstream.url });
       try {
