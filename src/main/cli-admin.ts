@@ -1,7 +1,8 @@
 /**
  * `etagere purge` and `etagere cache inspect|stats`: calls to a running proxy's admin port
- * (src/paths/admin/admin-cache.ts). The address is `--admin URL`, else the config's admin.host and
- * admin.port (the same file and environment `etagere serve` reads; 0.0.0.0 and :: mean this machine).
+ * (src/paths/admin/admin-cache.ts), and their answers as text for a terminal (`--json`: as JSON).
+ * The address is `--admin URL`, else the config's admin.host and admin.port (the same file and
+ * ADMIN_HOST/ADMIN_PORT `etagere serve` reads; 0.0.0.0 and :: mean this machine).
  */
 import { request } from 'undici';
 import type { Config } from '../platform/config/schema.js';
@@ -18,7 +19,12 @@ export function adminUrlOf(config: Pick<Config, 'admin'>): string {
   return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`;
 }
 
-/** One call; a connection failure throws an Error that names the address. */
+/** No proxy answered at the admin address (refused, timed out, not HTTP). */
+export class AdminUnreachable extends Error {
+  override name = 'AdminUnreachable';
+}
+
+/** One call; a connection failure throws AdminUnreachable, naming the address and what to do. */
 export async function adminCall(adminUrl: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<AdminAnswer> {
   const url = new URL(path, adminUrl);
   try {
@@ -32,7 +38,8 @@ export async function adminCall(adminUrl: string, method: 'GET' | 'POST', path: 
     return { status: res.statusCode, body: await res.body.text() };
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    throw new Error(`cannot reach the admin port at ${url.origin} (${typeof code === 'string' ? code : (err as Error).message})`);
+    const why = typeof code === 'string' ? code : (err as Error).message.split('\n')[0]!;
+    throw new AdminUnreachable(`no proxy answers at ${url.origin} (${why}): start one, or give its admin port with --admin URL`);
   }
 }
 
@@ -43,4 +50,106 @@ export function pretty(answer: AdminAnswer): string {
   } catch {
     return `${answer.body}\n`;
   }
+}
+
+/** Control characters (a terminal's escape sequences among them) of text a proxy sent, made visible. */
+function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** The one-line message of an answer other than 2xx: its JSON "message", else its first line. */
+export function answerError(answer: AdminAnswer): string {
+  let message: unknown;
+  try {
+    message = (JSON.parse(answer.body) as { message?: unknown }).message;
+  } catch {
+    message = undefined;
+  }
+  const text = typeof message === 'string' ? message : answer.body.split('\n')[0]!.slice(0, 200);
+  return `the admin port answered ${answer.status}: ${printable(text)}`;
+}
+
+/** Rows under a header, each column as wide as its widest cell; numbers aligned right. */
+export function table(header: readonly string[], rows: ReadonlyArray<readonly unknown[]>): string {
+  const cells = [
+    header.map(String),
+    ...rows.map((row) => row.map((cell) => printable(cell === null || cell === undefined ? '-' : String(cell)))),
+  ];
+  const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] ?? '').length)));
+  const numeric = header.map((_, column) => rows.length > 0 && rows.every((row) => typeof row[column] === 'number'));
+  return cells
+    .map((row) =>
+      row
+        .map((cell, column) => (numeric[column] ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+type Json = Record<string, unknown>;
+const asList = (value: unknown): Json[] => (Array.isArray(value) ? (value as Json[]) : []);
+const plural = (count: unknown, word: string, words = `${word}s`): string => `${String(count)} ${count === 1 ? word : words}`;
+
+function bytes(value: unknown): string {
+  const count = Number(value);
+  if (!Number.isFinite(count)) return String(value);
+  if (count < 1024) return `${count} B`;
+  return count < 1024 * 1024 ? `${(count / 1024).toFixed(1)} KiB` : `${(count / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** POST /admin/purge's answer: what was marked, where. */
+export function purgeText(value: Json): string {
+  const scope = typeof value.prefix === 'string' ? `prefix ${String(value.prefix)}` : `path ${String(value.path)}`;
+  const upstreams = Array.isArray(value.upstreams) ? value.upstreams.map(String).join(', ') : '?';
+  const workers = value.workers === undefined ? '' : ` (${plural(value.workers, 'worker')})`;
+  return (
+    printable(
+      `marked ${plural(value.marked, 'entry', 'entries')} stale under ${scope}, upstreams ${upstreams}; purge sent to ${String(value.replicas)}${workers}`,
+    ) + '\n'
+  );
+}
+
+/** GET /admin/cache's answer: one row per entry, then the stored bodies asked for. */
+export function inspectText(value: Json): string {
+  const entries = asList(value.entries);
+  if (entries.length === 0) return `no entry for ${printable(String(value.path))}\n${printable(String(value.note ?? ''))}\n`;
+  const rows = entries.map((entry) => [
+    entry.upstream,
+    `${String(entry.path)}${typeof entry.query === 'string' && entry.query !== '' ? `?${entry.query}` : ''}`,
+    entry.pool_token === undefined ? entry.partition : `${String(entry.partition)} (${String(entry.pool_token)})`,
+    entry.status,
+    entry.age,
+    entry.ttl,
+    entry.size,
+    entry.etag,
+    entry.accept,
+    entry.fetched_by,
+  ]);
+  let out = `${table(['UPSTREAM', 'PATH', 'PARTITION', 'STATUS', 'AGE', 'TTL', 'SIZE', 'ETAG', 'ACCEPT', 'FETCHED BY'], rows)}\n`;
+  out += `${printable(String(value.note ?? ''))}\n`;
+  entries.forEach((entry, index) => {
+    if (entry.body === undefined && entry.body_withheld === undefined) return;
+    out += `\n--- entry ${index + 1} body${entry.body_encoding === 'base64' ? ' (base64)' : ''}\n`;
+    const body = typeof entry.body === 'string' ? entry.body : `(${String(entry.body_withheld ?? 'not stored')})`;
+    // A body is the upstream's text: its line breaks and tabs stay, other control characters show.
+    out += `${body
+      .split('\n')
+      .map((line) => printable(line.replace(/\t/g, '    ')))
+      .join('\n')}\n`;
+  });
+  return out;
+}
+
+/** GET /admin/cache/stats's answer: the totals, then the two rankings. */
+export function statsText(value: Json): string {
+  const workers = value.workers === undefined ? '' : `, over ${plural(value.workers, 'worker')}`;
+  let out = `${plural(value.entries, 'entry', 'entries')} in L1, ${bytes(value.bytes)}, ${plural(value.marked_scopes, 'marked scope')}${workers}\n`;
+  const ranking = (title: string, list: unknown): void => {
+    const rows = asList(list).map((row) => [row.hits, row.upstream_requests, row.quota_spent, row.upstream, row.path]);
+    out += `\n${title}\n${rows.length === 0 ? '(none yet)' : table(['HITS', 'UPSTREAM REQS', 'QUOTA SPENT', 'UPSTREAM', 'PATH'], rows)}\n`;
+  };
+  ranking('busiest paths by hits', value.top_by_hits);
+  ranking('busiest paths by upstream requests', value.top_by_upstream);
+  return out;
 }

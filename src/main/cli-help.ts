@@ -9,7 +9,7 @@ import { ENV_VARS } from '../platform/config/load.js';
 import { fakeUpstreamFlags } from '../../fake-github/index.js';
 import { packageRoot } from './package-root.js';
 
-export const COMMANDS = ['serve', 'fake-upstream', 'demo', 'purge', 'cache'] as const;
+export const COMMANDS = ['serve', 'check-config', 'fake-upstream', 'demo', 'purge', 'cache'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** The version in package.json (the same file from src/ and from dist/). */
@@ -45,6 +45,22 @@ ${columns([
 
 `;
 
+const CHECK_CONFIG = `usage: etagere check-config [--config FILE]
+
+Checks the configuration as \`etagere serve\` would load it (the file, the environment variables
+below, the secrets and files they name) and prints the effective configuration as YAML with every
+secret masked: token and consumer key values, App private keys, the webhook and partition
+secrets, URL passwords. Exits 0 when it is valid; 2 with one line naming the key (and the
+variable that set it) when not, like \`nginx -t\`.
+
+flags:
+${columns([
+  ['-c, --config FILE', 'the YAML config file (else ETAGERE_CONFIG)'],
+  ['-h, --help', 'this help'],
+])}
+
+`;
+
 const DEMO = `usage: etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet] [--verbose]
 
 Starts the fake upstream and a proxy in front of it (config/examples/demo.yaml), with a small
@@ -75,9 +91,10 @@ const ADMIN_ROWS: ReadonlyArray<readonly [string, string]> = [
   ['--admin URL', "the running proxy's admin port, e.g. http://127.0.0.1:9090"],
   ['-c, --config FILE', 'else: the admin.host and admin.port of this config (ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT apply)'],
   ['--upstream NAME', 'only this upstream (default: every upstream)'],
+  ['--json', "the admin port's answer as JSON (default: text for a terminal)"],
 ];
 
-const PURGE = `usage: etagere purge (--path P | --prefix P) [--upstream NAME] [--admin URL | --config FILE]
+const PURGE = `usage: etagere purge (--path P | --prefix P) [--upstream NAME] [--json] [--admin URL | --config FILE]
 
 Marks cached entries stale on a running proxy, on every replica (through Redis): the next request
 for each revalidates it (POST /admin/purge). Paths are as clients request them through the proxy;
@@ -94,8 +111,8 @@ ${columns([
 
 `;
 
-const CACHE = `usage: etagere cache inspect PATH [--upstream NAME] [--body] [--admin URL | --config FILE]
-       etagere cache stats [--top N] [--admin URL | --config FILE]
+const CACHE = `usage: etagere cache inspect PATH [--upstream NAME] [--body] [--json] [--admin URL | --config FILE]
+       etagere cache stats [--top N] [--json] [--admin URL | --config FILE]
 
 inspect: the entries a running proxy holds for one path (GET /admin/cache): partition (anonymous,
 pool, credential: never a credential), Accept, API version, age, TTL, ETag, size, who fetched it.
@@ -128,18 +145,26 @@ ${columns([
 /** `etagere <command> --help`. */
 export function commandHelp(command: Command): string {
   if (command === 'serve') return `${SERVE}${envSection()}\n`;
+  if (command === 'check-config') return `${CHECK_CONFIG}${envSection()}\n`;
   if (command === 'demo') return `${DEMO}${envSection()}\n`;
   if (command === 'purge') return PURGE;
   if (command === 'cache') return CACHE;
   return FAKE;
 }
 
-/** `etagere --help`, and what an unknown command or flag prints. */
+/** A command's usage lines (what a bad flag prints under its one-line error), and where every flag is. */
+export function usageOf(command: Command): string {
+  const help = commandHelp(command);
+  return `${help.slice(0, help.indexOf('\n\n'))}\n  (etagere ${command} --help lists every flag)\n`;
+}
+
+/** `etagere --help`, and what an unknown command prints. */
 export const USAGE = `usage: etagere <command> [flags]
 
 commands:
 ${columns([
   ['serve [--config FILE]', 'run the proxy'],
+  ['check-config [--config FILE]', 'check the config as serve would; print it, secrets masked'],
   ['fake-upstream [flags]', 'run the fake upstream API'],
   ['demo [flags]', 'the fake upstream, a proxy in front of it, a consumer load and a live summary'],
   ['purge --prefix P | --path P', 'mark cached entries stale on a running proxy (its admin port)'],
@@ -147,7 +172,7 @@ ${columns([
 ])}
 
   etagere <command> --help   every flag of a command
-  etagere --version          the version
+  etagere -v, --version      the version
 
 ${envSection()}
 `;

@@ -2,22 +2,27 @@
 /**
  * etagere command line: argument parsing only (the help texts: src/main/cli-help.ts).
  *   etagere serve [--config FILE]
+ *   etagere check-config [--config FILE]
  *   etagere fake-upstream [--port N] [--host H] [--tokens SPEC] [--anon-limit N] [--token-limit N]
  *                         [--window-seconds N] [--latency-ms N] [--faults KIND:RATE,...]
  *                         [--app ID:KEY_FILE:INSTALLATIONS]... [--installation-token-seconds N] [--base-path /api/v3]
  *                         [--webhook-url URL] [--webhook-secret SECRET]
  *   etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet] [--verbose]
- *   etagere purge (--path P | --prefix P) [--upstream NAME] [--admin URL | --config FILE]
- *   etagere cache inspect PATH [--upstream NAME] [--body] [--admin URL | --config FILE]
- *   etagere cache stats [--top N] [--admin URL | --config FILE]
- *   etagere --help | <command> --help | --version
+ *   etagere purge (--path P | --prefix P) [--upstream NAME] [--json] [--admin URL | --config FILE]
+ *   etagere cache inspect PATH [--upstream NAME] [--body] [--json] [--admin URL | --config FILE]
+ *   etagere cache stats [--top N] [--json] [--admin URL | --config FILE]
+ *   etagere --help | <command> --help | --version | -v
+ * Every error is one line on stderr saying what to do: exit 2 for a bad flag or config, 1 for a
+ * failure at run time (no proxy answers, a port in use).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { stringify as toYaml } from 'yaml';
 import { startApp, type App } from './app.js';
-import { COMMANDS, USAGE, commandHelp, version, type Command } from './cli-help.js';
-import { ConfigError, loadConfig } from '../platform/config/load.js';
+import { COMMANDS, USAGE, commandHelp, usageOf, version, type Command } from './cli-help.js';
+import { ConfigError, loadAdminConfig, loadConfig } from '../platform/config/load.js';
+import { maskedConfig } from '../platform/config/masked.js';
 import { cluster, runPrimary, runWorker, workerCount } from './cluster.js';
 import type { Config } from '../platform/config/schema.js';
 import { startupSummary } from '../platform/config/summary.js';
@@ -34,11 +39,32 @@ import {
 } from '../../fake-github/index.js';
 import { basePrefixOf } from '../http/route.js';
 import { packageRoot } from './package-root.js';
-import { adminCall, adminUrlOf, pretty, type AdminAnswer } from './cli-admin.js';
+import {
+  AdminUnreachable,
+  adminCall,
+  adminUrlOf,
+  answerError,
+  inspectText,
+  pretty,
+  purgeText,
+  statsText,
+  type AdminAnswer,
+} from './cli-admin.js';
 
-function fail(message: string, code = 2): never {
-  process.stderr.write(`etagere: ${message}\n`);
+/** One line on stderr (then `usage`, when given: a command's usage lines), and the exit status. */
+function fail(message: string, code = 2, usage?: string): never {
+  process.stderr.write(`etagere: ${message}\n${usage ?? ''}`);
   process.exit(code);
+}
+
+/** The config `serve` would run with; a config error exits 2 with its one line. */
+function configOrExit(file: string | undefined): Config {
+  try {
+    return loadConfig({ file });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message);
+    throw err;
+  }
 }
 
 function intFlag(name: string, value: string | undefined): number | undefined {
@@ -74,13 +100,7 @@ function onSignals(stop: (signal: NodeJS.Signals) => Promise<void>, reload?: () 
 
 async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } }, strict: true });
-  let config: Config;
-  try {
-    config = loadConfig({ file: values.config });
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err.message);
-    throw err;
-  }
+  const config = configOrExit(values.config);
   if (cluster.isWorker) {
     const worker = await runWorker(config);
     // SIGHUP (to the whole process group, say) changes nothing here: the primary reloads.
@@ -186,6 +206,16 @@ const FAKE_FLAGS = {
   'webhook-secret': { type: 'string' },
 } as const;
 
+/** Validates the config as `serve` would and prints it, secrets masked (`nginx -t`). */
+async function checkConfig(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { config: { type: 'string', short: 'c' } }, strict: true });
+  const config = configOrExit(values.config);
+  process.stdout.write(`# etagere ${version()}: the effective configuration (file, environment, defaults); secrets masked\n`);
+  process.stdout.write(toYaml(maskedConfig(config), { aliasDuplicateObjects: false }));
+  process.stderr.write('etagere: the configuration is valid\n');
+  return Promise.resolve();
+}
+
 async function fakeUpstream(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: FAKE_FLAGS, strict: true });
   const opts = fakeOptions(values);
@@ -267,67 +297,87 @@ async function demo(args: string[]): Promise<void> {
   process.stdout.write(demoBanner(app, fake.url));
 }
 
-/** The admin port to talk to: --admin, else the config's (--config, ETAGERE_CONFIG, the environment). */
+/**
+ * The admin port to talk to: --admin, else the config's admin.host and admin.port (--config,
+ * ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT). Nothing else of the config is read: no token, no secret.
+ */
 function adminTarget(admin: string | undefined, file: string | undefined): string {
   if (admin !== undefined) {
-    if (!/^https?:\/\/\S+$/i.test(admin)) fail("--admin must be the admin port's URL, e.g. http://127.0.0.1:9090");
+    if (!/^https?:\/\/[^\s/]+\/?$/i.test(admin) || !URL.canParse(admin))
+      fail("--admin must be the admin port's URL, e.g. http://127.0.0.1:9090");
     return admin;
   }
   try {
-    return adminUrlOf(loadConfig({ file }));
+    return adminUrlOf(loadAdminConfig({ file }));
   } catch (err) {
-    if (err instanceof ConfigError) fail(`${err.message}\n(give the admin port's URL with --admin)`);
+    if (err instanceof ConfigError) fail(`${err.message} (or give the admin port's URL with --admin)`);
     throw err;
   }
 }
 
-/** Prints an admin answer; a status other than 2xx exits 1. */
-function report(answer: AdminAnswer): void {
-  const ok = answer.status >= 200 && answer.status < 300;
-  (ok ? process.stdout : process.stderr).write(pretty(answer), () => process.exit(ok ? 0 : 1));
+/**
+ * Prints an admin answer: JSON with --json, else as text (`text` renders its JSON). A status other
+ * than 2xx is one line on stderr and exit 1.
+ */
+function report(answer: AdminAnswer, json: boolean, text: (value: Record<string, unknown>) => string): void {
+  if (answer.status < 200 || answer.status >= 300) fail(answerError(answer), 1);
+  let out = pretty(answer);
+  if (!json) {
+    try {
+      out = text(JSON.parse(answer.body) as Record<string, unknown>);
+    } catch {
+      fail(`the admin port answered ${answer.status} with something other than JSON: is that an etagere admin port?`, 1);
+    }
+  }
+  process.stdout.write(out, () => process.exit(0));
 }
 
-const ADMIN_FLAGS = { admin: { type: 'string' }, config: { type: 'string', short: 'c' }, upstream: { type: 'string' } } as const;
+const ADMIN_FLAGS = {
+  admin: { type: 'string' },
+  config: { type: 'string', short: 'c' },
+  upstream: { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
 
 async function purge(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { ...ADMIN_FLAGS, path: { type: 'string' }, prefix: { type: 'string' } }, strict: true });
-  if ((values.path === undefined) === (values.prefix === undefined)) fail('give exactly one of --path and --prefix');
+  if ((values.path === undefined) === (values.prefix === undefined)) fail('give exactly one of --path and --prefix', 2, usageOf('purge'));
   const body: Record<string, string> = values.prefix !== undefined ? { prefix: values.prefix } : { path: values.path! };
   if (values.upstream !== undefined) body.upstream = values.upstream;
-  report(await adminCall(adminTarget(values.admin, values.config), 'POST', '/admin/purge', body));
+  report(await adminCall(adminTarget(values.admin, values.config), 'POST', '/admin/purge', body), values.json, purgeText);
 }
 
 async function cacheCommand(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
+  if (sub !== 'inspect' && sub !== 'stats')
+    fail(sub === undefined ? 'cache needs inspect or stats' : `unknown cache command "${sub}" (inspect or stats)`, 2, usageOf('cache'));
   const { values, positionals } = parseArgs({
     args: rest,
     options: { ...ADMIN_FLAGS, body: { type: 'boolean', default: false }, top: { type: 'string' } },
     strict: true,
     allowPositionals: true,
   });
-  const admin = adminTarget(values.admin, values.config);
   if (sub === 'stats') {
+    if (positionals.length > 0) fail(`cache stats takes no path (got "${positionals[0]}")`, 2, usageOf('cache'));
     const top = intFlag('top', values.top);
-    report(await adminCall(admin, 'GET', `/admin/cache/stats${top === undefined ? '' : `?top=${top}`}`));
+    const admin = adminTarget(values.admin, values.config);
+    report(await adminCall(admin, 'GET', `/admin/cache/stats${top === undefined ? '' : `?top=${top}`}`), values.json, statsText);
     return;
   }
-  if (sub !== 'inspect' || positionals.length !== 1)
-    fail(`usage: etagere cache inspect PATH | etagere cache stats\n${commandHelp('cache')}`);
+  if (positionals.length !== 1) fail('cache inspect needs one PATH, e.g. /repos/octo/hello', 2, usageOf('cache'));
   const query = new URLSearchParams({ path: positionals[0]! });
   if (values.upstream !== undefined) query.set('upstream', values.upstream);
   if (values.body) query.set('body', '1');
-  report(await adminCall(admin, 'GET', `/admin/cache?${query.toString()}`));
+  const admin = adminTarget(values.admin, values.config);
+  report(await adminCall(admin, 'GET', `/admin/cache?${query.toString()}`), values.json, inspectText);
 }
 
-async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  if (COMMANDS.includes(command as Command) && (rest.includes('--help') || rest.includes('-h'))) {
-    process.stdout.write(commandHelp(command as Command));
-    return;
-  }
+function run(command: string | undefined, rest: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       return serve(rest);
+    case 'check-config':
+      return checkConfig(rest);
     case 'fake-upstream':
       return fakeUpstream(rest);
     case 'demo':
@@ -340,26 +390,58 @@ async function main(argv: string[]): Promise<void> {
     case '--help':
     case 'help':
       process.stdout.write(USAGE);
-      return;
+      return Promise.resolve();
+    case '-v':
     case '-V':
     case '--version':
     case 'version':
       process.stdout.write(`etagere ${version()}\n`);
-      return;
+      return Promise.resolve();
     default:
-      fail(`${command === undefined ? 'missing command' : `unknown command "${command}"`}\n${USAGE}`);
+      fail(
+        command === undefined ? 'give a command (etagere --help lists them)' : `unknown command "${command}" (etagere --help lists them)`,
+        2,
+        USAGE,
+      );
+  }
+}
+
+/** parseArgs's complaint about a flag, on one line. */
+function flagProblem(error: NodeJS.ErrnoException): string | undefined {
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown flag ${/'([^']+)'/.exec(error.message)?.[1] ?? ''}`.trimEnd();
+  const missing = /'(?:-\w, )?(--[\w-]+) <value>' argument missing/.exec(error.message);
+  if (missing !== null) return `${missing[1]} needs a value`;
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' || error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return error.message.split(/\.(?: |$)/)[0]!;
+  return undefined;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  const known = COMMANDS.includes(command as Command) ? (command as Command) : undefined;
+  if (known !== undefined && (rest.includes('--help') || rest.includes('-h'))) {
+    process.stdout.write(commandHelp(known));
+    return;
+  }
+  try {
+    await run(command, rest);
+  } catch (err) {
+    const problem = flagProblem(err as NodeJS.ErrnoException);
+    if (problem !== undefined)
+      fail(known === undefined ? problem : `${problem} for etagere ${known}`, 2, known === undefined ? USAGE : usageOf(known));
+    throw err;
   }
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   const error = err as NodeJS.ErrnoException;
-  if (
-    error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ||
-    error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' ||
-    error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
-  ) {
-    fail(`${error.message}\n${USAGE}`);
-  }
-  if (error.code === 'EADDRINUSE') fail(`address already in use: ${error.message}`, 1);
-  fail(`fatal: ${error.stack ?? String(err)}`, 1);
+  if (err instanceof AdminUnreachable) fail(error.message, 1);
+  if (err instanceof ConfigError) fail(error.message);
+  if (error.code === 'EADDRINUSE') fail(`address already in use: ${firstLine(error.message)}`, 1);
+  // No stack trace: one line that names the failure (an unexpected one included).
+  fail(`${firstLine(error.message ?? String(err))}${typeof error.code === 'string' ? ` (${error.code})` : ''}`, 1);
 });
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]!.trim();
+}

@@ -110,7 +110,7 @@ describe('admin writes from a web page in the browser are refused', () => {
   });
 
   it('purges from etagere purge', { timeout: 30_000 }, async () => {
-    const purged = runCli(['purge', '--path', HELLO, '--admin', proxy.adminUrl]);
+    const purged = runCli(['purge', '--path', HELLO, '--json', '--admin', proxy.adminUrl]);
     expect((await purged.exited).code).toBe(0);
     expect(JSON.parse(purged.stdout())).toMatchObject({ path: HELLO, upstreams: ['github'] });
   });

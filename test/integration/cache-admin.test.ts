@@ -104,13 +104,38 @@ describe('/admin/cache, /admin/cache/stats, etagere purge and etagere cache insp
     expect(stats.top_by_hits.length).toBeLessThanOrEqual(3);
   });
 
-  it('etagere cache inspect and etagere purge talk to the running proxy', { timeout: 30_000 }, async () => {
-    const inspected = runCli(['cache', 'inspect', HELLO, '--admin', proxy.adminUrl]);
+  it('etagere cache inspect, cache stats and purge print a table or text, and JSON with --json', { timeout: 60_000 }, async () => {
+    const table = runCli(['cache', 'inspect', HELLO, '--admin', proxy.adminUrl]);
+    expect((await table.exited).code).toBe(0);
+    const lines = table.stdout().split('\n');
+    expect(lines[0]).toMatch(/^UPSTREAM +PATH +PARTITION +STATUS +AGE +TTL +SIZE +ETAG/);
+    expect(lines.filter((line) => line.startsWith(`github    ${HELLO}`))).toHaveLength(3);
+    expect(table.stdout()).toContain('in-memory cache (L1)');
+    const inspected = runCli(['cache', 'inspect', HELLO, '--json', '--admin', proxy.adminUrl]);
     expect((await inspected.exited).code).toBe(0);
     expect((JSON.parse(inspected.stdout()) as { entries: unknown[] }).entries).toHaveLength(3);
-    const purged = runCli(['purge', '--prefix', '/repos/octocat/', '--upstream', 'github', '--admin', proxy.adminUrl]);
+
+    const stats = runCli(['cache', 'stats', '--top', '2', '--admin', proxy.adminUrl]);
+    expect((await stats.exited).code).toBe(0);
+    expect(stats.stdout()).toMatch(/^\d+ entries in L1, [\d.]+ KiB, \d+ marked scopes?\n/);
+    expect(stats.stdout()).toMatch(
+      /busiest paths by hits\nHITS +UPSTREAM REQS +QUOTA SPENT +UPSTREAM +PATH\n +\d+ +\d+ +\d+ +github +\/repos\/octocat/,
+    );
+    const statsJson = runCli(['cache', 'stats', '--json', '--admin', proxy.adminUrl]);
+    expect((await statsJson.exited).code).toBe(0);
+    expect(JSON.parse(statsJson.stdout())).toMatchObject({
+      entries: expect.any(Number) as unknown,
+      top_by_hits: expect.any(Array) as unknown,
+    });
+
+    const purged = runCli(['purge', '--prefix', '/repos/octocat/', '--upstream', 'github', '--json', '--admin', proxy.adminUrl]);
     expect((await purged.exited).code).toBe(0);
     expect(JSON.parse(purged.stdout())).toMatchObject({ upstreams: ['github'], prefix: '/repos/octocat', marked: 3 });
+    const purgedText = runCli(['purge', '--path', HELLO, '--admin', proxy.adminUrl]);
+    expect((await purgedText.exited).code).toBe(0);
+    expect(purgedText.stdout()).toMatch(
+      /^marked \d+ entries stale under path \/repos\/octocat\/hello-world, upstreams github, anon; purge sent to this process\n$/,
+    );
     const after = await inspect(proxy, `path=${encodeURIComponent(HELLO)}`);
     expect(after.entries.every((entry) => entry.ttl <= 0)).toBe(true); // kept, stale
     const read = await get(proxy.url + HELLO);
@@ -123,9 +148,11 @@ describe('/admin/cache, /admin/cache/stats, etagere purge and etagere cache insp
     expect(both.stderr()).toContain('exactly one of --path and --prefix');
     const away = runCli(['purge', '--path', '/x', '--admin', 'http://127.0.0.1:9']);
     expect((await away.exited).code).toBe(1);
-    expect(away.stderr()).toContain('cannot reach the admin port at http://127.0.0.1:9');
+    expect(away.stderr()).toBe(
+      'etagere: no proxy answers at http://127.0.0.1:9 (ECONNREFUSED): start one, or give its admin port with --admin URL\n',
+    );
     const refused = runCli(['cache', 'inspect', 'no-slash', '--admin', proxy.adminUrl]);
     expect((await refused.exited).code).toBe(1);
-    expect(refused.stderr()).toContain('give ?path=');
+    expect(refused.stderr()).toMatch(/^etagere: the admin port answered 400: give \?path=[^\n]*\n$/);
   }, 30_000);
 });

@@ -77,19 +77,23 @@ describe('pool.apps', () => {
     [
       'an unreadable file',
       { ETAGERE_APP_ID: '1', ETAGERE_APP_PRIVATE_KEY_FILE: join(dir, 'missing.pem') },
-      /^pool\.apps\[0\]\.private_key_file: cannot read .*missing\.pem: ENOENT$/,
+      /^ETAGERE_APP_PRIVATE_KEY_FILE: cannot read .*missing\.pem: ENOENT \(pool\.apps\[0\]\.private_key_file\)$/,
     ],
     [
       'a public key',
       { ETAGERE_APP_ID: '1', ETAGERE_APP_PRIVATE_KEY_FILE: file('public.pem', keys.publicKey) },
-      /^pool\.apps\[0\]\.private_key_file: not the App's private key: .*\(content not shown\)$/,
+      /^ETAGERE_APP_PRIVATE_KEY_FILE: not the App's private key: .*\(content not shown\) \(pool\.apps\[0\]\.private_key_file\)$/,
     ],
     [
       'a damaged key',
       { ETAGERE_APP_ID: '1', ETAGERE_APP_PRIVATE_KEY_FILE: file('cut.pem', keys.privateKey.slice(0, 600)) },
-      /private_key_file: not the App's private key/,
+      /ETAGERE_APP_PRIVATE_KEY_FILE: not the App's private key/,
     ],
-    ['no key at all', { ETAGERE_APP_ID: '1' }, /pool\.apps\[0\]\.private_key_file: give private_key_file or private_key_env/],
+    [
+      'no key at all',
+      { ETAGERE_APP_ID: '1' },
+      /ETAGERE_APP_ID: give private_key_file or private_key_env \(pool\.apps\[0\]\.private_key_file\)/,
+    ],
     ['a key file without an App id', { ETAGERE_APP_PRIVATE_KEY_FILE: keyFile }, /need ETAGERE_APP_ID/],
     ['a bad App id', { ETAGERE_APP_ID: 'ci-app', ETAGERE_APP_PRIVATE_KEY_FILE: keyFile }, /pool\.apps\[0\]\.app_id/],
     [
@@ -124,7 +128,7 @@ describe('pool.apps', () => {
     expect(loadError({ file: unpooled, env: {} })).toMatch(/pool\.apps: GitHub Apps are configured but no upstream has token_pool: true/);
     // A pool of Apps fails closed off loopback like a pool of tokens.
     expect(loadError({ env: { ETAGERE_APP_ID: '1', ETAGERE_APP_PRIVATE_KEY_FILE: keyFile, HOST: '0.0.0.0' } })).toMatch(
-      /listen\.host: is 0\.0\.0\.0/,
+      /HOST: is 0\.0\.0\.0.*\(listen\.host\)/,
     );
     // An inline private_key that is not a key is named too, its content not shown.
     const inline = loadError({
@@ -142,7 +146,7 @@ describe('pool.apps', () => {
       ETAGERE_TOKENS: 'app-1001=ghp_app_config_clash_token_1,app-x=other_clash_token_2',
     };
     const message = loadError({ env });
-    expect(message).toMatch(/pool\.tokens\[0\]\.name: "app-1001" is how GitHub App app's installations are named/);
+    expect(message).toMatch(/ETAGERE_TOKENS: "app-1001" is how GitHub App app's installations are named.*\(pool\.tokens\[0\]\.name\)/);
     expect(message).not.toMatch(/pool\.tokens\[1\]/); // "app-x" is no installation's name
     expect(message).not.toContain('clash_token');
   });
@@ -155,7 +159,7 @@ describe('pool.apps', () => {
     });
     const { code } = await cli.exited;
     expect(code).toBe(2);
-    expect(cli.stderr()).toMatch(/pool\.apps\[0\]\.private_key_file: not the App's private key/);
+    expect(cli.stderr()).toMatch(/ETAGERE_APP_PRIVATE_KEY_FILE: not the App's private key.*\(pool\.apps\[0\]\.private_key_file\)/);
     expectNoKeyIn(cli.stdout() + cli.stderr());
   });
 });

@@ -109,10 +109,14 @@ describe('config', () => {
       '10.0.0.2:7000',
     ]);
     expect(() => loadConfig({ env: { REDIS_URL: 'redis://x:6379', REDIS_CLUSTER_NODES: 'a:1' } })).toThrow(
-      /redis\.cluster: give either url or cluster/,
+      /REDIS_CLUSTER_NODES: give either url or cluster, not both \(redis\.cluster\)/,
     );
-    expect(() => loadConfig({ env: { REDIS_URL: 'http://x' } })).toThrow(/redis\.url: must be a redis:\/\/ or rediss:\/\/ URL/);
-    expect(() => loadConfig({ env: { REDIS_CLUSTER_NODES: 'nohost' } })).toThrow(/redis\.cluster\[0\]: must be host:port/);
+    expect(() => loadConfig({ env: { REDIS_URL: 'http://x' } })).toThrow(
+      /REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL \(redis\.url\)/,
+    );
+    expect(() => loadConfig({ env: { REDIS_CLUSTER_NODES: 'nohost' } })).toThrow(
+      /REDIS_CLUSTER_NODES: must be host:port \(redis\.cluster\[0\]\)/,
+    );
   });
 
   const bad: Array<[string, Record<string, unknown>, string]> = [
@@ -196,7 +200,7 @@ describe('config', () => {
       const config = loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: file } });
       expect(config.pool.tokens).toEqual([{ name: 'bot-1', value: 'ghp_one' }, { value: 'ghp_two' }]);
       expect(() => loadConfig({ file: 'config/default.yaml', env: { ETAGERE_TOKENS_FILE: '/nonexistent/etagere-tokens' } })).toThrow(
-        /pool\.tokens_file: cannot read \/nonexistent\/etagere-tokens: ENOENT/,
+        /ETAGERE_TOKENS_FILE: cannot read \/nonexistent\/etagere-tokens: ENOENT \(pool\.tokens_file\)/,
       );
     });
     it('config entries may reference environment variables, and a missing one is named', () => {

@@ -49,6 +49,8 @@ describe('listen defaults in the deployment files', () => {
 
   it('hostile: the image default (HOST=0.0.0.0) with a pool and config/default.yaml refuses to start', () => {
     expect(() => loadConfig({ file: 'config/default.yaml', env: { ...TOKENS, HOST: '0.0.0.0' } })).toThrow(ConfigError);
-    expect(() => loadConfig({ file: 'config/default.yaml', env: { ...TOKENS, HOST: '0.0.0.0' } })).toThrow(/listen\.host.*pool\.open/s);
+    expect(() => loadConfig({ file: 'config/default.yaml', env: { ...TOKENS, HOST: '0.0.0.0' } })).toThrow(
+      /HOST: is 0\.0\.0\.0.*pool\.open.*\(listen\.host\)/s,
+    );
   });
 });

@@ -53,7 +53,7 @@ describe('webhook configuration', () => {
     const both = problem(() => loadConfig({ env: { ETAGERE_WEBHOOK_SECRET: SECRET, ETAGERE_WEBHOOK_SECRET_FILE: file } }));
     expect(both).toMatch(/give the secret once/);
     const missing = problem(() => loadConfig({ env: { ETAGERE_WEBHOOK_SECRET_FILE: join(dir, 'nope') } }));
-    expect(missing).toMatch(/webhooks\.secret_file: cannot read .*ENOENT/);
+    expect(missing).toMatch(/ETAGERE_WEBHOOK_SECRET_FILE: cannot read .*ENOENT \(webhooks\.secret_file\)/);
     writeFileSync(file, '\n');
     expect(problem(() => loadConfig({ env: { ETAGERE_WEBHOOK_SECRET_FILE: file } }))).toMatch(/is empty/);
   });

@@ -2,8 +2,9 @@
  * Loads the configuration: a YAML file (optional), then environment overrides, then zod validation.
  * This is the only module that reads process.env. Errors name the offending key.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
 import { configSchema, type Config } from './schema.js';
 
@@ -33,6 +34,45 @@ export const ENV_VARS = {
   ETAGERE_WEBHOOK_SECRET: "webhooks.secret: the webhook's secret (turns the receiver on)",
   ETAGERE_WEBHOOK_SECRET_FILE: "webhooks.secret_file: a file holding the webhook's secret",
 } as const;
+
+/** A config key path as errors name it: `listen.port`, `pool.apps[0].private_key_file`. */
+const KEY_PATH = '[a-z_]+(?:\\[\\d+\\])?(?:\\.[a-z_]+(?:\\[\\d+\\])?)*';
+
+/** The config key an ENV_VARS entry sets: the head of its description (none for ETAGERE_CONFIG). */
+export function envKey(name: keyof typeof ENV_VARS): string | undefined {
+  return new RegExp(`^(${KEY_PATH})(?=$|: | \\()`).exec(ENV_VARS[name])?.[1];
+}
+
+/** Which variable of `env` set which key (key -> variable): errors name the variable, not only the key. */
+function envSources(env: Env): Map<string, string> {
+  const sources = new Map<string, string>();
+  for (const name of Object.keys(ENV_VARS) as Array<keyof typeof ENV_VARS>) {
+    const key = envKey(name);
+    if (key !== undefined && (env[name] ?? '') !== '') sources.set(key, name);
+  }
+  return sources;
+}
+
+/** The variable that set `key` or the nearest key above it, if one did. */
+function variableOf(key: string, sources: ReadonlyMap<string, string>): string | undefined {
+  let best: string | undefined;
+  for (const set of sources.keys())
+    if ((key === set || key.startsWith(`${set}.`) || key.startsWith(`${set}[`)) && (best === undefined || set.length > best.length))
+      best = set;
+  return best === undefined ? undefined : sources.get(best);
+}
+
+/** `key: problem`, or `VARIABLE: problem (key)` when an environment variable gave the key its value. */
+function naming(key: string, problem: string, sources: ReadonlyMap<string, string>): string {
+  const variable = variableOf(key, sources);
+  return variable === undefined ? `${key}: ${problem}` : `${variable}: ${problem} (${key})`;
+}
+
+/** A ConfigError that starts with a key an environment variable set, re-worded to name that variable. */
+function namingVariable(err: ConfigError, sources: ReadonlyMap<string, string>): ConfigError {
+  const match = new RegExp(`^(${KEY_PATH}): (.*)$`, 's').exec(err.message);
+  return match === null || variableOf(match[1]!, sources) === undefined ? err : new ConfigError(naming(match[1]!, match[2]!, sources));
+}
 
 type Env = Readonly<Record<string, string | undefined>>;
 type Raw = Record<string, unknown>;
@@ -306,16 +346,32 @@ function describePath(path: ReadonlyArray<PropertyKey>): string {
   return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }
 
-/** Validates a raw object; throws ConfigError listing every bad key. */
-export function parseConfig(raw: unknown, source = 'config'): Config {
-  const result = configSchema.safeParse(raw);
-  if (result.success) {
-    const fromFile = (raw as WithFileTokens | null)?.[FILE_TOKENS];
-    if (fromFile !== undefined) Object.defineProperty(result.data, FILE_TOKENS, { value: fromFile });
-    return result.data;
-  }
-  const lines = result.error.issues.map((i) => `  ${describePath(i.path)}: ${i.message}`);
-  throw new ConfigError(`invalid ${source}:\n${lines.join('\n')}`);
+/** What is wrong, in the words an operator acts on (zod's own message otherwise). */
+function problemOf(key: string, issue: z.core.$ZodIssue): string {
+  const isPort = /(?:^|\.)port$/.test(key);
+  if (isPort && (issue.code === 'invalid_type' || issue.code === 'too_big' || issue.code === 'too_small'))
+    return 'must be a port number, 0-65535';
+  if (issue.code === 'invalid_type' && issue.expected === 'number') return 'must be a number';
+  return issue.message;
+}
+
+/** Validates with `schema`; a ConfigError lists every bad key on one line, naming the variable that set it. */
+function parseWith<T>(schema: z.ZodType<T>, raw: unknown, source: string, sources: ReadonlyMap<string, string>): T {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const key = describePath(issue.path);
+    return naming(key, problemOf(key, issue), sources);
+  });
+  throw new ConfigError(`invalid ${source}: ${problems.join('; ')}`);
+}
+
+/** Validates a raw object; throws ConfigError listing every bad key (on one line). */
+export function parseConfig(raw: unknown, source = 'config', sources: ReadonlyMap<string, string> = new Map()): Config {
+  const config = parseWith(configSchema, raw, source, sources);
+  const fromFile = (raw as WithFileTokens | null)?.[FILE_TOKENS];
+  if (fromFile !== undefined) Object.defineProperty(config, FILE_TOKENS, { value: fromFile });
+  return config;
 }
 
 export interface LoadOptions {
@@ -324,34 +380,94 @@ export interface LoadOptions {
   env?: Env;
 }
 
+/** The admin section alone (loadAdminConfig). */
+const adminSchema = z.object({ admin: configSchema.shape.admin });
+
 /** The built-in upstream used when neither file nor env names one: GitHub, LRU only. */
 const DEFAULT_UPSTREAMS = [{ name: 'github', prefix: '/', url: 'https://api.github.com', token_pool: true }];
 
+/** A config file larger than this is refused unread (a device, a log file, a mistake). */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/** The file's bytes, at most MAX_CONFIG_BYTES of them, as UTF-8 text; a ConfigError on one line otherwise. */
+function readConfigText(file: string, named: string): string {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${named}: ${(err as Error).message}`);
+  }
+  try {
+    if (fstatSync(fd).isDirectory()) throw new ConfigError(`config file ${named} is a directory: give the YAML file`);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      const read = readSync(fd, chunk, 0, chunk.length, null);
+      if (read === 0) break;
+      total += read;
+      if (total > MAX_CONFIG_BYTES) throw new ConfigError(`config file ${named} is larger than 4 MiB: not a config file`);
+      chunks.push(chunk.subarray(0, read));
+    }
+    const bytes = Buffer.concat(chunks);
+    if (bytes.includes(0)) throw new ConfigError(`config file ${named} is not text (it holds NUL bytes)`);
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw new ConfigError(`config file ${named} is not UTF-8 text`);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`cannot read config file ${named}: ${(err as Error).message}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The file's top-level mapping ({} without a file) and how errors name the source. */
+function readRaw(opts: LoadOptions, env: Env): { raw: Raw; source: string } {
+  const file = opts.file ?? (env.ETAGERE_CONFIG || undefined);
+  if (file === undefined) return { raw: {}, source: 'config (environment)' };
+  const named = opts.file === undefined ? `${file} (ETAGERE_CONFIG)` : file;
+  const text = readConfigText(file, named);
+  let parsed: unknown;
+  try {
+    // maxAliasCount bounds alias expansion ("billion laughs"); only the first line of yaml's message,
+    // as its excerpt of the file could quote a secret.
+    parsed = parseYaml(text, { maxAliasCount: 100, logLevel: 'error' });
+  } catch (err) {
+    throw new ConfigError(`config file ${named} is not valid YAML: ${(err as Error).message.split('\n')[0]!.replace(/:$/, '')}`);
+  }
+  if (parsed === null || parsed === undefined) parsed = {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError(`config file ${named} must contain a YAML mapping at the top level`);
+  }
+  return { raw: parsed as Raw, source: `config (${file} + environment)` };
+}
+
 export function loadConfig(opts: LoadOptions = {}): Config {
   const env = opts.env ?? process.env;
-  const file = opts.file ?? (env.ETAGERE_CONFIG || undefined);
-  let raw: Raw = {};
-  if (file !== undefined) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
-    }
-    let parsed: unknown;
-    try {
-      parsed = parseYaml(text);
-    } catch (err) {
-      throw new ConfigError(`config file ${file} is not valid YAML: ${(err as Error).message}`);
-    }
-    if (parsed === null || parsed === undefined) parsed = {};
-    if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-      throw new ConfigError(`config file ${file} must contain a YAML mapping at the top level`);
-    }
-    raw = parsed as Raw;
-  }
+  const { raw, source } = readRaw(opts, env);
+  const sources = envSources(env);
   if (raw.upstreams === undefined) raw.upstreams = structuredClone(DEFAULT_UPSTREAMS);
-  applyEnv(raw, env);
-  resolveSecrets(raw, env);
-  return parseConfig(raw, file !== undefined ? `config (${file} + environment)` : 'config (environment)');
+  try {
+    applyEnv(raw, env);
+    resolveSecrets(raw, env);
+  } catch (err) {
+    throw err instanceof ConfigError ? namingVariable(err, sources) : err;
+  }
+  return parseConfig(raw, source, sources);
+}
+
+/**
+ * Only the admin address (admin.host, admin.port; ADMIN_HOST, ADMIN_PORT), for the commands that
+ * call a running proxy (etagere purge, cache): no secret is read and no other key is checked.
+ */
+export function loadAdminConfig(opts: LoadOptions = {}): Pick<Config, 'admin'> {
+  const env = opts.env ?? process.env;
+  const { raw, source } = readRaw(opts, env);
+  const adminEnv = { ADMIN_HOST: env.ADMIN_HOST, ADMIN_PORT: env.ADMIN_PORT };
+  const admin = { admin: raw.admin };
+  applyEnv(admin, adminEnv);
+  return parseWith(adminSchema, admin, source, envSources(adminEnv));
 }
