@@ -16,7 +16,7 @@
  * refused without harm. gh's tests are skipped, saying why, where gh is not installed; all of them
  * where openssl is not.
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, copyFileSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -100,7 +100,10 @@ describe.skipIf(!OPENSSL)('HTTPS on the proxy listener', () => {
     ca = makeTestCa(dir);
     pair = ca.server('server');
     fake = await startFakeUpstream({ tokens: parseTokenSpec(`${POOL_TOKEN}@bob:public_repo,${CLIENT_TOKEN}@dave:public_repo`) });
-    proxy = await serve(fake.url, { ETAGERE_TLS_CERT_FILE: pair.cert, ETAGERE_TLS_KEY_FILE: pair.key });
+    // GraphQL on (/graphql, and /api/graphql in Enterprise mode); UPSTREAM_URL points it at the fake.
+    const config = join(dir, 'etagere.yaml');
+    writeFileSync(config, 'upstreams:\n  - { name: github, prefix: /, url: https://api.github.com, token_pool: true, graphql: true }\n');
+    proxy = await serve(fake.url, { ETAGERE_CONFIG: config, ETAGERE_TLS_CERT_FILE: pair.cert, ETAGERE_TLS_KEY_FILE: pair.key });
     agent = new Agent({ connect: { ca: readFileSync(ca.cert) } });
   });
   afterAll(async () => {
@@ -211,6 +214,14 @@ describe.skipIf(!OPENSSL)('HTTPS on the proxy listener', () => {
       expect(fake.stats().byPath['/orgs/etagere-org/repos']).toBe(pages);
       expect(await walk()).toEqual(ids);
       expect(fake.stats().byPath['/orgs/etagere-org/repos'], 'the second walk reached the fake').toBe(pages);
+    });
+
+    it('gh api graphql posts to /api/graphql: answered through the proxy', async () => {
+      fake.reset();
+      const ran = await gh(['graphql', '-f', 'query=query { repository(owner: "octocat", name: "hello-world") { nameWithOwner } }']);
+      expect(ran.code, `gh failed:\n${ran.stderr}`).toBe(0);
+      expect(JSON.parse(ran.stdout)).toEqual({ data: { repository: { nameWithOwner: 'octocat/hello-world' } } });
+      expect(fake.stats().byPath['/graphql']).toBe(1);
     });
 
     it('hostile: gh without the CA refuses the certificate', async () => {
