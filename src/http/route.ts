@@ -56,3 +56,29 @@ export function apiPathname(upstream: UpstreamConfig, pathname: string): string 
   const rest = pathname.slice(upstream.prefix.length);
   return rest === '' ? '/' : rest;
 }
+
+/** Where GitHub Enterprise Server serves its REST API: clients in Enterprise mode (gh with GH_HOST) put it in front of every path. */
+export const ENTERPRISE_REST_BASE = '/api/v3';
+
+/**
+ * A client path in GitHub Enterprise Server's layout as the same request in github.com's:
+ * `/api/v3/repos/o/r` is `/repos/o/r`, `/api/v3` is `/`, `/api/graphql` is `/graphql`; undefined
+ * for any other path (and for `/api/v3//x`, which would not be a path once stripped).
+ */
+export function enterpriseForm(pathname: string): string | undefined {
+  if (pathname === '/api/graphql') return '/graphql';
+  if (pathname === ENTERPRISE_REST_BASE || pathname === `${ENTERPRISE_REST_BASE}/`) return '/';
+  if (!pathname.startsWith(`${ENTERPRISE_REST_BASE}/`) || pathname.charCodeAt(ENTERPRISE_REST_BASE.length + 1) === 47 /* / */)
+    return undefined;
+  return pathname.slice(ENTERPRISE_REST_BASE.length);
+}
+
+/**
+ * Whether an upstream also answers the Enterprise forms of its paths: a GitHub upstream (the token
+ * pool, or api.github.com) on the root route. An upstream configured at `/api/v3` or `/api` wins
+ * those paths by its longer prefix, and keeps them.
+ */
+export function servesEnterpriseForms(upstream: UpstreamConfig): boolean {
+  if (upstream.prefix !== '/') return false;
+  return upstream.token_pool || new URL(upstream.url).hostname.toLowerCase() === 'api.github.com';
+}

@@ -2,7 +2,7 @@
  * Wires one proxy instance from a validated config: logger, metrics, handler, listeners and
  * graceful shutdown. `startApp` is what `etagere serve` and the tests call.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { TokenPool, TokenReport } from '../pool/rules/types.js';
 import type { Config } from '../platform/config/schema.js';
 import { createLogger, type Logger } from '../platform/log/logger.js';
@@ -18,9 +18,10 @@ import { closed, listen, urlOf } from './listen.js';
 import type { AppTiming } from '../pool/members/app-members.js';
 import type { ReloadOutcome, ReloadTrigger } from '../pool/members/reload.js';
 import { watchFile } from '../pool/members/watch-file.js';
+import { createListener, type TlsReload } from './tls.js';
 
 export interface App {
-  /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 */
+  /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 (https:// with listen.tls) */
   readonly url: string;
   readonly adminUrl: string;
   readonly server: Server;
@@ -37,9 +38,12 @@ export interface App {
   poolReady(): boolean;
   /**
    * Reloads pool.tokens_file into the token pool (what SIGHUP does; src/pool/members/reload.ts): the
-   * outcome, also logged by token names. Never throws.
+   * outcome, also logged by token names. On a signal, the listener's certificate too (`reloadTls`).
+   * Never throws.
    */
   reloadTokens(trigger?: ReloadTrigger): Promise<ReloadOutcome>;
+  /** Reads listen.tls's pair again into the listener (false: refused, the old one stays; true without TLS). */
+  reloadTls(): boolean;
   /** Purge, inspect or stats of this process's cache (what /admin/purge and /admin/cache answer; a cluster primary asks its workers). */
   cacheAdmin(call: CacheCall): Answer;
   /**
@@ -79,7 +83,9 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   let onIdle: (() => void) | undefined;
 
   // requireHostHeader: false: the handler answers a missing (or repeated) Host itself, in JSON.
-  const server = createServer(
+  // With listen.tls, HTTPS with the same handler (src/main/tls.ts reloads its certificate).
+  const { server, tls } = createListener(
+    config.listen.tls,
     { keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
     (req, res) => {
       beforeAnswer(req, res);
@@ -99,6 +105,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
         if (--inFlight === 0 && onIdle !== undefined) onIdle();
       });
     },
+    logger,
   );
   // Parse errors, CONNECT, Expect, half-closed clients and pipelining: src/main/connections.ts.
   hardenListener(server);
@@ -132,6 +139,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     closing ??= (async () => {
       draining = true;
       watch?.close();
+      tls?.close();
       const started = Date.now();
       const atStart = inFlight;
       logger.info({ signal, inFlight: atStart, drainTimeoutMs: config.shutdown.drain_timeout_ms }, 'etagere shutting down: draining');
@@ -162,7 +170,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   };
 
   return {
-    url: urlOf(addr),
+    url: urlOf(addr, tls === undefined ? 'http' : 'https'),
     adminUrl: adminAddr === undefined ? '' : urlOf(adminAddr),
     server,
     admin,
@@ -172,8 +180,17 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     tokens: () => services.pool?.pool.snapshot() ?? [],
     redisUp: () => (services.redis === undefined ? null : services.redis.up()),
     poolReady: () => services.pool?.ready() ?? true,
-    reloadTokens: (trigger = 'signal') => services.reloadTokens(trigger),
+    reloadTokens: reloadOnSignal(tls, (trigger) => services.reloadTokens(trigger)),
+    reloadTls: () => tls?.reload('signal') ?? true,
     cacheAdmin,
     close,
+  };
+}
+
+/** What SIGHUP reloads: the tokens file, and the listener's certificate (the latter on a signal only: it has its own file watch). */
+function reloadOnSignal(tls: TlsReload | undefined, reloadTokens: (trigger: ReloadTrigger) => Promise<ReloadOutcome>) {
+  return (trigger: ReloadTrigger = 'signal'): Promise<ReloadOutcome> => {
+    if (trigger === 'signal') tls?.reload('signal');
+    return reloadTokens(trigger);
   };
 }

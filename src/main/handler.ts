@@ -25,7 +25,7 @@ import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../po
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
-import { apiPathname, createRouter, upstreamPath } from '../http/route.js';
+import { apiPathname, createRouter, enterpriseForm, upstreamPath } from '../http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../http/target.js';
 
 /** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
@@ -79,10 +79,14 @@ export function createHandler(config: Config, services: Services, { logger, metr
     if (target.pathname === webhooks?.path) return webhooks.receive(req, res, id);
     const match = router.match(target.pathname);
     if (match === undefined) return refuse(req, res, id, errors.noRoute());
-    const upstream = upstreams[match.index]!;
+    // GitHub Enterprise Server's paths on a GitHub upstream (gh with GH_HOST): the same request, one cache entry.
+    const enterprise = upstreams[match.index]!.enterprise;
+    const stripped = enterprise === undefined ? undefined : enterpriseForm(target.pathname);
+    const upstream = stripped === undefined ? upstreams[match.index]! : enterprise!;
+    const pathname = stripped ?? target.pathname;
     const { graphql: graphqlRuntime, passThrough } = entrances[match.index]!;
-    trace.route = upstream.routes.match(apiPathname(upstream.cfg, target.pathname));
-    const path = upstreamPath(upstream.cfg, upstream.client.basePath, target.pathname, target.search);
+    trace.route = upstream.routes.match(apiPathname(upstream.cfg, pathname));
+    const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
     if (graphqlRuntime?.serves(method, path) === true)
       return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]! }, trace);
@@ -91,7 +95,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
       if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
-      passThrough.forward(req, res, target.pathname, path, id);
+      passThrough.forward(req, res, pathname, path, id);
       return NOT_SERVED;
     }
     drain(req);
@@ -112,7 +116,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       res,
       id,
       upstream,
-      pathname: target.pathname,
+      pathname,
       search: target.search,
       path,
       method,

@@ -1,6 +1,5 @@
-/** Small promise helpers around node:http servers. */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+/** Small promise helpers around node:http and node:https servers. */
+import type { AddressInfo, Server } from 'node:net';
 
 export function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
@@ -13,10 +12,10 @@ export function listen(server: Server, port: number, host: string): Promise<Addr
   });
 }
 
-export function urlOf(addr: AddressInfo): string {
+export function urlOf(addr: AddressInfo, scheme: 'http' | 'https' = 'http'): string {
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-  return `http://${shown}:${addr.port}`;
+  return `${scheme}://${shown}:${addr.port}`;
 }
 
 /** Resolves when the server has stopped accepting and every connection has closed. */

@@ -128,7 +128,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   );
   const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms);
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
-  const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded };
+  const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
   // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/cache/store/rewritten-bodies.ts).
   const rewrittenBodies = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 8));
   const upstreams = config.upstreams.map((cfg) =>

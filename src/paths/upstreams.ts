@@ -6,6 +6,7 @@ import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js
 import { PublicAddresses, type LinkSettings } from '../http/representation/public-addresses.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
 import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
+import { ENTERPRISE_REST_BASE, servesEnterpriseForms } from '../http/route.js';
 
 export interface UpstreamRuntime {
   readonly cfg: UpstreamConfig;
@@ -26,6 +27,12 @@ export interface UpstreamRuntime {
   readonly forms: EntryForms;
   /** The most an entry's body is decoded in one synchronous step (`cache.max_decoded_bytes`); a larger one streams. */
   readonly maxDecodedBytes: number;
+  /**
+   * The same upstream for a client that uses GitHub Enterprise Server's paths (`/api/v3/...`,
+   * src/http/route.ts `enterpriseForm`): everything shared (its cache entries too), except that its
+   * addresses point at the proxy under `/api/v3`. Undefined when the upstream does not serve them.
+   */
+  readonly enterprise: UpstreamRuntime | undefined;
 }
 
 /** Whether an upstream rewrites the API addresses in its JSON bodies (unset: when it has the token pool). */
@@ -45,7 +52,7 @@ export function createUpstreamRuntime(
   const addresses = new PublicAddresses(links, client.origin + client.basePrefix, route, rewritesBodyUrls(cfg));
   const maxDecodedBytes = forms.maxDecodedBytes ?? maxEntryBytes;
   const rewrittenBodies = rewritesBodyUrls(cfg) ? forms.rewritten : undefined;
-  return {
+  const runtime: UpstreamRuntime = {
     cfg,
     client,
     policy: upstreamPolicy(cfg, webhookOwners),
@@ -53,5 +60,15 @@ export function createUpstreamRuntime(
     addresses,
     forms: new EntryForms({ addresses, rewrittenBodies, decodedForms: forms.decoded, maxDecodedBytes }),
     maxDecodedBytes,
+    enterprise: undefined,
   };
+  if (!servesEnterpriseForms(cfg)) return runtime;
+  // Addresses under <public base>/api/v3: the route of a stripped prefix /api/v3 (link.ts `withRoutePrefix`).
+  const under = new PublicAddresses(links, addresses.upstreamBase, { stripPrefix: true, prefix: ENTERPRISE_REST_BASE }, addresses.bodies);
+  const enterprise = {
+    ...runtime,
+    addresses: under,
+    forms: new EntryForms({ addresses: under, rewrittenBodies, decodedForms: forms.decoded, maxDecodedBytes }),
+  };
+  return { ...runtime, enterprise };
 }

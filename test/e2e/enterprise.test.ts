@@ -249,8 +249,15 @@ describe('GitHub Enterprise Server (/api/v3) behind a zero-config proxy', () => 
       expect(metrics).not.toMatch(/route="[^"]*(api\/v3|octocat|spoon)/);
     });
 
+    it('a client in GHES’s own layout (/api/v3/..., gh with GH_HOST) gets the same resource, its addresses under /api/v3', async () => {
+      const res = await fetch(`${proxy.url}/api/v3/repos/octocat/hello-world`);
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as Json).url).toBe(`${proxy.url}/api/v3/repos/octocat/hello-world`);
+      expectAllThroughProxy(fake, POOL_LOGINS);
+    });
+
     it('hostile: a client that repeats the base path gets GHES’s 404 through the pool, labelled other', async () => {
-      const doubled = await fetch(`${proxy.url}/api/v3/repos/octocat/hello-world`);
+      const doubled = await fetch(`${proxy.url}/api/v3/api/v3/repos/octocat/hello-world`);
       expect(doubled.status).toBe(404);
       expect(Object.keys((await doubled.json()) as Json).sort()).toEqual(['documentation_url', 'message']);
       expect(await metricsOf(proxy)).toMatch(/etagere_requests_total\{upstream="ghes",route="other",method="GET",status="404"\}/);

@@ -22,7 +22,7 @@ describe('config', () => {
   it('with no file and no env, fronts api.github.com on 127.0.0.1:8080 with admin on 127.0.0.1:9090', () => {
     const config = loadConfig({ env: {} });
     // Loopback by default: the Docker image and compose set HOST=0.0.0.0 themselves.
-    expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080, tls: null });
     expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, allowed_hosts: [] });
     expect(config.redis.url).toBeNull();
     expect(config.pool.tokens).toEqual([]);
@@ -125,6 +125,9 @@ describe('config', () => {
     ['a non-http upstream', { upstreams: [{ name: 'x', prefix: '/', url: 'ftp://h' }] }, 'upstreams[0].url'],
     ['a prefix without a slash', { upstreams: [{ name: 'x', prefix: 'api', url: 'http://h' }] }, 'upstreams[0].prefix'],
     ['an unknown key', { listen: { port: 1, colour: 'red' } }, 'listen'],
+    ['a TLS certificate without its key', { listen: { tls: { cert_file: '/x.pem' } } }, 'listen.tls.key_file'],
+    ['a TLS key without its certificate', { listen: { tls: { key_file: '/x.key' } } }, 'listen.tls.cert_file'],
+    ['an unknown TLS key', { listen: { tls: { cert_file: '/x.pem', key_file: '/x.key', ca_file: '/ca' } } }, 'listen.tls'],
     ['an unknown top-level key', { upstream: [] }, '(root)'],
     [
       'ttl policy without ttl_seconds',

@@ -21,6 +21,10 @@ describe('publicBase with zero configuration', () => {
     expect(publicBase(null, false, header({ host: 'localhost:8080' }))).toBe('http://localhost:8080');
     expect(publicBase(null, false, header({ host: '[::1]:8080' }))).toBe('http://[::1]:8080');
     expect(publicBase(null, false, header({ host: ' proxy.internal ' }))).toBe('http://proxy.internal');
+    // On a TLS listener (listen.tls) a base from Host is https; a forwarded proto still says which.
+    expect(publicBase(null, false, header({ host: 'localhost:8443' }), 'https')).toBe('https://localhost:8443');
+    expect(publicBase(null, true, header({ host: 'h', 'x-forwarded-proto': 'http' }), 'https')).toBe('http://h');
+    expect(publicBase(null, true, header({ host: 'h', 'x-forwarded-proto': 'gopher' }), 'https')).toBe('https://h');
   });
   it('ignores X-Forwarded-Host and -Proto unless trust_forwarded', () => {
     const forwarded = header({ host: 'localhost:8080', 'x-forwarded-host': 'attacker.example', 'x-forwarded-proto': 'https' });

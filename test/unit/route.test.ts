@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/platform/config/load.js';
-import { apiPathname, createRouter, upstreamPath } from '../../src/http/route.js';
+import { apiPathname, createRouter, enterpriseForm, servesEnterpriseForms, upstreamPath } from '../../src/http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../../src/http/target.js';
 
 const config = parseConfig({
@@ -108,5 +108,31 @@ describe('request target', () => {
     for (const te of [undefined, 'chunked', 'Chunked', 'gzip, chunked', 'chunked, chunked']) expect(checkFraming(te)).toBeUndefined();
     for (const te of ['xchunked', 'gzip', 'chunked, gzip', 'identity', ''])
       expect(checkFraming(te)).toMatchObject({ ok: false, close: true });
+  });
+});
+
+describe('GitHub Enterprise Server forms of a path', () => {
+  it.each([
+    ['/api/v3/repos/o/r', '/repos/o/r'],
+    ['/api/v3/', '/'],
+    ['/api/v3', '/'],
+    ['/api/v3/rate_limit', '/rate_limit'],
+    ['/api/graphql', '/graphql'],
+  ])('%s is %s', (path, stripped) => expect(enterpriseForm(path)).toBe(stripped));
+
+  it.each(['/repos/o/r', '/api/v30/repos', '/api/v3x', '/api/graphqlx', '/api/graphql/x', '/api', '/api/v3//evil.example/x', '/API/v3/x'])(
+    'hostile or unrelated: %s is not one',
+    (path) => expect(enterpriseForm(path)).toBeUndefined(),
+  );
+
+  it('a GitHub upstream on the root route serves them; others do not', () => {
+    const [github, cyclists, ghe] = config.upstreams;
+    expect(servesEnterpriseForms(github!)).toBe(true);
+    expect(servesEnterpriseForms(cyclists!)).toBe(false);
+    expect(servesEnterpriseForms(ghe!)).toBe(false);
+    const pooled = parseConfig({ upstreams: [{ name: 'ghes', prefix: '/', url: 'https://ghe.example/api/v3', token_pool: true }] });
+    expect(servesEnterpriseForms(pooled.upstreams[0]!)).toBe(true);
+    const other = parseConfig({ upstreams: [{ name: 'other', prefix: '/', url: 'https://api.example.com' }] });
+    expect(servesEnterpriseForms(other.upstreams[0]!)).toBe(false);
   });
 });

@@ -61,18 +61,19 @@ const first = (value: string | undefined): string | undefined => value?.split(',
 /**
  * The proxy's public base URL for this request: config `public_url`; else, when forwarded headers
  * are trusted, X-Forwarded-Proto/-Host (falling back to Host); else the request's own Host over
- * http (the proxy listens on plain HTTP). An invalid host gives undefined (no rewrite).
+ * the listener's scheme (`https` with listen.tls). An invalid host gives undefined (no rewrite).
  */
 export function publicBase(
   publicUrl: string | null,
   trustForwarded: boolean,
   header: (name: string) => string | undefined,
+  scheme: 'http' | 'https' = 'http',
 ): string | undefined {
   if (publicUrl !== null) return publicUrl.replace(/\/+$/, '');
   const host = (trustForwarded ? first(header('x-forwarded-host')) : undefined) ?? header('host')?.trim();
   if (!isPlainHost(host)) return undefined;
   const proto = trustForwarded ? first(header('x-forwarded-proto'))?.toLowerCase() : undefined;
-  return `${proto === 'https' ? 'https' : 'http'}://${host}`;
+  return `${proto === 'https' || proto === 'http' ? proto : scheme}://${host}`;
 }
 
 /** The base that upstream paths are appended to on the proxy: the public base, plus the route prefix when it is stripped. */

@@ -9,6 +9,8 @@ import { publicBase, withRoutePrefix } from './link.js';
 export interface LinkSettings {
   publicUrl: string | null;
   trustForwarded: boolean;
+  /** The listener serves HTTPS (listen.tls): a base built from Host is https://. */
+  https?: boolean;
 }
 
 export class PublicAddresses {
@@ -36,10 +38,15 @@ export class PublicAddresses {
     const { publicUrl, trustForwarded } = this.links;
     const from = publicUrl ?? (trustForwarded ? undefined : (headers.host ?? ''));
     if (from !== undefined && from === this.from) return this.base;
-    const found = publicBase(publicUrl, trustForwarded, (name) => {
-      const value = headers[name];
-      return Array.isArray(value) ? value[0] : value;
-    });
+    const found = publicBase(
+      publicUrl,
+      trustForwarded,
+      (name) => {
+        const value = headers[name];
+        return Array.isArray(value) ? value[0] : value;
+      },
+      this.links.https === true ? 'https' : 'http',
+    );
     const base = found === undefined ? undefined : withRoutePrefix(found, this.route.stripPrefix, this.route.prefix);
     if (from !== undefined) {
       this.from = from;

@@ -62,7 +62,7 @@ function rewriteForClient(
   const { link, location } = proxyRes.headers;
   const locationToo = location !== undefined && rewritesLocation(proxyRes.statusCode ?? 0);
   if (link === undefined && !locationToo) return;
-  const base = publicBase(links.publicUrl, links.trustForwarded, headerOf(req));
+  const base = publicBase(links.publicUrl, links.trustForwarded, headerOf(req), links.https === true ? 'https' : 'http');
   if (base === undefined) return;
   const rewrite = { upstreamBase, proxyBase: withRoutePrefix(base, cfg.strip_prefix, cfg.prefix) };
   if (link !== undefined)
@@ -82,7 +82,7 @@ function invalidatedBy(
   const { location, 'content-location': contentLocation } = proxyRes.headers;
   return invalidatedPaths(
     { pathname, upstreamPath: req.url ?? pathname, location, contentLocation: headerValue(contentLocation) },
-    { ...mapping, publicBase: publicBase(links.publicUrl, links.trustForwarded, headerOf(req)) },
+    { ...mapping, publicBase: publicBase(links.publicUrl, links.trustForwarded, headerOf(req), links.https === true ? 'https' : 'http') },
   );
 }
 

@@ -3,6 +3,7 @@
  * This is the only module that reads process.env. Errors name the offending key.
  */
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { TlsFilesError, readTlsPair, type TlsFiles } from './tls-files.js';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
@@ -17,6 +18,8 @@ export const ENV_VARS = {
   ETAGERE_CONFIG: 'path of the YAML config file (overridden by --config)',
   PORT: 'listen.port',
   HOST: 'listen.host',
+  ETAGERE_TLS_CERT_FILE: 'listen.tls.cert_file: the HTTPS certificate (PEM; give the key too)',
+  ETAGERE_TLS_KEY_FILE: 'listen.tls.key_file: the HTTPS private key (PEM; give the certificate too)',
   ADMIN_PORT: 'admin.port',
   ADMIN_HOST: 'admin.host',
   PUBLIC_URL: 'public_url',
@@ -97,6 +100,8 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   };
   set(env.PORT, (v) => (obj(raw, 'listen').port = intFromEnv('PORT', v)));
   set(env.HOST, (v) => (obj(raw, 'listen').host = v));
+  set(env.ETAGERE_TLS_CERT_FILE, (v) => (obj(obj(raw, 'listen'), 'tls').cert_file = v));
+  set(env.ETAGERE_TLS_KEY_FILE, (v) => (obj(obj(raw, 'listen'), 'tls').key_file = v));
   set(env.ADMIN_PORT, (v) => (obj(raw, 'admin').port = intFromEnv('ADMIN_PORT', v)));
   set(env.ADMIN_HOST, (v) => (obj(raw, 'admin').host = v));
   set(env.PUBLIC_URL, (v) => (raw.public_url = v));
@@ -456,7 +461,23 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   } catch (err) {
     throw err instanceof ConfigError ? namingVariable(err, sources) : err;
   }
-  return parseConfig(raw, source, sources);
+  const config = parseConfig(raw, source, sources);
+  try {
+    if (config.listen.tls !== null) checkTlsFiles(config.listen.tls);
+  } catch (err) {
+    throw err instanceof ConfigError ? namingVariable(err, sources) : err;
+  }
+  return config;
+}
+
+/** The listener's certificate and key are read once at load, so that a bad pair is a config error, not a failed start. */
+function checkTlsFiles(files: TlsFiles): void {
+  try {
+    readTlsPair(files);
+  } catch (err) {
+    if (err instanceof TlsFilesError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 /**

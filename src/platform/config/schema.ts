@@ -308,7 +308,27 @@ export const redisSchema = z
 export const configSchema = z
   .object({
     listen: z
-      .object({ host: host.default('127.0.0.1'), port: port.default(8080) })
+      .object({
+        host: host.default('127.0.0.1'),
+        port: port.default(8080),
+        /** Serve HTTPS with this certificate (PEM, chain allowed) and key (PEM); reloaded on SIGHUP and when the files change. */
+        tls: z
+          .object({ cert_file: z.string().min(1).optional(), key_file: z.string().min(1).optional() })
+          .strict()
+          .superRefine((tls, ctx) => {
+            for (const [given, missing] of [
+              ['cert_file', 'key_file'],
+              ['key_file', 'cert_file'],
+            ] as const)
+              if (tls[given] !== undefined && tls[missing] === undefined)
+                ctx.addIssue({ code: 'custom', path: [missing], message: `required with listen.tls.${given}: give both or neither` });
+          })
+          .transform((tls) =>
+            tls.cert_file === undefined || tls.key_file === undefined ? null : { cert_file: tls.cert_file, key_file: tls.key_file },
+          )
+          .nullable()
+          .default(null),
+      })
       .strict()
       .prefault({}),
     admin: z

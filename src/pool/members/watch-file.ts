@@ -24,7 +24,14 @@ export function concernsFile(eventName: string | null, fileName: string): boolea
   return eventName === null || eventName === fileName || eventName.startsWith('..');
 }
 
-export function watchFile(path: string, onChange: () => void, log: Logger, debounceMs = WATCH_DEBOUNCE_MS): FileWatch {
+/** `what` names the file in the warnings (the tokens file; the listener's certificate uses it too). */
+export function watchFile(
+  path: string,
+  onChange: () => void,
+  log: Logger,
+  debounceMs = WATCH_DEBOUNCE_MS,
+  what = 'tokens file',
+): FileWatch {
   const absolute = resolve(path);
   const fileName = basename(absolute);
   let timer: NodeJS.Timeout | undefined;
@@ -47,11 +54,11 @@ export function watchFile(path: string, onChange: () => void, log: Logger, debou
       timer.unref();
     });
     watcher.on('error', (err: NodeJS.ErrnoException) => {
-      log.warn({ file: path, err: err.code ?? err.message }, 'tokens file watch stopped: reload with SIGHUP');
+      log.warn({ file: path, err: err.code ?? err.message }, `${what} watch stopped: reload with SIGHUP`);
       stop();
     });
   } catch (err) {
-    log.warn({ file: path, err: (err as NodeJS.ErrnoException).code ?? 'error' }, 'tokens file not watched: reload with SIGHUP');
+    log.warn({ file: path, err: (err as NodeJS.ErrnoException).code ?? 'error' }, `${what} not watched: reload with SIGHUP`);
   }
   return { close: stop };
 }
