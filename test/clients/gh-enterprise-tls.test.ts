@@ -337,18 +337,18 @@ describe.skipIf(!OPENSSL)('the listener’s certificate: reload and bad pairs', 
     return err;
   };
 
-  it('hostile: a bad pair at start is a config error naming the key and the file, never their content', async () => {
+  it('hostile: a bad pair at start is a config error naming the variable, the key and the file, never their content', async () => {
     const [one, two] = [ca.server('bad-a'), ca.server('bad-b')];
     const mismatched = await refused({ ETAGERE_TLS_CERT_FILE: one.cert, ETAGERE_TLS_KEY_FILE: two.key });
     expect(mismatched.trim().split('\n')).toEqual([
-      `etagere: listen.tls.key_file: ${two.key} is not the key of the certificate in ${one.cert}`,
+      `etagere: ETAGERE_TLS_KEY_FILE: ${two.key} is not the key of the certificate in ${one.cert} (listen.tls.key_file)`,
     ]);
     const swapped = await refused({ ETAGERE_TLS_CERT_FILE: one.key, ETAGERE_TLS_KEY_FILE: one.cert });
-    expect(swapped.trim()).toBe(`etagere: listen.tls.cert_file: ${one.key} is not a PEM certificate`);
+    expect(swapped.trim()).toBe(`etagere: ETAGERE_TLS_CERT_FILE: ${one.key} is not a PEM certificate (listen.tls.cert_file)`);
     const missing = await refused({ ETAGERE_TLS_CERT_FILE: join(dir, 'nope.pem'), ETAGERE_TLS_KEY_FILE: one.key });
-    expect(missing.trim()).toBe(`etagere: listen.tls.cert_file: cannot read ${join(dir, 'nope.pem')}: ENOENT`);
+    expect(missing.trim()).toBe(`etagere: ETAGERE_TLS_CERT_FILE: cannot read ${join(dir, 'nope.pem')}: ENOENT (listen.tls.cert_file)`);
     const directory = await refused({ ETAGERE_TLS_CERT_FILE: one.cert, ETAGERE_TLS_KEY_FILE: dir });
-    expect(directory.trim()).toBe(`etagere: listen.tls.key_file: ${dir} is not a regular file`);
+    expect(directory.trim()).toBe(`etagere: ETAGERE_TLS_KEY_FILE: ${dir} is not a regular file (listen.tls.key_file)`);
   });
 
   it('hostile: a certificate without its key (or the other way round) is a config error naming the missing key', async () => {
