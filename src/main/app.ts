@@ -12,6 +12,7 @@ import { errors } from '../http/errors.js';
 import { createHandler } from './handler.js';
 import { buildServices } from './services.js';
 import { createAdminServer } from '../paths/admin/admin.js';
+import { consumerLabelMode } from '../platform/metrics/consumer-label.js';
 import { createCacheAdmin, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
 import { answeredInTurn, beforeAnswer, hardenListener, owe } from './connections.js';
 import { closed, listen, urlOf } from './listen.js';
@@ -122,6 +123,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
     allowedHosts: config.admin.allowed_hosts,
     equivalentConfigured: config.pool.equivalent,
+    consumerLabel: consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled),
     cache: (call) => Promise.resolve(cacheAdmin(call)),
   });
   // The pool learns its tokens' numbers before traffic arrives (bounded by the upstream timeouts).

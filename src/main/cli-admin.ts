@@ -1,11 +1,13 @@
 /**
- * `etagere purge` and `etagere cache inspect|stats`: calls to a running proxy's admin port
- * (src/paths/admin/admin-cache.ts), and their answers as text for a terminal (`--json`: as JSON).
- * The address is `--admin URL`, else the config's admin.host and admin.port (the same file and
- * ADMIN_HOST/ADMIN_PORT `etagere serve` reads; 0.0.0.0 and :: mean this machine).
+ * `etagere purge`, `etagere cache inspect|stats` and `etagere quota`: calls to a running proxy's
+ * admin port (src/paths/admin/admin-cache.ts, admin-quota.ts), and their answers as text for a
+ * terminal (`--json`: as JSON). The address is `--admin URL`, else the config's admin.host and
+ * admin.port (the same file and ADMIN_HOST/ADMIN_PORT `etagere serve` reads; 0.0.0.0 and :: mean
+ * this machine).
  */
 import { request } from 'undici';
 import type { Config } from '../platform/config/schema.js';
+import { QUOTA_WINDOWS, isQuotaWindow } from '../platform/metrics/quota-windows.js';
 
 export interface AdminAnswer {
   status: number;
@@ -151,5 +153,26 @@ export function statsText(value: Json): string {
   };
   ranking('busiest paths by hits', value.top_by_hits);
   ranking('busiest paths by upstream requests', value.top_by_upstream);
+  return out;
+}
+
+/** The admin path of `etagere quota --window W`, or why W is not a window. */
+export function quotaPath(window: string | undefined): { path: string } | { error: string } {
+  if (window === undefined) return { path: '/admin/quota' };
+  if (!isQuotaWindow(window)) return { error: `--window must be one of ${Object.keys(QUOTA_WINDOWS).join(', ')}` };
+  return { path: `/admin/quota?window=${window}` };
+}
+
+/** GET /admin/quota's answer: its totals, then the busiest consumer x route rows by upstream and by billable requests. */
+export function quotaText(value: Json): string {
+  const totals = (value.totals ?? {}) as Json;
+  const head = `last ${String(value.window)} (consumer label: ${String(value.consumer_label)}): `;
+  let out = `${printable(`${head}${plural(totals.upstream_requests, 'upstream request')}, ${String(totals.billable_requests)} billable`)}\n`;
+  const ranking = (title: string, list: unknown): void => {
+    const rows = asList(list).map((row) => [row.consumer, row.upstream, row.route, row.upstream_requests, row.billable_requests]);
+    out += `\n${title}\n${rows.length === 0 ? '(none yet)' : table(['CONSUMER', 'UPSTREAM', 'ROUTE', 'UPSTREAM REQS', 'BILLABLE'], rows)}\n`;
+  };
+  ranking('by upstream requests', value.by_upstream_requests);
+  ranking('by billable requests', value.by_billable_requests);
   return out;
 }

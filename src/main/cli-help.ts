@@ -9,7 +9,7 @@ import { ENV_VARS } from '../platform/config/load.js';
 import { fakeUpstreamFlags } from '../../fake-github/index.js';
 import { packageRoot } from './package-root.js';
 
-export const COMMANDS = ['serve', 'check-config', 'fake-upstream', 'demo', 'purge', 'cache'] as const;
+export const COMMANDS = ['serve', 'check-config', 'fake-upstream', 'demo', 'purge', 'cache', 'quota'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** The version in package.json (the same file from src/ and from dist/). */
@@ -128,6 +128,21 @@ ${columns([
 
 `;
 
+const QUOTA = `usage: etagere quota [--window 5m|1h|24h] [--json] [--admin URL | --config FILE]
+
+Who spent a running proxy's upstream quota on what (GET /admin/quota): the busiest consumer x
+route rows by requests sent upstream and by billable ones (all but 304s to authorised requests),
+over the last 5 minutes, hour (the default) or day. Consumers are as metrics.consumer_label says.
+
+flags:
+${columns([
+  ['--window W', '5m, 1h or 24h (default 1h)'],
+  ...ADMIN_ROWS.filter(([flag]) => !flag.startsWith('--upstream')),
+  ['-h, --help', 'this help'],
+])}
+
+`;
+
 const FAKE = `usage: etagere fake-upstream [options]
 
 Runs the fake upstream: a GitHub-like read API with rate limits, ETags and fault injection
@@ -149,6 +164,7 @@ export function commandHelp(command: Command): string {
   if (command === 'demo') return `${DEMO}${envSection()}\n`;
   if (command === 'purge') return PURGE;
   if (command === 'cache') return CACHE;
+  if (command === 'quota') return QUOTA;
   return FAKE;
 }
 
@@ -169,6 +185,7 @@ ${columns([
   ['demo [flags]', 'the fake upstream, a proxy in front of it, a consumer load and a live summary'],
   ['purge --prefix P | --path P', 'mark cached entries stale on a running proxy (its admin port)'],
   ['cache inspect PATH | cache stats', "a running proxy's entries for a path; its cache figures"],
+  ['quota [--window W] [--json]', "who spent a running proxy's upstream quota on what"],
 ])}
 
   etagere <command> --help   every flag of a command

@@ -11,6 +11,7 @@
  *   etagere purge (--path P | --prefix P) [--upstream NAME] [--json] [--admin URL | --config FILE]
  *   etagere cache inspect PATH [--upstream NAME] [--body] [--json] [--admin URL | --config FILE]
  *   etagere cache stats [--top N] [--json] [--admin URL | --config FILE]
+ *   etagere quota [--window 5m|1h|24h] [--json] [--admin URL | --config FILE]
  *   etagere --help | <command> --help | --version | -v
  * Every error is one line on stderr saying what to do: exit 2 for a bad flag or config, 1 for a
  * failure at run time (no proxy answers, a port in use).
@@ -47,6 +48,8 @@ import {
   inspectText,
   pretty,
   purgeText,
+  quotaPath,
+  quotaText,
   statsText,
   type AdminAnswer,
 } from './cli-admin.js';
@@ -372,6 +375,14 @@ async function cacheCommand(args: string[]): Promise<void> {
   report(await adminCall(admin, 'GET', `/admin/cache?${query.toString()}`), values.json, inspectText);
 }
 
+async function quota(args: string[]): Promise<void> {
+  const options = { admin: ADMIN_FLAGS.admin, config: ADMIN_FLAGS.config, json: ADMIN_FLAGS.json, window: { type: 'string' } } as const;
+  const { values } = parseArgs({ args, options, strict: true });
+  const target = quotaPath(values.window);
+  if ('error' in target) fail(target.error, 2, usageOf('quota'));
+  report(await adminCall(adminTarget(values.admin, values.config), 'GET', target.path), values.json, quotaText);
+}
+
 function run(command: string | undefined, rest: string[]): Promise<void> {
   switch (command) {
     case 'serve':
@@ -386,6 +397,8 @@ function run(command: string | undefined, rest: string[]): Promise<void> {
       return purge(rest);
     case 'cache':
       return cacheCommand(rest);
+    case 'quota':
+      return quota(rest);
     case '-h':
     case '--help':
     case 'help':

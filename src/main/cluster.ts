@@ -23,6 +23,8 @@ import { startApp, type App } from './app.js';
 import type { Config } from '../platform/config/schema.js';
 import { createLogger, type Logger } from '../platform/log/logger.js';
 import type { RecentSummary } from '../platform/metrics/recent.js';
+import { consumerLabelMode } from '../platform/metrics/consumer-label.js';
+import { quotaReport, type QuotaRow, type QuotaWindow } from '../platform/metrics/quota-windows.js';
 import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
 import { createAdminServer } from '../paths/admin/admin.js';
 import { combineAnswers, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
@@ -59,7 +61,10 @@ type Control =
   | { t: 'etagere:reload'; trigger: ReloadTrigger }
   /** A purge, inspection or stats call on the admin port (src/paths/admin/admin-cache.ts), to every worker, and each one's answer. */
   | { t: 'etagere:cache'; id: number; call: CacheCall }
-  | { t: 'etagere:cache-reply'; id: number; answer: Answer };
+  | { t: 'etagere:cache-reply'; id: number; answer: Answer }
+  /** /admin/quota's rows of one window (src/platform/metrics/quota-windows.ts), from every worker. */
+  | { t: 'etagere:quota'; id: number; window: QuotaWindow }
+  | { t: 'etagere:quota-reply'; id: number; rows: QuotaRow[] };
 
 const isControl = (message: unknown): message is Control =>
   typeof message === 'object' &&
@@ -172,8 +177,10 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
     worker.on('message', (message: unknown) => {
       if (!isControl(message)) return;
       if (message.t === 'etagere:recent') recent.set(worker.id, message);
-      else if (message.t === 'etagere:metrics-reply' || message.t === 'etagere:cache-reply') {
-        replies.get(message.id)?.(message.t === 'etagere:metrics-reply' ? message.json : message.answer);
+      else if (message.t === 'etagere:metrics-reply' || message.t === 'etagere:cache-reply' || message.t === 'etagere:quota-reply') {
+        replies.get(message.id)?.(
+          message.t === 'etagere:metrics-reply' ? message.json : message.t === 'etagere:quota-reply' ? message.rows : message.answer,
+        );
         replies.delete(message.id);
       }
     });
@@ -220,6 +227,8 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
     metricsText,
     recent: () => sumRecent([...recent.values()].map((r) => r.summary)),
     cache: async (call) => combineAnswers(call, await ask<Answer>((id) => ({ t: 'etagere:cache', id, call }))),
+    consumerLabel: consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled),
+    quota: async (window, top) => quotaReport(window, await ask<QuotaRow[]>((id) => ({ t: 'etagere:quota', id, window })), top),
   });
   const addr = await listen(admin, config.admin.port, config.admin.host);
   const reloads = primaryReloads(config, poolRt, pools, { logger, metrics });
@@ -303,6 +312,13 @@ export async function runWorker(config: Config): Promise<App> {
     if (isControl(message) && message.t === 'etagere:cache')
       process.send?.(
         { t: 'etagere:cache-reply', id: message.id, answer: app.cacheAdmin(message.call) } satisfies Control,
+        undefined,
+        undefined,
+        ignoreSendError,
+      );
+    if (isControl(message) && message.t === 'etagere:quota')
+      process.send?.(
+        { t: 'etagere:quota-reply', id: message.id, rows: app.metrics.quota.rows(message.window) } satisfies Control,
         undefined,
         undefined,
         ignoreSendError,

@@ -13,6 +13,9 @@ import { dropHopByHop, keepPoolHeaders } from '../http/headers/hop-by-hop.js';
 import { createAccessLog } from '../platform/log/access.js';
 import { LabelSets } from '../platform/metrics/label-sets.js';
 import type { CountCell } from '../platform/metrics/cells.js';
+import { consumerLabelMode, createConsumerLabels, type ConsumerLabels } from '../platform/metrics/consumer-label.js';
+import { upstreamSpend } from '../platform/metrics/quota-saved.js';
+import { NO_CONSUMER } from '../platform/metrics/quota-windows.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createGraphqlPath } from '../paths/graphql/exchange.js';
 import type { ServiceDeps, Services } from './services.js';
@@ -36,6 +39,8 @@ interface Trace {
   ctx: Pick<RequestContext, 'upstream' | 'cred' | 'pathname'> | undefined;
   route: string;
   served: Served | Promise<Served>;
+  /** The User-Agent, read only when metrics.consumer_label is user_agent (before any header is dropped). */
+  agent: string | undefined;
 }
 
 export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
@@ -57,7 +62,9 @@ export function createHandler(config: Config, services: Services, { logger, metr
   });
   const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
   const rules = credentialRules(config, services);
-  const record = recorder(metrics, access);
+  const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
+  const byAgent = labels.mode === 'user_agent';
+  const record = recorder(metrics, access, labels);
 
   /** Errors before a request is routed: no upstream, nothing served. */
   const refuse = (req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served => {
@@ -110,7 +117,6 @@ export function createHandler(config: Config, services: Services, { logger, metr
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
     if (cred.kind === 'pool') keepPoolHeaders(req.headers, 'blank');
-    if (cred.kind === 'pool' && cred.consumer !== undefined) record.consumer(cred.consumer).requests.value++;
     const ctx: RequestContext = {
       req,
       res,
@@ -138,7 +144,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const socket = req.socket;
     let bytesBefore = socket.bytesWritten;
     const id = services.requestId(req.headers['x-request-id']);
-    const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED };
+    const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED, agent: byAgent ? req.headers['user-agent'] : undefined };
     trace.served = route(req, res, id, trace);
     // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
     // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
@@ -182,20 +188,27 @@ function credentialRules(config: Config, { upstreams, pool, consumers, memos }: 
   }));
 }
 
-/** The recorder: one access line and the request metrics, from what the path served (on a hit, or at close). */
-function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) {
-  // Per consumer, its counter cells resolved once (names are the configured consumers': bounded).
-  // The hits cell is made on the first hit: a consumer without hits has no hits series.
-  const consumers = new LabelSets((name) => {
+/**
+ * The recorder: one access line and the request metrics, from what the path served (on a hit, or
+ * at close). A routed request counts for its consumer label (metrics.consumer_label) and route,
+ * and what it spent upstream goes to /admin/quota's windows.
+ */
+function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>, labels: ConsumerLabels) {
+  // Per consumer and route, its counter cells resolved once (consumer labels and route templates
+  // are bounded). The hits and upstream cells are made on first use: no series at 0 for them.
+  const consumers = new LabelSets((name, route) => {
     let hits: CountCell | undefined;
+    let upstream: CountCell | undefined;
     return {
-      requests: metrics.consumerRequests.cell(name),
+      requests: metrics.consumerRequests.cell(name, route),
       get hits(): CountCell {
-        return (hits ??= metrics.consumerHits.cell(name));
+        return (hits ??= metrics.consumerHits.cell(name, route));
+      },
+      get upstream(): CountCell {
+        return (upstream ??= metrics.consumerUpstreamRequests.cell(name, route));
       },
     };
   });
-  const consumer = (name: string) => consumers.of(name);
   const write = (
     req: IncomingMessage,
     res: ServerResponse,
@@ -209,8 +222,18 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
     const upstreamName = ctx?.upstream.cfg.name ?? '-';
     const authorized = ctx !== undefined && ctx.cred.kind !== 'anonymous';
     metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, authorized);
-    if (ctx !== undefined) metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
-    if (served.outcome === 'hit' && ctx?.cred.kind === 'pool' && ctx.cred.consumer !== undefined) consumer(ctx.cred.consumer).hits.value++;
+    if (ctx !== undefined) {
+      metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
+      const spend = upstreamSpend(served.outcome, served.upstreamStatus, authorized);
+      const label = labels.of(ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined, trace.agent);
+      if (label !== undefined) {
+        const cells = consumers.of(label, trace.route);
+        cells.requests.value++;
+        if (served.outcome === 'hit') cells.hits.value++;
+        if (spend !== 'none') cells.upstream.value++;
+      }
+      if (spend !== 'none') metrics.quota.record(label ?? NO_CONSUMER, upstreamName, trace.route, spend === 'billable');
+    }
     access({
       reqId: id,
       method: req.method ?? '-',
@@ -237,7 +260,7 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>) 
       );
     else write(req, res, id, trace, served, seconds, bytes);
   };
-  return Object.assign(record, { consumer });
+  return record;
 }
 
 /** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */

@@ -20,6 +20,7 @@ import { clientEnv, expectAllThroughProxy, probe, runClient } from '../helpers/c
 import { get } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';
+import { counterSum } from '../helpers/metrics-text.js';
 
 const SCRIPT = fileURLToPath(new URL('./pygithub_consumer.py', import.meta.url));
 const PYTHON_ENV = clientEnv({ PYTHONNOUSERSITE: '1', PYTHONDONTWRITEBYTECODE: '1' });
@@ -77,8 +78,7 @@ afterAll(async () => {
 /** Requests each consumer made so far, from /metrics. */
 async function consumerRequests(name: string): Promise<number> {
   const text = (await get(`${proxy.adminUrl}/metrics`)).body;
-  const match = new RegExp(`^etagere_consumer_requests_total\\{consumer="${name}"\\} (\\d+)$`, 'm').exec(text);
-  return match === null ? 0 : Number(match[1]);
+  return counterSum(text, 'etagere_consumer_requests_total', { consumer: name }) ?? 0;
 }
 
 describe.skipIf(PYTHON === undefined)('PyGithub with a consumer key as its token', () => {

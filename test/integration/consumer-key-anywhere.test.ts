@@ -13,6 +13,7 @@ import { get, type Answer } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';
 import { startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
+import { counterBy } from '../helpers/metrics-text.js';
 
 const POOL_TOKEN = testSecret('consumer-key-anywhere pool token', 'anywhere_pool_token_5b2e91');
 const KEYS = {
@@ -118,10 +119,7 @@ async function send(method: string, path: string, headers: Record<string, string
 /** Requests per consumer so far, from /metrics. */
 async function consumerRequests(): Promise<Record<string, number>> {
   const text = (await get(`${proxy.adminUrl}/metrics`)).body;
-  const counts: Record<string, number> = {};
-  for (const match of text.matchAll(/^etagere_consumer_requests_total\{consumer="([^"]+)"\} (\d+)$/gm))
-    counts[match[1]!] = Number(match[2]);
-  return counts;
+  return counterBy(text, 'etagere_consumer_requests_total', 'consumer');
 }
 
 /** Runs `act` and returns by how much each consumer's request count moved. */

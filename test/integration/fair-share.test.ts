@@ -10,6 +10,7 @@ import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { get, type Answer } from '../helpers/http.js';
 import { awayFromHourEdge, HOUR_EDGE_WAIT_MS } from '../helpers/clock.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { counterSum } from '../helpers/metrics-text.js';
 
 const TOKENS = { a: 'pool_secret_token_fair_aaaa1111', b: 'pool_secret_token_fair_bbbb2222' };
 const FAKE_TOKENS = parseTokenSpec(`${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo`);
@@ -132,9 +133,9 @@ describe('fair share between consumers', () => {
     for (let i = 0; i < 3; i++) expect((await get(`${proxy.url}/users/octocat`, as(KEYS.greedy))).status).toBe(200);
     expect((await get(`${proxy.url}/users/octocat?polite=1`, as(KEYS.polite))).status).toBe(200);
     const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
-    expect(metrics).toContain('etagere_consumer_requests_total{consumer="greedy"} 3');
-    expect(metrics).toContain('etagere_consumer_hits_total{consumer="greedy"} 2');
-    expect(metrics).toContain('etagere_consumer_upstream_requests_total{consumer="greedy"} 1');
+    expect(counterSum(metrics, 'etagere_consumer_requests_total', { consumer: 'greedy' })).toBe(3);
+    expect(counterSum(metrics, 'etagere_consumer_hits_total', { consumer: 'greedy' })).toBe(2);
+    expect(counterSum(metrics, 'etagere_consumer_upstream_requests_total', { consumer: 'greedy' })).toBe(1);
     expect(metrics).toContain('etagere_consumer_quota_spent_total{consumer="greedy",resource="core"} 1');
     expect(metrics).toContain('etagere_consumer_quota_spent_total{consumer="polite",resource="core"} 1');
 

@@ -3,7 +3,8 @@
  * /readyz, /metrics, /admin/status (what the status page shows), /admin/tokens (each pool
  * token's name, numbers, state, last error and reported scopes, and whether the pool is served as
  * equivalent), /admin/consumers (each consumer's share and
- * figures, by name), and the cache's purge, inspection and stats (admin-cache.ts).
+ * figures, by name), /admin/quota (who spent the quota on what: admin-quota.ts), and the cache's
+ * purge, inspection and stats (admin-cache.ts).
  * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
  * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
  * that rebinds its own name to this address (DNS rebinding) gets a 403, never the metrics or the
@@ -19,6 +20,9 @@ import { DOCUMENTATION_URL } from '../../http/errors.js';
 import type { ConsumersReport } from '../../pool/consumers/consumer-budget.js';
 import { equivalenceReport, type EquivalenceReport, type ScopesRow } from '../../pool/rules/scopes.js';
 import { consumersAnswer } from './admin-consumers.js';
+import type { ConsumerLabelMode } from '../../platform/metrics/consumer-label.js';
+import type { QuotaReport, QuotaWindow } from '../../platform/metrics/quota-windows.js';
+import { QUOTA_TOP, STATUS_TOP, quotaQuery, type QuotaAnswer } from './admin-quota.js';
 import { readCacheCall, servesCacheAdmin, writeAnswer, type Answer, type CacheCall } from './admin-cache.js';
 import { STATUS_PAGE } from './status-page.js';
 
@@ -39,6 +43,10 @@ export interface AdminState {
   metricsText?(): Promise<string>;
   /** Recent activity when not this process's alone (a cluster primary sums its workers). */
   recent?(): RecentSummary;
+  /** metrics.consumer_label as it applies (default: none). */
+  consumerLabel?: ConsumerLabelMode;
+  /** /admin/quota's window when not this process's alone (a cluster primary sums its workers'). */
+  quota?(window: QuotaWindow, top: number): Promise<QuotaReport>;
   /** admin.allowed_hosts: Host names answered besides the loopback ones. */
   allowedHosts?: readonly string[];
   /** /admin/purge, /admin/cache, /admin/cache/stats (admin-cache.ts): this process's cache, or a cluster primary's workers'. */
@@ -63,6 +71,10 @@ function equivalence(state: AdminState, tokens: readonly ScopesRow[] | undefined
 
 export function createAdminServer(metrics: Metrics, state: AdminState): Server {
   const allowed = new Set((state.allowedHosts ?? []).map((name) => name.toLowerCase()));
+  const quota = async (window: QuotaWindow, top: number): Promise<QuotaAnswer> => ({
+    consumer_label: state.consumerLabel ?? 'none',
+    ...(await (state.quota?.(window, top) ?? Promise.resolve(metrics.quota.report(window, top)))),
+  });
   return createServer((req: IncomingMessage, res: ServerResponse) => {
     if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
       json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
@@ -129,13 +141,23 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
         };
         later(
           res,
-          consumersAnswer(metrics, state.consumers?.()).then((answer) => ({ ...status, consumers: answer.consumers })),
+          Promise.all([consumersAnswer(metrics, state.consumers?.()), quota('1h', STATUS_TOP)]).then(([answer, spent]) => ({
+            ...status,
+            consumers: answer.consumers,
+            quota: spent,
+          })),
         );
         return;
       }
       case '/admin/consumers':
         later(res, consumersAnswer(metrics, state.consumers?.()));
         return;
+      case '/admin/quota': {
+        const query = quotaQuery(req.url ?? '');
+        if (query.ok) later(res, quota(query.window, QUOTA_TOP));
+        else json(res, query.status, { message: query.message, documentation_url: query.documentation_url });
+        return;
+      }
       case '/admin/tokens': {
         const tokens = state.tokens?.();
         const budget = state.budget?.();
@@ -159,6 +181,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
             '/admin/status',
             '/admin/tokens',
             '/admin/consumers',
+            '/admin/quota',
             ...(state.cache === undefined ? [] : ['/admin/purge', '/admin/cache', '/admin/cache/stats']),
           ],
         });

@@ -3,7 +3,8 @@
  * (no external assets) that polls /admin/status every 2 s and shows each pool token's remaining
  * quota against its limit, its state, reset countdown and reported OAuth scopes (with a notice when
  * they differ: one cache partition per token then); the hit ratio and quota saved over the
- * last minutes; each consumer's figures and share (consumer keys on); and Redis and upstream health. Token names only: the JSON never holds a value,
+ * last minutes; each consumer's figures and share (consumer keys on); the consumer x route rows
+ * that sent the most requests upstream in the last hour (/admin/quota); and Redis and upstream health. Token names only: the JSON never holds a value,
  * and every string is put in the page with textContent.
  */
 export const STATUS_PAGE = `<!doctype html>
@@ -49,6 +50,12 @@ export const STATUS_PAGE = `<!doctype html>
   <thead><tr><th>consumer</th><th>weight</th><th>requests</th><th>hits</th><th>upstream</th><th>quota spent</th><th>core this window / share (reserve)</th><th>in flight</th><th>refused</th></tr></thead>
   <tbody></tbody>
 </table>
+<h2>Quota spent <span class="muted">last hour, top 10 (GET /admin/quota)</span></h2>
+<table id="quota">
+  <thead><tr><th>consumer</th><th>upstream</th><th>route</th><th>upstream requests</th><th>billable</th></tr></thead>
+  <tbody></tbody>
+</table>
+<p class="muted" id="no-quota" hidden>No request went upstream in the last hour.</p>
 <h2>Upstreams</h2>
 <table id="upstreams">
   <thead><tr><th>upstream</th><th>requests</th><th>errors (5xx, failures)</th><th>last status</th></tr></thead>
@@ -104,6 +111,7 @@ function render(st) {
   }
   renderEquivalence(st.equivalence);
   renderConsumers(st.consumers || []);
+  renderQuota(st.quota ? st.quota.by_upstream_requests : []);
   const ub = document.querySelector('#upstreams tbody');
   ub.textContent = '';
   for (const u of r.upstreams) {
@@ -143,6 +151,23 @@ function renderConsumers(list) {
     cell(tr, c.in_flight === undefined ? '-' : String(c.in_flight));
     const refused = Object.entries(c.refused || {}).map((e) => e[0] + ' ' + e[1]).join(', ');
     cell(tr, refused || '0', refused ? 'bad' : 'muted');
+    body.appendChild(tr);
+  }
+}
+function renderQuota(rows) {
+  $('quota').hidden = rows.length === 0;
+  $('no-quota').hidden = rows.length > 0;
+  const body = document.querySelector('#quota tbody');
+  body.textContent = '';
+  for (const q of rows) {
+    const tr = document.createElement('tr');
+    tr.dataset.consumer = q.consumer;
+    tr.dataset.route = q.route;
+    cell(tr, q.consumer, q.consumer === '-' ? 'muted' : '');
+    cell(tr, q.upstream);
+    cell(tr, q.route);
+    cell(tr, String(q.upstream_requests));
+    cell(tr, String(q.billable_requests));
     body.appendChild(tr);
   }
 }

@@ -167,7 +167,6 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
       graphql.passThrough.forward(req, res, route.path, graphql.upstreamPath(route.path), id);
       return NOT_SERVED;
     }
-    if (cred.consumer !== undefined) metrics.consumerRequests.cell(cred.consumer).value++;
     const call: Call = { req, res, id, upstream, method: 'POST', route: trace.route, path: route.path, cred, graphql };
     return pooled(call, pool).catch((err: unknown) => {
       logger.error({ reqId: id, err: (err as Error).message }, 'graphql call failed');

@@ -380,6 +380,13 @@ export const configSchema = z
       .object({ level: z.enum(LOG_LEVELS).default('info') })
       .strict()
       .prefault({}),
+    metrics: z
+      .object({
+        /** Who a request counts for in the per-consumer metrics and /admin/quota; unset: key with consumer keys on, else none. */
+        consumer_label: z.enum(['key', 'user_agent', 'none']).optional(),
+      })
+      .strict()
+      .prefault({}),
     /** Processes serving requests: 1, a number, or "auto" (one per CPU). See src/main/cluster.ts. */
     workers: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default(1),
     shutdown: z

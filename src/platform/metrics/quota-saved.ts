@@ -23,3 +23,17 @@ export function savedQuota(outcome: string | undefined, authorized: boolean): bo
   if (outcome === undefined) return false;
   return FREE_OUTCOMES.has(outcome) || (outcome === 'revalidated' && authorized);
 }
+
+/** What a request cost upstream: nothing of its own, a free request, or a billable one. */
+export type Spend = 'none' | 'free' | 'billable';
+
+/**
+ * What an answered request cost upstream, from what it served: it went upstream when an upstream
+ * status came back for it (a coalesced answer's status is another request's); that request was
+ * free when it was a 304 to an authorised request, billable otherwise. Feeds the per-consumer
+ * upstream counter and /admin/quota.
+ */
+export function upstreamSpend(outcome: string | undefined, upstreamStatus: number | undefined, authorized: boolean): Spend {
+  if (upstreamStatus === undefined || outcome === 'coalesced') return 'none';
+  return upstreamStatus === 304 && authorized ? 'free' : 'billable';
+}

@@ -7,12 +7,14 @@
  *   build.ts            the table built into prom-client metrics
  *   request-metrics.ts  the per-request hot path: observeRequest, countUpstream
  *   watched-gauges.ts   gauges read at scrape time from the pool and cache (watchPool, watchCache)
+ *   quota-windows.ts    who spent the quota on what, for /admin/quota (consumer-label.ts: who)
  *   label-sets.ts       the label-child cache they share
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { buildMetrics, type BuiltMetrics } from './build.js';
 import { createRecentStats, type RecentStats } from './recent.js';
 import { createRequestMetrics, type RequestMetrics } from './request-metrics.js';
+import { createQuotaWindows, type QuotaWindows } from './quota-windows.js';
 import { createTopPaths, type TopPaths } from './top-paths.js';
 import type { CacheGaugeSource, GaugeSources, PoolGaugeSource } from './watched-gauges.js';
 
@@ -52,6 +54,8 @@ export interface Metrics extends RequestMetrics, Pick<BuiltMetrics, Observed> {
   readonly recent: RecentStats;
   /** The busiest paths by hits and by upstream spend, for /admin/cache/stats. */
   readonly topPaths: TopPaths;
+  /** Upstream and billable requests by consumer and route over the last 5 minutes, hour and day, for /admin/quota. */
+  readonly quota: QuotaWindows;
   /** Registers the pool whose tokens the etagere_token_* gauges report. */
   watchPool(source: PoolGaugeSource): void;
   /** Registers the cache whose size the etagere_cache_* gauges report. */
@@ -83,6 +87,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registry,
     recent,
     topPaths: createTopPaths(),
+    quota: createQuotaWindows(),
     countUpstream,
     observeRequest,
     cacheEvictions: built.cacheEvictions,

@@ -6,7 +6,8 @@
  * Names, types, labels and help text are an interface: the Grafana dashboard, the alert rules,
  * promtool and the deploy-file tests read them. Change them only together with those.
  *
- * Labels are bounded: upstream, consumer and GitHub App names come from the config, routes are
+ * Labels are bounded: upstream, consumer and GitHub App names come from the config (a consumer
+ * labelled by its User-Agent is one of at most 50 values, consumer-label.ts), routes are
  * templates (route-template.ts), tokens are names (never values), and methods, status codes,
  * outcomes, operations and states are small fixed sets.
  */
@@ -244,8 +245,8 @@ export const METRIC_SPECS = {
     type: 'counter',
     cells: true,
     name: 'etagere_consumer_requests_total',
-    help: 'Requests that used the token pool, by consumer name (consumer access control).',
-    labelNames: ['consumer'],
+    help: "Requests by consumer (metrics.consumer_label: a consumer key's name, or a User-Agent's product) and route template.",
+    labelNames: ['consumer', 'route'],
   },
   consumerRejections: {
     type: 'counter',
@@ -263,14 +264,17 @@ export const METRIC_SPECS = {
     type: 'counter',
     cells: true,
     name: 'etagere_consumer_hits_total',
-    help: 'Pool requests answered from the cache (fresh hits), by consumer name.',
-    labelNames: ['consumer'],
+    help: 'Requests answered from the cache (fresh hits), by consumer (metrics.consumer_label) and route template.',
+    labelNames: ['consumer', 'route'],
   },
   consumerUpstreamRequests: {
     type: 'counter',
+    cells: true,
     name: 'etagere_consumer_upstream_requests_total',
-    help: 'Requests sent upstream on pool tokens for a consumer (retries on another token included), by consumer name.',
-    labelNames: ['consumer'],
+    help:
+      'Requests that went upstream (an upstream status came back: one per exchange, as etagere_upstream_requests_total), ' +
+      'by consumer (metrics.consumer_label) and route template.',
+    labelNames: ['consumer', 'route'],
   },
   consumerQuotaSpent: {
     type: 'counter',

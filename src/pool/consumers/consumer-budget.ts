@@ -302,7 +302,6 @@ export function consumerBudgetFor(
     events: {
       refused: (consumer, reason) => metrics.consumerShareRejections.inc({ consumer, reason }),
       settled(consumer, resource, outcome) {
-        if (outcome.upstreamRequests > 0) metrics.consumerUpstreamRequests.inc({ consumer }, outcome.upstreamRequests);
         if (outcome.spent) metrics.consumerQuotaSpent.inc({ consumer, resource });
       },
     },

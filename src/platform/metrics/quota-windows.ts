@@ -1,0 +1,164 @@
+/**
+ * Who spent the upstream quota on what, for GET /admin/quota and the status page: per consumer
+ * label (consumer-label.ts; "-" without one), upstream and route template, the requests that went
+ * upstream and those of them that were billable (quota-saved.ts, `upstreamSpend`), over the last
+ * 5 minutes, hour or day.
+ *
+ * Fixed memory: one ring of buckets per window (10 s x 30, 1 min x 60, 1 h x 24), each bucket
+ * holding at most MAX_ROWS consumer x route rows; past that a bucket counts the rest in one
+ * "other" row. Consumers and routes are bounded already (configured names or at most 50 agent
+ * labels; route templates), so the cap only guards the worst case. Per process; pure apart from
+ * the clock it is given.
+ */
+export const QUOTA_WINDOWS = {
+  '5m': { bucketMs: 10_000, buckets: 30 },
+  '1h': { bucketMs: 60_000, buckets: 60 },
+  '24h': { bucketMs: 3_600_000, buckets: 24 },
+} as const;
+
+export type QuotaWindow = keyof typeof QUOTA_WINDOWS;
+export const DEFAULT_QUOTA_WINDOW: QuotaWindow = '1h';
+export const MAX_ROWS = 1000;
+/** The consumer of a request without a consumer label. */
+export const NO_CONSUMER = '-';
+const OTHER = 'other';
+
+export const isQuotaWindow = (value: string): value is QuotaWindow => Object.hasOwn(QUOTA_WINDOWS, value);
+
+export interface QuotaRow {
+  consumer: string;
+  upstream: string;
+  route: string;
+  upstream_requests: number;
+  billable_requests: number;
+}
+
+export interface QuotaReport {
+  window: QuotaWindow;
+  window_seconds: number;
+  bucket_seconds: number;
+  totals: { upstream_requests: number; billable_requests: number };
+  /** The busiest consumer x route rows by upstream requests, then by billable ones. */
+  by_upstream_requests: QuotaRow[];
+  by_billable_requests: QuotaRow[];
+}
+
+export interface QuotaWindows {
+  /** One request that went upstream (`billable`: it spent quota). */
+  record(consumer: string, upstream: string, route: string, billable: boolean, now?: number): void;
+  /** Every row of a window, summed over its buckets (what a cluster worker hands its primary). */
+  rows(window: QuotaWindow, now?: number): QuotaRow[];
+  /** The `top` busiest rows of a window, by upstream and by billable requests. */
+  report(window: QuotaWindow, top: number, now?: number): QuotaReport;
+}
+
+const keyOf = (row: Pick<QuotaRow, 'consumer' | 'upstream' | 'route'>): string => `${row.consumer}\u0000${row.upstream}\u0000${row.route}`;
+
+/** The report of a window from its rows (one list per process: a cluster primary sums its workers'). */
+export function quotaReport(window: QuotaWindow, lists: ReadonlyArray<readonly QuotaRow[]>, top: number): QuotaReport {
+  const { bucketMs, buckets } = QUOTA_WINDOWS[window];
+  const merged = new Map<string, QuotaRow>();
+  for (const list of lists)
+    for (const row of list) {
+      const key = keyOf(row);
+      const total = merged.get(key);
+      if (total === undefined) merged.set(key, { ...row });
+      else {
+        total.upstream_requests += row.upstream_requests;
+        total.billable_requests += row.billable_requests;
+      }
+    }
+  const rows = [...merged.values()];
+  const totals = { upstream_requests: 0, billable_requests: 0 };
+  for (const row of rows) {
+    totals.upstream_requests += row.upstream_requests;
+    totals.billable_requests += row.billable_requests;
+  }
+  const tie = (left: QuotaRow, right: QuotaRow): number =>
+    left.consumer.localeCompare(right.consumer) || left.upstream.localeCompare(right.upstream) || left.route.localeCompare(right.route);
+  const byUpstream = [...rows].sort(
+    (left, right) =>
+      right.upstream_requests - left.upstream_requests || right.billable_requests - left.billable_requests || tie(left, right),
+  );
+  const byBillable = rows
+    .filter((row) => row.billable_requests > 0)
+    .sort(
+      (left, right) =>
+        right.billable_requests - left.billable_requests || right.upstream_requests - left.upstream_requests || tie(left, right),
+    );
+  return {
+    window,
+    window_seconds: (bucketMs * buckets) / 1000,
+    bucket_seconds: bucketMs / 1000,
+    totals,
+    by_upstream_requests: byUpstream.slice(0, top),
+    by_billable_requests: byBillable.slice(0, top),
+  };
+}
+
+interface Bucket {
+  at: number;
+  rows: Map<string, QuotaRow>;
+}
+
+function createRing(bucketMs: number, count: number) {
+  const ring: Array<Bucket | undefined> = new Array<Bucket | undefined>(count);
+  return {
+    add(key: string, consumer: string, upstream: string, route: string, billable: boolean, now: number): void {
+      const at = Math.floor(now / bucketMs) * bucketMs;
+      const slot = Math.floor(at / bucketMs) % count;
+      let bucket = ring[slot];
+      if (bucket === undefined || bucket.at !== at) ring[slot] = bucket = { at, rows: new Map() };
+      let row = bucket.rows.get(key);
+      if (row === undefined) {
+        const full = bucket.rows.size >= MAX_ROWS - 1;
+        const rowKey = full ? OTHER : key;
+        row = bucket.rows.get(rowKey);
+        if (row === undefined) {
+          row = full
+            ? { consumer: OTHER, upstream: OTHER, route: OTHER, upstream_requests: 0, billable_requests: 0 }
+            : { consumer, upstream, route, upstream_requests: 0, billable_requests: 0 };
+          bucket.rows.set(rowKey, row);
+        }
+      }
+      row.upstream_requests++;
+      if (billable) row.billable_requests++;
+    },
+    /** The rows of the buckets within the window ending at `now`, summed. */
+    sum(now: number): Map<string, QuotaRow> {
+      const from = now - bucketMs * count;
+      const out = new Map<string, QuotaRow>();
+      for (const bucket of ring) {
+        if (bucket === undefined || bucket.at <= from || bucket.at > now) continue;
+        for (const [key, row] of bucket.rows) {
+          const total = out.get(key);
+          if (total === undefined) out.set(key, { ...row });
+          else {
+            total.upstream_requests += row.upstream_requests;
+            total.billable_requests += row.billable_requests;
+          }
+        }
+      }
+      return out;
+    },
+  };
+}
+
+export function createQuotaWindows(): QuotaWindows {
+  const rings = {
+    '5m': createRing(QUOTA_WINDOWS['5m'].bucketMs, QUOTA_WINDOWS['5m'].buckets),
+    '1h': createRing(QUOTA_WINDOWS['1h'].bucketMs, QUOTA_WINDOWS['1h'].buckets),
+    '24h': createRing(QUOTA_WINDOWS['24h'].bucketMs, QUOTA_WINDOWS['24h'].buckets),
+  };
+  const rows = (window: QuotaWindow, now = Date.now()): QuotaRow[] => [...rings[window].sum(now).values()];
+  return {
+    record(consumer, upstream, route, billable, now = Date.now()) {
+      const key = keyOf({ consumer, upstream, route });
+      rings['5m'].add(key, consumer, upstream, route, billable, now);
+      rings['1h'].add(key, consumer, upstream, route, billable, now);
+      rings['24h'].add(key, consumer, upstream, route, billable, now);
+    },
+    rows,
+    report: (window, top, now) => quotaReport(window, [rows(window, now)], top),
+  };
+}
