@@ -43,24 +43,27 @@ interface Trace {
   agent: string | undefined;
 }
 
+/** The ways in the handler runs itself: the streaming forward, the cached path and GraphQL. */
+function buildPaths(config: Config, services: Services, { logger, metrics }: Pick<ServiceDeps, 'logger' | 'metrics'>) {
+  const { pool } = services;
+  const forward = createForward(logger, metrics, pool);
+  const exchange = createUpstreamExchange({
+    pool,
+    partitioner: services.partitioner,
+    maxEntryBytes: config.cache.max_entry_bytes,
+    metrics,
+    logger,
+  });
+  const cached = createCachedPath({ ...services, exchange, logger, forward });
+  const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
+  return { forward, cached, graphql };
+}
+
 export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger, services.memos.accessLog);
   const { pool, consumers, upstreams, entrances, webhooks } = services;
-  const forward = createForward(logger, metrics, pool);
-  const cached = createCachedPath({
-    ...services,
-    exchange: createUpstreamExchange({
-      pool,
-      partitioner: services.partitioner,
-      maxEntryBytes: config.cache.max_entry_bytes,
-      metrics,
-      logger,
-    }),
-    logger,
-    forward,
-  });
-  const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
+  const { forward, cached, graphql } = buildPaths(config, services, { logger, metrics });
   const rules = credentialRules(config, services);
   const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
   const byAgent = labels.mode === 'user_agent';
