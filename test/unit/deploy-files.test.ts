@@ -141,7 +141,8 @@ describe('docker-compose.yml', () => {
   it('publishes every port on the host loopback only', () => {
     const published = Object.entries(services).flatMap(([name, svc]) => portBindings(obj(svc, name)).map((p) => [name, p] as const));
     expect(published.length).toBeGreaterThanOrEqual(5);
-    for (const [name, port] of published) expect(port.ip, `${name} publishes ${port.host}:${port.container} on 127.0.0.1`).toBe('127.0.0.1');
+    for (const [name, port] of published)
+      expect(port.ip, `${name} publishes ${port.host}:${port.container} on 127.0.0.1`).toBe('127.0.0.1');
   });
 
   it('uses only ${VAR} substitutions that both docker compose and podman-compose 1.0 accept', () => {
