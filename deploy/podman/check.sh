@@ -47,17 +47,20 @@ PROJECT=etagere-check
 RUN=(podman run --ulimit host)
 started=$SECONDS
 
-cleanup() {
+remove_containers() {
   podman rm -f -t 0 etagere-check-proxy etagere-check-fake >/dev/null 2>&1 || true
   podman pod rm -f etagere-check-pod >/dev/null 2>&1 || true
-  if [ -n "${compose_up:-}" ]; then
+  if [ -n "$(podman ps -aq --filter "label=io.podman.compose.project=$PROJECT" 2>/dev/null)" ]; then
     podman-compose -p "$PROJECT" down >/dev/null 2>&1 || true
   fi
+  podman network rm -f "${PROJECT}_default" >/dev/null 2>&1 || true # podman-compose 1.0 leaves it
+}
+cleanup() {
+  remove_containers
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# Can this machine run a container at all? (Needs an image: any local one will do.)
 podman info >/dev/null 2>&1 || skip "podman info fails here: $(podman info 2>&1 | tail -1)"
 
 # ---- stand-ins for the registry images
@@ -96,6 +99,8 @@ log "stand-ins ready ($((SECONDS - started)) s)"
 probe=$("${RUN[@]}" --rm "$NODE_IMAGE" node -e 'console.log(process.version)' 2>&1) ||
   skip "podman cannot start a container here: $(echo "$probe" | tail -1) (with crun on hybrid cgroups: apt-get install runc)"
 case "$probe" in v20.*) ;; *) fail "$NODE_IMAGE runs node $probe, not 20.x" ;; esac
+
+remove_containers # what an interrupted run left
 
 # ---- 1. the Dockerfile
 t0=$SECONDS
@@ -153,7 +158,6 @@ for host_port in 8080 9090 9100; do
 done
 # The fake's image is the same build; tag it so podman-compose does not build it again.
 podman tag "$IMAGE" "localhost/${PROJECT}_fake-upstream"
-compose_up=1
 UPSTREAM_URL=http://fake-upstream:9100 ETAGERE_TOKENS=alice=demo_token_alice_public,bob=demo_token_bob_public \
   podman-compose -p "$PROJECT" --podman-run-args='--ulimit host' up -d etagere redis fake-upstream >"$work/compose.log" 2>&1 ||
   fail "podman-compose up: $(tail -5 "$work/compose.log")"
