@@ -23,7 +23,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBu
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { DASHBOARD_CONFIGMAP, DASHBOARD_JSON, dashboardConfigMap } from '../../deploy/kubernetes/grafana-dashboard.js';
 import { ENV_VARS, loadConfig } from '../../src/platform/config/load.js';
@@ -323,10 +323,13 @@ describe('the PrometheusRule', () => {
   });
 
   describe.skipIf(!PROMTOOL)('promtool', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'etagere-rules-'));
+    let dir = '';
+    beforeAll(() => {
+      dir = mkdtempSync(join(tmpdir(), 'etagere-rules-'));
+      writeFileSync(join(dir, 'etagere-rules.yaml'), stringify({ groups: ruleGroups }));
+      copyFileSync(join(root, DIR, 'alerts.promtool.yaml'), join(dir, 'alerts.promtool.yaml'));
+    });
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(join(dir, 'etagere-rules.yaml'), stringify({ groups: ruleGroups }));
-    copyFileSync(join(root, DIR, 'alerts.promtool.yaml'), join(dir, 'alerts.promtool.yaml'));
     const run = (...args: string[]): { status: number | null; output: string } => {
       const result = spawnSync('promtool', args, { cwd: dir, encoding: 'utf8', timeout: 30_000 });
       return { status: result.status, output: `${result.stdout}${result.stderr}` };
