@@ -40,13 +40,36 @@ const service = (name: string): Obj => obj(services[name], `services.${name}`);
 
 /** Short-syntax ("8080:8080", "127.0.0.1:9090:9090") and long-syntax ports as {host, container}. */
 function ports(svc: Obj): Array<{ host: string | undefined; container: number }> {
+  return portBindings(svc).map(({ host, container }) => ({ host, container }));
+}
+
+/** The same with the host address each port is published on (undefined: every address). */
+function portBindings(svc: Obj): Array<{ ip: string | undefined; host: string | undefined; container: number }> {
   if (svc.ports === undefined) return [];
   return arr(svc.ports, 'ports').map((port) => {
-    if (isObj(port)) return { host: port.published === undefined ? undefined : String(port.published), container: Number(port.target) };
+    if (isObj(port)) {
+      return {
+        ip: port.host_ip === undefined ? undefined : String(port.host_ip),
+        host: port.published === undefined ? undefined : String(port.published),
+        container: Number(port.target),
+      };
+    }
     const parts = String(port).split('/')[0]!.split(':');
     const container = Number(parts[parts.length - 1]);
-    return { host: parts.length >= 2 ? parts[parts.length - 2] : undefined, container };
+    return {
+      ip: parts.length >= 3 ? parts.slice(0, -2).join(':') : undefined,
+      host: parts.length >= 2 ? parts[parts.length - 2] : undefined,
+      container,
+    };
   });
+}
+
+/** Every string value in a parsed YAML tree, with its path. */
+function strings(value: unknown, path: string): Array<[string, string]> {
+  if (typeof value === 'string') return [[path, value]];
+  if (Array.isArray(value)) return value.flatMap((item, index) => strings(item, `${path}[${index}]`));
+  if (isObj(value)) return Object.entries(value).flatMap(([key, item]) => strings(item, path === '' ? key : `${path}.${key}`));
+  return [];
 }
 
 /** environment as a map, from either the list form (NAME=value) or the map form. */
@@ -115,6 +138,26 @@ describe('docker-compose.yml', () => {
     expect(service('grafana').image).toMatch(/^grafana\/grafana-oss(:|$)/);
   });
 
+  it('publishes every port on the host loopback only', () => {
+    const published = Object.entries(services).flatMap(([name, svc]) => portBindings(obj(svc, name)).map((p) => [name, p] as const));
+    expect(published.length).toBeGreaterThanOrEqual(5);
+    for (const [name, port] of published)
+      expect(port.ip, `${name} publishes ${port.host}:${port.container} on 127.0.0.1`).toBe('127.0.0.1');
+  });
+
+  it('uses only ${VAR} substitutions that both docker compose and podman-compose 1.0 accept', () => {
+    // podman-compose 1.0 (Debian) leaves ${VAR:-} (an empty default) in place, literally; the same
+    // value under docker compose is blank. Plain ${VAR} means the same in both.
+    const substituted = strings(compose, '').filter(([, value]) => value.includes('$'));
+    expect(substituted.length).toBeGreaterThan(0);
+    for (const [path, value] of substituted) {
+      for (const match of value.matchAll(/\$(\$|\{[^}]*\}|[A-Za-z_]\w*)/g)) {
+        if (match[1] === '$') continue;
+        expect(match[1], `${path}: ${match[0]} is $NAME or \${NAME}`).toMatch(/^(\{[A-Za-z_]\w*\}|[A-Za-z_]\w*)$/);
+      }
+    }
+  });
+
   it('builds etagere from the Dockerfile and makes it depend on redis', () => {
     const etagere = service('etagere');
     expect(etagere.build === '.' || (isObj(etagere.build) && etagere.build.context === '.')).toBe(true);
@@ -133,8 +176,9 @@ describe('docker-compose.yml', () => {
     for (const name of Object.keys(env)) expect(known, `${name} is in ENV_VARS (src/platform/config/load.ts)`).toContain(name);
     expect(env.REDIS_URL).toBe('redis://redis:6379/0');
     expect(env.ADMIN_HOST).toBe('0.0.0.0'); // otherwise Prometheus cannot scrape the admin port
-    expect(env.ETAGERE_TOKENS).toBe('${ETAGERE_TOKENS:-}');
-    expect(env.UPSTREAM_URL).toBe('${UPSTREAM_URL:-https://api.github.com}');
+    // Plain ${VAR}: unset gives a blank value, which the app reads as unset (no pool, api.github.com).
+    expect(env.ETAGERE_TOKENS).toBe('${ETAGERE_TOKENS}');
+    expect(env.UPSTREAM_URL).toBe('${UPSTREAM_URL}');
     // The redis host in REDIS_URL is a compose service.
     expect(Object.keys(services)).toContain(new URL(env.REDIS_URL!).hostname);
   });
