@@ -47,6 +47,7 @@ export default defineConfig(
   {
     // ... and no file on the request path over 350.
     files: ['src/paths/**/*.ts', 'src/http/**/*.ts', 'src/cache/**/*.ts', 'src/main/handler.ts'],
+    ignores: ['src/http/github-routes.ts'], // data, generated (npm run routes:generate)
     rules: { 'max-lines': ['error', { max: 350, skipBlankLines: false, skipComments: false }] },
   },
 );

@@ -1,72 +1,89 @@
 /**
  * Route templates for metric labels: a request path becomes the template it matches, such as
- * `/repos/:owner/:repo`, never the raw path, so label sets stay bounded whatever clients send.
- * A template is a path whose `:name` segments match any one segment; a final `*` matches the
- * rest. Paths that match no template are labelled `other`. Pure. Matches are memoised in a memo
- * bounded in bytes (src/platform/memo.ts), counted in etagere_cache_bytes{tier="route_memo"}.
+ * `/repos/{owner}/{repo}`, never the raw path, so label sets stay bounded whatever clients send.
+ * The built-in templates are GitHub's GET paths (src/http/github-routes.ts, generated from GitHub's
+ * REST API description), in GitHub's spelling. A template's `{name}` or `:name` segment matches any
+ * one segment (GitHub's multi-segment parameters, such as a file's `{path}`, one or more); a final
+ * `*` matches the rest. An upstream's own templates (`upstreams[].routes`) are tried first. Paths
+ * that match no template, or have an empty segment, are labelled `other`. Pure. Matches are memoised
+ * in a memo bounded in bytes (src/platform/memo.ts), counted in etagere_cache_bytes{tier="route_memo"}.
  */
 import { createBoundedMemo } from '../platform/memo.js';
+import { GITHUB_GET_ROUTES, GITHUB_MULTI_SEGMENT } from './github-routes.js';
 
-/**
- * GitHub REST read endpoints (the ones a caching proxy sees most). Other upstreams declare their
- * own templates in the config (`upstreams[].routes`), tried before these.
- */
-export const DEFAULT_ROUTES: readonly string[] = [
-  '/',
-  '/graphql',
-  '/rate_limit',
-  '/zen',
-  '/meta',
-  '/user',
-  '/user/repos',
-  '/user/orgs',
-  '/users/:username',
-  '/users/:username/repos',
-  '/users/:username/orgs',
-  '/users/:username/followers',
-  '/users/:username/following',
-  '/orgs/:org',
-  '/orgs/:org/repos',
-  '/orgs/:org/members',
-  '/repos/:owner/:repo',
-  '/repos/:owner/:repo/branches',
-  '/repos/:owner/:repo/branches/:branch',
-  '/repos/:owner/:repo/commits',
-  '/repos/:owner/:repo/commits/:ref',
-  '/repos/:owner/:repo/commits/:ref/status',
-  '/repos/:owner/:repo/commits/:ref/check-runs',
-  '/repos/:owner/:repo/contents/*',
-  '/repos/:owner/:repo/contributors',
-  '/repos/:owner/:repo/git/*',
-  '/repos/:owner/:repo/issues',
-  '/repos/:owner/:repo/issues/:number',
-  '/repos/:owner/:repo/issues/:number/comments',
-  '/repos/:owner/:repo/labels',
-  '/repos/:owner/:repo/languages',
-  '/repos/:owner/:repo/pulls',
-  '/repos/:owner/:repo/pulls/:number',
-  '/repos/:owner/:repo/pulls/:number/files',
-  '/repos/:owner/:repo/pulls/:number/reviews',
-  '/repos/:owner/:repo/releases',
-  '/repos/:owner/:repo/releases/latest',
-  '/repos/:owner/:repo/releases/:id',
-  '/repos/:owner/:repo/tags',
-  '/repos/:owner/:repo/topics',
-  '/search/:kind',
-];
+/** GitHub's GET paths, and its GraphQL endpoint (a POST, not in the REST description). */
+export const DEFAULT_ROUTES: readonly string[] = [...GITHUB_GET_ROUTES, '/graphql'];
 
 export const OTHER = 'other';
 
 interface Node {
   literal: Map<string, Node>;
+  /** One segment. */
   param: Node | undefined;
+  /** One or more segments. */
+  multi: Node | undefined;
   /** Template ending here. */
   end: string | undefined;
   /** Template ending with `*` here. */
   rest: string | undefined;
 }
 
-const node = (): Node => ({ literal: new Map(), param: undefined, end: undefined, rest: undefined });
+const node = (): Node => ({ literal: new Map(), param: undefined, multi: undefined, end: undefined, rest: undefined });
+
+const isParam = (segment: string): boolean => segment.startsWith(':') || (segment.startsWith('{') && segment.endsWith('}'));
+
+/** A trie of `templates`; the first of two templates of the same shape wins. */
+function buildTrie(templates: readonly string[], multiSegment: Readonly<Record<string, string>>): Node {
+  const root = node();
+  for (const template of templates) {
+    const segments = template.split('/').filter((s) => s.length > 0);
+    const multi = Object.hasOwn(multiSegment, template) ? `{${multiSegment[template]}}` : undefined;
+    let at = root;
+    for (let index = 0; index < segments.length; index++) {
+      const seg = segments[index]!;
+      const last = index === segments.length - 1;
+      if (seg === '*' && last) {
+        at.rest ??= template;
+        break;
+      }
+      if (seg === multi) at = at.multi ??= node();
+      else if (isParam(seg)) at = at.param ??= node();
+      else at = at.literal.get(seg) ?? at.literal.set(seg, node()).get(seg)!;
+      if (last) at.end ??= template;
+    }
+    if (segments.length === 0) root.end ??= template;
+  }
+  return root;
+}
+
+/**
+ * The template `segs` match below `at`: a literal segment before a parameter, one segment before
+ * several. A multi-segment parameter tries each end in turn; what follows it in GitHub's templates
+ * is a few literal segments, so a path's walk stays linear in its segments.
+ */
+function walk(at: Node, segs: readonly string[], index: number): string | undefined {
+  if (index === segs.length) return at.end ?? at.rest;
+  const lit = at.literal.get(segs[index]!);
+  const viaLiteral = lit === undefined ? undefined : walk(lit, segs, index + 1);
+  if (viaLiteral !== undefined) return viaLiteral;
+  const viaParam = at.param === undefined ? undefined : walk(at.param, segs, index + 1);
+  if (viaParam !== undefined) return viaParam;
+  if (at.multi !== undefined)
+    for (let next = index + 1; next <= segs.length; next++) {
+      const viaMulti = walk(at.multi, segs, next);
+      if (viaMulti !== undefined) return viaMulti;
+    }
+  return at.rest;
+}
+
+/** The segments of `pathname` (a final `/` ignored), or undefined when one is empty. */
+function segmentsOf(pathname: string): string[] | undefined {
+  if (pathname === '/') return [];
+  if (pathname.charCodeAt(0) !== 47 /* / */) return undefined;
+  const end = pathname.charCodeAt(pathname.length - 1) === 47 ? pathname.length - 1 : pathname.length;
+  const segs = pathname.slice(1, end).split('/');
+  return segs.includes('') ? undefined : segs;
+}
 
 export interface RouteMatcher {
   /** The template `pathname` matches, or `other`. */
@@ -80,39 +97,17 @@ export const ROUTE_MEMO_BYTES = 2 * 1024 * 1024;
 /** Longer paths are walked every time rather than kept. */
 const ROUTE_MEMO_KEY_CHARS = 1024;
 
-export function createRouteMatcher(templates: readonly string[]): RouteMatcher {
-  const root = node();
-  for (const template of templates) {
-    const segments = template.split('/').filter((s) => s.length > 0);
-    let at = root;
-    for (let index = 0; index < segments.length; index++) {
-      const seg = segments[index]!;
-      const last = index === segments.length - 1;
-      if (seg === '*' && last) {
-        at.rest ??= template;
-        break;
-      }
-      at = seg.startsWith(':') ? (at.param ??= node()) : (at.literal.get(seg) ?? at.literal.set(seg, node()).get(seg)!);
-      if (last) at.end ??= template;
-    }
-    if (segments.length === 0) root.end ??= template;
-  }
-  const walk = (at: Node, segs: readonly string[], index: number): string | undefined => {
-    if (index === segs.length) return at.end ?? at.rest;
-    const seg = segs[index]!;
-    const lit = at.literal.get(seg);
-    const viaLiteral = lit === undefined ? undefined : walk(lit, segs, index + 1);
-    if (viaLiteral !== undefined) return viaLiteral;
-    const viaParam = at.param === undefined ? undefined : walk(at.param, segs, index + 1);
-    return viaParam ?? at.rest;
-  };
+/** A matcher of `own` templates (an upstream's `routes`), then of `builtIn` ones (GitHub's). */
+export function createRouteMatcher(own: readonly string[], builtIn: readonly string[] = DEFAULT_ROUTES): RouteMatcher {
+  const ownRoot = buildTrie(own, {});
+  const builtInRoot = buildTrie(builtIn, GITHUB_MULTI_SEGMENT);
   const memo = createBoundedMemo(ROUTE_MEMO_BYTES, ROUTE_MEMO_KEY_CHARS);
   return {
     match(pathname) {
       let template = memo.get(pathname);
       if (template !== undefined) return template;
-      const segs = pathname.split('/').filter((s) => s.length > 0);
-      template = walk(root, segs, 0) ?? OTHER;
+      const segs = segmentsOf(pathname);
+      template = segs === undefined ? OTHER : (walk(ownRoot, segs, 0) ?? walk(builtInRoot, segs, 0) ?? OTHER);
       memo.set(pathname, template);
       return template;
     },

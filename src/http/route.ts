@@ -49,7 +49,7 @@ export function upstreamPath(upstream: UpstreamConfig, basePath: string, pathnam
 /**
  * The client's path as the upstream's API sees it below its base path: without the prefix when
  * `strip_prefix` is set. Route templates (metric labels) are matched against it, so
- * `/ghe/repos/o/r` on a `/ghe` route that strips its prefix is `/repos/:owner/:repo`.
+ * `/ghe/repos/o/r` on a `/ghe` route that strips its prefix is `/repos/{owner}/{repo}`.
  */
 export function apiPathname(upstream: UpstreamConfig, pathname: string): string {
   if (!upstream.strip_prefix || upstream.prefix === '/') return pathname;

@@ -1,7 +1,7 @@
 /** Per-upstream runtime: its config, client, route templates, addresses, entry forms and freshness policy, built once. */
 import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { UpstreamPolicy } from '../cache/rules/policy.js';
-import { DEFAULT_ROUTES, createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
+import { createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
 import { PublicAddresses, type LinkSettings } from '../http/representation/public-addresses.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
@@ -56,7 +56,7 @@ export function createUpstreamRuntime(
     cfg,
     client,
     policy: upstreamPolicy(cfg, webhookOwners),
-    routes: createRouteMatcher([...cfg.routes, ...DEFAULT_ROUTES]),
+    routes: createRouteMatcher(cfg.routes),
     addresses,
     forms: new EntryForms({ addresses, rewrittenBodies, decodedForms: forms.decoded, maxDecodedBytes }),
     maxDecodedBytes,

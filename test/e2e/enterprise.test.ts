@@ -244,8 +244,8 @@ describe('GitHub Enterprise Server (/api/v3) behind a zero-config proxy', () => 
       await fetch(`${proxy.url}/repos/octocat/spoon-knife`).then((res) => res.arrayBuffer());
       await fetch(`${proxy.url}/users/bob`).then((res) => res.arrayBuffer());
       const metrics = await metricsOf(proxy);
-      expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/repos\/:owner\/:repo",method="GET",status="200"\}/);
-      expect(metrics).toMatch(/etagere_upstream_requests_total\{upstream="ghes",route="\/users\/:username",status="200"\}/);
+      expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/repos\/\{owner\}\/\{repo\}",method="GET",status="200"\}/);
+      expect(metrics).toMatch(/etagere_upstream_requests_total\{upstream="ghes",route="\/users\/\{username\}",status="200"\}/);
       expect(metrics).not.toMatch(/route="[^"]*(api\/v3|octocat|spoon)/);
     });
 
@@ -297,7 +297,7 @@ describe('GitHub Enterprise Server (/api/v3) behind a zero-config proxy', () => 
       await fetch(`${ghe}/repos/octocat/spoon-knife`).then((res) => res.arrayBuffer());
       const metrics = await metricsOf(prefixed);
       expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/graphql",method="POST",status="200"\}/);
-      expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/repos\/:owner\/:repo",method="GET",status="200"\}/);
+      expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/repos\/\{owner\}\/\{repo\}",method="GET",status="200"\}/);
       expect(metrics).not.toMatch(/route="[^"]*(ghe|api\/v3|octocat)/);
       expectAllThroughProxy(fake, POOL_LOGINS);
     });
@@ -331,7 +331,7 @@ describe('GitHub Enterprise Server (/api/v3) behind a zero-config proxy', () => 
       expect(fake.stats().byPath).toEqual({ '/orgs/etagere-org/repos': 2, '/graphql': 1 });
       expectAllThroughProxy(fake, POOL_LOGINS);
       const metrics = await metricsOf(layout);
-      expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/orgs\/:org\/repos",method="GET",status="200"\} 2/);
+      expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes",route="\/orgs\/\{org\}\/repos",method="GET",status="200"\} 2/);
       expect(metrics).toMatch(/etagere_requests_total\{upstream="ghes-graphql",route="\/graphql",method="POST",status="200"\} 1/);
     });
   });

@@ -79,8 +79,17 @@ describe('observability with real Prometheus tools', () => {
       expect(typeof line.reqId).toBe('string');
       expect(String(line.reqId).length).toBeGreaterThan(0);
     }
-    expect(lines.some((l) => l.route === '/repos/:owner/:repo' && typeof l.tokenName === 'string')).toBe(true);
+    expect(lines.some((l) => l.route === '/repos/{owner}/{repo}' && typeof l.tokenName === 'string')).toBe(true);
     for (const secret of [...TOKENS, 'demo_token_alice_repo']) expect(proxy.logText()).not.toContain(secret);
+  });
+
+  it("labels the hit path with GitHub's route templates, never the raw paths", async () => {
+    await load(2);
+    const metrics = (await text(`${proxy.adminUrl}/metrics`)).body;
+    expect(metrics).toMatch(/^etagere_cache_outcomes_total\{upstream="github",route="\/repos\/\{owner\}\/\{repo\}",outcome="hit"\} [1-9]/m);
+    expect(metrics).toMatch(/^etagere_requests_total\{upstream="github",route="\/users\/\{username\}",method="GET",status="404"\} [1-9]/m);
+    expect(metrics).toMatch(/^etagere_requests_total\{upstream="github",route="\/user",method="GET",status="\d+"\} [1-9]/m);
+    expect(metrics).not.toMatch(/route="[^"]*(octocat|etagere-org|no-such-user)/);
   });
 
   it.skipIf(!PROMETHEUS)('`promtool check metrics` accepts the scraped /metrics', async () => {
@@ -90,7 +99,7 @@ describe('observability with real Prometheus tools', () => {
     expect(check.stdout + check.stderr).toBe('');
     expect(check.status).toBe(0);
     // Route labels are templates, never raw paths; token labels are names, never values.
-    expect(metrics.body).toContain('route="/repos/:owner/:repo"');
+    expect(metrics.body).toContain('route="/repos/{owner}/{repo}"');
     expect(metrics.body).not.toMatch(/route="\/repos\/octocat/);
     for (const secret of TOKENS) expect(metrics.body).not.toContain(secret);
   });

@@ -77,7 +77,7 @@ describe('workers: 2 without Redis', () => {
 
   it('serves /metrics summed over the workers', async () => {
     const metrics = (await get(`${admin}/metrics`)).body;
-    const total = [...metrics.matchAll(/^etagere_requests_total\{[^}]*route="\/users\/:username"[^}]*\} (\d+)$/gm)].reduce(
+    const total = [...metrics.matchAll(/^etagere_requests_total\{[^}]*route="\/users\/\{username\}"[^}]*\} (\d+)$/gm)].reduce(
       (n, m) => n + Number(m[1]),
       0,
     );

@@ -1,25 +1,61 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config/load.js';
-import { DEFAULT_ROUTES, OTHER, createRouteMatcher } from '../../src/http/route-template.js';
+import { GITHUB_GET_ROUTES, GITHUB_MULTI_SEGMENT } from '../../src/http/github-routes.js';
+import { DEFAULT_ROUTES, OTHER, ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/http/route-template.js';
 
 /** Templates this test's upstream declares itself (`upstreams[].routes`), as the demo's cyclists do. */
 const OWN_ROUTES = ['/bicyclists/:city'];
 
+/** The GET paths of GitHub's REST API descriptions (api.github.com, the newest GHES) in @octokit/openapi. */
+function describedGetPaths(): string[] {
+  const generated = join(dirname(createRequire(import.meta.url).resolve('@octokit/openapi/package.json')), 'generated');
+  const ghes = readdirSync(generated)
+    .filter((name) => /^ghes-\d+\.\d+\.json$/.test(name))
+    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+    .at(-1)!;
+  const paths = new Set<string>();
+  for (const name of ['api.github.com.json', ghes]) {
+    const description = JSON.parse(readFileSync(join(generated, name), 'utf8')) as { paths: Record<string, { get?: unknown }> };
+    for (const [path, item] of Object.entries(description.paths)) if (item.get !== undefined) paths.add(path);
+  }
+  return [...paths];
+}
+
+/** A concrete path of `template`: sample values in its parameters, two segments in a multi-segment one. */
+const concrete = (template: string): string =>
+  template.replace(/\{([^}]+)\}/g, (whole, name: string) => (GITHUB_MULTI_SEGMENT[template] === name ? `s-${name}/deep` : `s-${name}`));
+
 describe('route templates for metric labels', () => {
-  // As an upstream's matcher is built: its own templates first, then the built-in GitHub ones.
-  const matcher = createRouteMatcher([...OWN_ROUTES, ...DEFAULT_ROUTES]);
+  // As an upstream's matcher is built: its own templates, tried first, then GitHub's.
+  const matcher = createRouteMatcher(OWN_ROUTES);
   const table: Array<[string, string]> = [
-    ['/repos/octocat/hello-world', '/repos/:owner/:repo'],
-    ['/repos/octocat/hello-world/', '/repos/:owner/:repo'],
-    ['/repos/octocat/hello-world/releases/latest', '/repos/:owner/:repo/releases/latest'],
-    ['/repos/octocat/hello-world/releases/12345', '/repos/:owner/:repo/releases/:id'],
-    ['/repos/o/r/contents/src/deep/file.ts', '/repos/:owner/:repo/contents/*'],
-    ['/users/octocat', '/users/:username'],
-    ['/users/octocat/repos', '/users/:username/repos'],
+    ['/repos/octocat/hello-world', '/repos/{owner}/{repo}'],
+    ['/repos/octocat/hello-world/', '/repos/{owner}/{repo}'],
+    ['/repos/octocat/hello-world/releases/latest', '/repos/{owner}/{repo}/releases/latest'],
+    ['/repos/octocat/hello-world/releases/12345', '/repos/{owner}/{repo}/releases/{release_id}'],
+    ['/repos/o/r/issues', '/repos/{owner}/{repo}/issues'],
+    ['/repos/o/r/issues/7/comments', '/repos/{owner}/{repo}/issues/{issue_number}/comments'],
+    ['/repos/o/r/contents/src/deep/file.ts', '/repos/{owner}/{repo}/contents/{path}'],
+    ['/repos/o/r/contents/README.md', '/repos/{owner}/{repo}/contents/{path}'],
+    ['/repos/o/r/git/ref/heads/feature/x', '/repos/{owner}/{repo}/git/ref/{ref}'],
+    ['/repos/o/r/compare/main...feature/x', '/repos/{owner}/{repo}/compare/{basehead}'],
+    ['/repos/o/r/branches/feature/x', '/repos/{owner}/{repo}/branches/{branch}'],
+    ['/repos/o/r/branches/feature/x/protection', '/repos/{owner}/{repo}/branches/{branch}/protection'],
+    ['/repos/o/r/commits/main/status', '/repos/{owner}/{repo}/commits/{ref}/status'],
+    ['/repos/o/r/commits/feature/x/check-runs', '/repos/{owner}/{repo}/commits/{ref}/check-runs'],
+    ['/repos/o/r/commits/feature%2Fx', '/repos/{owner}/{repo}/commits/{ref}'],
+    ['/users/octocat', '/users/{username}'],
+    ['/users/octocat/repos', '/users/{username}/repos'],
     ['/user', '/user'],
     ['/user/repos', '/user/repos'],
-    ['/orgs/etagere-org/repos', '/orgs/:org/repos'],
+    ['/orgs/etagere-org/repos', '/orgs/{org}/repos'],
+    ['/search/issues', '/search/issues'],
     ['/rate_limit', '/rate_limit'],
+    ['/enterprise/stats/all', '/enterprise/stats/all'],
+    ['/graphql', '/graphql'],
     ['/', '/'],
     ['/bicyclists/helsinki', '/bicyclists/:city'],
     ['/no/such/thing/at/all', OTHER],
@@ -28,20 +64,69 @@ describe('route templates for metric labels', () => {
   it.each(table)('%s -> %s', (path, template) => {
     expect(matcher.match(path)).toBe(template);
   });
-  it('ships only GitHub templates; the demo declares the fake cyclist service in its config', () => {
+
+  it('labels at least 99 % of the described GET paths with their own template', () => {
+    const described = describedGetPaths();
+    expect(described.length).toBeGreaterThan(500);
+    const fresh = createRouteMatcher([]);
+    const wrong = described.filter((template) => fresh.match(concrete(template)) !== template);
+    expect(wrong.length / described.length).toBeLessThanOrEqual(0.01);
+    // The one known: `{base}...{head}`, Octokit's other spelling of `{basehead}`, is one segment.
+    expect(wrong).toEqual(['/repos/{owner}/{repo}/compare/{base}...{head}']);
+  });
+
+  it('ships GitHub templates, sorted and without duplicates; the demo declares the fake cyclist service in its config', () => {
+    expect(GITHUB_GET_ROUTES).toEqual([...new Set(GITHUB_GET_ROUTES)].sort());
     expect(DEFAULT_ROUTES).not.toContain('/bicyclists/:city');
-    expect(createRouteMatcher(DEFAULT_ROUTES).match('/bicyclists/helsinki')).toBe(OTHER);
+    expect(createRouteMatcher([]).match('/bicyclists/helsinki')).toBe(OTHER);
     const demo = loadConfig({ file: 'config/examples/demo.yaml', env: {} });
     expect(demo.upstreams.find((u) => u.name === 'cyclists')?.routes).toEqual(OWN_ROUTES);
   });
+
   it('prefers a literal segment over a parameter', () => {
     const own = createRouteMatcher(['/a/:x', '/a/b']);
     expect(own.match('/a/b')).toBe('/a/b');
     expect(own.match('/a/c')).toBe('/a/:x');
   });
+
+  it("tries the upstream's own templates before GitHub's", () => {
+    const own = createRouteMatcher(['/repos/:owner/:repo/issues/*', '/things/:id']);
+    expect(own.match('/repos/o/r/issues/7/comments')).toBe('/repos/:owner/:repo/issues/*');
+    expect(own.match('/repos/o/r/pulls/7')).toBe('/repos/{owner}/{repo}/pulls/{pull_number}');
+    expect(own.match('/things/1')).toBe('/things/:id');
+  });
+
   it('keeps the label set bounded whatever paths arrive', () => {
     const labels = new Set<string>();
     for (let i = 0; i < 5000; i++) labels.add(matcher.match(`/repos/u${i}/r${i}/weird/${i}`));
     expect(labels).toEqual(new Set([OTHER]));
+  });
+
+  it('hostile: long paths, many segments, encoded slashes, empty segments and unknown paths are `other` and bounded', () => {
+    const hostile = createRouteMatcher([]);
+    const many = '/x'.repeat(100_000);
+    const cases: string[] = [
+      `/repos/o/r${many}`,
+      `/${'a'.repeat(1_000_000)}`,
+      `/repos/o/r/issues${many}`,
+      '/repos%2Fo%2Fr',
+      '/repos/o%2Fr',
+      '/repos//o/r',
+      '//repos/o/r',
+      '/repos/o/r//issues',
+      '/repos/o/r/contents//a',
+      '//',
+      'repos/o/r',
+      '',
+      '/repos/o/r/issues/1/comments/2/x',
+      '/admin/../repos/o/r',
+      '/%00/%ff',
+    ];
+    for (const path of cases) expect(hostile.match(path), path.slice(0, 60)).toBe(OTHER);
+    // A file's path spans any number of segments: still the one template.
+    expect(hostile.match(`/repos/o/r/contents${many}`)).toBe('/repos/{owner}/{repo}/contents/{path}');
+    expect(hostile.match(`/repos/o/r/branches${many}/protection`)).toBe('/repos/{owner}/{repo}/branches/{branch}/protection');
+    for (let i = 0; i < 20_000; i++) hostile.match(`/repos/o/r/contents/${i}/${'y'.repeat(200)}`);
+    expect(hostile.memoBytes).toBeLessThanOrEqual(ROUTE_MEMO_BYTES);
   });
 });

@@ -14,7 +14,7 @@ export interface AccessFields {
   method: string;
   path: string;
   upstream: string;
-  /** Route template (bounded), e.g. /repos/:owner/:repo. */
+  /** Route template (bounded), e.g. /repos/{owner}/{repo}. */
   route?: string;
   status: number;
   cache: string | undefined;
