@@ -16,7 +16,7 @@ import { Octokit } from '@octokit/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { parseTokenSpec } from '../../fake-github/tokens.js';
-import { clientEnv, expectAllThroughProxy, probe, runClient } from '../helpers/clients.js';
+import { clientEnv, expectAllThroughProxy, ghEnv, probe, runClient } from '../helpers/clients.js';
 import { get } from '../helpers/http.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';
@@ -177,16 +177,7 @@ describe.skipIf(GH === undefined)('gh api with a consumer key', () => {
     const url = `${proxy.url}/orgs/etagere-org/repos?per_page=30`;
     const ran = await shell(`exec "$GH" api --paginate ${option} "$1" --jq '.[].id'`, [url], {
       GH: GH!,
-      GH_HOST: new URL(proxy.url).host,
-      GH_CONFIG_DIR: join(home, 'gh'),
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, 'config'),
-      XDG_STATE_HOME: join(home, 'state'),
-      XDG_DATA_HOME: join(home, 'data'),
-      XDG_CACHE_HOME: join(home, 'cache'),
-      GH_NO_UPDATE_NOTIFIER: '1',
-      GH_PROMPT_DISABLED: '1',
-      NO_COLOR: '1',
+      ...ghEnv(home, { GH_HOST: new URL(proxy.url).host }),
     });
     expect(ran.code, `gh failed: ${ran.stderr}`).toBe(0);
     expect(ran.stdout.split('\n').filter((line) => line !== '')).toHaveLength(orgRepos);

@@ -32,6 +32,7 @@ import {
   startZeroConfig,
   type Ran,
   type ZeroConfig,
+  ghEnv,
 } from '../helpers/clients.js';
 
 const GH = ['/usr/bin/gh', 'gh'].find((candidate) => probe(candidate, ['--version']));
@@ -48,18 +49,11 @@ describe.skipIf(GH === undefined)('gh api --paginate through a zero-config proxy
     runClient(
       GH!,
       ['api', '--paginate', url, '--jq', '.[].id', ...extra],
-      clientEnv({
-        GH_HOST: new URL(bench.proxy.url).host,
-        GH_CONFIG_DIR: join(home, 'gh'),
-        HOME: home,
-        XDG_CONFIG_HOME: join(home, 'config'),
-        XDG_STATE_HOME: join(home, 'state'),
-        XDG_DATA_HOME: join(home, 'data'),
-        XDG_CACHE_HOME: join(home, 'cache'),
-        GH_NO_UPDATE_NOTIFIER: '1',
-        GH_PROMPT_DISABLED: '1',
-        NO_COLOR: '1',
-      }),
+      clientEnv(
+        ghEnv(home, {
+          GH_HOST: new URL(bench.proxy.url).host,
+        }),
+      ),
     );
   const ids = (ran: Ran): number[] =>
     ran.stdout

@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { runCli, type CliProcess } from '../helpers/cli.js';
-import { clientEnv, listAll, probe, runClient, type Ran } from '../helpers/clients.js';
+import { clientEnv, listAll, probe, runClient, type Ran, ghEnv } from '../helpers/clients.js';
 import { until } from '../helpers/proxy.js';
 import { hasOpenssl, makeTestCa, type Pair, type TestCa } from '../helpers/tls-certs.js';
 
@@ -169,20 +169,13 @@ describe.skipIf(!OPENSSL)('HTTPS on the proxy listener', () => {
       runClient(
         GH!,
         ['api', ...args],
-        clientEnv({
-          GH_HOST: new URL(proxy.url).host,
-          GH_ENTERPRISE_TOKEN: CLIENT_TOKEN,
-          SSL_CERT_FILE: ca.cert,
-          GH_CONFIG_DIR: join(home, 'gh'),
-          HOME: home,
-          XDG_CONFIG_HOME: join(home, 'config'),
-          XDG_STATE_HOME: join(home, 'state'),
-          XDG_DATA_HOME: join(home, 'data'),
-          XDG_CACHE_HOME: join(home, 'cache'),
-          GH_NO_UPDATE_NOTIFIER: '1',
-          GH_PROMPT_DISABLED: '1',
-          NO_COLOR: '1',
-        }),
+        clientEnv(
+          ghEnv(home, {
+            GH_HOST: new URL(proxy.url).host,
+            GH_ENTERPRISE_TOKEN: CLIENT_TOKEN,
+            SSL_CERT_FILE: ca.cert,
+          }),
+        ),
       );
     beforeAll(() => {
       home = join(dir, 'home');

@@ -6,6 +6,7 @@
  * environment, its output captured for the secrets scan).
  */
 import { execFile, execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { parseTokenSpec } from '../../fake-github/tokens.js';
@@ -108,4 +109,20 @@ export async function listAll<Item>(fake: FakeUpstream, path: string): Promise<I
     if (got.length === 0) return items;
     items.push(...got);
   }
+}
+
+/** The environment of a gh run kept to `home`: its own config, state and cache, no prompts, no update check, no colour. */
+export function ghEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    GH_CONFIG_DIR: join(home, 'gh'),
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_DATA_HOME: join(home, 'data'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    GH_NO_UPDATE_NOTIFIER: '1',
+    GH_PROMPT_DISABLED: '1',
+    NO_COLOR: '1',
+    ...extra,
+  };
 }
