@@ -25,7 +25,7 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { parseTokenSpec } from '../../fake-github/tokens.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { runCli, type CliProcess, logLines } from '../helpers/cli.js';
 import { clientEnv, listAll, probe, runClient, type Ran, ghEnv } from '../helpers/clients.js';
 import { until } from '../helpers/proxy.js';
 import { hasOpenssl, makeTestCa, type Pair, type TestCa } from '../helpers/tls-certs.js';
@@ -37,15 +37,6 @@ else if (GH === undefined) process.stderr.write('gh Enterprise-mode test skipped
 
 const POOL_TOKEN = 'tls_pool_token_0123456789abcdef';
 const CLIENT_TOKEN = 'tls_client_token_0123456789abcd';
-
-/** The JSON log lines a process has written so far. */
-function lines(cli: CliProcess): Array<Record<string, unknown>> {
-  return cli
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
 
 /** `etagere serve` (PORT 0) in front of `upstream`, with `env` on top; resolves with its URL once it listens. */
 async function serve(upstream: string, env: Record<string, string | undefined>): Promise<{ cli: CliProcess; url: string }> {
@@ -59,11 +50,11 @@ async function serve(upstream: string, env: Record<string, string | undefined>):
     ...env,
   });
   await until(
-    () => lines(cli).some((line) => line.msg === 'etagere listening') || cli.child.exitCode !== null,
+    () => logLines(cli).some((line) => line.msg === 'etagere listening') || cli.child.exitCode !== null,
     20_000,
     'the proxy to start',
   );
-  const line = lines(cli).find((entry) => entry.msg === 'etagere listening');
+  const line = logLines(cli).find((entry) => entry.msg === 'etagere listening');
   if (line === undefined) throw new Error(`did not start: ${cli.stderr()}`);
   return { cli, url: String(line.url) };
 }
@@ -273,20 +264,20 @@ describe.skipIf(!OPENSSL)('the listener’s certificate: reload and bad pairs', 
       copyFileSync(second.cert, join(live, 'cert.pem'));
       copyFileSync(second.key, join(live, 'key.pem'));
       cli.child.kill('SIGHUP');
-      await until(() => lines(cli).some((line) => line.msg === 'TLS certificate reloaded'), 5_000, 'the reload');
+      await until(() => logLines(cli).some((line) => line.msg === 'TLS certificate reloaded'), 5_000, 'the reload');
       expect(await servedFingerprint(url)).toBe(second.fingerprint);
-      expect(lines(cli).find((line) => line.msg === 'TLS certificate reloaded')).toMatchObject({ trigger: 'signal' });
+      expect(logLines(cli).find((line) => line.msg === 'TLS certificate reloaded')).toMatchObject({ trigger: 'signal' });
 
       // A key of another certificate: refused, the second pair stays.
       copyFileSync(third.cert, join(live, 'cert.pem'));
       cli.child.kill('SIGHUP');
       await until(
-        () => lines(cli).some((line) => line.msg === 'TLS certificate not reloaded: the listener keeps the one it has'),
+        () => logLines(cli).some((line) => line.msg === 'TLS certificate not reloaded: the listener keeps the one it has'),
         5_000,
         'the warning',
       );
       expect(await servedFingerprint(url)).toBe(second.fingerprint);
-      const warning = lines(cli).find((line) => line.level === 'warn' && String(line.problem).startsWith('listen.tls'));
+      const warning = logLines(cli).find((line) => line.level === 'warn' && String(line.problem).startsWith('listen.tls'));
       expect(String(warning?.problem)).toContain('is not the key of the certificate');
       expect(cli.child.exitCode).toBe(null);
     } finally {
@@ -309,7 +300,7 @@ describe.skipIf(!OPENSSL)('the listener’s certificate: reload and bad pairs', 
       expect(await servedFingerprint(url)).toBe(first.fingerprint);
       copyFileSync(second.key, join(files, 'key.pem'));
       copyFileSync(second.cert, join(files, 'cert.pem'));
-      await until(() => lines(cli).some((line) => line.msg === 'TLS certificate reloaded'), 10_000, 'the reload');
+      await until(() => logLines(cli).some((line) => line.msg === 'TLS certificate reloaded'), 10_000, 'the reload');
       expect(await servedFingerprint(url)).toBe(second.fingerprint);
     } finally {
       await stop(cli);

@@ -111,6 +111,15 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
   if (adminPort !== undefined) registerOrigin(`http://127.0.0.1:${adminPort}`, 'admin');
 }
 
+/** The JSON log lines a process has written so far. */
+export function logLines(cli: CliProcess): Array<Record<string, unknown>> {
+  return cli
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
 export interface ServedCli {
   cli: CliProcess;
   url: string;

@@ -5,9 +5,8 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { serveCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
-import { deadPort } from '../helpers/upstream.js';
 
 const PATH = '/repos/octocat/hello-world';
 
@@ -27,18 +26,7 @@ describe('the admin cache endpoints of a cluster primary (workers: 2, no Redis)'
 
   beforeAll(async () => {
     fake = await startFakeUpstream({ anonymousLimit: 1_000_000 });
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    url = `http://127.0.0.1:${port}`;
-    admin = `http://127.0.0.1:${adminPort}`;
-    cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      UPSTREAM_URL: fake.url,
-      ETAGERE_CONFIG: undefined,
-      WORKERS: '2',
-      LOG_LEVEL: 'warn',
-    });
+    ({ cli, url, admin } = await serveCli({ UPSTREAM_URL: fake.url, WORKERS: '2', LOG_LEVEL: 'warn' }));
     await until(
       async () =>
         (await request(`${admin}/readyz`)

@@ -9,29 +9,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { runCli, type CliProcess, logLines } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
 const POOL_TOKEN = 'cli_pool_token_default_0123456789';
 
-/** The JSON log lines a process has written so far. */
-function lines(cli: CliProcess): Array<Record<string, unknown>> {
-  return cli
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
 /** Waits for "etagere listening" and returns the proxy's and the admin's URLs. */
 async function listening(cli: CliProcess): Promise<{ url: string; admin: string }> {
   await until(
-    () => lines(cli).some((line) => line.msg === 'etagere listening') || cli.child.exitCode !== null,
+    () => logLines(cli).some((line) => line.msg === 'etagere listening') || cli.child.exitCode !== null,
     20_000,
     'the proxy to start',
   );
-  const line = lines(cli).find((entry) => entry.msg === 'etagere listening');
+  const line = logLines(cli).find((entry) => entry.msg === 'etagere listening');
   if (line === undefined) throw new Error(`did not start: ${cli.stderr()}`);
   return { url: String(line.url), admin: String(line.admin) };
 }
@@ -138,7 +129,7 @@ describe('the real CLI', () => {
         await answer.body.text();
         expect(answer.statusCode).toBeGreaterThanOrEqual(500);
         // At once: well before LOG_FLUSH_MS (500 ms) would have flushed it anyway.
-        await until(() => lines(cli).some((line) => line.msg === 'upstream request failed'), 300, 'the warn line');
+        await until(() => logLines(cli).some((line) => line.msg === 'upstream request failed'), 300, 'the warn line');
       } finally {
         await stop(cli);
       }
@@ -151,7 +142,7 @@ describe('the real CLI', () => {
         const answer = await request(`${url}/repos/o/lone`);
         await answer.body.text();
         expect(answer.statusCode).toBe(200);
-        await until(() => lines(cli).some((line) => line.msg === 'request' && line.path === '/repos/o/lone'), 1_000, 'the access line');
+        await until(() => logLines(cli).some((line) => line.msg === 'request' && line.path === '/repos/o/lone'), 1_000, 'the access line');
       } finally {
         await stop(cli);
       }

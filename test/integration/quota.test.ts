@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { parseTokenSpec } from '../../fake-github/tokens.js';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { runCli, serveCli, type CliProcess } from '../helpers/cli.js';
 import { get } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { testSecret } from '../helpers/secrets.js';
@@ -209,18 +209,7 @@ describe('GET /admin/quota of a cluster primary (workers: 2)', () => {
   let admin: string;
   beforeAll(async () => {
     fake = await startFakeUpstream({ anonymousLimit: 1_000_000 });
-    const [port, adminPort] = [await deadPort(), await deadPort()];
-    url = `http://127.0.0.1:${port}`;
-    admin = `http://127.0.0.1:${adminPort}`;
-    cli = runCli(['serve'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      UPSTREAM_URL: fake.url,
-      ETAGERE_CONFIG: undefined,
-      WORKERS: '2',
-      LOG_LEVEL: 'warn',
-    });
+    ({ cli, url, admin } = await serveCli({ UPSTREAM_URL: fake.url, WORKERS: '2', LOG_LEVEL: 'warn' }));
     await until(async () => (await get(`${admin}/readyz`).catch(() => ({ status: 0 }))).status === 200, 30_000, 'both workers');
   }, 40_000);
   afterAll(async () => {
