@@ -143,16 +143,19 @@ export function inspectText(value: Json): string {
   return out;
 }
 
+/** One titled ranking of an admin answer: its table, or "(none yet)". */
+function ranking(title: string, columns: string[], rows: unknown[][]): string {
+  return `\n${title}\n${rows.length === 0 ? '(none yet)' : table(columns, rows)}\n`;
+}
+
 /** GET /admin/cache/stats's answer: the totals, then the two rankings. */
 export function statsText(value: Json): string {
   const workers = value.workers === undefined ? '' : `, over ${plural(value.workers, 'worker')}`;
   let out = `${plural(value.entries, 'entry', 'entries')} in L1, ${bytes(value.bytes)}, ${plural(value.marked_scopes, 'marked scope')}${workers}\n`;
-  const ranking = (title: string, list: unknown): void => {
-    const rows = asList(list).map((row) => [row.hits, row.upstream_requests, row.quota_spent, row.upstream, row.path]);
-    out += `\n${title}\n${rows.length === 0 ? '(none yet)' : table(['HITS', 'UPSTREAM REQS', 'QUOTA SPENT', 'UPSTREAM', 'PATH'], rows)}\n`;
-  };
-  ranking('busiest paths by hits', value.top_by_hits);
-  ranking('busiest paths by upstream requests', value.top_by_upstream);
+  const columns = ['HITS', 'UPSTREAM REQS', 'QUOTA SPENT', 'UPSTREAM', 'PATH'];
+  const row = (entry: Json): unknown[] => [entry.hits, entry.upstream_requests, entry.quota_spent, entry.upstream, entry.path];
+  out += ranking('busiest paths by hits', columns, asList(value.top_by_hits).map(row));
+  out += ranking('busiest paths by upstream requests', columns, asList(value.top_by_upstream).map(row));
   return out;
 }
 
@@ -168,11 +171,9 @@ export function quotaText(value: Json): string {
   const totals = (value.totals ?? {}) as Json;
   const head = `last ${String(value.window)} (consumer label: ${String(value.consumer_label)}): `;
   let out = `${printable(`${head}${plural(totals.upstream_requests, 'upstream request')}, ${String(totals.billable_requests)} billable`)}\n`;
-  const ranking = (title: string, list: unknown): void => {
-    const rows = asList(list).map((row) => [row.consumer, row.upstream, row.route, row.upstream_requests, row.billable_requests]);
-    out += `\n${title}\n${rows.length === 0 ? '(none yet)' : table(['CONSUMER', 'UPSTREAM', 'ROUTE', 'UPSTREAM REQS', 'BILLABLE'], rows)}\n`;
-  };
-  ranking('by upstream requests', value.by_upstream_requests);
-  ranking('by billable requests', value.by_billable_requests);
+  const columns = ['CONSUMER', 'UPSTREAM', 'ROUTE', 'UPSTREAM REQS', 'BILLABLE'];
+  const row = (entry: Json): unknown[] => [entry.consumer, entry.upstream, entry.route, entry.upstream_requests, entry.billable_requests];
+  out += ranking('by upstream requests', columns, asList(value.by_upstream_requests).map(row));
+  out += ranking('by billable requests', columns, asList(value.by_billable_requests).map(row));
   return out;
 }
