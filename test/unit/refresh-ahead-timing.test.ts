@@ -60,11 +60,11 @@ describe('the refresh schedule', () => {
     for (let i = 0; i < 5; i++) await Promise.resolve();
   };
 
-  it('runs a refresh at its time, once, and then holds nothing', async () => {
+  it('runs a refresh at its time, once; holds its version until the entry expires, then nothing', async () => {
     vi.useFakeTimers({ now: T0 });
     const scheduler = createRefreshScheduler({ maxKeys: 10, maxRunning: 4, tickMs: 100 });
     const ran: number[] = [];
-    expect(scheduler.schedule('k', 1, T0 + 1_000, async () => void ran.push(Date.now()))).toBe(true);
+    expect(scheduler.schedule('k', 1, T0 + 1_000, async () => void ran.push(Date.now()), T0 + 2_000)).toBe(true);
     expect(scheduler.has('k', 1)).toBe(true);
     expect(scheduler.has('k', 2)).toBe(false);
     await vi.advanceTimersByTimeAsync(900);
@@ -73,6 +73,10 @@ describe('the refresh schedule', () => {
     expect(ran).toHaveLength(1);
     expect(ran[0]! - T0).toBeGreaterThanOrEqual(1_000);
     expect(ran[0]! - T0).toBeLessThanOrEqual(1_100);
+    // A read of the same version after its refresh started (one that failed, say) schedules no other.
+    expect(scheduler.has('k', 1)).toBe(true);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(scheduler.has('k', 1)).toBe(false);
     await vi.advanceTimersByTimeAsync(5_000);
     expect(ran).toHaveLength(1);
     expect(scheduler.size).toBe(0);

@@ -19,9 +19,13 @@ export interface RefreshSchedulerSettings {
 export interface RefreshScheduler {
   /** Whether a refresh of `key` is scheduled for the entry stored at `version` (the hit path: one map lookup). */
   has(key: string, version: number): boolean;
-  /** Schedules `job` at `at` for `key`, replacing one for an older version; false when the schedule is full. */
-  schedule(key: string, version: number, at: number, job: RefreshJob): boolean;
-  /** Keys scheduled (not yet started). */
+  /**
+   * Schedules `job` at `at` for `key`, replacing one for another version; false when the schedule is
+   * full. Once started, the key stays held for that version until `until` (the entry's expiry), so
+   * reads of the same version during or after its refresh (one that failed, say) schedule no other.
+   */
+  schedule(key: string, version: number, at: number, job: RefreshJob, until?: number): boolean;
+  /** Keys held: scheduled, or started and held until their entry's expiry. */
   readonly size: number;
   /** Refreshes running now. */
   readonly running: number;
@@ -33,6 +37,9 @@ interface Slot {
   version: number;
   bucket: number;
   job: RefreshJob;
+  until: number;
+  /** Started: the slot only holds its version until `until`. */
+  started: boolean;
 }
 
 export const DEFAULT_REFRESH_SCHEDULER: RefreshSchedulerSettings = { maxKeys: 10_000, maxRunning: 16, tickMs: 100 };
@@ -70,13 +77,19 @@ export function createRefreshScheduler(settings: RefreshSchedulerSettings = DEFA
       for (const key of keys) {
         const slot = slots.get(key);
         if (slot === undefined || slot.bucket !== bucket) continue;
+        if (slot.started) {
+          slots.delete(key);
+          continue;
+        }
         if (running >= maxRunning) {
           // Over the cap: the next tick tries again.
           slot.bucket = current + 1;
           place(key, slot.bucket);
           continue;
         }
-        slots.delete(key);
+        slot.started = true;
+        slot.bucket = Math.max(Math.ceil(slot.until / tickMs), current + 1);
+        place(key, slot.bucket);
         start(slot);
       }
     }
@@ -89,15 +102,15 @@ export function createRefreshScheduler(settings: RefreshSchedulerSettings = DEFA
 
   return {
     has: (key, version) => slots.get(key)?.version === version,
-    schedule(key, version, at, job) {
+    schedule(key, version, at, job, until = at) {
       if (closed) return false;
       const old = slots.get(key);
       if (old === undefined && slots.size >= maxKeys) return false;
       const bucket = Math.max(Math.ceil(at / tickMs), Math.floor(now() / tickMs) + 1);
-      if (old === undefined) slots.set(key, { version, bucket, job });
+      if (old === undefined) slots.set(key, { version, bucket, job, until, started: false });
       else {
         buckets.get(old.bucket)?.delete(key);
-        Object.assign(old, { version, bucket, job });
+        Object.assign(old, { version, bucket, job, until, started: false });
       }
       place(key, bucket);
       if (timer === undefined) {

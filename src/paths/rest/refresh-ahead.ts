@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
-import { refreshAt } from '../../cache/rules/refresh-ahead.js';
+import { freshUntil, refreshAt } from '../../cache/rules/refresh-ahead.js';
 import type { CacheRequest } from '../../cache/rules/request.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
@@ -109,6 +109,6 @@ export function createRefreshAhead({ scheduler, tiers, coalescer, metrics, logge
     const at = refreshAt(entry, Date.now(), Math.random());
     if (at === undefined) return;
     const copy = copyOf(ctx, req);
-    scheduler.schedule(req.keys.flight, entry.storedAt, at, run(copy.ctx, copy.req, entry));
+    scheduler.schedule(req.keys.flight, entry.storedAt, at, run(copy.ctx, copy.req, entry), freshUntil(entry));
   };
 }
