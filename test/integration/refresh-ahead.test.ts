@@ -128,6 +128,19 @@ describe('refresh ahead', () => {
     expect(fake.stats().total).toBe(before + 1);
   });
 
+  it('hostile: a client credential the upstream has rejected since the read is not used for the refresh', async () => {
+    const { fake, proxy } = await rig('client');
+    const path = `${proxy.url}/repos/octocat/hello-world`;
+    await get(path, ALICE);
+    await get(path, ALICE);
+    await post(`${fake.url}/__fake/tokens`, { token: 'demo_token_alice_repo', revoked: true });
+    // Another request on the revoked credential: 401 Bad credentials, which drops every entry of it.
+    expect((await get(`${proxy.url}/users/octocat`, ALICE)).status).toBe(401);
+    const upstream = fake.stats().total;
+    await until(async () => ((await refreshes(proxy)).skipped ?? 0) >= 1, 5_000, 'the refresh to be skipped');
+    expect(fake.stats().total).toBe(upstream);
+  });
+
   it('without refresh_ahead (the default) a hot entry is not refreshed', async () => {
     const { fake, proxy } = await rig('client', false);
     const path = `${proxy.url}/repos/octocat/hello-world`;
