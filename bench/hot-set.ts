@@ -99,8 +99,8 @@ async function startRig(settings: HotSetSettings, refreshAhead: boolean): Promis
 
 const sleepUntil = (at: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - performance.now())));
 
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+function percentile(sorted: readonly number[], rank: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((rank / 100) * sorted.length))]!;
 }
 
 async function refreshCounts(app: App): Promise<Record<string, number>> {
@@ -217,17 +217,17 @@ export function formatHotSet({ settings, results }: HotSetResults): string {
       'p50 / p99 / max ms',
       'refreshes',
     ],
-    ...results.map((r) => [
-      String(r.refreshAhead),
-      String(r.reads),
-      `${r.freshHits} (${share(r.freshHits, r.reads)})`,
-      `${r.upstreamRequests} (${r.upstream304})`,
-      String(r.billable),
-      String(r.changes),
-      r.maxStaleMs.toFixed(0),
-      `${r.p50Ms.toFixed(1)} / ${r.p99Ms.toFixed(1)} / ${r.maxMs.toFixed(1)}`,
-      Object.entries(r.refreshes)
-        .map(([result, n]) => `${result} ${n}`)
+    ...results.map((run) => [
+      String(run.refreshAhead),
+      String(run.reads),
+      `${run.freshHits} (${share(run.freshHits, run.reads)})`,
+      `${run.upstreamRequests} (${run.upstream304})`,
+      String(run.billable),
+      String(run.changes),
+      run.maxStaleMs.toFixed(0),
+      `${run.p50Ms.toFixed(1)} / ${run.p99Ms.toFixed(1)} / ${run.maxMs.toFixed(1)}`,
+      Object.entries(run.refreshes)
+        .map(([kind, count]) => `${kind} ${count}`)
         .join(', ') || '-',
     ]),
   ];
@@ -246,14 +246,14 @@ export function formatHotSet({ settings, results }: HotSetResults): string {
 /** Goals: with refresh ahead, >= 99.5 % fresh hits, billable 200s no more than the changes, changes seen within the lifetime; no errors. */
 export function hotSetGoalFailures({ settings, results }: HotSetResults): string[] {
   const out: string[] = [];
-  for (const r of results) {
-    const name = `refresh_ahead ${r.refreshAhead}`;
-    if (r.errors > 0) out.push(`${name}: ${r.errors} answers other than 200`);
-    if (r.maxStaleMs > settings.lifetimeSeconds * 1000)
-      out.push(`${name}: a change was seen ${r.maxStaleMs.toFixed(0)} ms late; goal <= the lifetime`);
-    if (!r.refreshAhead) continue;
-    if (r.freshHits < 0.995 * r.reads) out.push(`${name}: ${share(r.freshHits, r.reads)} fresh hits; goal >= 99.5 %`);
-    if (r.billable > r.changes) out.push(`${name}: ${r.billable} billable 200s for ${r.changes} changes`);
+  for (const run of results) {
+    const name = `refresh_ahead ${run.refreshAhead}`;
+    if (run.errors > 0) out.push(`${name}: ${run.errors} answers other than 200`);
+    if (run.maxStaleMs > settings.lifetimeSeconds * 1000)
+      out.push(`${name}: a change was seen ${run.maxStaleMs.toFixed(0)} ms late; goal <= the lifetime`);
+    if (!run.refreshAhead) continue;
+    if (run.freshHits < 0.995 * run.reads) out.push(`${name}: ${share(run.freshHits, run.reads)} fresh hits; goal >= 99.5 %`);
+    if (run.billable > run.changes) out.push(`${name}: ${run.billable} billable 200s for ${run.changes} changes`);
   }
   return out;
 }

@@ -169,7 +169,14 @@ async function onTokens(
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
   for (;;) {
-    const acquired = await pool.acquire({ prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource, background: req.background });
+    const acquired = await pool.acquire({
+      prefer,
+      exclude: tried,
+      consumer: fair.consumer,
+      weight: fair.weight,
+      resource,
+      background: req.background,
+    });
     if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;

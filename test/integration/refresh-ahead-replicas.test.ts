@@ -54,23 +54,25 @@ describe('refresh ahead on two replicas', () => {
     const texts = await Promise.all(replicas.map((r) => metric(r.adminUrl, 'etagere_refresh_ahead_total')));
     const sum: Record<string, number> = {};
     for (const text of texts)
-      for (const [result, n] of Object.entries(counterBy(text, 'etagere_refresh_ahead_total', 'result')))
-        sum[result] = (sum[result] ?? 0) + n;
+      for (const [result, count] of Object.entries(counterBy(text, 'etagere_refresh_ahead_total', 'result')))
+        sum[result] = (sum[result] ?? 0) + count;
     return sum;
   };
 
   it('both replicas read a hot entry; one refresh goes upstream (a free 304) and both answer fresh hits after the lifetime', async () => {
     const path = '/repos/octocat/hello-world';
-    const [a, b] = replicas as [Replica, Replica];
-    expect((await get(a.url + path, ALICE)).status).toBe(200);
+    const [first, second] = replicas as [Replica, Replica];
+    expect((await get(first.url + path, ALICE)).status).toBe(200);
     const storedAt = Date.now();
-    for (const replica of [b, a]) expect(String((await get(replica.url + path, ALICE)).headers['cache-status'])).toMatch(/^etagere; hit/);
+    for (const replica of [second, first])
+      expect(String((await get(replica.url + path, ALICE)).headers['cache-status'])).toMatch(/^etagere; hit/);
     await until(async () => Object.values(await results()).reduce((x, y) => x + y, 0) >= 2, 5_000, 'both replicas’ refreshes to settle');
     expect((await results()).not_modified).toBe(1);
     expect(fake.stats().notModified).toBe(1);
     expect(fake.stats().total).toBe(2);
     await until(() => Date.now() > storedAt + LIFETIME_MS + 100, 5_000, 'the first lifetime to end');
-    for (const replica of [a, b]) expect(String((await get(replica.url + path, ALICE)).headers['cache-status'])).toMatch(/^etagere; hit/);
+    for (const replica of [first, second])
+      expect(String((await get(replica.url + path, ALICE)).headers['cache-status'])).toMatch(/^etagere; hit/);
     expect(fake.stats().total).toBe(2);
   }, 20_000);
 });

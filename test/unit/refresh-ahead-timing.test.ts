@@ -26,12 +26,12 @@ describe('when a read entry is refreshed', () => {
   });
 
   it('a GitHub entry (max-age 60) read early refreshes 3 to 6 s before it expires, spread by the jitter', () => {
-    const e = entry(60);
-    expect(freshUntil(e)).toBe(T0 + 60_000);
-    expect(refreshAt(e, T0 + 1_000, 0)).toBe(T0 + 54_000);
-    expect(refreshAt(e, T0 + 1_000, 0.999)).toBeCloseTo(T0 + 56_997, 0);
+    const github = entry(60);
+    expect(freshUntil(github)).toBe(T0 + 60_000);
+    expect(refreshAt(github, T0 + 1_000, 0)).toBe(T0 + 54_000);
+    expect(refreshAt(github, T0 + 1_000, 0.999)).toBeCloseTo(T0 + 56_997, 0);
     // Ten entries stored at once with different jitters refresh at different times.
-    const times = new Set(Array.from({ length: 10 }, (_, i) => refreshAt(e, T0, i / 10)));
+    const times = new Set(Array.from({ length: 10 }, (_, i) => refreshAt(github, T0, i / 10)));
     expect(times.size).toBe(10);
   });
 
