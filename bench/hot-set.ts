@@ -17,6 +17,7 @@ import { request } from 'undici';
 import { startApp, type App } from '../src/main/app.js';
 import { parseConfig, resolveSecrets } from '../src/platform/config/load.js';
 import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
+import type { FakeStats } from '../fake-github/stats.js';
 import { parseTokenSpec } from '../fake-github/tokens.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { mulberry32 } from './zipf.js';
@@ -113,6 +114,15 @@ async function refreshCounts(app: App): Promise<Record<string, number>> {
   return out;
 }
 
+/** What the fake saw and billed between two of its stats. */
+function upstreamSince(before: FakeStats, after: FakeStats): Pick<HotSetResult, 'upstreamRequests' | 'upstream304' | 'billable'> {
+  return {
+    upstreamRequests: after.total - before.total,
+    upstream304: after.notModified - before.notModified,
+    billable: after.quotaSpent - before.quotaSpent,
+  };
+}
+
 async function runMode(settings: HotSetSettings, refreshAhead: boolean): Promise<HotSetResult> {
   const { fake, app } = await startRig(settings, refreshAhead);
   try {
@@ -170,16 +180,13 @@ async function runMode(settings: HotSetSettings, refreshAhead: boolean): Promise
       if (pending.length > 1_000) await Promise.all(pending.splice(0));
     }
     await Promise.all(pending);
-    const after = fake.stats();
     latencies.sort((a, b) => a - b);
     return {
       refreshAhead,
       reads,
       freshHits,
       errors,
-      upstreamRequests: after.total - before.total,
-      upstream304: after.notModified - before.notModified,
-      billable: after.quotaSpent - before.quotaSpent,
+      ...upstreamSince(before, fake.stats()),
       changes,
       maxStaleMs,
       p50Ms: percentile(latencies, 50),
