@@ -76,6 +76,8 @@ interface Req {
    * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
    */
   valueId?: (authorization: string) => string;
+  /** Background work (a refresh ahead of expiry): passed to the pool's acquire, which may let client requests go first. */
+  background?: boolean;
 }
 
 /**
@@ -167,7 +169,14 @@ async function onTokens(
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
   for (;;) {
-    const acquired = await pool.acquire({ prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource });
+    const acquired = await pool.acquire({
+      prefer,
+      exclude: tried,
+      consumer: fair.consumer,
+      weight: fair.weight,
+      resource,
+      background: req.background,
+    });
     if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;

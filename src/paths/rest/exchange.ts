@@ -4,6 +4,7 @@
  * stored the entry first: its ETag only matches that credential; validators.ts says what is sent
  * once that token has a new value), then counted and logged.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Got } from '../../cache/rules/classify.js';
 import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/rules/entry.js';
 import type { Partitioner } from '../../cache/rules/key.js';
@@ -32,7 +33,13 @@ const CACHE_OWNED = [
 /** How much larger than the entry cap a decoded body may be (JSON gzips about 10:1; more is a bomb). */
 const DECODED_PER_ENCODED = 32;
 
-export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined) => Promise<Got>;
+/** What an exchange reads of a request: a client's, or a refresh ahead's copy of the one that read the entry (refresh-ahead.ts). */
+export type ExchangeContext = Pick<RequestContext, 'id' | 'upstream' | 'path' | 'route' | 'cred'> & {
+  readonly req: { readonly headers: IncomingHttpHeaders };
+};
+
+/** `background`: a refresh ahead of expiry, not a client waiting (the pool may serve clients first). */
+export type UpstreamExchange = (ctx: ExchangeContext, stale: CacheEntry | undefined, background?: boolean) => Promise<Got>;
 
 export interface ExchangeDeps {
   readonly pool: PoolContext | undefined;
@@ -49,7 +56,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
   };
   const valueId = (authorization: string): string => partitioner.credentialId(authorization);
 
-  return async (ctx, stale) => {
+  return async (ctx, stale, background = false) => {
     const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
     for (const name of CACHE_OWNED) delete headers[name];
     headers['x-request-id'] = ctx.id;
@@ -68,6 +75,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
       ...(mode === 'last_modified' ? { valueId } : {}),
+      ...(background ? { background } : {}),
     };
     const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));
     if (pooled.kind === 'unavailable') return pooled;

@@ -118,6 +118,8 @@ export interface AcquireOptions {
   consumer?: string | undefined;
   /** That consumer's weight (default 1). */
   weight?: number | undefined;
+  /** Background work (a cache refresh ahead of expiry), not a client waiting: the pool may serve client requests first (not yet used). */
+  background?: boolean | undefined;
 }
 
 /** The pool as one quota: what x-ratelimit-* tell consumers (report.ts sums it). */
