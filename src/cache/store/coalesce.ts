@@ -5,6 +5,7 @@
  * themselves when it finished without storing anything or their wait ran out.
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
+import { ATTR, NO_TRACING, SPANS, type Tracing } from '../../platform/trace/tracing.js';
 import type { CacheResult } from '../rules/classify.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { CacheRequest } from '../rules/request.js';
@@ -27,7 +28,8 @@ export interface Coalescer {
   readonly waiters: number;
 }
 
-export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number): Coalescer {
+/** `tracing`: a wait on another replica's flight is a span (a wait in this process is the cached path's). */
+export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, tracing: Tracing = NO_TRACING): Coalescer {
   const flights = createSingleFlight<CacheResult>();
 
   const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>): Promise<CacheResult> => {
@@ -54,7 +56,14 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
       }
     }
     if (lock.kind === 'lost') {
-      const waited = await shared.lock.waitFor(key, Date.now() + waitMs);
+      const wait = () => shared.lock.waitFor(key, Date.now() + waitMs);
+      const waited = !tracing.on
+        ? await wait()
+        : await tracing.child(SPANS.flightWait, { [ATTR.flight]: 'replicas' }, async (span) => {
+            const found = await wait();
+            span.set('etagere.flight.result', found.kind);
+            return found;
+          });
       if (waited.kind === 'entry' && tiers.usable(req, waited.entry) !== undefined) return followed(waited.entry);
       metrics.flightLocks.inc({ result: waited.kind === 'entry' ? 'gone' : waited.kind });
     } else {

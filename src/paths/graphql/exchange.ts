@@ -34,6 +34,7 @@ import { MAX_BODY_BYTES } from './limits.js';
 import { pooledQuery, type PooledQuery } from './operation.js';
 import { cacheableAnswer, tokenStatus } from '../../pool/rules/graphql-rate-limit.js';
 import type { GraphqlAnswer, GraphqlCache, GraphqlRuntime } from './runtime.js';
+import { ATTR, SPANS } from '../../platform/trace/tracing.js';
 
 /** A routed GraphQL request: what the handler knows when it hands it over. */
 export interface GraphqlRoute {
@@ -148,7 +149,14 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
     const key = cache === undefined ? undefined : keyOf(call, query);
     const hit = cache === undefined || key === undefined ? undefined : fromCache(call, tokens, cache, key);
     if (hit !== undefined) return hit;
-    return answer(call, await exchange(call, tokens, query, key));
+    const { tracing } = call.upstream.client;
+    if (!tracing.on) return answer(call, await exchange(call, tokens, query, key));
+    const attributes = {
+      'graphql.operation.type': 'query',
+      'graphql.operation.name': query.operationName?.slice(0, 128) ?? undefined,
+      [ATTR.upstream]: call.upstream.cfg.name,
+    };
+    return answer(call, await tracing.child(SPANS.graphql, attributes, () => exchange(call, tokens, query, key)));
   };
 
   return (req, res, route, trace) => {

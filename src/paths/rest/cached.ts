@@ -30,6 +30,7 @@ import type { TokenPool } from '../../pool/rules/types.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../../pool/rules/fair-share.js';
+import { ATTR, NO_TRACING, SPANS, type Tracing } from '../../platform/trace/tracing.js';
 
 export interface CachedPathDeps {
   readonly tiers: Tiers;
@@ -40,6 +41,8 @@ export interface CachedPathDeps {
   readonly logger: Logger;
   /** The streaming forward: for a client that refused the coding of an entry the proxy may not decode. */
   readonly forward: Forward;
+  /** L2 lookups, waits on a flight and background revalidations are spans of the request's trace. */
+  readonly tracing?: Tracing | undefined;
 }
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
@@ -95,7 +98,19 @@ const poolMembers = (pool: TokenPool): PoolMembers => ({
 const clientNoCache = (ctx: RequestContext): ClientNoCache =>
   clientNoCacheMode(ctx.upstream.policy.kind, ctx.upstream.cfg.cache.client_no_cache);
 
-export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger, forward }: CachedPathDeps): CachedPath {
+/** The L2 lookup; with tracing on, a span saying what it found. */
+function lookup(tiers: Tiers, tracing: Tracing, req: CacheRequest): ReturnType<Tiers['lookup']> {
+  if (!tracing.on) return tiers.lookup(req);
+  return tracing.child(SPANS.l2Lookup, { [ATTR.upstream]: req.upstream }, async (span) => {
+    const found = await tiers.lookup(req);
+    span.set(ATTR.l2, found.entry !== undefined ? 'hit' : found.answered ? 'miss' : 'timeout');
+    return found;
+  });
+}
+
+export function createCachedPath(deps: CachedPathDeps): CachedPath {
+  const { tiers, coalescer, exchange, partitioner, pool, logger, forward } = deps;
+  const tracing = deps.tracing ?? NO_TRACING;
   const poolHeaders = pool?.headers;
   const hits = new HitStatuses();
   /**
@@ -160,7 +175,8 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   };
 
   const revalidateInBackground = (ctx: RequestContext, req: CacheRequest, stale: CacheEntry): void => {
-    const { promise, joined } = coalescer.run(req, stale, true, () => fetchAndStore(ctx, req, stale));
+    const fetch = () => fetchAndStore(ctx, req, stale);
+    const { promise, joined } = coalescer.run(req, stale, true, tracing.on ? () => tracing.child(SPANS.revalidation, {}, fetch) : fetch);
     promise.then(
       (result) => {
         // Nobody streams a too-large answer started in the background: its body is dropped.
@@ -172,7 +188,8 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
 
   const fetchThrough = async (ctx: RequestContext, req: CacheRequest, plan: Extract<Plan, { kind: 'fetch' }>, redisAnswered: boolean) => {
     const { promise, joined } = coalescer.run(req, plan.stale, redisAnswered, () => fetchAndStore(ctx, req, plan.stale));
-    const result = await promise;
+    const result =
+      joined && tracing.on ? await tracing.child(SPANS.flightWait, { [ATTR.flight]: 'process' }, () => promise) : await promise;
     if (joined && !sharable(result)) {
       // The flight's body was over the entry cap: it went to the request that started the flight
       // and nothing was stored. A joiner fetches for itself, through this same path rather than a
@@ -207,6 +224,6 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     const req = requestFor(ctx);
     const inL1 = tiers.fromL1(req);
     if (inL1 !== undefined || tiers.shared === undefined) return proceed(ctx, req, inL1, true);
-    return tiers.lookup(req).then((found) => proceed(ctx, req, found.entry, found.answered));
+    return lookup(tiers, tracing, req).then((found) => proceed(ctx, req, found.entry, found.answered));
   };
 }
