@@ -101,7 +101,7 @@ function defined(attributes: Attributes): Record<string, AttributeValue> {
 }
 
 export function createOtelTracing(settings: TraceSettings): Tracing {
-  const exporter = new OTLPTraceExporter({ url: settings.url, timeoutMillis: EXPORT_TIMEOUT_MS });
+  const exporter = new OTLPTraceExporter({ url: settings.url });
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
     sampler: samplerOf(settings.sampler, settings.ratio),
