@@ -1,35 +1,23 @@
 /**
  * Tracing on: the OpenTelemetry SDK (NodeTracerProvider, a bounded BatchSpanProcessor, the
  * OTLP/HTTP exporter). Loaded by setup.ts only when an endpoint is configured. Nothing is
- * registered globally: the provider, the propagator and the active span (an AsyncLocalStorage)
- * belong to this instance, so two proxies in one process trace apart.
+ * registered globally: the provider and the active span (an AsyncLocalStorage) belong to this
+ * instance, so two proxies in one process trace apart.
+ *
+ * The sampling decision is made first (settings.ts `sampled`): a request that is not sampled never
+ * reaches the SDK. It gets ids of its own (to pass the trace on upstream) and nothing else, which
+ * keeps 1 % sampling close to the cost of tracing off.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import {
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Context,
-  type Span,
-  type TextMapGetter,
-  type TextMapSetter,
-} from '@opentelemetry/api';
+import { randomFillSync } from 'node:crypto';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Span, type TextMapGetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  NodeTracerProvider,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  type Sampler,
-} from '@opentelemetry/sdk-trace-node';
+import { AlwaysOnSampler, BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { Attributes, AttributeValue, IncomingHeaders, OutgoingHeaders, RequestSpan, Tracing } from './tracing.js';
-import type { TraceSettings, SamplerName } from './settings.js';
+import type { Attributes, AttributeValue, IncomingHeaders, RequestSpan, SpanHandle, Tracing } from './tracing.js';
+import { sampled, type TraceSettings } from './settings.js';
 
 /** A traceparent is 55 characters (version 00); longer ones are allowed by later versions, not a kilobyte. */
 const MAX_TRACEPARENT = 256;
@@ -38,6 +26,8 @@ const MAX_QUEUE = 2048;
 /** How long an export may take, and how long shutdown waits for the last one. */
 const EXPORT_TIMEOUT_MS = 5_000;
 const SHUTDOWN_MS = 2_000;
+/** Random bytes drawn at once for the ids of unsampled requests. */
+const ID_POOL_BYTES = 4096;
 
 /** Reads the client's trace headers (bounded): a huge or repeated `traceparent` is no context. */
 const getter: TextMapGetter<IncomingHeaders> = {
@@ -49,35 +39,18 @@ const getter: TextMapGetter<IncomingHeaders> = {
   keys: (carrier) => Object.keys(carrier),
 };
 
-/** Writes `traceparent` alone (see `Tracing.inject`). */
-const setter: TextMapSetter<OutgoingHeaders> = {
-  set(carrier, key, value) {
-    if (key === 'traceparent') carrier[key] = value;
-  },
-};
-
-function samplerOf(name: SamplerName, ratio: number): Sampler {
-  const root = name.endsWith('always_off')
-    ? new AlwaysOffSampler()
-    : name.endsWith('traceidratio')
-      ? new TraceIdRatioBasedSampler(ratio)
-      : new AlwaysOnSampler();
-  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
-}
-
-/** A span of the SDK behind the small handle the request path uses. */
-class Handle implements RequestSpan {
+/** A recorded span of the SDK behind the small handle the request path uses. */
+class Recorded implements RequestSpan {
   readonly traceId: string;
   readonly spanId: string;
-  readonly sampled: boolean;
+  readonly sampled = true;
   constructor(readonly span: Span) {
     const context = span.spanContext();
     this.traceId = context.traceId;
     this.spanId = context.spanId;
-    this.sampled = span.isRecording();
   }
   set(key: string, value: AttributeValue | undefined): void {
-    if (value !== undefined && this.sampled) this.span.setAttribute(key, value);
+    if (value !== undefined) this.span.setAttribute(key, value);
   }
   fail(reason: string): void {
     this.span.setStatus({ code: SpanStatusCode.ERROR, message: reason });
@@ -86,9 +59,24 @@ class Handle implements RequestSpan {
     this.span.end();
   }
   rename(name: string): void {
-    if (this.sampled) this.span.updateName(name);
+    this.span.updateName(name);
   }
 }
+
+/** A request that is not sampled: its ids only (its children are itself: nothing is recorded). */
+class Unsampled implements RequestSpan {
+  readonly sampled = false;
+  constructor(
+    readonly traceId: string,
+    readonly spanId: string,
+  ) {}
+  set(): void {}
+  fail(): void {}
+  end(): void {}
+  rename(): void {}
+}
+
+type Active = Recorded | Unsampled;
 
 /** Attributes without their undefined values. */
 function defined(attributes: Attributes): Record<string, AttributeValue> {
@@ -100,33 +88,60 @@ function defined(attributes: Attributes): Record<string, AttributeValue> {
   return out;
 }
 
+/** Hex ids from a pool of random bytes, refilled when spent. */
+function idSource(): (bytes: number) => string {
+  const pool = Buffer.allocUnsafe(ID_POOL_BYTES);
+  let at = ID_POOL_BYTES;
+  return (bytes) => {
+    if (at + bytes > ID_POOL_BYTES) {
+      randomFillSync(pool);
+      at = 0;
+    }
+    at += bytes;
+    return pool.toString('hex', at - bytes, at);
+  };
+}
+
 export function createOtelTracing(settings: TraceSettings): Tracing {
   const exporter = new OTLPTraceExporter({ url: settings.url });
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
-    sampler: samplerOf(settings.sampler, settings.ratio),
+    // Sampling is decided before the SDK is called (`request`): what reaches it is recorded.
+    sampler: new AlwaysOnSampler(),
     spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
   });
   const tracer = provider.getTracer('etagere');
   const propagator = new W3CTraceContextPropagator();
-  const active = new AsyncLocalStorage<Context>();
-  const current = (): Context => active.getStore() ?? ROOT_CONTEXT;
-  const startChild = (name: string, attributes: Attributes, client = false): Handle =>
-    new Handle(tracer.startSpan(name, { kind: client ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: defined(attributes) }, current()));
+  const active = new AsyncLocalStorage<Active>();
+  const id = idSource();
+
+  /** A child of the active span: recorded under a recorded one; under an unsampled one, that one. */
+  const startChild = (name: string, attributes: Attributes, client = false): Active | undefined => {
+    const parent = active.getStore();
+    if (!(parent instanceof Recorded)) return parent;
+    const kind = client ? SpanKind.CLIENT : SpanKind.INTERNAL;
+    return new Recorded(tracer.startSpan(name, { kind, attributes: defined(attributes) }, trace.setSpan(ROOT_CONTEXT, parent.span)));
+  };
+  const NONE: SpanHandle = { set: () => undefined, fail: () => undefined, end: () => undefined };
 
   return {
     on: true,
     request(headers, method) {
-      const parent = propagator.extract(ROOT_CONTEXT, headers, getter);
-      return new Handle(tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, parent));
+      const parent = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, getter));
+      const traceId = parent?.traceId ?? id(16);
+      const remote = parent === undefined ? undefined : { sampled: (parent.traceFlags & TraceFlags.SAMPLED) !== 0 };
+      if (!sampled(settings.sampler, settings.ratio, traceId, remote)) return new Unsampled(traceId, id(8));
+      const context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent);
+      return new Recorded(tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, context));
     },
     within(span, work) {
-      return active.run(trace.setSpan(current(), (span as Handle).span), work);
+      return active.run(span as Active, work);
     },
     async child(name, attributes, work) {
       const span = startChild(name, attributes);
+      if (!(span instanceof Recorded)) return work(span ?? NONE);
       try {
-        return await active.run(trace.setSpan(current(), span.span), () => work(span));
+        return await active.run(span, () => work(span));
       } catch (err) {
         span.fail((err as Error).name);
         throw err;
@@ -134,10 +149,11 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
         span.end();
       }
     },
-    start: startChild,
+    // An unsampled request's child is the request itself (whose end does nothing): its ids go upstream.
+    start: (name, attributes, client) => startChild(name, attributes, client) ?? NONE,
     inject(headers, span) {
-      const context = span === undefined ? current() : trace.setSpan(current(), (span as Handle).span);
-      propagator.inject(context, headers, setter);
+      const target = span instanceof Recorded || span instanceof Unsampled ? span : active.getStore();
+      if (target !== undefined) headers.traceparent = `00-${target.traceId}-${target.spanId}-${target.sampled ? '01' : '00'}`;
     },
     async shutdown() {
       let timer: NodeJS.Timeout | undefined;

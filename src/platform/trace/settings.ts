@@ -42,3 +42,16 @@ export function shownUrl(url: string): string {
   parsed.password = '';
   return parsed.toString();
 }
+
+/**
+ * Whether a request is sampled (recorded and exported), as OpenTelemetry's samplers decide:
+ * `parentbased_*` follow a valid parent's sampled flag and use their root sampler without one;
+ * `traceidratio` keeps a fixed share of trace ids, the same decision for the same trace id on
+ * every replica (from the id's last 8 hex digits, its random part under W3C Trace Context level 2).
+ */
+export function sampled(sampler: SamplerName, ratio: number, traceId: string, parent: { sampled: boolean } | undefined): boolean {
+  if (parent !== undefined && sampler.startsWith('parentbased_')) return parent.sampled;
+  if (sampler.endsWith('always_on')) return true;
+  if (sampler.endsWith('always_off')) return false;
+  return parseInt(traceId.slice(-8), 16) < ratio * 0x1_0000_0000;
+}
