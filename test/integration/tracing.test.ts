@@ -313,6 +313,21 @@ describe('tracing off, or sampled out', () => {
   });
 });
 
+describe('a client that did not sample its trace', () => {
+  it('is not recorded under the default parent-based sampler, and the upstream gets the trace unsampled with the proxy as parent', async () => {
+    const proxy = await proxyTracing({ endpoint: otlp.url });
+    const unsampledTrace = '7af7651916cd43dd8448eb211c80319c';
+    await get(`${proxy.url}/repos/o/client-unsampled`, own({ traceparent: `00-${unsampledTrace}-${CLIENT_SPAN}-00` }));
+    await proxy.close();
+    const sent = parts(sentFor('/repos/o/client-unsampled')[0]!.headers.traceparent);
+    expect(sent[1]).toBe(unsampledTrace);
+    expect(sent[2]).toMatch(/^[0-9a-f]{16}$/);
+    expect(sent[2]).not.toBe(CLIENT_SPAN);
+    expect(sent[3]).toBe('00');
+    expect(traceOf(unsampledTrace)).toEqual([]);
+  });
+});
+
 describe('a collector that is down', () => {
   it('costs no request, and shutdown does not wait on it beyond its bound', async () => {
     const proxy = await proxyTracing({ endpoint: `http://127.0.0.1:${await deadPort()}` });

@@ -3,6 +3,7 @@
  * by a `tracing` section they win over. Bad values are errors naming the variable or key; no
  * endpoint means off, and off builds nothing.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/platform/config/load.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createTracing } from '../../src/platform/trace/setup.js';
-import { shownUrl, traceSettings } from '../../src/platform/trace/settings.js';
+import { sampled, shownUrl, traceSettings } from '../../src/platform/trace/settings.js';
 import { NO_TRACING } from '../../src/platform/trace/tracing.js';
 
 function withFile(yaml: string): string {
@@ -112,5 +113,30 @@ describe('tracing settings', () => {
     const tracing = await createTracing(loadConfig({ env: {} }).tracing, createLogger({ level: 'silent' }));
     expect(tracing).toBe(NO_TRACING);
     expect(tracing.on).toBe(false);
+  });
+});
+
+describe('the sampling decision', () => {
+  const ids = Array.from({ length: 100_000 }, () => randomBytes(16).toString('hex'));
+
+  it('follows a parent under parentbased_*, and the root sampler without one', () => {
+    expect(sampled('parentbased_always_on', 1, ids[0]!, { sampled: false })).toBe(false);
+    expect(sampled('parentbased_always_off', 1, ids[0]!, { sampled: true })).toBe(true);
+    expect(sampled('parentbased_always_on', 1, ids[0]!, undefined)).toBe(true);
+    expect(sampled('parentbased_always_off', 1, ids[0]!, undefined)).toBe(false);
+    // Not parent-based: the client's flag does not decide.
+    expect(sampled('always_on', 1, ids[0]!, { sampled: false })).toBe(true);
+    expect(sampled('always_off', 1, ids[0]!, { sampled: true })).toBe(false);
+  });
+
+  it('keeps about the ratio of trace ids under traceidratio, the same decision for the same id', () => {
+    const kept = ids.filter((id) => sampled('traceidratio', 0.01, id, undefined)).length;
+    expect(kept).toBeGreaterThan(500);
+    expect(kept).toBeLessThan(1500);
+    expect(
+      ids.every((id) => sampled('traceidratio', 0.01, id, undefined) === sampled('parentbased_traceidratio', 0.01, id, undefined)),
+    ).toBe(true);
+    expect(ids.some((id) => sampled('traceidratio', 0, id, undefined))).toBe(false);
+    expect(ids.every((id) => sampled('traceidratio', 1, id, undefined))).toBe(true);
   });
 });
