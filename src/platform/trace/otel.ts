@@ -105,7 +105,8 @@ function idSource(): (bytes: number) => string {
 export function createOtelTracing(settings: TraceSettings): Tracing {
   const exporter = new OTLPTraceExporter({ url: settings.url });
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
+    // process.pid tells the workers of a cluster apart (each exports its own spans).
+    resource: resourceFromAttributes({ 'process.pid': process.pid, ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
     // Sampling is decided before the SDK is called (`request`): what reaches it is recorded.
     sampler: new AlwaysOnSampler(),
     spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: MAX_QUEUE, exportTimeoutMillis: EXPORT_TIMEOUT_MS })],
