@@ -102,13 +102,13 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
     if (graphqlRuntime?.serves(method, path) === true)
-      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]! }, trace);
+      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]!, span: trace.span }, trace);
 
     if (method !== 'GET' && method !== 'HEAD') {
       dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
       if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
-      passThrough.forward(req, res, pathname, path, id);
+      passThrough.forward(req, res, pathname, path, id, trace.span);
       return NOT_SERVED;
     }
     drain(req);
@@ -134,6 +134,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       method,
       route: trace.route,
       cred,
+      span: trace.span,
     };
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
@@ -157,11 +158,9 @@ export function createHandler(config: Config, services: Services, { logger, metr
       agent: byAgent ? req.headers['user-agent'] : undefined,
       span: undefined,
     };
-    if (tracing.on) {
-      // The client's trace context is read before any header is dropped; the path runs under the server span.
-      const span = (trace.span = tracing.request(req.headers, req.method ?? '-'));
-      trace.served = tracing.within(span, () => route(req, res, id, trace));
-    } else trace.served = route(req, res, id, trace);
+    // The client's trace context is read before any header is dropped; the path's spans descend from this one.
+    if (tracing.on) trace.span = tracing.request(req.headers, req.method ?? '-');
+    trace.served = route(req, res, id, trace);
     // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
     // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
     // response queued behind a pipelined one) is recorded when it closes. No 'close' can have

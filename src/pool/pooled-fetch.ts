@@ -24,7 +24,7 @@ import type { ConsumerGate } from './consumers/consumer-budget.js';
 import { resourceOf } from './rules/resource.js';
 import { anotherSeesMore } from './rules/scopes.js';
 import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
-import { ATTR, SPANS } from '../platform/trace/tracing.js';
+import { ATTR, SPANS, type SpanHandle } from '../platform/trace/tracing.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
 export interface PoolContext {
@@ -77,6 +77,8 @@ interface Req {
    * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
    */
   valueId?: (authorization: string) => string;
+  /** The span the token wait and upstream spans descend from, when tracing is on. */
+  parent?: SpanHandle | undefined;
 }
 
 /**
@@ -155,9 +157,9 @@ function renewal(pool: TokenPool, lease: Lease): Promise<Renewal> {
 }
 
 /** A token from the pool; with tracing on, the wait is a span naming the token given (or why none was). */
-function acquire(client: UpstreamClient, pool: TokenPool, options: AcquireOptions): Promise<Acquired> {
+function acquire(client: UpstreamClient, parent: SpanHandle | undefined, pool: TokenPool, options: AcquireOptions): Promise<Acquired> {
   if (!client.tracing.on) return pool.acquire(options);
-  return client.tracing.child(SPANS.tokenWait, { [ATTR.upstream]: client.name }, async (span) => {
+  return client.tracing.child(SPANS.tokenWait, parent, { [ATTR.upstream]: client.name }, async (span) => {
     const acquired = await pool.acquire(options);
     if (acquired.kind === 'unavailable') span.set('etagere.unavailable', acquired.reason);
     else span.set(ATTR.token, acquired.lease.name);
@@ -179,7 +181,13 @@ async function onTokens(
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
   for (;;) {
-    const acquired = await acquire(client, pool, { prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource });
+    const acquired = await acquire(client, req.parent, pool, {
+      prefer,
+      exclude: tried,
+      consumer: fair.consumer,
+      weight: fair.weight,
+      resource,
+    });
     if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;

@@ -32,16 +32,19 @@ export interface BufferedRequest {
   body?: Buffer;
   /** The pool token's name the request goes on (for its span; never the value). */
   token?: string | undefined;
+  /** The span the request's span descends from, when tracing is on. */
+  parent?: SpanHandle | undefined;
 }
 
 /**
- * With tracing on, the client span of one upstream request: started as a child of the active span,
+ * With tracing on, the client span of one upstream request: started as a child of `req.parent`,
  * its id written into `headers` as the `traceparent` (replacing any the client sent).
  */
 export function openUpstreamSpan(client: UpstreamClient, req: BufferedRequest, headers: Record<string, string | string[]>): SpanHandle {
   const origin = new URL(client.origin);
   const span = client.tracing.start(
     upstreamSpanName(req.method),
+    req.parent,
     {
       [ATTR.method]: req.method,
       [ATTR.serverAddress]: origin.hostname,
@@ -80,7 +83,11 @@ export function fetchBuffered(client: UpstreamClient, req: BufferedRequest, maxB
   });
 }
 
-async function fetchOnce(client: UpstreamClient, { token: _token, ...req }: BufferedRequest, maxBytes: number): Promise<Fetched> {
+async function fetchOnce(
+  client: UpstreamClient,
+  { token: _token, parent: _parent, ...req }: BufferedRequest,
+  maxBytes: number,
+): Promise<Fetched> {
   const requestTime = Date.now();
   let res: Dispatcher.ResponseData;
   try {

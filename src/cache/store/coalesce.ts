@@ -5,7 +5,7 @@
  * themselves when it finished without storing anything or their wait ran out.
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
-import { ATTR, NO_TRACING, SPANS, type Tracing } from '../../platform/trace/tracing.js';
+import { ATTR, NO_TRACING, SPANS, type SpanHandle, type Tracing } from '../../platform/trace/tracing.js';
 import type { CacheResult } from '../rules/classify.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { CacheRequest } from '../rules/request.js';
@@ -23,6 +23,8 @@ export interface Coalescer {
     stale: CacheEntry | undefined,
     redisAnswered: boolean,
     fetch: () => Promise<CacheResult>,
+    /** The request's span: a wait on another replica's flight is a child of it. */
+    parent?: SpanHandle,
   ): { promise: Promise<CacheResult>; joined: boolean };
   /** Requests currently waiting on another's flight. */
   readonly waiters: number;
@@ -32,7 +34,7 @@ export interface Coalescer {
 export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, tracing: Tracing = NO_TRACING): Coalescer {
   const flights = createSingleFlight<CacheResult>();
 
-  const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>): Promise<CacheResult> => {
+  const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>, parent?: SpanHandle): Promise<CacheResult> => {
     const shared = tiers.shared!;
     const key = req.keys.flight;
     /** Another replica's entry, found in L2: served as that replica's fetch. */
@@ -59,7 +61,7 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, 
       const wait = () => shared.lock.waitFor(key, Date.now() + waitMs);
       const waited = !tracing.on
         ? await wait()
-        : await tracing.child(SPANS.flightWait, { [ATTR.flight]: 'replicas' }, async (span) => {
+        : await tracing.child(SPANS.flightWait, parent, { [ATTR.flight]: 'replicas' }, async (span) => {
             const found = await wait();
             span.set('etagere.flight.result', found.kind);
             return found;
@@ -73,11 +75,11 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, 
   };
 
   return {
-    run(req, stale, redisAnswered, fetch) {
+    run(req, stale, redisAnswered, fetch, parent) {
       // Only a plain miss whose key is the one it is stored under is locked across replicas: a
       // revalidation is a free 304, and per-token keys are not known before a token is chosen.
       const locked = tiers.shared !== undefined && redisAnswered && stale === undefined && !req.keys.perToken;
-      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch) : fetch);
+      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch, parent) : fetch);
       return { promise, joined: shared };
     },
     get waiters() {

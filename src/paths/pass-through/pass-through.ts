@@ -23,7 +23,7 @@ import { writeError } from '../../http/answer.js';
 import type { LinkSettings } from '../../http/representation/public-addresses.js';
 import { errors } from '../../http/errors.js';
 import type { PassThrough } from '../context.js';
-import { ATTR, NO_TRACING, pathOnly, upstreamSpanName, type Tracing } from '../../platform/trace/tracing.js';
+import { ATTR, NO_TRACING, pathOnly, upstreamSpanName, type SpanHandle, type Tracing } from '../../platform/trace/tracing.js';
 
 export type { PassThrough };
 
@@ -129,7 +129,7 @@ export function createPassThrough(
     rewriteForClient(cfg, links, upstreamBase, req, proxyRes);
   });
   /** The upstream request as a client span, its id sent as the `traceparent` (the client's own is replaced). */
-  const traced = (req: IncomingMessage, res: ServerResponse, path: string): void => {
+  const traced = (req: IncomingMessage, res: ServerResponse, path: string, parent: SpanHandle | undefined): void => {
     const method = req.method ?? '-';
     const attributes = {
       [ATTR.method]: method,
@@ -137,7 +137,7 @@ export function createPassThrough(
       [ATTR.urlPath]: pathOnly(path),
       [ATTR.upstream]: cfg.name,
     };
-    const span = tracing.start(upstreamSpanName(method), attributes, true);
+    const span = tracing.start(upstreamSpanName(method), parent, attributes, true);
     tracing.inject(req.headers, span);
     res.once('close', () => {
       span.set(ATTR.status, res.statusCode);
@@ -146,7 +146,7 @@ export function createPassThrough(
     });
   };
   return {
-    forward(req, res, pathname, path, requestId) {
+    forward(req, res, pathname, path, requestId, span) {
       (req as IncomingMessage & { etagerePathname?: string }).etagerePathname = pathname;
       // The target has no path of its own here: `path` already holds the upstream base path.
       req.url = path;
@@ -159,7 +159,7 @@ export function createPassThrough(
       const reuse = req.headers.expect === undefined;
       dropHopByHop(req.headers);
       delete req.headers.connection;
-      if (tracing.on) traced(req, res, path);
+      if (tracing.on) traced(req, res, path, span);
       proxy.web(req, res, reuse ? {} : { agent: false });
     },
     close() {

@@ -67,6 +67,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       path: ctx.path,
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
+      parent: ctx.span,
       ...(mode === 'last_modified' ? { valueId } : {}),
     };
     const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));

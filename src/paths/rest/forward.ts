@@ -62,7 +62,9 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     const sentAt = Date.now();
     const { client } = ctx.upstream;
     // Traced: the span ends with the answer's head (its body streams to the client).
-    const span = client.tracing.on ? openUpstreamSpan(client, { method: ctx.method, path: ctx.path, headers }, headers) : undefined;
+    const span = client.tracing.on
+      ? openUpstreamSpan(client, { method: ctx.method, path: ctx.path, headers, parent: ctx.span }, headers)
+      : undefined;
     try {
       const up = await client.request({ method: ctx.method, path: ctx.path, headers });
       if (span !== undefined) closeUpstreamSpan(span, { status: up.statusCode });
@@ -94,7 +96,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     tokens: PoolContext,
     coding: CodingForward | undefined,
   ): Promise<Reply> => {
-    const request = { method: ctx.method, path: ctx.path, headers };
+    const request = { method: ctx.method, path: ctx.path, headers, parent: ctx.span };
     const consumer = consumerOf(tokens, ctx.cred);
     const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, coding?.prefer, consumer);
     const headersOf = tokens.headers.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath));

@@ -1,14 +1,13 @@
 /**
  * Tracing on: the OpenTelemetry SDK (NodeTracerProvider, a bounded BatchSpanProcessor, the
  * OTLP/HTTP exporter). Loaded by setup.ts only when an endpoint is configured. Nothing is
- * registered globally: the provider and the active span (an AsyncLocalStorage) belong to this
- * instance, so two proxies in one process trace apart.
+ * registered globally and no async context is kept: the provider belongs to this instance (two
+ * proxies in one process trace apart), and each span's parent is passed along the request path.
  *
  * The sampling decision is made first (settings.ts `sampled`): a request that is not sampled never
  * reaches the SDK. It gets ids of its own (to pass the trace on upstream) and nothing else, which
  * keeps 1 % sampling close to the cost of tracing off.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomFillSync } from 'node:crypto';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Span, type TextMapGetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -76,8 +75,6 @@ class Unsampled implements RequestSpan {
   rename(): void {}
 }
 
-type Active = Recorded | Unsampled;
-
 /** Attributes without their undefined values. */
 function defined(attributes: Attributes): Record<string, AttributeValue> {
   const out: Record<string, AttributeValue> = {};
@@ -113,17 +110,15 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
   });
   const tracer = provider.getTracer('etagere');
   const propagator = new W3CTraceContextPropagator();
-  const active = new AsyncLocalStorage<Active>();
   const id = idSource();
+  const NONE: SpanHandle = { set: () => undefined, fail: () => undefined, end: () => undefined };
 
-  /** A child of the active span: recorded under a recorded one; under an unsampled one, that one. */
-  const startChild = (name: string, attributes: Attributes, client = false): Active | undefined => {
-    const parent = active.getStore();
-    if (!(parent instanceof Recorded)) return parent;
+  /** A child of `parent`: recorded under a recorded one; under an unsampled one, that one; else none. */
+  const startChild = (name: string, parent: SpanHandle | undefined, attributes: Attributes, client = false): SpanHandle => {
+    if (!(parent instanceof Recorded)) return parent instanceof Unsampled ? parent : NONE;
     const kind = client ? SpanKind.CLIENT : SpanKind.INTERNAL;
     return new Recorded(tracer.startSpan(name, { kind, attributes: defined(attributes) }, trace.setSpan(ROOT_CONTEXT, parent.span)));
   };
-  const NONE: SpanHandle = { set: () => undefined, fail: () => undefined, end: () => undefined };
 
   return {
     on: true,
@@ -135,14 +130,11 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
       const context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent);
       return new Recorded(tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, context));
     },
-    within(span, work) {
-      return active.run(span as Active, work);
-    },
-    async child(name, attributes, work) {
-      const span = startChild(name, attributes);
-      if (!(span instanceof Recorded)) return work(span ?? NONE);
+    async child(name, parent, attributes, work) {
+      const span = startChild(name, parent, attributes);
+      if (!(span instanceof Recorded)) return work(span);
       try {
-        return await active.run(span, () => work(span));
+        return await work(span);
       } catch (err) {
         span.fail((err as Error).name);
         throw err;
@@ -151,10 +143,10 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
       }
     },
     // An unsampled request's child is the request itself (whose end does nothing): its ids go upstream.
-    start: (name, attributes, client) => startChild(name, attributes, client) ?? NONE,
+    start: startChild,
     inject(headers, span) {
-      const target = span instanceof Recorded || span instanceof Unsampled ? span : active.getStore();
-      if (target !== undefined) headers.traceparent = `00-${target.traceId}-${target.spanId}-${target.sampled ? '01' : '00'}`;
+      if (span instanceof Recorded || span instanceof Unsampled)
+        headers.traceparent = `00-${span.traceId}-${span.spanId}-${span.sampled ? '01' : '00'}`;
     },
     async shutdown() {
       let timer: NodeJS.Timeout | undefined;

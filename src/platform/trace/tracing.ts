@@ -42,18 +42,20 @@ export interface Tracing {
    * they are valid (a malformed or all-zero one is ignored: a new trace starts, when sampled).
    */
   request(headers: IncomingHeaders, method: string): RequestSpan;
-  /** Runs `work` with `span` as the active span: child spans and outgoing requests descend from it. */
-  within<T>(span: RequestSpan, work: () => T): T;
-  /** A child span of the active span, around `work`'s promise (ended when it settles; failed when it rejects). */
-  child<T>(name: string, attributes: Attributes, work: (span: SpanHandle) => Promise<T>): Promise<T>;
-  /** Starts a child span of the active span, to be ended by the caller; `client`: an outgoing request's span. */
-  start(name: string, attributes: Attributes, client?: boolean): SpanHandle;
   /**
-   * Writes `traceparent` for `span` (else the active span) into outgoing headers, replacing the
-   * client's. Only `traceparent`: a `tracestate` or `baggage` goes upstream only where the client's
-   * own headers are forwarded (never on a pool token).
+   * A child span of `parent` around `work`'s promise (ended when it settles; failed when it
+   * rejects). The parent is passed along the request path, never held in an async context: an
+   * unsampled parent's child is the parent itself, and no parent means no span.
    */
-  inject(headers: OutgoingHeaders, span?: SpanHandle): void;
+  child<T>(name: string, parent: SpanHandle | undefined, attributes: Attributes, work: (span: SpanHandle) => Promise<T>): Promise<T>;
+  /** Starts a child span of `parent`, to be ended by the caller; `client`: an outgoing request's span. */
+  start(name: string, parent: SpanHandle | undefined, attributes: Attributes, client?: boolean): SpanHandle;
+  /**
+   * Writes `traceparent` for `span` into outgoing headers, replacing the client's. Only
+   * `traceparent`: a `tracestate` or `baggage` goes upstream only where the client's own headers
+   * are forwarded (never on a pool token).
+   */
+  inject(headers: OutgoingHeaders, span: SpanHandle): void;
   /** Exports what is queued and stops; bounded in time, never rejects. */
   shutdown(): Promise<void>;
 }
@@ -73,8 +75,7 @@ const NO_SPAN: RequestSpan = {
 export const NO_TRACING: Tracing = {
   on: false,
   request: () => NO_SPAN,
-  within: (_span, work) => work(),
-  child: (_name, _attributes, work) => work(NO_SPAN),
+  child: (_name, _parent, _attributes, work) => work(NO_SPAN),
   start: () => NO_SPAN,
   inject: () => undefined,
   shutdown: () => Promise.resolve(),
