@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveSecrets } from '../../src/platform/config/load.js';
 import { get } from '../helpers/http.js';
+import { counterSum } from '../helpers/metrics-text.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis } from '../helpers/redis.js';
@@ -43,6 +44,8 @@ beforeAll(async () => {
     if (req.url === '/rate_limit') {
       const core = { limit: 5000, remaining: 4990, used: 10, reset: RESET };
       res.writeHead(200, json).end(JSON.stringify({ resources: { core }, rate: core }));
+    } else if (req.url?.startsWith('/repos/o/swr') === true) {
+      res.writeHead(200, { ...json, etag: '"s"', 'cache-control': 'public, max-age=0, stale-while-revalidate=600' }).end('{}');
     } else if (req.url?.startsWith('/repos/o/etag') === true) {
       // Stale at once: every later request revalidates, and gets a 304.
       if (req.headers['if-none-match'] === '"v1"') res.writeHead(304, { etag: '"v1"', 'cache-control': 'max-age=0', ...LIMITS }).end();
@@ -196,6 +199,27 @@ describe('hits and revalidations', () => {
     const server = again.find((span) => span.kind === 2)!;
     expect(server.attributes['etagere.cache']).toBe('revalidated');
     expect(named(again, 'upstream GET')[0]!.attributes).toMatchObject({ 'http.response.status_code': 304, 'etagere.not_modified': true });
+  });
+
+  it('a stale entry revalidated in the background is a span of the request that served it stale, its upstream call below', async () => {
+    const proxy = await proxyTracing({ endpoint: otlp.url });
+    await get(`${proxy.url}/repos/o/swr`, own());
+    const staleTrace = '9cf7651916cd43dd8448eb211c80319c';
+    const stale = await get(`${proxy.url}/repos/o/swr`, own({ traceparent: `00-${staleTrace}-${CLIENT_SPAN}-01` }));
+    expect(stale.status).toBe(200);
+    // Counted once its answer is in (and its span ends in the same turn): then the proxy may close.
+    const counted = async (): Promise<number> =>
+      counterSum((await get(`${proxy.adminUrl}/metrics`)).body, 'etagere_upstream_requests_total', { upstream: 'github' }) ?? 0;
+    await until(async () => (await counted()) === 2, 5_000, 'the background revalidation');
+    await proxy.close();
+    const spans = traceOf(staleTrace);
+    const server = spans.find((span) => span.kind === 2)!;
+    expect(server.attributes['etagere.cache']).toBe('stale');
+    const revalidate = named(spans, 'cache.revalidate')[0]!;
+    expect(revalidate.parentSpanId).toBe(server.spanId);
+    const call = named(spans, 'upstream GET')[0]!;
+    expect(call.parentSpanId).toBe(revalidate.spanId);
+    expect(parts(sentFor('/repos/o/swr')[0]!.headers.traceparent)).toEqual(['00', staleTrace, call.spanId, '01']);
   });
 
   it("a request that waits on another's flight shows the wait", async () => {
