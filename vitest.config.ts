@@ -17,6 +17,7 @@ const TIMED = [
   'test/integration/refresh-ahead-replicas.test.ts', // one refresh per 2 s lifetime across replicas (a Redis lock with a deadline)
   'test/integration/replicas.test.ts', // one upstream request for 300 across 3 replicas: a Redis lock with a deadline
   'test/integration/shared-budget.test.ts',
+  'test/integration/tracing.test.ts', // shutdown with the collector down is bounded in time
   'test/integration/token-pool.test.ts', // 149 requests spent within the fake's 5 s window
   'test/integration/webhook-slow-senders.test.ts',
   'test/hardening/decoded-bomb.test.ts',

@@ -4,7 +4,7 @@
  * kernel, no load generator sharing the cores: what is left is the JavaScript of a hit (etagere's
  * steps and Node's response code), per request, which a wrk run mixes with the kernel's work.
  *
- *   npm run bench:hit -- [--requests N] [--rounds R] [--gzip] [--zipf] [--log-level L] [--all-on] > /dev/null
+ *   npm run bench:hit -- [--requests N] [--rounds R] [--gzip] [--zipf] [--log-level L] [--all-on] [--tracing T] > /dev/null
  *
  * Prints µs per request of each, per round (the two interleaved), the fastest round of each
  * (interference on a shared machine only adds time), the medians, and the ratio of the fastest.
@@ -12,6 +12,9 @@
  * --zipf requests the l1-zipf10k sequence (bench/zipf.ts) after fetching all 10,000 URLs once,
  * against a ceiling holding 10,000 responses of its own (as ceiling-zipf10k-distinct). --all-on:
  * the l1-hot-allon configuration without Redis (50 tokens not equivalent, consumer keys).
+ * --tracing off (the default: no endpoint), ratio (traceidratio at --ratio, 0.01 by default) or on
+ * (always_on): spans exported over OTLP/HTTP to a sink in a process of its own (it reads and drops
+ * them), so that the proxy's side of exporting is measured and the sink's is not.
  *
  * Not measured here: parsing the request (llhttp, the same for both) and the socket write
  * (the same bytes for both, in the kernel).
@@ -21,6 +24,7 @@ import { Duplex } from 'node:stream';
 import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { setImmediate as tick } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { startApp } from '../src/main/app.js';
 import { parseConfig } from '../src/platform/config/load.js';
 import { startFakeUpstream } from '../fake-github/index.js';
@@ -122,6 +126,24 @@ async function ceilingListener(origin: string, paths: readonly string[], headers
   };
 }
 
+/** An OTLP/HTTP sink in a child process: answers every export 200, reads nothing but the bytes. */
+async function startSink(): Promise<{ url: string; child: ChildProcess }> {
+  const code =
+    "const s=require('http').createServer((q,r)=>{q.resume();q.on('end',()=>r.writeHead(200,{'content-type':'application/json'}).end('{}'))});" +
+    "s.listen(0,'127.0.0.1',()=>console.log(s.address().port))";
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+  return { url: `http://127.0.0.1:${line.toString().trim()}`, child };
+}
+
+/** The tracing section of a --tracing mode (off: none). */
+function tracingFor(mode: string, ratio: number, endpoint: string | undefined): Record<string, unknown> {
+  if (mode === 'off' || endpoint === undefined) return {};
+  if (mode === 'ratio') return { tracing: { endpoint, sampler: 'traceidratio', sampler_arg: ratio } };
+  if (mode === 'on') return { tracing: { endpoint, sampler: 'always_on' } };
+  throw new Error(`--tracing ${mode}: give off, ratio or on`);
+}
+
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -137,6 +159,8 @@ async function main(): Promise<void> {
       zipf: { type: 'boolean', default: false },
       'all-on': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'info' },
+      tracing: { type: 'string', default: 'off' },
+      ratio: { type: 'string', default: '0.01' },
     },
     strict: true,
   });
@@ -149,6 +173,7 @@ async function main(): Promise<void> {
   const allOn = values['all-on'];
   const fake = await startFakeUpstream({ anonymousLimit: 1e9, tokenLimit: 1e9, tokens: parseTokenSpec(fakeTokenSpec()) });
   if (allOn) process.env.ETAGERE_TOKENS = poolTokensEnv(50);
+  const sink = values.tracing === 'off' ? undefined : await startSink();
   const config = parseConfig({
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
@@ -157,6 +182,7 @@ async function main(): Promise<void> {
     ...(allOn
       ? { pool: { equivalent: false }, consumers: { enabled: true, keys: [{ name: CONSUMER_KEY.name, value: CONSUMER_KEY.value }] } }
       : {}),
+    ...tracingFor(values.tracing, Number(values.ratio), sink?.url),
   });
   const app = await startApp(config);
   const headers: Array<[string, string]> = [['Host', new URL(app.url).host]];
@@ -186,7 +212,7 @@ async function main(): Promise<void> {
   const fastest = Math.min(...times.etagere);
   const fastestCeiling = Math.min(...times.ceiling);
   process.stderr.write(
-    `${values.zipf ? 'zipf 10k' : 'hot'}${values.gzip ? ', gzip clients' : ''}${allOn ? ', all on (no Redis)' : ''}, log ${values['log-level']}: ` +
+    `${values.zipf ? 'zipf 10k' : 'hot'}${values.gzip ? ', gzip clients' : ''}${allOn ? ', all on (no Redis)' : ''}, log ${values['log-level']}, tracing ${values.tracing === 'ratio' ? `ratio ${values.ratio}` : values.tracing}: ` +
       `etagere ${fastest.toFixed(2)} µs/request, ceiling ${fastestCeiling.toFixed(2)} µs/request (fastest of ${rounds} rounds; medians ` +
       `${median(times.etagere).toFixed(2)} and ${median(times.ceiling).toFixed(2)}), × ceiling ${(fastest / fastestCeiling).toFixed(2)}\n`,
   );
@@ -194,6 +220,7 @@ async function main(): Promise<void> {
   process.stderr.write(`${fake.stats().total - upstreamBefore} requests reached the upstream during the rounds\n`);
   await app.close();
   await fake.close();
+  sink?.child.kill();
 }
 
 await main();

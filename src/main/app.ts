@@ -10,7 +10,7 @@ import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
 import { writeError } from '../http/answer.js';
 import { errors } from '../http/errors.js';
 import { createHandler } from './handler.js';
-import { buildServices } from './services.js';
+import { buildServices, type Services } from './services.js';
 import { createAdminServer } from '../paths/admin/admin.js';
 import { consumerLabelMode } from '../platform/metrics/consumer-label.js';
 import { createCacheAdmin, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
@@ -20,6 +20,7 @@ import type { AppTiming } from '../pool/members/app-members.js';
 import type { ReloadOutcome, ReloadTrigger } from '../pool/members/reload.js';
 import { watchFile } from '../pool/members/watch-file.js';
 import { createListener, type TlsReload } from './tls.js';
+import { createTracing } from '../platform/trace/setup.js';
 
 export interface App {
   /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 (https:// with listen.tls) */
@@ -68,10 +69,19 @@ export interface AppOptions {
   appTiming?: AppTiming;
 }
 
-export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
+/**
+ * A process's logger, metrics and services. Each process (each cluster worker) traces and exports
+ * its own spans; `services.close()` flushes them, within a bound.
+ */
+async function processServices(config: Config, opts: AppOptions): Promise<{ logger: Logger; metrics: Metrics; services: Services }> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
   const metrics = opts.metrics ?? createMetrics();
-  const services = buildServices(config, { logger, metrics, appTiming: opts.appTiming }, opts.pool);
+  const tracing = await createTracing(config.tracing, logger);
+  return { logger, metrics, services: buildServices(config, { logger, metrics, appTiming: opts.appTiming, tracing }, opts.pool) };
+}
+
+export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
+  const { logger, metrics, services } = await processServices(config, opts);
   const handler = createHandler(config, services, { logger, metrics });
   const cacheAdmin = createCacheAdmin({
     tiers: services.tiers,

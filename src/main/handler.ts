@@ -30,6 +30,7 @@ import { createForward } from '../paths/rest/forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
 import { apiPathname, createRouter, enterpriseForm, upstreamPath } from '../http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../http/target.js';
+import { ATTR, pathOnly, serverSpanName, type RequestSpan } from '../platform/trace/tracing.js';
 
 /** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -41,6 +42,8 @@ interface Trace {
   served: Served | Promise<Served>;
   /** The User-Agent, read only when metrics.consumer_label is user_agent (before any header is dropped). */
   agent: string | undefined;
+  /** The request's server span, when tracing is on (src/platform/trace/). */
+  span: RequestSpan | undefined;
 }
 
 /** The ways in the handler runs itself: the streaming forward, the cached path and GraphQL. */
@@ -62,7 +65,7 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
 export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger, services.memos.accessLog);
-  const { pool, consumers, upstreams, entrances, webhooks } = services;
+  const { pool, consumers, upstreams, entrances, webhooks, tracing } = services;
   const { forward, cached, graphql } = buildPaths(config, services, { logger, metrics });
   const rules = credentialRules(config, services);
   const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
@@ -99,13 +102,13 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
     if (graphqlRuntime?.serves(method, path) === true)
-      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]! }, trace);
+      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]!, span: trace.span }, trace);
 
     if (method !== 'GET' && method !== 'HEAD') {
       dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
       if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
-      passThrough.forward(req, res, pathname, path, id);
+      passThrough.forward(req, res, pathname, path, id, trace.span);
       return NOT_SERVED;
     }
     drain(req);
@@ -131,6 +134,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       method,
       route: trace.route,
       cred,
+      span: trace.span,
     };
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
@@ -147,7 +151,15 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const socket = req.socket;
     let bytesBefore = socket.bytesWritten;
     const id = services.requestId(req.headers['x-request-id']);
-    const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED, agent: byAgent ? req.headers['user-agent'] : undefined };
+    const trace: Trace = {
+      ctx: undefined,
+      route: '-',
+      served: NOT_SERVED,
+      agent: byAgent ? req.headers['user-agent'] : undefined,
+      span: undefined,
+    };
+    // The client's trace context is read before any header is dropped; the path's spans descend from this one.
+    if (tracing.on) trace.span = tracing.request(req.headers, req.method ?? '-');
     trace.served = route(req, res, id, trace);
     // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
     // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
@@ -250,7 +262,10 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>, 
       durationMs: Math.round(seconds * 1e6) / 1e3,
       bytes,
       aborted: !res.writableFinished,
+      traceId: trace.span?.sampled === true ? trace.span.traceId : undefined,
+      spanId: trace.span?.spanId,
     });
+    if (trace.span !== undefined) endServerSpan(trace.span, req, res, id, trace, served);
   };
   const record = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
     const seconds = (performance.now() - started) / 1e3;
@@ -264,6 +279,25 @@ function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>, 
     else write(req, res, id, trace, served, seconds, bytes);
   };
   return record;
+}
+
+/** The server span's name and attributes, from what was served: names of the consumer and token, never a credential. */
+function endServerSpan(span: RequestSpan, req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, served: Served): void {
+  const { ctx } = trace;
+  if (span.sampled) {
+    span.rename(serverSpanName(req.method ?? '-', trace.route));
+    if (trace.route !== '-') span.set(ATTR.route, trace.route);
+    span.set(ATTR.status, res.statusCode);
+    span.set(ATTR.urlPath, ctx?.pathname ?? pathOnly(req.url ?? '').slice(0, 1024));
+    span.set(ATTR.cache, served.outcome);
+    span.set(ATTR.upstream, ctx?.upstream.cfg.name);
+    span.set(ATTR.consumer, ctx?.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
+    span.set(ATTR.token, served.token);
+    span.set(ATTR.requestId, id);
+    if (!res.writableFinished) span.set('etagere.aborted', true);
+    if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
+  }
+  span.end();
 }
 
 /** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */

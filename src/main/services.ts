@@ -32,6 +32,7 @@ import type { AppTiming } from '../pool/members/app-members.js';
 import { createPoolRuntime, type PoolRuntime } from '../pool/runtime.js';
 import type { TokenPool } from '../pool/rules/types.js';
 import { createWebhookReceiver, type WebhookReceiver } from '../paths/webhooks/receiver.js';
+import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 
 /** The decoded bodies of gzip entries may take up to this fraction of cache.max_bytes (within it). */
 const DECODED_SHARE = 8;
@@ -41,6 +42,8 @@ export interface ServiceDeps {
   readonly metrics: Metrics;
   /** The GitHub App sources' clocks (tests only: src/pool/members/app-members.ts). */
   readonly appTiming?: AppTiming | undefined;
+  /** The process's tracing (src/platform/trace/setup.ts); off when not given. */
+  readonly tracing?: Tracing | undefined;
 }
 
 export interface HandlerMemos {
@@ -78,6 +81,8 @@ export interface Services {
   readonly webhooks: WebhookReceiver | undefined;
   /** X-Request-Id values for requests without a sane one (src/http/request-id.ts). */
   readonly requestId: RequestIds;
+  /** Spans of each request, or `NO_TRACING` (src/platform/trace/). */
+  readonly tracing: Tracing;
   /** The request handler's memos (src/platform/memo.ts), reported in etagere_cache_bytes. */
   readonly memos: HandlerMemos;
   /**
@@ -101,6 +106,7 @@ export function buildPool(config: Config, deps: ServiceDeps, redis?: RedisConnec
 
 export function buildServices(config: Config, deps: ServiceDeps, workerPool?: TokenPool): Services {
   const { logger, metrics } = deps;
+  const tracing = deps.tracing ?? NO_TRACING;
   const redis = createRedisConnection(config.redis, logger, metrics);
   const runtime = buildPool(config, deps, redis, workerPool);
   // A worker leasing tokens from the primary counts 1/workers of each consumer's share.
@@ -129,7 +135,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     logger,
     redis,
   );
-  const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms);
+  const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms, tracing);
   const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
@@ -146,6 +152,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       },
       config.cache.max_entry_bytes,
       config.webhooks.owners,
+      tracing,
     ),
   );
   // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
@@ -153,9 +160,9 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
   };
   const entrances = upstreams.map((rt): Entrances => {
-    const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links) : undefined;
+    const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links, tracing) : undefined;
     const graphql = rt.cfg.graphql
-      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links), config.cache.max_entry_bytes)
+      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links, tracing), config.cache.max_entry_bytes)
       : undefined;
     return { passThrough, graphql };
   });
@@ -193,6 +200,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
     memos,
     requestId: createRequestIds(),
+    tracing,
     async start() {
       if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
       await pool?.start();
@@ -215,6 +223,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
         entrance.graphql?.close();
       }
       await Promise.all(upstreams.map((rt) => rt.client.close()));
+      await tracing.shutdown(); // the last spans, bounded: a collector that is down never holds shutdown
     },
   };
 }

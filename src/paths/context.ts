@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Credential } from '../pool/consumers/credential.js';
 import type { UpstreamRuntime } from './upstreams.js';
+import type { SpanHandle } from '../platform/trace/tracing.js';
 
 export interface RequestContext {
   readonly req: IncomingMessage;
@@ -21,6 +22,8 @@ export interface RequestContext {
   readonly route: string;
   /** Whose credential goes upstream (client, pool token, none). */
   readonly cred: Credential;
+  /** The span the request's own spans descend from (its server span), when tracing is on. */
+  readonly span?: SpanHandle | undefined;
 }
 
 /**
@@ -33,6 +36,6 @@ export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstrea
 /** A request streamed to the upstream as it is (http-proxy-3): the pass-through path, and GraphQL with a client's own credential. */
 export interface PassThrough {
   /** `pathname` is the client's path (the cache's view); `path` is what goes upstream. */
-  forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string): void;
+  forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string, span?: SpanHandle): void;
   close(): void;
 }

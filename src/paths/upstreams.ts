@@ -7,6 +7,7 @@ import { PublicAddresses, type LinkSettings } from '../http/representation/publi
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
 import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
 import { ENTERPRISE_REST_BASE, servesEnterpriseForms } from '../http/route.js';
+import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 
 export interface UpstreamRuntime {
   readonly cfg: UpstreamConfig;
@@ -46,8 +47,9 @@ export function createUpstreamRuntime(
   forms: { rewritten: RewrittenForms; decoded: RewrittenForms; maxDecodedBytes?: number },
   maxEntryBytes = Number.MAX_SAFE_INTEGER,
   webhookOwners: readonly string[] = [],
+  tracing: Tracing = NO_TRACING,
 ): UpstreamRuntime {
-  const client = createUpstreamClient(cfg);
+  const client = createUpstreamClient(cfg, tracing);
   const route = { stripPrefix: cfg.strip_prefix, prefix: cfg.prefix };
   const addresses = new PublicAddresses(links, client.origin + client.basePrefix, route, rewritesBodyUrls(cfg));
   const maxDecodedBytes = forms.maxDecodedBytes ?? maxEntryBytes;

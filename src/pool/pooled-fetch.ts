@@ -23,7 +23,8 @@ import { retryable, unauthorizedKind } from './rules/rate-limit.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';
 import { resourceOf } from './rules/resource.js';
 import { anotherSeesMore } from './rules/scopes.js';
-import type { Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
+import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
+import { ATTR, SPANS, type SpanHandle } from '../platform/trace/tracing.js';
 
 /** The pool as the request path uses it: tokens to spend, and the headers consumers see. */
 export interface PoolContext {
@@ -78,6 +79,8 @@ interface Req {
   valueId?: (authorization: string) => string;
   /** Background work (a refresh ahead of expiry): passed to the pool's acquire, which may let client requests go first. */
   background?: boolean;
+  /** The span the token wait and upstream spans descend from, when tracing is on. */
+  parent?: SpanHandle | undefined;
 }
 
 /**
@@ -155,6 +158,17 @@ function renewal(pool: TokenPool, lease: Lease): Promise<Renewal> {
   return pool.renew(lease.name, lease.authorization).catch(() => 'no' as const);
 }
 
+/** A token from the pool; with tracing on, the wait is a span naming the token given (or why none was). */
+function acquire(client: UpstreamClient, parent: SpanHandle | undefined, pool: TokenPool, options: AcquireOptions): Promise<Acquired> {
+  if (!client.tracing.on) return pool.acquire(options);
+  return client.tracing.child(SPANS.tokenWait, parent, { [ATTR.upstream]: client.name }, async (span) => {
+    const acquired = await pool.acquire(options);
+    if (acquired.kind === 'unavailable') span.set('etagere.unavailable', acquired.reason);
+    else span.set(ATTR.token, acquired.lease.name);
+    return acquired;
+  });
+}
+
 async function onTokens(
   client: UpstreamClient,
   req: Req,
@@ -169,7 +183,7 @@ async function onTokens(
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
   for (;;) {
-    const acquired = await pool.acquire({
+    const acquired = await acquire(client, req.parent, pool, {
       prefer,
       exclude: tried,
       consumer: fair.consumer,
@@ -182,7 +196,7 @@ async function onTokens(
     fair.sent++;
     const credential = req.valueId?.(lease.authorization);
     const headers = { ...req.headers, ...headersOn(req.tokenHeaders, lease.name, credential), authorization: lease.authorization };
-    const fetched = await fetchBuffered(client, { ...req, headers }, maxBytes);
+    const fetched = await fetchBuffered(client, { ...req, headers, token: lease.name }, maxBytes);
     const switched = prefer !== undefined && lease.name !== prefer;
     const on = { token: lease.name, credential, switched };
     if (fetched.kind === 'failed') {

@@ -6,6 +6,7 @@ import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { UpstreamFailure } from '../http/errors.js';
 import { basePrefixOf } from '../http/route.js';
 import type { UpstreamConfig } from '../platform/config/schema.js';
+import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 
 export interface UpstreamClient {
   readonly name: string;
@@ -14,6 +15,8 @@ export interface UpstreamClient {
   readonly basePath: string;
   /** The base path as a prefix for upstream paths: "" for "/", else without a trailing slash ("/api/v3"). */
   readonly basePrefix: string;
+  /** The process's tracing: each request is a client span, its `traceparent` the proxy's (fetch.ts). */
+  readonly tracing: Tracing;
   request(opts: {
     /** POST only for GraphQL calls (src/paths/graphql/exchange.ts). */
     method: 'GET' | 'HEAD' | 'POST';
@@ -25,7 +28,7 @@ export interface UpstreamClient {
   close(): Promise<void>;
 }
 
-export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
+export function createUpstreamClient(cfg: UpstreamConfig, tracing: Tracing = NO_TRACING): UpstreamClient {
   const url = new URL(cfg.url);
   const pool = new Pool(url.origin, {
     connections: cfg.connections,
@@ -40,6 +43,7 @@ export function createUpstreamClient(cfg: UpstreamConfig): UpstreamClient {
     origin: url.origin,
     basePath: url.pathname || '/',
     basePrefix: basePrefixOf(url.pathname || '/'),
+    tracing,
     request: (opts) =>
       pool.request({
         method: opts.method,

@@ -8,6 +8,7 @@ import type { Dispatcher } from 'undici';
 import { ownedConcat } from '../platform/owned-bytes.js';
 import type { UpstreamFailure } from '../http/errors.js';
 import { classifyUpstreamError, type UpstreamClient } from './client.js';
+import { ATTR, pathOnly, upstreamSpanName, type SpanHandle } from '../platform/trace/tracing.js';
 
 export type UpstreamHeaders = Dispatcher.ResponseData['headers'];
 
@@ -24,9 +25,67 @@ export type Fetched =
   | { kind: 'too-large'; status: number; headers: UpstreamHeaders; head: Buffer[]; rest: Readable }
   | { kind: 'failed'; failure: UpstreamFailure };
 
-export async function fetchBuffered(
+export interface BufferedRequest {
+  method: 'GET' | 'HEAD' | 'POST';
+  path: string;
+  headers: Record<string, string | string[]>;
+  body?: Buffer;
+  /** The pool token's name the request goes on (for its span; never the value). */
+  token?: string | undefined;
+  /** The span the request's span descends from, when tracing is on. */
+  parent?: SpanHandle | undefined;
+}
+
+/**
+ * With tracing on, the client span of one upstream request: started as a child of `req.parent`,
+ * its id written into `headers` as the `traceparent` (replacing any the client sent).
+ */
+export function openUpstreamSpan(client: UpstreamClient, req: BufferedRequest, headers: Record<string, string | string[]>): SpanHandle {
+  const origin = new URL(client.origin);
+  const span = client.tracing.start(
+    upstreamSpanName(req.method),
+    req.parent,
+    {
+      [ATTR.method]: req.method,
+      [ATTR.serverAddress]: origin.hostname,
+      [ATTR.serverPort]: origin.port === '' ? undefined : Number(origin.port),
+      [ATTR.urlPath]: pathOnly(req.path),
+      [ATTR.upstream]: client.name,
+      [ATTR.token]: req.token,
+    },
+    true,
+  );
+  client.tracing.inject(headers, span);
+  return span;
+}
+
+/** Ends an upstream span with the answer's status (and whether it was a 304), or the failure. */
+export function closeUpstreamSpan(span: SpanHandle, outcome: { status: number } | { failure: UpstreamFailure }): void {
+  if ('failure' in outcome) {
+    span.set(ATTR.errorType, outcome.failure.detail);
+    span.fail(`upstream ${outcome.failure.status}`);
+  } else {
+    span.set(ATTR.status, outcome.status);
+    span.set(ATTR.notModified, outcome.status === 304);
+    if (outcome.status >= 500) span.fail(`status ${outcome.status}`);
+  }
+  span.end();
+}
+
+/** Fetches as `fetchOnce`; with tracing on, inside an upstream span (`openUpstreamSpan`). */
+export function fetchBuffered(client: UpstreamClient, req: BufferedRequest, maxBytes: number): Promise<Fetched> {
+  if (!client.tracing.on) return fetchOnce(client, req, maxBytes);
+  const headers = { ...req.headers };
+  const span = openUpstreamSpan(client, req, headers);
+  return fetchOnce(client, { ...req, headers }, maxBytes).then((fetched) => {
+    closeUpstreamSpan(span, fetched);
+    return fetched;
+  });
+}
+
+async function fetchOnce(
   client: UpstreamClient,
-  req: { method: 'GET' | 'HEAD' | 'POST'; path: string; headers: Record<string, string | string[]>; body?: Buffer },
+  { token: _token, parent: _parent, ...req }: BufferedRequest,
   maxBytes: number,
 ): Promise<Fetched> {
   const requestTime = Date.now();

@@ -54,23 +54,23 @@ describe('a refresh ahead across replicas', () => {
     await plain.coalescer.run(req, entry(1), true, fetched).promise;
     expect(plain.calls).toEqual([]);
     const ahead = setup('won', entry(1));
-    await ahead.coalescer.run(req, entry(1), true, fetched, true).promise;
+    await ahead.coalescer.run(req, entry(1), true, fetched, undefined, true).promise;
     expect(ahead.calls).toHaveLength(1);
   });
 
   it('under the lock, the same entry in L2 is no answer: it goes upstream', async () => {
     const { coalescer } = setup('won', entry(1));
-    expect((await coalescer.run(req, entry(1), true, fetched, true).promise).kind).toBe('entry');
+    expect((await coalescer.run(req, entry(1), true, fetched, undefined, true).promise).kind).toBe('entry');
   });
 
   it('under the lock, a newer entry in L2 (another replica refreshed it) is followed', async () => {
     const { coalescer } = setup('won', entry(2));
-    expect(await coalescer.run(req, entry(1), true, fetched, true).promise).toEqual({ kind: 'followed', entry: entry(2) });
+    expect(await coalescer.run(req, entry(1), true, fetched, undefined, true).promise).toEqual({ kind: 'followed', entry: entry(2) });
   });
 
   it('a lost lock waits for an entry newer than the one it revalidates, and follows it', async () => {
     const { coalescer, waitedNewerThan } = setup('lost', entry(2));
-    expect(await coalescer.run(req, entry(1), true, fetched, true).promise).toEqual({ kind: 'followed', entry: entry(2) });
+    expect(await coalescer.run(req, entry(1), true, fetched, undefined, true).promise).toEqual({ kind: 'followed', entry: entry(2) });
     expect(waitedNewerThan).toEqual([1]);
   });
 });

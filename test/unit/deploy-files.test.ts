@@ -215,6 +215,17 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('puts Jaeger under the tracing profile, its UI on loopback, and hands etagere the OTLP endpoint variable', () => {
+    const jaeger = service('jaeger');
+    expect(arr(jaeger.profiles, 'profiles')).toContain('tracing');
+    expect(jaeger.image).toMatch(/^jaegertracing\/jaeger:2\./);
+    expect(ports(jaeger)).toContainEqual({ host: '16686', container: 16686 });
+    // Blank unless given: tracing is off by default, and nothing waits for Jaeger.
+    expect(environment(service('etagere')).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('${OTEL_EXPORTER_OTLP_ENDPOINT}');
+    for (const [name, svc] of Object.entries(services)) if (name !== 'jaeger') expect(dependsOn(obj(svc, name))).not.toContain('jaeger');
+    expect(read('docker-compose.yml')).toContain('OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318 docker compose --profile tracing up');
+  });
+
   it('documents both ways to run it in its header comment', () => {
     const text = read('docker-compose.yml');
     const header = text.slice(0, text.indexOf('services:'));

@@ -5,6 +5,7 @@
  * themselves when it finished without storing anything or their wait ran out.
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
+import { ATTR, NO_TRACING, SPANS, type SpanHandle, type Tracing } from '../../platform/trace/tracing.js';
 import type { CacheResult } from '../rules/classify.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { CacheRequest } from '../rules/request.js';
@@ -24,6 +25,8 @@ export interface Coalescer {
     stale: CacheEntry | undefined,
     redisAnswered: boolean,
     fetch: () => Promise<CacheResult>,
+    /** The request's span: a wait on another replica's flight is a child of it. */
+    parent?: SpanHandle,
     ahead?: boolean,
   ): { promise: Promise<CacheResult>; joined: boolean };
   /** Requests currently waiting on another's flight. */
@@ -32,11 +35,17 @@ export interface Coalescer {
 
 const newer = (entry: CacheEntry, than: number | undefined): boolean => than === undefined || entry.storedAt > than;
 
-export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number): Coalescer {
+/** `tracing`: a wait on another replica's flight is a span (a wait in this process is the cached path's). */
+export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, tracing: Tracing = NO_TRACING): Coalescer {
   const flights = createSingleFlight<CacheResult>();
 
   /** `newerThan`: a refresh ahead follows only an entry stored after the one it revalidates. */
-  const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>, newerThan?: number): Promise<CacheResult> => {
+  const acrossReplicas = async (
+    req: CacheRequest,
+    fetch: () => Promise<CacheResult>,
+    parent: SpanHandle | undefined,
+    newerThan: number | undefined,
+  ): Promise<CacheResult> => {
     const shared = tiers.shared!;
     const key = req.keys.flight;
     /** Another replica's entry, found in L2: served as that replica's fetch. */
@@ -61,7 +70,14 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
       }
     }
     if (lock.kind === 'lost') {
-      const waited = await shared.lock.waitFor(key, Date.now() + waitMs, newerThan);
+      const wait = () => shared.lock.waitFor(key, Date.now() + waitMs, newerThan);
+      const waited = !tracing.on
+        ? await wait()
+        : await tracing.child(SPANS.flightWait, parent, { [ATTR.flight]: 'replicas' }, async (span) => {
+            const found = await wait();
+            span.set('etagere.flight.result', found.kind);
+            return found;
+          });
       if (waited.kind === 'entry' && tiers.usable(req, waited.entry) !== undefined) return followed(waited.entry);
       metrics.flightLocks.inc({ result: waited.kind === 'entry' ? 'gone' : waited.kind });
     } else {
@@ -71,12 +87,12 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
   };
 
   return {
-    run(req, stale, redisAnswered, fetch, ahead = false) {
+    run(req, stale, redisAnswered, fetch, parent, ahead = false) {
       // Only a plain miss (or a refresh ahead) whose key is the one it is stored under is locked across
       // replicas: a revalidation is a free 304, and per-token keys are not known before a token is chosen.
       const locked = tiers.shared !== undefined && redisAnswered && (stale === undefined || ahead) && !req.keys.perToken;
       const newerThan = ahead ? stale?.storedAt : undefined;
-      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch, newerThan) : fetch);
+      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch, parent, newerThan) : fetch);
       return { promise, joined: shared };
     },
     get waiters() {

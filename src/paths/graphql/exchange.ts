@@ -34,6 +34,7 @@ import { MAX_BODY_BYTES } from './limits.js';
 import { pooledQuery, type PooledQuery } from './operation.js';
 import { cacheableAnswer, tokenStatus } from '../../pool/rules/graphql-rate-limit.js';
 import type { GraphqlAnswer, GraphqlCache, GraphqlRuntime } from './runtime.js';
+import { ATTR, SPANS, type SpanHandle } from '../../platform/trace/tracing.js';
 
 /** A routed GraphQL request: what the handler knows when it hands it over. */
 export interface GraphqlRoute {
@@ -43,6 +44,8 @@ export interface GraphqlRoute {
   /** Upstream path and query, as routing built it (`<base>/graphql...`). */
   readonly path: string;
   readonly rules: CredentialRules;
+  /** The request's server span, when tracing is on. */
+  readonly span: SpanHandle | undefined;
 }
 
 /** What the close handler records of it (handle.ts's trace). */
@@ -65,6 +68,7 @@ interface Call extends AnswerContext {
   readonly path: string;
   readonly cred: Credential & { kind: 'pool' };
   readonly graphql: GraphqlRuntime;
+  readonly span: SpanHandle | undefined;
 }
 
 /** Headers of a stored answer served again (the pool's x-ratelimit-* and Cache-Status are added then). */
@@ -98,12 +102,18 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
   };
 
   /** The upstream's answer to the call, as a reply (and stored when the cache may keep it). */
-  const exchange = async (call: Call, tokens: PoolContext, query: PooledQuery, key: string | undefined): Promise<Reply> => {
+  const exchange = async (
+    call: Call,
+    tokens: PoolContext,
+    query: PooledQuery,
+    key: string | undefined,
+    parent = call.span,
+  ): Promise<Reply> => {
     const headers = graphqlHeadersForUpstream(call.req.headers);
     headers['content-type'] = 'application/json; charset=utf-8';
     headers['x-request-id'] = call.id;
     const body = Buffer.from(JSON.stringify({ query: query.query, variables: query.variables, operationName: query.operationName }));
-    const request = { method: 'POST' as const, path: call.graphql.upstreamPath(call.path), headers, body, tokenStatus };
+    const request = { method: 'POST' as const, path: call.graphql.upstreamPath(call.path), headers, body, tokenStatus, parent };
     const got = await fetchPooled(call.upstream.client, request, maxEntryBytes, tokens.pool, undefined, consumerOf(tokens, call.cred));
     const poolHeaders: PoolHeaders = tokens.headers.forResource('graphql');
     if (got.kind === 'unavailable') return errors.poolUnavailable(got.reason, got.retryAfterSeconds, poolHeaders.record());
@@ -148,7 +158,14 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
     const key = cache === undefined ? undefined : keyOf(call, query);
     const hit = cache === undefined || key === undefined ? undefined : fromCache(call, tokens, cache, key);
     if (hit !== undefined) return hit;
-    return answer(call, await exchange(call, tokens, query, key));
+    const { tracing } = call.upstream.client;
+    if (!tracing.on) return answer(call, await exchange(call, tokens, query, key));
+    const attributes = {
+      'graphql.operation.type': 'query',
+      'graphql.operation.name': query.operationName?.slice(0, 128) ?? undefined,
+      [ATTR.upstream]: call.upstream.cfg.name,
+    };
+    return answer(call, await tracing.child(SPANS.graphql, call.span, attributes, (span) => exchange(call, tokens, query, key, span)));
   };
 
   return (req, res, route, trace) => {
@@ -164,10 +181,10 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
     if (cred.kind !== 'pool' || pool === undefined) {
       // A client's own credential (or none): its call goes as it is, mutations included.
       res.setHeader('x-request-id', id);
-      graphql.passThrough.forward(req, res, route.path, graphql.upstreamPath(route.path), id);
+      graphql.passThrough.forward(req, res, route.path, graphql.upstreamPath(route.path), id, route.span);
       return NOT_SERVED;
     }
-    const call: Call = { req, res, id, upstream, method: 'POST', route: trace.route, path: route.path, cred, graphql };
+    const call: Call = { req, res, id, upstream, method: 'POST', route: trace.route, path: route.path, cred, graphql, span: route.span };
     return pooled(call, pool).catch((err: unknown) => {
       logger.error({ reqId: id, err: (err as Error).message }, 'graphql call failed');
       return answer(call, errors.internal(upstream.cfg));

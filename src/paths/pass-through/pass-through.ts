@@ -23,6 +23,7 @@ import { writeError } from '../../http/answer.js';
 import type { LinkSettings } from '../../http/representation/public-addresses.js';
 import { errors } from '../../http/errors.js';
 import type { PassThrough } from '../context.js';
+import { ATTR, NO_TRACING, pathOnly, upstreamSpanName, type SpanHandle, type Tracing } from '../../platform/trace/tracing.js';
 
 export type { PassThrough };
 
@@ -95,6 +96,7 @@ export function createPassThrough(
   cfg: UpstreamConfig,
   onResponse?: (cfg: UpstreamConfig, pathname: string, status: number) => void,
   links: LinkSettings = NO_PUBLIC_URL,
+  tracing: Tracing = NO_TRACING,
 ): PassThrough {
   const target = new URL(cfg.url);
   const basePrefix = basePrefixOf(target.pathname || '/');
@@ -126,8 +128,25 @@ export function createPassThrough(
       for (const path of invalidatedBy(links, mapping, req, proxyRes)) onResponse(cfg, path, proxyRes.statusCode ?? 0);
     rewriteForClient(cfg, links, upstreamBase, req, proxyRes);
   });
+  /** The upstream request as a client span, its id sent as the `traceparent` (the client's own is replaced). */
+  const traced = (req: IncomingMessage, res: ServerResponse, path: string, parent: SpanHandle | undefined): void => {
+    const method = req.method ?? '-';
+    const attributes = {
+      [ATTR.method]: method,
+      [ATTR.serverAddress]: target.hostname,
+      [ATTR.urlPath]: pathOnly(path),
+      [ATTR.upstream]: cfg.name,
+    };
+    const span = tracing.start(upstreamSpanName(method), parent, attributes, true);
+    tracing.inject(req.headers, span);
+    res.once('close', () => {
+      span.set(ATTR.status, res.statusCode);
+      if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
+      span.end();
+    });
+  };
   return {
-    forward(req, res, pathname, path, requestId) {
+    forward(req, res, pathname, path, requestId, span) {
       (req as IncomingMessage & { etagerePathname?: string }).etagerePathname = pathname;
       // The target has no path of its own here: `path` already holds the upstream base path.
       req.url = path;
@@ -140,6 +159,7 @@ export function createPassThrough(
       const reuse = req.headers.expect === undefined;
       dropHopByHop(req.headers);
       delete req.headers.connection;
+      if (tracing.on) traced(req, res, path, span);
       proxy.web(req, res, reuse ? {} : { agent: false });
     },
     close() {

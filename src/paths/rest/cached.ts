@@ -33,6 +33,7 @@ import type { TokenPool } from '../../pool/rules/types.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../../pool/rules/fair-share.js';
+import { ATTR, NO_TRACING, SPANS, type SpanHandle, type Tracing } from '../../platform/trace/tracing.js';
 
 export interface CachedPathDeps {
   readonly tiers: Tiers;
@@ -46,6 +47,8 @@ export interface CachedPathDeps {
   /** The refresh-ahead schedule (refresh-ahead.ts), used on upstreams with `cache.refresh_ahead`; without it, none. */
   readonly refreshAhead?: RefreshScheduler | undefined;
   readonly metrics?: Metrics | undefined;
+  /** L2 lookups, waits on a flight and background revalidations are spans of the request's trace. */
+  readonly tracing?: Tracing | undefined;
 }
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
@@ -101,6 +104,22 @@ const poolMembers = (pool: TokenPool): PoolMembers => ({
 const clientNoCache = (ctx: RequestContext): ClientNoCache =>
   clientNoCacheMode(ctx.upstream.policy.kind, ctx.upstream.cfg.cache.client_no_cache);
 
+/** The L2 lookup; with tracing on, a span saying what it found. */
+function lookup(tiers: Tiers, tracing: Tracing, req: CacheRequest, parent: SpanHandle | undefined): ReturnType<Tiers['lookup']> {
+  if (!tracing.on) return tiers.lookup(req);
+  return tracing.child(SPANS.l2Lookup, parent, { [ATTR.upstream]: req.upstream }, async (span) => {
+    const found = await tiers.lookup(req);
+    span.set(ATTR.l2, found.entry !== undefined ? 'hit' : found.answered ? 'miss' : 'timeout');
+    return found;
+  });
+}
+
+/** A background revalidation; traced, a span of the request that found the entry stale, its upstream call below it. */
+function revalidation<T>(tracing: Tracing, ctx: RequestContext, run: (ctx: RequestContext) => Promise<T>): () => Promise<T> {
+  if (!tracing.on) return () => run(ctx);
+  return () => tracing.child(SPANS.revalidation, ctx.span, {}, (span) => run({ ...ctx, span }));
+}
+
 /** Builds each request's `CacheRequest`: its keys (with the pool's members when tokens are not equivalent) and directives. */
 function requestBuilder(partitioner: Partitioner, pool: PoolContext | undefined): (ctx: RequestContext) => CacheRequest {
   /**
@@ -139,6 +158,7 @@ function requestBuilder(partitioner: Partitioner, pool: PoolContext | undefined)
 
 export function createCachedPath(deps: CachedPathDeps): CachedPath {
   const { tiers, coalescer, exchange, partitioner, pool, logger, forward } = deps;
+  const tracing = deps.tracing ?? NO_TRACING;
   const poolHeaders = pool?.headers;
   const hits = new HitStatuses();
   const requestFor = requestBuilder(partitioner, pool);
@@ -183,7 +203,8 @@ export function createCachedPath(deps: CachedPathDeps): CachedPath {
       : createRefreshAhead({ scheduler, tiers, coalescer, metrics, logger, pool: pool?.pool, fetchAndStore });
 
   const revalidateInBackground = (ctx: RequestContext, req: CacheRequest, stale: CacheEntry): void => {
-    const { promise, joined } = coalescer.run(req, stale, true, () => fetchAndStore(ctx, req, stale));
+    const fetch = revalidation(tracing, ctx, (on) => fetchAndStore(on, req, stale));
+    const { promise, joined } = coalescer.run(req, stale, true, fetch, ctx.span);
     promise.then(
       (result) => {
         // Nobody streams a too-large answer started in the background: its body is dropped.
@@ -194,8 +215,9 @@ export function createCachedPath(deps: CachedPathDeps): CachedPath {
   };
 
   const fetchThrough = async (ctx: RequestContext, req: CacheRequest, plan: Extract<Plan, { kind: 'fetch' }>, redisAnswered: boolean) => {
-    const { promise, joined } = coalescer.run(req, plan.stale, redisAnswered, () => fetchAndStore(ctx, req, plan.stale));
-    const result = await promise;
+    const { promise, joined } = coalescer.run(req, plan.stale, redisAnswered, () => fetchAndStore(ctx, req, plan.stale), ctx.span);
+    const result =
+      joined && tracing.on ? await tracing.child(SPANS.flightWait, ctx.span, { [ATTR.flight]: 'process' }, () => promise) : await promise;
     if (joined && !sharable(result)) {
       // The flight's body was over the entry cap: it went to the request that started the flight
       // and nothing was stored. A joiner fetches for itself, through this same path rather than a
@@ -231,6 +253,6 @@ export function createCachedPath(deps: CachedPathDeps): CachedPath {
     const req = requestFor(ctx);
     const inL1 = tiers.fromL1(req);
     if (inL1 !== undefined || tiers.shared === undefined) return proceed(ctx, req, inL1, true);
-    return tiers.lookup(req).then((found) => proceed(ctx, req, found.entry, found.answered));
+    return lookup(tiers, tracing, req, ctx.span).then((found) => proceed(ctx, req, found.entry, found.answered));
   };
 }

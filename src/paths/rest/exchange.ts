@@ -34,7 +34,7 @@ const CACHE_OWNED = [
 const DECODED_PER_ENCODED = 32;
 
 /** What an exchange reads of a request: a client's, or a refresh ahead's copy of the one that read the entry (refresh-ahead.ts). */
-export type ExchangeContext = Pick<RequestContext, 'id' | 'upstream' | 'path' | 'route' | 'cred'> & {
+export type ExchangeContext = Pick<RequestContext, 'id' | 'upstream' | 'path' | 'route' | 'cred' | 'span'> & {
   readonly req: { readonly headers: IncomingHttpHeaders };
 };
 
@@ -74,6 +74,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       path: ctx.path,
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
+      parent: ctx.span,
       ...(mode === 'last_modified' ? { valueId } : {}),
       ...(background ? { background } : {}),
     };

@@ -9,7 +9,7 @@ import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { classifyUpstreamError } from '../../upstream/client.js';
-import type { Fetched } from '../../upstream/fetch.js';
+import { closeUpstreamSpan, openUpstreamSpan, type Fetched } from '../../upstream/fetch.js';
 import { answer } from '../../http/answer.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
@@ -60,8 +60,14 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     // No AbortSignal per request (measurably costly): if the client leaves, the writer destroys the
     // upstream body; an upstream that has not answered yet is bounded by the configured timeouts.
     const sentAt = Date.now();
+    const { client } = ctx.upstream;
+    // Traced: the span ends with the answer's head (its body streams to the client).
+    const span = client.tracing.on
+      ? openUpstreamSpan(client, { method: ctx.method, path: ctx.path, headers, parent: ctx.span }, headers)
+      : undefined;
     try {
-      const up = await ctx.upstream.client.request({ method: ctx.method, path: ctx.path, headers });
+      const up = await client.request({ method: ctx.method, path: ctx.path, headers });
+      if (span !== undefined) closeUpstreamSpan(span, { status: up.statusCode });
       metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, up.statusCode, (Date.now() - sentAt) / 1000);
       up.body.on('error', () => undefined); // destroying an undici body (client gone) emits an abort error
       const { statusCode: status, headers: upstreamHeaders, body: rest } = up;
@@ -77,8 +83,10 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
         onBodyError: bodyFailed(ctx),
       });
     } catch (err) {
+      const failure = classifyUpstreamError(err);
+      if (span !== undefined) closeUpstreamSpan(span, { failure });
       if (ctx.res.destroyed) return undefined; // the client went away; nothing to answer
-      return failed(ctx, classifyUpstreamError(err));
+      return failed(ctx, failure);
     }
   };
 
@@ -88,7 +96,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     tokens: PoolContext,
     coding: CodingForward | undefined,
   ): Promise<Reply> => {
-    const request = { method: ctx.method, path: ctx.path, headers };
+    const request = { method: ctx.method, path: ctx.path, headers, parent: ctx.span };
     const consumer = consumerOf(tokens, ctx.cred);
     const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, coding?.prefer, consumer);
     const headersOf = tokens.headers.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath));

@@ -94,7 +94,7 @@ export function createRefreshAhead({ scheduler, tiers, coalescer, metrics, logge
       return count(held !== undefined && held.storedAt > read.storedAt ? 'coalesced' : 'skipped');
     const token = poolTokenOf(entry.fetchedBy);
     if (token !== undefined && pool?.authorizationOf(token) === undefined) return count('skipped');
-    const { promise, joined } = coalescer.run(req, entry, true, () => fetchAndStore(ctx, req, entry, true), true);
+    const { promise, joined } = coalescer.run(req, entry, true, () => fetchAndStore(ctx, req, entry, true), ctx.span, true);
     count(resultOf(await promise, joined));
   };
 

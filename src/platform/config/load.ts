@@ -36,6 +36,12 @@ export const ENV_VARS = {
   ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
   ETAGERE_WEBHOOK_SECRET: "webhooks.secret: the webhook's secret (turns the receiver on)",
   ETAGERE_WEBHOOK_SECRET_FILE: "webhooks.secret_file: a file holding the webhook's secret",
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'tracing.endpoint: the OTLP/HTTP base endpoint, spans to its /v1/traces (turns tracing on)',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'tracing.traces_endpoint: the OTLP/HTTP traces URL, used as it is (turns tracing on)',
+  OTEL_SERVICE_NAME: 'tracing.service_name',
+  OTEL_TRACES_SAMPLER: 'tracing.sampler: always_on, always_off, traceidratio or their parentbased_ forms',
+  OTEL_TRACES_SAMPLER_ARG: "tracing.sampler_arg: the traceidratio samplers' ratio, 0 to 1",
+  OTEL_RESOURCE_ATTRIBUTES: 'tracing.resource_attributes: comma-separated key=value pairs (values percent-encoded)',
 } as const;
 
 /** A config key path as errors name it: `listen.port`, `pool.apps[0].private_key_file`. */
@@ -122,6 +128,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_WEBHOOK_SECRET, (v) => (obj(raw, 'webhooks').secret = v.trim()));
   set(env.ETAGERE_WEBHOOK_SECRET_FILE, (v) => (obj(raw, 'webhooks').secret_file = v));
   applyAppEnv(raw, env);
+  applyTracingEnv(raw, env);
   set(env.UPSTREAM_URL, (url) => {
     const list = raw.upstreams;
     if (Array.isArray(list) && list.length > 0 && list[0] !== null && typeof list[0] === 'object') {
@@ -131,6 +138,55 @@ export function applyEnv(raw: Raw, env: Env): Raw {
     }
   });
   return raw;
+}
+
+/**
+ * OpenTelemetry's own variables over the `tracing` section. Either endpoint variable replaces both
+ * endpoint keys (the environment says where spans go); resource attributes merge, the variable's
+ * winning key by key.
+ */
+function applyTracingEnv(raw: Raw, env: Env): void {
+  const given = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const endpoint = given('OTEL_EXPORTER_OTLP_ENDPOINT');
+  const traces = given('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  if (endpoint !== undefined || traces !== undefined) {
+    obj(raw, 'tracing').endpoint = endpoint ?? null;
+    obj(raw, 'tracing').traces_endpoint = traces ?? null;
+  }
+  const service = given('OTEL_SERVICE_NAME');
+  if (service !== undefined) obj(raw, 'tracing').service_name = service;
+  const sampler = given('OTEL_TRACES_SAMPLER');
+  if (sampler !== undefined) obj(raw, 'tracing').sampler = sampler;
+  const arg = given('OTEL_TRACES_SAMPLER_ARG');
+  // Kept as the raw string when it is not a number, so that zod reports it against the key.
+  if (arg !== undefined) obj(raw, 'tracing').sampler_arg = /^(?:\d+(?:\.\d*)?|\.\d+)$/.test(arg) ? Number(arg) : arg;
+  const attributes = given('OTEL_RESOURCE_ATTRIBUTES');
+  if (attributes !== undefined) {
+    const tracing = obj(raw, 'tracing');
+    tracing.resource_attributes = { ...obj(tracing, 'resource_attributes'), ...parseResourceAttributes(attributes) };
+  }
+}
+
+/** `key=value,key2=value2` (values percent-encoded), as OTEL_RESOURCE_ATTRIBUTES holds them. */
+export function parseResourceAttributes(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  text.split(',').forEach((item, index) => {
+    if (item.trim() === '') return;
+    const equals = item.indexOf('=');
+    const where = `OTEL_RESOURCE_ATTRIBUTES entry ${index + 1}`;
+    if (equals <= 0) throw new ConfigError(`${where}: must be key=value`);
+    let value: string;
+    try {
+      value = decodeURIComponent(item.slice(equals + 1).trim());
+    } catch {
+      throw new ConfigError(`${where}: the value is not validly percent-encoded`);
+    }
+    out[item.slice(0, equals).trim()] = value;
+  });
+  return out;
 }
 
 /**

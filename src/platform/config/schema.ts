@@ -262,6 +262,38 @@ export const webhooksSchema = z
   })
   .strict();
 
+/** OpenTelemetry's sampler names (OTEL_TRACES_SAMPLER). */
+export const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
+/**
+ * Traces (src/platform/trace/): OpenTelemetry spans exported over OTLP/HTTP. Off until an endpoint
+ * is set. Each key mirrors an OTEL_* variable, which wins over it (load.ts).
+ */
+export const tracingSchema = z
+  .object({
+    /** OTLP/HTTP base endpoint, e.g. http://127.0.0.1:4318 (spans go to its /v1/traces). */
+    endpoint: httpUrl.nullable().default(null),
+    /** The traces URL itself, used as it is (wins over endpoint). */
+    traces_endpoint: httpUrl.nullable().default(null),
+    /** The service.name resource attribute; unset: resource_attributes' service.name, else "etagere". */
+    service_name: z.string().min(1).max(256).nullable().default(null),
+    sampler: z.enum(SAMPLERS).default('parentbased_always_on'),
+    /** The ratio of the traceidratio samplers, 0 to 1 (unset: 1). */
+    sampler_arg: z.number().min(0, 'must be a ratio from 0 to 1').max(1, 'must be a ratio from 0 to 1').nullable().default(null),
+    /** Resource attributes added to every span (e.g. deployment.environment.name). */
+    resource_attributes: z
+      .record(z.string().regex(/^[A-Za-z0-9_.-]{1,255}$/, 'must be an attribute name'), z.string().max(4096))
+      .default({}),
+  })
+  .strict();
+
 const hostPort = z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'must be host:port');
 
 /** Redis (optional): the shared L2 cache, token budget and single flight of several replicas. */
@@ -378,6 +410,7 @@ export const configSchema = z
     pool: poolSchema.prefault({}),
     consumers: consumersSchema.prefault({}),
     webhooks: webhooksSchema.prefault({}),
+    tracing: tracingSchema.prefault({}),
     log: z
       .object({ level: z.enum(LOG_LEVELS).default('info') })
       .strict()
@@ -505,3 +538,4 @@ export type AppConfig = z.infer<typeof appSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
 export type CachePolicyConfig = z.infer<typeof cachePolicySchema>;
 export type WebhooksConfig = z.infer<typeof webhooksSchema>;
+export type TracingConfig = z.infer<typeof tracingSchema>;

@@ -24,6 +24,9 @@ export interface AccessFields {
   durationMs: number;
   bytes: number;
   aborted: boolean;
+  /** The request's trace and server span, when it was traced (sampled): lowercase hex, as W3C Trace Context writes them. */
+  traceId?: string | undefined;
+  spanId?: string | undefined;
 }
 
 export type AccessLog = (fields: AccessFields) => void;
@@ -73,7 +76,11 @@ export function createAccessLog(logger: Logger, memo: BoundedMemo = createLogMem
   const quoted = quoter(memo);
   const dest = (logger as unknown as Record<symbol, Destination | undefined>)[pino.symbols.streamSym];
   if (dest === undefined || typeof dest.write !== 'function') {
-    return (fields) => logger.info({ ...fields, path: redactQuery(fields.path) }, 'request');
+    return ({ traceId, spanId, ...fields }) =>
+      logger.info(
+        { ...fields, path: redactQuery(fields.path), ...(traceId === undefined ? {} : { trace_id: traceId, span_id: spanId }) },
+        'request',
+      );
   }
   // On pino's own destination, the lines of one event-loop turn are handed over in one write: the
   // destination's per-write cost, not the line itself, dominated the access log on the hit path.
@@ -105,6 +112,7 @@ export function createAccessLog(logger: Logger, memo: BoundedMemo = createLogMem
     if (fields.token !== undefined) line += `,"tokenName":${jsonString(fields.token)}`;
     line += `,"durationMs":${fields.durationMs},"bytes":${fields.bytes}`;
     if (fields.aborted) line += ',"aborted":true';
+    if (fields.traceId !== undefined) line += `,"trace_id":"${fields.traceId}","span_id":"${fields.spanId}"`;
     emit(`${line},"msg":"request"}\n`);
   };
 }

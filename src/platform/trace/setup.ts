@@ -1,0 +1,20 @@
+/**
+ * Builds a process's tracing from its config: `NO_TRACING` without an endpoint (the SDK is not
+ * even loaded), else the OpenTelemetry SDK (otel.ts, imported here only then).
+ */
+import type { Logger } from '../log/logger.js';
+import type { TracingConfig } from '../config/schema.js';
+import { shownUrl, traceSettings } from './settings.js';
+import { NO_TRACING, type Tracing } from './tracing.js';
+
+export async function createTracing(config: TracingConfig, logger: Logger): Promise<Tracing> {
+  const settings = traceSettings(config);
+  if (settings === undefined) return NO_TRACING;
+  const { createOtelTracing } = await import('./otel.js');
+  const tracing = createOtelTracing(settings);
+  logger.info(
+    { endpoint: shownUrl(settings.url), sampler: settings.sampler, ratio: settings.ratio, service: settings.serviceName },
+    'tracing on: spans exported over OTLP/HTTP (JSON)',
+  );
+  return tracing;
+}
