@@ -22,6 +22,7 @@ import type { PoolHeaders } from './rules/pool-headers.js';
 import { retryable, unauthorizedKind } from './rules/rate-limit.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';
 import { resourceOf } from './rules/resource.js';
+import { pointsOf } from './rules/points.js';
 import { anotherSeesMore } from './rules/scopes.js';
 import type { Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
 
@@ -76,6 +77,8 @@ interface Req {
    * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
    */
   valueId?: (authorization: string) => string;
+  /** Background work (a revalidation nobody waits for): it spends only the points clients leave, and never waits (points.ts). */
+  background?: boolean;
 }
 
 /**
@@ -163,11 +166,13 @@ async function onTokens(
 ): Promise<PooledFetched> {
   const tried = new Set<string>();
   const resource = resourceOf(req.path, client.basePath);
+  const points = pointsOf(req.method);
+  const acquireBase = { consumer: fair.consumer, weight: fair.weight, resource, points, background: req.background === true };
   let attempts = 0;
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
   for (;;) {
-    const acquired = await pool.acquire({ prefer, exclude: tried, consumer: fair.consumer, weight: fair.weight, resource });
+    const acquired = await pool.acquire({ ...acquireBase, prefer, exclude: tried });
     if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;

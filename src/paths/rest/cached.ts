@@ -147,10 +147,15 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   };
 
   /** One upstream exchange, classified and applied to the tiers: the work a flight shares. */
-  const fetchAndStore = async (ctx: RequestContext, req: CacheRequest, stale: CacheEntry | undefined): Promise<CacheResult> => {
-    let got = await exchange(ctx, stale);
+  const fetchAndStore = async (
+    ctx: RequestContext,
+    req: CacheRequest,
+    stale: CacheEntry | undefined,
+    background = false,
+  ): Promise<CacheResult> => {
+    let got = await exchange(ctx, stale, background);
     // A 304 that does not select the stored response updates nothing: ask again, unconditionally.
-    if (unselected304(got, stale, req)) got = await exchange(ctx, undefined);
+    if (unselected304(got, stale, req)) got = await exchange(ctx, undefined, background);
     const result = classify(got, stale, req, tiers.headerTable.pair);
     if (result.kind === 'failed' && result.corrupt) {
       logger.warn({ reqId: ctx.id, upstream: req.upstream, status: result.failure.status }, 'upstream body is not valid JSON');
@@ -160,7 +165,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   };
 
   const revalidateInBackground = (ctx: RequestContext, req: CacheRequest, stale: CacheEntry): void => {
-    const { promise, joined } = coalescer.run(req, stale, true, () => fetchAndStore(ctx, req, stale));
+    const { promise, joined } = coalescer.run(req, stale, true, () => fetchAndStore(ctx, req, stale, true));
     promise.then(
       (result) => {
         // Nobody streams a too-large answer started in the background: its body is dropped.

@@ -32,7 +32,8 @@ const CACHE_OWNED = [
 /** How much larger than the entry cap a decoded body may be (JSON gzips about 10:1; more is a bomb). */
 const DECODED_PER_ENCODED = 32;
 
-export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined) => Promise<Got>;
+/** `background`: a revalidation nobody waits for (it spends only the points clients leave, and never waits). */
+export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined, background?: boolean) => Promise<Got>;
 
 export interface ExchangeDeps {
   readonly pool: PoolContext | undefined;
@@ -49,7 +50,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
   };
   const valueId = (authorization: string): string => partitioner.credentialId(authorization);
 
-  return async (ctx, stale) => {
+  return async (ctx, stale, background = false) => {
     const headers = requestHeadersForUpstream(ctx.req.headers, ctx.cred.kind === 'pool');
     for (const name of CACHE_OWNED) delete headers[name];
     headers['x-request-id'] = ctx.id;
@@ -68,6 +69,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
       ...(mode === 'last_modified' ? { valueId } : {}),
+      background,
     };
     const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));
     if (pooled.kind === 'unavailable') return pooled;

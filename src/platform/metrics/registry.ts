@@ -29,6 +29,7 @@ type Observed =
   | 'tokenSwitchRevalidations'
   | 'poolRejections'
   | 'poolExhausted'
+  | 'poolPoints'
   | 'queueWait'
   | 'consumerRequests'
   | 'consumerRejections'
@@ -99,6 +100,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     tokenSwitchRevalidations: built.tokenSwitchRevalidations,
     poolRejections: built.poolRejections,
     poolExhausted: built.poolExhausted,
+    poolPoints: built.poolPoints,
     queueWait: built.queueWait,
     consumerRequests: built.consumerRequests,
     consumerRejections: built.consumerRejections,
