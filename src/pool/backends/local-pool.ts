@@ -159,7 +159,10 @@ function lease(pool: Pool, token: Token, resource: Resource, switched: boolean, 
   const reserved = windowOf(token, resource);
   const kind = paceKindOf(resource);
   const budget = budgetOf(pool.settings.points, kind, pool.paceShare);
-  if (budget !== undefined) pool.events.spent?.(token.name, kind, spend(token, kind, points, budget, pool.now()));
+  if (budget !== undefined) {
+    const charge = spend(token, kind, points, budget, pool.now());
+    pool.events.spent?.(token.name, kind, charge);
+  }
   token.inFlight++;
   reserved.inFlight++;
   pool.total++;
@@ -236,7 +239,7 @@ function timedOut(pool: Pool, opts: AcquireOptions): Acquired | undefined {
   const kind: PaceKind = paceKindOf(opts.resource ?? 'core');
   const until = pacedUntil(pool.tokens, opts, budgetOf(pool.settings.points, kind, pool.paceShare), kind, at);
   if (until === undefined) return undefined;
-  pool.events.rejected?.('paced');
+  pool.events.rejected?.(opts.background === true ? 'background' : 'paced');
   return { kind: 'unavailable', reason: 'paced', retryAfterSeconds: retryAfterSeconds(until, at) };
 }
 
