@@ -38,8 +38,8 @@ async function refusedByFake(fake: FakeUpstream): Promise<number> {
 /** `count` requests at once for distinct users; their statuses, Retry-After and bodies. */
 async function burst(proxy: TestProxy, count: number): Promise<Array<{ status: number; retryAfter: string | undefined; body: string }>> {
   return Promise.all(
-    Array.from({ length: count }, async (_, i) => {
-      const res = await request(`${proxy.url}/users/user-${i}`);
+    Array.from({ length: count }, async (_, index) => {
+      const res = await request(`${proxy.url}/users/user-${index}`);
       const retryAfter = res.headers['retry-after'];
       return { status: res.statusCode, retryAfter: typeof retryAfter === 'string' ? retryAfter : undefined, body: await res.body.text() };
     }),
