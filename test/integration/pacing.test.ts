@@ -67,6 +67,19 @@ describe('pacing against an upstream that enforces secondary-limit points', () =
     expect(answers.every((answer) => answer.status === 200 || answer.status === 404 || answer.status === 429)).toBe(true);
   });
 
+  it('serves a stored entry stale while the points are spent, rather than a 429', async () => {
+    current = await rig(LIMIT);
+    const first = await request(`${current.proxy.url}/users/octocat`);
+    await first.body.dump();
+    expect(first.statusCode).toBe(200);
+    await burst(current.proxy, 12); // spends what is left of the burst
+    const again = await request(`${current.proxy.url}/users/octocat`);
+    await again.body.dump();
+    expect(again.statusCode).toBe(200);
+    expect(String(again.headers['cache-status'])).toContain('detail=pool-paced');
+    expect(await refusedByFake(current.fake)).toBe(0);
+  });
+
   it('the same load without pacing trips the secondary limit', async () => {
     current = await rig(1_000_000);
     await burst(current.proxy, 16);
