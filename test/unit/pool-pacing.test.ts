@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTokenPool } from '../../src/pool/backends/local-pool.js';
+import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.js';
+import { channelPair } from '../helpers/ipc-channel.js';
 import type { Acquired, PoolSettings } from '../../src/pool/rules/types.js';
 
 const NOW = 1_800_000_000_000;
@@ -136,5 +138,21 @@ describe('pool pacing under secondary limits', () => {
   it('without a points setting nothing is paced', async () => {
     const { pool: unpaced } = pool(60, { points: undefined });
     for (let i = 0; i < 50; i++) spend(await unpaced.acquire());
+  });
+
+  it("cluster workers spend the primary's points: a write's 5, and background work's reserve", async () => {
+    vi.useRealTimers(); // the IPC channel crosses on setImmediate
+    const { pool: owned } = pool(60);
+    const { primary, worker } = channelPair();
+    const served = servePool(owned, primary);
+    const remote = createIpcTokenPool(worker, ['a'], true, new Map([['a', 'token va']]));
+    spend(await remote.acquire({ points: 5 }));
+    spend(await remote.acquire({ points: 5 }));
+    expect(await remote.acquire({ points: 5 })).toMatchObject({ kind: 'unavailable', reason: 'paced' }); // 10 of 11
+    expect(await remote.acquire({ background: true })).toMatchObject({ kind: 'unavailable' }); // the reserve is the clients'
+    spend(await remote.acquire());
+    served.close();
+    remote.close();
+    owned.close();
   });
 });
