@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTokenPool } from '../../src/pool/backends/local-pool.js';
 import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.js';
 import { channelPair } from '../helpers/ipc-channel.js';
+import { parseConfig } from '../../src/platform/config/load.js';
 import type { Acquired, PoolSettings } from '../../src/pool/rules/types.js';
 
 const NOW = 1_800_000_000_000;
@@ -154,5 +155,14 @@ describe('pool pacing under secondary limits', () => {
     served.close();
     remote.close();
     owned.close();
+  });
+
+  it("takes GitHub's budgets by default and refuses a budget that is not a positive integer, naming the key", () => {
+    const upstreams = [{ name: 'gh', prefix: '/', url: 'http://x' }];
+    expect(parseConfig({ upstreams }).pool).toMatchObject({ points_per_minute: 900, graphql_points_per_minute: 2000 });
+    for (const bad of [0, -5, 1.5, '900', null, 1e9]) {
+      expect(() => parseConfig({ upstreams, pool: { points_per_minute: bad } })).toThrow(/pool\.points_per_minute/);
+      expect(() => parseConfig({ upstreams, pool: { graphql_points_per_minute: bad } })).toThrow(/pool\.graphql_points_per_minute/);
+    }
   });
 });
