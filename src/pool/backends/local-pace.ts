@@ -51,6 +51,11 @@ export function spend(token: Token, kind: PaceKind, points: number, budget: numb
   return charge;
 }
 
+/** A lease spent nothing after all (the shared budget refused it): its entry, the latest, leaves the log. */
+export function refund(token: Token, kind: PaceKind): void {
+  token.pace.get(kind)?.pop();
+}
+
 /** The shared budget refused the token's points until `until`: it waits here too. */
 export function holdPace(token: Token, kind: PaceKind, until: number): void {
   token.paceHold.set(kind, Math.max(token.paceHold.get(kind) ?? 0, until));

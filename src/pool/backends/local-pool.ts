@@ -21,7 +21,7 @@ import { changesAnything, diffMembers } from '../rules/membership.js';
 import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view } from './local-token.js';
 import { windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
-import { budgetOf, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, spend } from './local-pace.js';
+import { budgetOf, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-pace.js';
 import type { PaceKind } from '../rules/points.js';
 import { classify, mentionsRateLimit, readRateLimit } from '../rules/rate-limit.js';
 import { poolRateLimit } from '../rules/report.js';
@@ -233,8 +233,11 @@ function choosable(pool: Pool, opts: AcquireOptions, resource: Resource, at: num
   });
 }
 
-/** A waiter's time ran out: a 429 with the seconds until points come back when points held it (else busy, the queue's answer). */
-function timedOut(pool: Pool, opts: AcquireOptions): Acquired | undefined {
+/**
+ * When points are what holds the request (every live token is short of them), a 429 with the
+ * seconds until they come back; else undefined (a waiter's answer is then the queue's busy).
+ */
+function pacedRefusal(pool: Pool, opts: AcquireOptions): Acquired | undefined {
   const at = pool.now();
   const kind: PaceKind = paceKindOf(opts.resource ?? 'core');
   const until = pacedUntil(pool.tokens, opts, budgetOf(pool.settings.points, kind, pool.paceShare), kind, at);
@@ -255,7 +258,7 @@ function attempt(pool: Pool, opts: AcquireOptions): Attempt {
   if (choice.kind === 'none') {
     const until = shortPauseEnd(pool, at, tokens, opts.exclude);
     if (until !== undefined) return { kind: 'wait', until };
-    const pacedAnswer = choice.retryAt === undefined ? undefined : timedOut(pool, opts);
+    const pacedAnswer = choice.retryAt === undefined ? undefined : pacedRefusal(pool, opts);
     if (pacedAnswer !== undefined) return pacedAnswer;
     const reason = choice.retryAt === undefined ? 'dead' : 'exhausted';
     pool.events.rejected?.(reason);
@@ -396,7 +399,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       laneBound: settings.consumerWeights === undefined ? undefined : queueBounds(settings.maxQueue, settings.consumerWeights),
       now,
       events,
-      timedOut: (opts) => timedOut(pool, opts),
+      timedOut: (opts) => pacedRefusal(pool, opts),
     }),
     maxConcurrency: settings.maxConcurrency,
     total: 0,
@@ -450,6 +453,10 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     holdPoints(name, resource, until) {
       const token = pool.byName.get(name);
       if (token !== undefined) holdPace(token, paceKindOf(resource), until);
+    },
+    refundPoints(name, resource) {
+      const token = pool.byName.get(name);
+      if (token !== undefined) refund(token, paceKindOf(resource));
     },
     close() {
       pool.closed = true;

@@ -158,6 +158,7 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
     syncFrom(budget, name, reply, local.inFlight(name, resource) - (state.granted ? 0 : 1), resource);
     if (state.granted) return { kind: 'lease', lease: sharedLease(budget, acquired.lease, member) };
     acquired.lease.cancel();
+    local.refundPoints(name, resource); // nothing was sent: only the shared log counts what was
     if (state.paceReady > now) {
       // Other replicas spent the token's points: it waits here too, and another token (or a wait) follows.
       local.holdPoints(name, resource, state.paceReady);

@@ -326,4 +326,6 @@ export interface LocalTokenPool extends MemberPool {
   inFlight(name: string, resource?: Resource): number;
   /** The shared budget found the token's points in the resource's budget spent until `until` (epoch ms): it waits until then. */
   holdPoints(name: string, resource: Resource, until: number): void;
+  /** The shared budget refused a lease just taken on the token: the points it spent here come back. */
+  refundPoints(name: string, resource: Resource): void;
 }
