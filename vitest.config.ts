@@ -13,6 +13,8 @@ const TIMED = [
   'test/integration/redis-budget-rejoin.test.ts',
   'test/integration/redis-event-loop-stall.test.ts',
   'test/integration/redis-l2.test.ts',
+  'test/integration/refresh-ahead.test.ts', // a refresh goes upstream before a 2 s lifetime ends
+  'test/integration/refresh-ahead-replicas.test.ts', // one refresh per 2 s lifetime across replicas (a Redis lock with a deadline)
   'test/integration/replicas.test.ts', // one upstream request for 300 across 3 replicas: a Redis lock with a deadline
   'test/integration/shared-budget.test.ts',
   'test/integration/token-pool.test.ts', // 149 requests spent within the fake's 5 s window

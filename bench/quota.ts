@@ -16,6 +16,7 @@
  *     the quota cost of token rotation instead (bench/rotation.ts)
  *   npm run bench:quota -- --pacing [--budget N] [--seconds N] [--smoke]
  *     pacing under GitHub's secondary limits instead (bench/pacing.ts)
+ *   npm run bench:quota -- --hot-set [--seconds N] [--smoke]: refresh ahead on a hot set (bench/hot-set.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
@@ -52,6 +53,7 @@ import {
   type RotationOption,
   type RotationSettings,
 } from './rotation.js';
+import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings } from './pacing.js';
 
@@ -629,6 +631,26 @@ function runPacing(values: Flags, num: (value: string | undefined) => number | u
   );
 }
 
+/** `--hot-set`: refresh ahead on a hot set (bench/hot-set.ts). */
+function runHotSet(values: Flags, num: (value: string | undefined) => number | undefined): void {
+  const seconds = num(text(values.seconds)) ?? (values.smoke === true ? 12 : undefined);
+  const seed = num(text(values.seed));
+  runHotSetBench({ ...(seconds === undefined ? {} : { seconds }), ...(seed === undefined ? {} : { seed }) }).then(
+    (results) => {
+      if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+      const failures = hotSetGoalFailures(results);
+      const verdict = failures.length > 0 ? `hot set: goals not met:\n  ${failures.join('\n  ')}\n` : 'hot set: goals met\n';
+      process.stdout.write(`${formatHotSet(results)}\n${verdict}`, () =>
+        process.exit(values.smoke === true && failures.length > 0 ? 1 : 0),
+      );
+    },
+    (err: unknown) => {
+      process.stderr.write(`hot set: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
 function runQuota(values: Flags, num: (value: string | undefined) => number | undefined): void {
   const opts: QuotaOptions = {};
   const minutes = num(text(values.minutes)) ?? (values.smoke === true ? 3 : undefined);
@@ -701,17 +723,19 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       only: { type: 'string' },
       json: { type: 'string' },
       rotation: { type: 'boolean', default: false },
+      'hot-set': { type: 'boolean', default: false },
+      seconds: { type: 'string' },
       entries: { type: 'string' },
       rotations: { type: 'string' },
       options: { type: 'string' },
       pacing: { type: 'boolean', default: false },
       budget: { type: 'string' },
-      seconds: { type: 'string' },
     },
     strict: true,
   });
   const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
-  if (values.rotation) runRotation(values, num);
+  if (values['hot-set']) runHotSet(values, num);
+  else if (values.rotation) runRotation(values, num);
   else if (values.pacing) runPacing(values, num);
   else runQuota(values, num);
 }

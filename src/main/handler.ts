@@ -54,7 +54,7 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
     metrics,
     logger,
   });
-  const cached = createCachedPath({ ...services, exchange, logger, forward });
+  const cached = createCachedPath({ ...services, exchange, logger, metrics, forward });
   const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
   return { forward, cached, graphql };
 }

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { createHeaderTable } from '../cache/store/header-intern.js';
 import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
+import { createRefreshScheduler, type RefreshScheduler } from '../cache/store/refresh-scheduler.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
 import { createTiers, type Tiers } from '../cache/store/tiers.js';
@@ -60,6 +61,8 @@ export interface Services {
   readonly redis: RedisConnection | undefined;
   readonly tiers: Tiers;
   readonly coalescer: Coalescer;
+  /** Refreshes ahead of expiry (cache.refresh_ahead), one schedule for every upstream. */
+  readonly refreshAhead: RefreshScheduler;
   readonly partitioner: Partitioner;
   /** The token pool, when tokens or GitHub Apps are configured. */
   readonly pool: PoolRuntime | undefined;
@@ -127,6 +130,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     redis,
   );
   const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms);
+  const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
   // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/cache/store/rewritten-bodies.ts).
@@ -179,6 +183,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     redis,
     tiers,
     coalescer,
+    refreshAhead,
     partitioner,
     pool,
     upstreams,
@@ -200,6 +205,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       return Promise.resolve(reloadWithoutPool(config.pool.tokens_file, trigger, logger, metrics));
     },
     async close() {
+      refreshAhead.close();
       consumerBudget?.close();
       pool?.close();
       tiers.close();

@@ -15,22 +15,28 @@ export interface Coalescer {
   /**
    * Runs `fetch` unless a flight for the request's key is under way; `joined` tells whether this
    * caller waits on another's. `redisAnswered`: false when Redis did not answer this request's L2
-   * lookup, so the cross-replica lock (which would wait on it too) is skipped.
+   * lookup, so the cross-replica lock (which would wait on it too) is skipped. `ahead`: a
+   * refresh ahead of expiry (src/paths/rest/refresh-ahead.ts), which takes the lock although it
+   * revalidates, so that one replica refreshes and the others take its newer entry.
    */
   run(
     req: CacheRequest,
     stale: CacheEntry | undefined,
     redisAnswered: boolean,
     fetch: () => Promise<CacheResult>,
+    ahead?: boolean,
   ): { promise: Promise<CacheResult>; joined: boolean };
   /** Requests currently waiting on another's flight. */
   readonly waiters: number;
 }
 
+const newer = (entry: CacheEntry, than: number | undefined): boolean => than === undefined || entry.storedAt > than;
+
 export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number): Coalescer {
   const flights = createSingleFlight<CacheResult>();
 
-  const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>): Promise<CacheResult> => {
+  /** `newerThan`: a refresh ahead follows only an entry stored after the one it revalidates. */
+  const acrossReplicas = async (req: CacheRequest, fetch: () => Promise<CacheResult>, newerThan?: number): Promise<CacheResult> => {
     const shared = tiers.shared!;
     const key = req.keys.flight;
     /** Another replica's entry, found in L2: served as that replica's fetch. */
@@ -46,7 +52,8 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
         // has left its entry in L2. (One this request may not use, such as an entry of a
         // credential the upstream has since rejected, is no answer: fetch.)
         const again = await shared.l2.lookup(key);
-        if (again.kind === 'hit' && tiers.usable(req, again.entry) !== undefined) return followed(again.entry);
+        if (again.kind === 'hit' && newer(again.entry, newerThan) && tiers.usable(req, again.entry) !== undefined)
+          return followed(again.entry);
         metrics.flightLocks.inc({ result: 'won' });
         return await fetch();
       } finally {
@@ -54,7 +61,7 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
       }
     }
     if (lock.kind === 'lost') {
-      const waited = await shared.lock.waitFor(key, Date.now() + waitMs);
+      const waited = await shared.lock.waitFor(key, Date.now() + waitMs, newerThan);
       if (waited.kind === 'entry' && tiers.usable(req, waited.entry) !== undefined) return followed(waited.entry);
       metrics.flightLocks.inc({ result: waited.kind === 'entry' ? 'gone' : waited.kind });
     } else {
@@ -64,11 +71,12 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number):
   };
 
   return {
-    run(req, stale, redisAnswered, fetch) {
-      // Only a plain miss whose key is the one it is stored under is locked across replicas: a
-      // revalidation is a free 304, and per-token keys are not known before a token is chosen.
-      const locked = tiers.shared !== undefined && redisAnswered && stale === undefined && !req.keys.perToken;
-      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch) : fetch);
+    run(req, stale, redisAnswered, fetch, ahead = false) {
+      // Only a plain miss (or a refresh ahead) whose key is the one it is stored under is locked across
+      // replicas: a revalidation is a free 304, and per-token keys are not known before a token is chosen.
+      const locked = tiers.shared !== undefined && redisAnswered && (stale === undefined || ahead) && !req.keys.perToken;
+      const newerThan = ahead ? stale?.storedAt : undefined;
+      const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch, newerThan) : fetch);
       return { promise, joined: shared };
     },
     get waiters() {

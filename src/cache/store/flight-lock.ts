@@ -17,8 +17,11 @@ export type WaitResult = { kind: 'entry'; entry: CacheEntry } | { kind: 'gone' }
 
 export interface FlightLock {
   acquire(key: string): Promise<LockResult>;
-  /** Waits for another replica's entry under `key` (polling L2 every `pollMs`). */
-  waitFor(key: string, deadlineMs: number): Promise<WaitResult>;
+  /**
+   * Waits for another replica's entry under `key` (polling L2 every `pollMs`); with `newerThan`,
+   * for one stored after then (a revalidation's: the entry it revalidates is there already).
+   */
+  waitFor(key: string, deadlineMs: number, newerThan?: number): Promise<WaitResult>;
 }
 
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -47,7 +50,7 @@ export function createFlightLock(
         },
       };
     },
-    async waitFor(key, deadlineMs) {
+    async waitFor(key, deadlineMs, newerThan) {
       const entryKey = l2.entryKey(key);
       const lockKey = l2.lockKey(key);
       for (;;) {
@@ -63,7 +66,7 @@ export function createFlightLock(
         if (reply === undefined || reply === null) return { kind: 'unavailable' };
         const value = reply[0]?.[1];
         const entry = Buffer.isBuffer(value) ? decodeEntry(value, headerTable) : undefined;
-        if (entry !== undefined) return { kind: 'entry', entry };
+        if (entry !== undefined && (newerThan === undefined || entry.storedAt > newerThan)) return { kind: 'entry', entry };
         if (reply[1]?.[1] === 0) return { kind: 'gone' };
         if (Date.now() + pollMs > deadlineMs) return { kind: 'timeout' };
         await new Promise<void>((resolve) => setTimeout(resolve, pollMs).unref());

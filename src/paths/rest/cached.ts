@@ -24,7 +24,10 @@ import { answer } from '../../http/answer.js';
 import { HitStatuses, onlyIfCachedCoding, planReply, refusedStream, resultReply, type CachedReply } from './cached-reply.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
-import type { UpstreamExchange } from './exchange.js';
+import type { ExchangeContext, UpstreamExchange } from './exchange.js';
+import { createRefreshAhead } from './refresh-ahead.js';
+import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
+import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
 import type { TokenPool } from '../../pool/rules/types.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
@@ -40,6 +43,9 @@ export interface CachedPathDeps {
   readonly logger: Logger;
   /** The streaming forward: for a client that refused the coding of an entry the proxy may not decode. */
   readonly forward: Forward;
+  /** The refresh-ahead schedule (refresh-ahead.ts), used on upstreams with `cache.refresh_ahead`; without it, none. */
+  readonly refreshAhead?: RefreshScheduler | undefined;
+  readonly metrics?: Metrics | undefined;
 }
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
@@ -95,9 +101,8 @@ const poolMembers = (pool: TokenPool): PoolMembers => ({
 const clientNoCache = (ctx: RequestContext): ClientNoCache =>
   clientNoCacheMode(ctx.upstream.policy.kind, ctx.upstream.cfg.cache.client_no_cache);
 
-export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool, logger, forward }: CachedPathDeps): CachedPath {
-  const poolHeaders = pool?.headers;
-  const hits = new HitStatuses();
+/** Builds each request's `CacheRequest`: its keys (with the pool's members when tokens are not equivalent) and directives. */
+function requestBuilder(partitioner: Partitioner, pool: PoolContext | undefined): (ctx: RequestContext) => CacheRequest {
   /**
    * Non-equivalent pool tokens each have a partition: a request on the pool may use any member's
    * (the members now). Read per request: tokens whose scopes differ make the pool non-equivalent.
@@ -105,7 +110,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
   const members = pool === undefined ? undefined : poolMembers(pool.pool);
   const perTokenPool = (): PoolMembers | undefined => (pool === undefined || pool.pool.equivalent ? undefined : members);
 
-  const requestFor = (ctx: RequestContext): CacheRequest => {
+  return (ctx) => {
     const headers = ctx.req.headers;
     const header = headerReader(headers);
     const { cred } = ctx;
@@ -130,6 +135,13 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
       directives === asked ? undefined : NO_CACHE_IGNORED,
     );
   };
+}
+
+export function createCachedPath(deps: CachedPathDeps): CachedPath {
+  const { tiers, coalescer, exchange, partitioner, pool, logger, forward } = deps;
+  const poolHeaders = pool?.headers;
+  const hits = new HitStatuses();
+  const requestFor = requestBuilder(partitioner, pool);
 
   /**
    * Writes a reply (an entry already in this client's form: cached-reply.ts), unless it is in a
@@ -148,7 +160,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
 
   /** One upstream exchange, classified and applied to the tiers: the work a flight shares. */
   const fetchAndStore = async (
-    ctx: RequestContext,
+    ctx: ExchangeContext,
     req: CacheRequest,
     stale: CacheEntry | undefined,
     background = false,
@@ -163,6 +175,12 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     tiers.apply(result, sentAt(got), req);
     return result;
   };
+
+  const { refreshAhead: scheduler, metrics } = deps;
+  const noteRead =
+    scheduler === undefined || metrics === undefined
+      ? undefined
+      : createRefreshAhead({ scheduler, tiers, coalescer, metrics, logger, pool: pool?.pool, fetchAndStore });
 
   const revalidateInBackground = (ctx: RequestContext, req: CacheRequest, stale: CacheEntry): void => {
     const { promise, joined } = coalescer.run(req, stale, true, () => fetchAndStore(ctx, req, stale, true));
@@ -200,6 +218,7 @@ export function createCachedPath({ tiers, coalescer, exchange, partitioner, pool
     redisAnswered: boolean,
   ): Served | Promise<Served> => {
     const plan = planFor(tiers.usable(req, found), req.directives, Date.now());
+    if (plan.kind === 'fresh' && ctx.upstream.cfg.cache.refresh_ahead) noteRead?.(ctx, req, plan.entry);
     if (plan.kind === 'stale' && plan.background) revalidateInBackground(ctx, req, plan.entry);
     if (plan.kind !== 'fetch') return serve(ctx, req, planReply(ctx, poolHeaders, hits, plan, req.detail));
     return fetchThrough(ctx, req, plan, redisAnswered).catch((err: unknown) => {

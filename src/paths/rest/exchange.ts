@@ -4,6 +4,7 @@
  * stored the entry first: its ETag only matches that credential; validators.ts says what is sent
  * once that token has a new value), then counted and logged.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Got } from '../../cache/rules/classify.js';
 import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/rules/entry.js';
 import type { Partitioner } from '../../cache/rules/key.js';
@@ -32,8 +33,13 @@ const CACHE_OWNED = [
 /** How much larger than the entry cap a decoded body may be (JSON gzips about 10:1; more is a bomb). */
 const DECODED_PER_ENCODED = 32;
 
-/** `background`: a revalidation nobody waits for (it spends only the points clients leave, and never waits). */
-export type UpstreamExchange = (ctx: RequestContext, stale: CacheEntry | undefined, background?: boolean) => Promise<Got>;
+/** What an exchange reads of a request: a client's, or a refresh ahead's copy of the one that read the entry (refresh-ahead.ts). */
+export type ExchangeContext = Pick<RequestContext, 'id' | 'upstream' | 'path' | 'route' | 'cred'> & {
+  readonly req: { readonly headers: IncomingHttpHeaders };
+};
+
+/** `background`: a refresh ahead or a stale-while-revalidate revalidation nobody waits for (it spends only the points clients leave, and never waits). */
+export type UpstreamExchange = (ctx: ExchangeContext, stale: CacheEntry | undefined, background?: boolean) => Promise<Got>;
 
 export interface ExchangeDeps {
   readonly pool: PoolContext | undefined;
@@ -69,7 +75,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
       ...(mode === 'last_modified' ? { valueId } : {}),
-      background,
+      ...(background ? { background } : {}),
     };
     const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));
     if (pooled.kind === 'unavailable') return pooled;

@@ -42,6 +42,8 @@ export const cachePolicySchema = z
     rotated_token_revalidation: z.enum(['etag', 'last_modified']).default('etag'),
     /** On the paths the webhooks cover (src/cache/rules/webhook-coverage.ts), entries stay fresh at least this long (0: off). */
     webhook_fresh_seconds: z.number().int().min(0).max(86_400).default(0),
+    /** Revalidate an entry read during its freshness lifetime in the background shortly before it expires (src/cache/rules/refresh-ahead.ts). */
+    refresh_ahead: z.boolean().default(false),
   })
   .strict()
   .superRefine((cache, ctx) => {

@@ -27,6 +27,7 @@ type Observed =
   | 'appLists'
   | 'appInstallations'
   | 'tokenSwitchRevalidations'
+  | 'refreshAhead'
   | 'poolRejections'
   | 'poolExhausted'
   | 'poolPoints'
@@ -98,6 +99,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     appLists: built.appLists,
     appInstallations: built.appInstallations,
     tokenSwitchRevalidations: built.tokenSwitchRevalidations,
+    refreshAhead: built.refreshAhead,
     poolRejections: built.poolRejections,
     poolExhausted: built.poolExhausted,
     poolPoints: built.poolPoints,

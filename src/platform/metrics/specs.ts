@@ -241,6 +241,12 @@ export const METRIC_SPECS = {
     help: 'Revalidations sent with another token than the one that stored the entry (it was exhausted, dead or paused).',
     labelNames: [],
   },
+  refreshAhead: {
+    type: 'counter',
+    name: 'etagere_refresh_ahead_total',
+    help: 'Background revalidations of entries read during their lifetime, ahead of expiry (cache.refresh_ahead), by result.',
+    labelNames: ['result'],
+  },
   queueWait: {
     type: 'histogram',
     name: 'etagere_queue_wait_seconds',
