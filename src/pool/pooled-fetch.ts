@@ -166,7 +166,8 @@ async function onTokens(
 ): Promise<PooledFetched> {
   const tried = new Set<string>();
   const resource = resourceOf(req.path, client.basePath);
-  const points = pointsOf(req.method);
+  // Pool tokens send GraphQL queries only (mutations are refused before: paths/graphql/operation.ts).
+  const points = pointsOf(req.method, resource === 'graphql' ? { mutation: false } : undefined);
   const acquireBase = { consumer: fair.consumer, weight: fair.weight, resource, points, background: req.background === true };
   let attempts = 0;
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */

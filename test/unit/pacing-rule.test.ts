@@ -40,8 +40,8 @@ describe('secondary-limit points (pacing rule)', () => {
   it("costs requests by GitHub's table: reads 1 point, writes and mutations 5", () => {
     expect(['GET', 'HEAD', 'OPTIONS', 'get'].map((method) => pointsOf(method))).toEqual([1, 1, 1, 1]);
     expect(['POST', 'PATCH', 'PUT', 'DELETE'].map((method) => pointsOf(method))).toEqual([5, 5, 5, 5]);
-    expect(pointsOf('POST', false)).toBe(5);
-    expect(pointsOf('GET', true)).toBe(5);
+    expect(pointsOf('POST', { mutation: false })).toBe(1); // a GraphQL query
+    expect(pointsOf('POST', { mutation: true })).toBe(5);
   });
 
   it('never lets a token send more than its budget in any minute, nor more than a sixth plus one in any 10 s', () => {

@@ -37,9 +37,12 @@ export interface PaceEntry {
   readonly points: number;
 }
 
-/** GitHub's secondary-limit cost of a request: 1 for GET, HEAD and OPTIONS (and a GraphQL query), 5 for a write. */
-export function pointsOf(method: string, mutation = false): number {
-  if (mutation) return WRITE_POINTS;
+/**
+ * GitHub's secondary-limit cost of a request: 1 for GET, HEAD and OPTIONS, 5 for a write; a GraphQL
+ * call (a POST) costs 1 as a query, 5 as a mutation.
+ */
+export function pointsOf(method: string, graphql?: { mutation: boolean }): number {
+  if (graphql !== undefined) return graphql.mutation ? WRITE_POINTS : READ_POINTS;
   const upper = method.toUpperCase();
   return upper === 'GET' || upper === 'HEAD' || upper === 'OPTIONS' ? READ_POINTS : WRITE_POINTS;
 }
