@@ -14,6 +14,8 @@
  *   npm run bench:quota [-- --minutes N] [--smoke] [--minute-ms MS] [--rate N] [--seed N] [--json FILE]
  *   npm run bench:quota -- --rotation [--entries N] [--rotations N] [--options none,replace,...] [--smoke]
  *     the quota cost of token rotation instead (bench/rotation.ts)
+ *   npm run bench:quota -- --pacing [--budget N] [--seconds N] [--smoke]
+ *     pacing under GitHub's secondary limits instead (bench/pacing.ts)
  *   npm run bench:quota -- --hot-set [--seconds N] [--smoke]: refresh ahead on a hot set (bench/hot-set.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
@@ -53,6 +55,7 @@ import {
 } from './rotation.js';
 import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
 import { mulberry32, zipfSampler } from './zipf.js';
+import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings } from './pacing.js';
 
 export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'etagere-webhooks' | 'direct-no-cache' | 'direct-etag';
 
@@ -607,6 +610,27 @@ function runRotation(values: Flags, num: (value: string | undefined) => number |
   );
 }
 
+/** `--pacing`: pacing under GitHub's secondary limits (bench/pacing.ts). */
+function runPacing(values: Flags, num: (value: string | undefined) => number | undefined): void {
+  const opts: Partial<PacingSettings> = values.smoke === true ? { ...PACING_SMOKE } : {};
+  const budget = num(text(values.budget));
+  if (budget !== undefined) opts.budget = budget;
+  const seconds = num(text(values.seconds));
+  if (seconds !== undefined) opts.seconds = seconds;
+  runPacingBench(opts).then(
+    (results) => {
+      if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+      const failures = pacingGoalFailures(results);
+      const verdict = failures.length > 0 ? `pacing: goals not met:\n  ${failures.join('\n  ')}\n` : 'pacing: goals met\n';
+      process.stdout.write(`${formatPacing(results)}\n${verdict}`, () => process.exit(failures.length > 0 ? 1 : 0));
+    },
+    (err: unknown) => {
+      process.stderr.write(`pacing: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
 /** `--hot-set`: refresh ahead on a hot set (bench/hot-set.ts). */
 function runHotSet(values: Flags, num: (value: string | undefined) => number | undefined): void {
   const seconds = num(text(values.seconds)) ?? (values.smoke === true ? 12 : undefined);
@@ -704,11 +728,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       entries: { type: 'string' },
       rotations: { type: 'string' },
       options: { type: 'string' },
+      pacing: { type: 'boolean', default: false },
+      budget: { type: 'string' },
     },
     strict: true,
   });
   const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
   if (values['hot-set']) runHotSet(values, num);
   else if (values.rotation) runRotation(values, num);
+  else if (values.pacing) runPacing(values, num);
   else runQuota(values, num);
 }

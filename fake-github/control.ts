@@ -168,7 +168,7 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
       case '/__fake/secondary': {
         methodGuard(req, ['GET', 'POST']);
         if (req.method === 'POST') configureSecondary(state, await readJsonObject(req, false));
-        return sendJson(res, 200, { secondary: state.secondary.describe() });
+        return sendJson(res, 200, { secondary: state.secondary.describe(), points: state.secondary.points() });
       }
       case '/__fake/config': {
         methodGuard(req, ['GET', 'POST']);
@@ -292,9 +292,12 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
     'installationTokenSeconds',
     'rateLimits',
     'noTransform',
+    'enforcePoints',
+    'pointsPerMinute',
+    'graphqlPointsPerMinute',
   ]);
   const patch: Partial<RuntimeConfig> = {};
-  const set = (key: Exclude<keyof RuntimeConfig, 'rateLimits' | 'noTransform'>, min: number, max: number): void => {
+  const set = (key: Exclude<keyof RuntimeConfig, 'rateLimits' | 'noTransform' | 'enforcePoints'>, min: number, max: number): void => {
     const value = intField(body, key, min, max);
     if (value !== undefined) patch[key] = value;
   };
@@ -311,6 +314,11 @@ function configure(state: FakeState, body: Record<string, unknown>): void {
   if (typeof body.rateLimits === 'boolean') patch.rateLimits = body.rateLimits;
   if (body.noTransform !== undefined && typeof body.noTransform !== 'boolean') throw new HttpError(400, '"noTransform" must be a boolean');
   if (typeof body.noTransform === 'boolean') patch.noTransform = body.noTransform;
+  if (body.enforcePoints !== undefined && typeof body.enforcePoints !== 'boolean')
+    throw new HttpError(400, '"enforcePoints" must be a boolean');
+  if (typeof body.enforcePoints === 'boolean') patch.enforcePoints = body.enforcePoints;
+  set('pointsPerMinute', 1, 1e6);
+  set('graphqlPointsPerMinute', 1, 1e6);
   if (body.enforceConcurrency === null) patch.enforceConcurrency = 0;
   else set('enforceConcurrency', 0, 1e6);
   state.configure(patch);

@@ -47,6 +47,15 @@ export interface FakeUpstreamOptions {
   orgRepoCount?: number;
   /** Answer secondary-limit errors when more requests than this are in flight. Default 0 (off). */
   enforceConcurrency?: number;
+  /**
+   * Enforce GitHub's secondary-limit points per credential per minute (a GET 1 point, a write 5):
+   * beyond them, 403 with retry-after (secondary.ts). Default false (off).
+   */
+  enforcePoints?: boolean;
+  /** REST points a credential may spend in any minute when enforced. Default 900 (GitHub's). */
+  pointsPerMinute?: number;
+  /** GraphQL points a credential may spend in any minute when enforced. Default 2000 (GitHub's). */
+  graphqlPointsPerMinute?: number;
   /** Fault injection rules active from the start (as POST /__fake/faults; see parseFaultSpec). Default none. */
   faults?: FaultRuleInput[];
   /** GitHub Apps and their installations (see parseAppSpec for the CLI form). Default none. */
@@ -143,8 +152,13 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
       1,
     ),
     rateLimits: opts.rateLimits ?? true,
+    enforcePoints: opts.enforcePoints ?? RESOURCE_DEFAULTS.enforcePoints,
+    pointsPerMinute: checkInt('pointsPerMinute', opts.pointsPerMinute ?? RESOURCE_DEFAULTS.pointsPerMinute, 1),
+    graphqlPointsPerMinute: checkInt('graphqlPointsPerMinute', opts.graphqlPointsPerMinute ?? RESOURCE_DEFAULTS.graphqlPointsPerMinute, 1),
     noTransform: opts.noTransform ?? RESOURCE_DEFAULTS.noTransform,
   };
+  if (typeof config.enforcePoints !== 'boolean')
+    throw new TypeError(`enforcePoints must be a boolean, got ${String(config.enforcePoints)}`);
   if (typeof config.rateLimits !== 'boolean') throw new TypeError(`rateLimits must be a boolean, got ${String(config.rateLimits)}`);
   if (typeof config.noTransform !== 'boolean') throw new TypeError(`noTransform must be a boolean, got ${String(config.noTransform)}`);
   const orgRepoCount = checkInt('orgRepoCount', opts.orgRepoCount ?? 75, 0);

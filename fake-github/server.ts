@@ -48,7 +48,7 @@ import { acceptsGzip, gzippedBody } from './compression.js';
 import { answerGraphql, rateLimitedBody } from './graphql.js';
 import { announce, starred } from './webhook-payloads.js';
 import { GRAPHQL_AUTH_BODY } from './search.js';
-import { CONCURRENCY_FAILURE, type SecondaryFailure } from './secondary.js';
+import { CONCURRENCY_FAILURE, requestPoints, type SecondaryFailure } from './secondary.js';
 import type { FakeState } from './state.js';
 
 /** The stats path of requests outside the base path (stats count API paths, below the base path). */
@@ -370,14 +370,14 @@ function api(state: FakeState, req: IncomingMessage, reply: Reply, path: string,
   const budget = resourceOfPath(path);
   const isGraphql = path === '/graphql' && method === 'POST';
 
-  // Secondary limits: a real concurrency cap (optional) and scripted failures.
+  // Secondary limits: a real concurrency cap (optional), scripted failures, then points (optional; a 304 spends them too).
   const failure: SecondaryFailure | null =
     state.config.enforceConcurrency > 0 && state.stats.inFlight > state.config.enforceConcurrency
       ? CONCURRENCY_FAILURE
-      : state.secondary.check(
+      : (state.secondary.check(
           (selector) => (cred.kind === 'app' ? selector === credentialLabel(cred) : state.credentials.matches(viewer, selector)),
           isGraphql,
-        );
+        ) ?? pointsFailure(state, quotaKey, method, isGraphql));
   if (failure !== null) {
     const window = state.quotas.window(quotaKey, anonymous, budget);
     const message =
@@ -476,3 +476,13 @@ function respond(req: IncomingMessage, call: ApiCall, window: QuotaWindow, resul
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** The points limit's answer to a request of this credential (quota key), when enforced and spent. */
+function pointsFailure(state: FakeState, credential: string, method: string, graphql: boolean): SecondaryFailure | null {
+  const { config } = state;
+  if (!config.enforcePoints) return null;
+  const kind = graphql ? 'graphql' : 'rest';
+  const limit = graphql ? config.graphqlPointsPerMinute : config.pointsPerMinute;
+  // A GraphQL call is counted as a query (1 point): the body is not parsed yet (GitHub counts a mutation 5).
+  return state.secondary.spendPoints(credential, kind, graphql ? requestPoints('GET') : requestPoints(method), limit, Date.now());
+}

@@ -30,6 +30,12 @@ export interface RuntimeConfig {
   latencyMs: number;
   /** Maximum requests in flight before secondary-limit answers; 0 = off. */
   enforceConcurrency: number;
+  /** Secondary-limit points per credential per minute enforced (secondary.ts); off by default. */
+  enforcePoints: boolean;
+  /** REST points a credential may spend in any minute (GitHub: 900). */
+  pointsPerMinute: number;
+  /** GraphQL points a credential may spend in any minute (GitHub: 2,000). */
+  graphqlPointsPerMinute: number;
   /** Lifetime of a GitHub App installation token (GitHub: one hour). */
   installationTokenSeconds: number;
   /**
@@ -47,7 +53,16 @@ export interface RuntimeConfig {
 
 /** Settings added after the first ones: optional when a state is built, GitHub's values by default. */
 type ResourceSettings =
-  'searchLimit' | 'codeSearchLimit' | 'graphqlLimit' | 'searchWindowSeconds' | 'installationTokenSeconds' | 'rateLimits' | 'noTransform';
+  | 'searchLimit'
+  | 'codeSearchLimit'
+  | 'graphqlLimit'
+  | 'searchWindowSeconds'
+  | 'installationTokenSeconds'
+  | 'rateLimits'
+  | 'noTransform'
+  | 'enforcePoints'
+  | 'pointsPerMinute'
+  | 'graphqlPointsPerMinute';
 export type RuntimeConfigInput = Omit<RuntimeConfig, ResourceSettings> & Partial<Pick<RuntimeConfig, ResourceSettings>>;
 
 /** GitHub's sizes: search 30 and code search 10 a minute, 5000 GraphQL points an hour. */
@@ -58,6 +73,9 @@ export const RESOURCE_DEFAULTS: Pick<RuntimeConfig, ResourceSettings> = {
   searchWindowSeconds: 60,
   installationTokenSeconds: 3600,
   rateLimits: true,
+  enforcePoints: false,
+  pointsPerMinute: 900,
+  graphqlPointsPerMinute: 2000,
   noTransform: false,
 };
 

@@ -12,7 +12,8 @@ import { NOT_SERVED, type ErrorReply, type Served } from './reply.js';
  * busy: no slot freed up within the queue timeout, or the queue is full (503);
  * share, max_per_hour, max_concurrency: this consumer is over its share or a cap of its own, while others go on.
  */
-export type Unavailable = 'exhausted' | 'dead' | 'busy' | ConsumerRefusal;
+/** paced: every token has spent its secondary-limit points for now (the pool's pacing). */
+export type Unavailable = 'exhausted' | 'dead' | 'busy' | 'paced' | ConsumerRefusal;
 
 /**
  * The consumer, not the pool, is held back (fair share, consumer keys on): share: it spent its
@@ -108,6 +109,14 @@ export const errors = {
       return error(
         429,
         `API rate limit exceeded: every token in the proxy's pool is spent or paused; retry after ${retryAfterSeconds} s`,
+        withRetryAfter,
+        FAILED,
+      );
+    }
+    if (reason === 'paced') {
+      return error(
+        429,
+        `API rate limit exceeded: every token in the proxy's pool has spent its secondary rate limit points for now; retry after ${retryAfterSeconds} s`,
         withRetryAfter,
         FAILED,
       );

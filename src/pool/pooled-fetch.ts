@@ -22,6 +22,7 @@ import type { PoolHeaders } from './rules/pool-headers.js';
 import { retryable, unauthorizedKind } from './rules/rate-limit.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';
 import { resourceOf } from './rules/resource.js';
+import { pointsOf } from './rules/points.js';
 import { anotherSeesMore } from './rules/scopes.js';
 import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
 import { ATTR, SPANS, type SpanHandle } from '../platform/trace/tracing.js';
@@ -77,7 +78,7 @@ interface Req {
    * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
    */
   valueId?: (authorization: string) => string;
-  /** Background work (a refresh ahead of expiry): passed to the pool's acquire, which may let client requests go first. */
+  /** Background work (a revalidation nobody waits for): it spends only the points clients leave, and never waits (points.ts). */
   background?: boolean;
   /** The span the token wait and upstream spans descend from, when tracing is on. */
   parent?: SpanHandle | undefined;
@@ -179,18 +180,14 @@ async function onTokens(
 ): Promise<PooledFetched> {
   const tried = new Set<string>();
   const resource = resourceOf(req.path, client.basePath);
+  // Pool tokens send GraphQL queries only (mutations are refused before: paths/graphql/operation.ts).
+  const points = pointsOf(req.method, resource === 'graphql' ? { mutation: false } : undefined);
+  const acquireBase = { consumer: fair.consumer, weight: fair.weight, resource, points, background: req.background === true };
   let attempts = 0;
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
   for (;;) {
-    const acquired = await acquire(client, req.parent, pool, {
-      prefer,
-      exclude: tried,
-      consumer: fair.consumer,
-      weight: fair.weight,
-      resource,
-      background: req.background,
-    });
+    const acquired = await acquire(client, req.parent, pool, { ...acquireBase, prefer, exclude: tried });
     if (acquired.kind === 'unavailable') return notFound ?? acquired;
     const { lease } = acquired;
     fair.sent++;

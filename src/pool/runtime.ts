@@ -101,6 +101,9 @@ function poolEvents(metrics: Metrics, log: Logger, equivalent: boolean): PoolEve
     queued(seconds) {
       metrics.queueWait.observe(seconds);
     },
+    spent(name, kind, points) {
+      metrics.poolPoints.inc({ token: name, kind }, points);
+    },
   };
 }
 
@@ -199,6 +202,7 @@ function memberPool(
   redis: RedisConnection | undefined,
 ): { base: MemberPool; shared: SharedTokenPool | undefined } {
   const log = logger.child({ component: 'token-pool' });
+  const points = { rest: config.pool.points_per_minute, graphql: config.pool.graphql_points_per_minute };
   const local = createTokenPool({
     tokens: members,
     equivalent: config.pool.equivalent,
@@ -206,6 +210,7 @@ function memberPool(
     maxConcurrency: config.pool.max_concurrency,
     queueTimeoutMs: config.pool.queue_timeout_ms,
     maxQueue: config.pool.max_queue,
+    points,
     consumerWeights: config.consumers.enabled ? consumerWeights(config) : undefined,
     events: poolEvents(metrics, log, config.pool.equivalent),
   });
@@ -213,6 +218,7 @@ function memberPool(
     perTokenConcurrency: config.pool.per_token_concurrency,
     maxConcurrency: config.pool.max_concurrency,
     queueTimeoutMs: config.pool.queue_timeout_ms,
+    points,
   };
   const shared =
     redis !== undefined && config.redis.shared_tokens ? createSharedTokenPool(local, redis, sharedSettings, logger) : undefined;

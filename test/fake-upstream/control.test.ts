@@ -177,6 +177,10 @@ describe('fake upstream: control endpoints', () => {
       searchWindowSeconds: 60,
       latencyMs: 0,
       enforceConcurrency: 0,
+      // Secondary-limit points: GitHub's sizes, enforced only on request.
+      enforcePoints: false,
+      pointsPerMinute: 900,
+      graphqlPointsPerMinute: 2000,
       // GitHub App installation tokens live an hour.
       installationTokenSeconds: 3600,
       rateLimits: true,

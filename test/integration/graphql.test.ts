@@ -91,6 +91,14 @@ afterEach(async () => {
 });
 
 describe('GraphQL through the pool', () => {
+  it("spends one secondary-limit point of the token's GraphQL budget per query, none of REST's", async () => {
+    const { proxy } = await setUp();
+    expect((await graphql(`${proxy.url}/graphql`, { query: VIEWER })).status).toBe(200);
+    const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
+    expect(counterSum(metrics, 'etagere_pool_points_total', { kind: 'graphql' })).toBe(1);
+    expect(counterSum(metrics, 'etagere_pool_points_total', { kind: 'rest' }) ?? 0).toBe(0);
+  });
+
   it('answers a pooled query on a pool token and accounts its points under graphql', async () => {
     const { fake, proxy } = await setUp();
     const first = await graphql(`${proxy.url}/graphql`, { query: VIEWER });

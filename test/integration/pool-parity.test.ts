@@ -13,6 +13,7 @@
  * resource the answer named (x-ratelimit-resource), else the step's. Whether no rate limit applies
  * to the token (`unlimited`: GitHub Enterprise Server with rate limiting off) is the token's too.
  */
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classify, mentionsRateLimit, readRateLimit } from '../../src/pool/rules/rate-limit.js';
@@ -28,7 +29,9 @@ import {
   reserveArgs,
   SETTLE,
   settleArgs,
+  paceArgs,
 } from '../../src/pool/backends/shared-scripts.js';
+import { chargeOf, paceReadyAt, pruneLog, type PaceEntry } from '../../src/pool/rules/points.js';
 import { canReserve, DEAD_FLAG_TTL_MS, heldByOthers, react, settle, UNSEEN, type Settlement } from '../../src/pool/rules/state.js';
 import type { TokenNumbers } from '../../src/pool/rules/types.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -656,5 +659,47 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
       ).granted;
     expect(await reserve(NOW + DEAD_FLAG_TTL_MS - 1)).toBe(false);
     expect(await reserve(NOW + DEAD_FLAG_TTL_MS)).toBe(true);
+  });
+
+  it('points: the script grants and refuses as points.ts does, and says the same time when they are back', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 24, max: 1200 }),
+        fc.array(fc.record({ gap: fc.integer({ min: 0, max: 3_000 }), points: fc.constantFrom(1, 1, 5), background: fc.boolean() }), {
+          maxLength: 120,
+        }),
+        async (perMinute, steps) => {
+          const budget = budgetKeys(`parity-points-${++run}:`);
+          const keys = [budget.token(TOKEN), budget.reservations(TOKEN), budget.points(TOKEN, 'rest')];
+          await client.hset(keys[0]!, hashOf(seen(100_000), 'core'));
+          let log: PaceEntry[] = [];
+          let at = NOW;
+          for (const [index, step] of steps.entries()) {
+            at += step.gap;
+            const member = reservationId('core', `p${index}`);
+            const args = [...reserveArgs(at, member, at + 1, 1_000, 'core'), ...paceArgs(step.points, perMinute, step.background)];
+            const fromLua = decodeReply((await client.eval(RESERVE, 3, ...keys, ...args)) as number[]);
+            const ready = paceReadyAt(log, step.points, perMinute, at, step.background);
+            expect(fromLua.granted, `step ${index + 1}`).toBe(ready === at);
+            expect(fromLua.paceReady, `step ${index + 1}`).toBe(ready === at ? 0 : ready);
+            if (ready === at) log = [...pruneLog(log, at), { at, points: chargeOf(step.points, perMinute) }];
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('points: a reservation without pacing arguments spends no points (the script before pacing)', async () => {
+    const budget = budgetKeys('parity-points-off:');
+    const keys = [budget.token(TOKEN), budget.reservations(TOKEN), budget.points(TOKEN, 'rest')];
+    await client.hset(keys[0]!, hashOf(seen(100), 'core'));
+    for (let i = 0; i < 50; i++) {
+      const args = reserveArgs(NOW, reservationId('core', `n${i}`), NOW + 1, 1_000, 'core');
+      expect(decodeReply((await client.eval(RESERVE, 3, ...keys, ...args)) as number[]).granted).toBe(true);
+      await client.zrem(keys[1]!, reservationId('core', `n${i}`));
+    }
+    expect(await client.exists(keys[2]!)).toBe(0);
   });
 });

@@ -36,7 +36,12 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     await redis?.stop();
   });
 
-  async function replicas(count: number, tokens = ['a'], reservationMs?: number): Promise<SharedTokenPool[]> {
+  async function replicas(
+    count: number,
+    tokens = ['a'],
+    reservationMs?: number,
+    points?: { rest: number; graphql: number },
+  ): Promise<SharedTokenPool[]> {
     const prefix = `budget-test-${++prefixN}:`;
     const out: SharedTokenPool[] = [];
     for (let i = 0; i < count; i++) {
@@ -51,11 +56,12 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
         maxConcurrency: 1000,
         queueTimeoutMs: 200,
         maxQueue: 1000,
+        points,
       });
       const pool = createSharedTokenPool(
         local,
         conn,
-        { perTokenConcurrency: 100, maxConcurrency: 1000, queueTimeoutMs: 200, reservationMs },
+        { perTokenConcurrency: 100, maxConcurrency: 1000, queueTimeoutMs: 200, reservationMs, points },
         logger,
       );
       pools.push(pool);
@@ -83,6 +89,20 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     let left = 10;
     for (const acquired of leases) if (acquired.kind === 'lease') acquired.lease.settle(200, rl(--left), undefined);
     await until(async () => (await replicaC!.acquire()).kind === 'unavailable', 2_000, 'the pool to be spent');
+  });
+
+  it("replicas share each token's secondary-limit points: together they send no more than a 10 s window holds", async () => {
+    const all = await replicas(3, ['a', 'b'], undefined, { rest: 60, graphql: 60 }); // 11 points a token in any 10 s
+    for (const replica of all)
+      for (const name of ['a', 'b']) replica.learn(name, 200, { limit: 5000, remaining: 4000, reset: nowSeconds + 600, resource: 'core' });
+    const results: Acquired[] = await Promise.all(Array.from({ length: 60 }, (_, i) => all[i % 3]!.acquire()));
+    const leases = results.flatMap((r) => (r.kind === 'lease' ? [r.lease] : []));
+    expect(leases.filter((lease) => lease.name === 'a')).toHaveLength(11);
+    expect(leases.filter((lease) => lease.name === 'b')).toHaveLength(11);
+    // The others are told when the points come back: a 429 with Retry-After, not a 503.
+    for (const refused of results.filter((r) => r.kind === 'unavailable')) expect(refused).toMatchObject({ reason: 'paced' });
+    for (const lease of leases) lease.settle(200, rl(3000, 5000), undefined);
+    expect((await all[1]!.acquire({ resource: 'graphql' })).kind).toBe('lease'); // GraphQL's points are apart
   });
 
   it('a replica that dies mid-request frees its units when the reservation expires', async () => {

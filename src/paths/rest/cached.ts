@@ -203,7 +203,7 @@ export function createCachedPath(deps: CachedPathDeps): CachedPath {
       : createRefreshAhead({ scheduler, tiers, coalescer, metrics, logger, pool: pool?.pool, fetchAndStore });
 
   const revalidateInBackground = (ctx: RequestContext, req: CacheRequest, stale: CacheEntry): void => {
-    const fetch = revalidation(tracing, ctx, (on) => fetchAndStore(on, req, stale));
+    const fetch = revalidation(tracing, ctx, (on) => fetchAndStore(on, req, stale, true));
     const { promise, joined } = coalescer.run(req, stale, true, fetch, ctx.span);
     promise.then(
       (result) => {

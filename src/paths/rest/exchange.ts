@@ -38,7 +38,7 @@ export type ExchangeContext = Pick<RequestContext, 'id' | 'upstream' | 'path' | 
   readonly req: { readonly headers: IncomingHttpHeaders };
 };
 
-/** `background`: a refresh ahead of expiry, not a client waiting (the pool may serve clients first). */
+/** `background`: a refresh ahead or a stale-while-revalidate revalidation nobody waits for (it spends only the points clients leave, and never waits). */
 export type UpstreamExchange = (ctx: ExchangeContext, stale: CacheEntry | undefined, background?: boolean) => Promise<Got>;
 
 export interface ExchangeDeps {

@@ -183,6 +183,13 @@ export const poolSchema = z
     per_token_concurrency: z.number().int().min(1).max(1000).default(10),
     /** Requests in flight on pool tokens at once, all tokens together (GitHub allows 100). */
     max_concurrency: z.number().int().min(1).max(10_000).default(90),
+    /**
+     * Secondary-limit points each token may spend in any minute on REST (GitHub: 900; a GET costs 1,
+     * a write 5), and at most a sixth of it plus one in any 10 s (src/pool/rules/points.ts).
+     */
+    points_per_minute: z.number().int().min(1).max(1_000_000).default(900),
+    /** The same for GraphQL calls (GitHub: 2,000 a minute; a query costs 1). */
+    graphql_points_per_minute: z.number().int().min(1).max(1_000_000).default(2000),
     /** How long a request may wait for a free slot before it is answered 503. */
     queue_timeout_ms: z.number().int().min(0).max(600_000).default(10_000),
     /**

@@ -30,6 +30,7 @@ type Observed =
   | 'refreshAhead'
   | 'poolRejections'
   | 'poolExhausted'
+  | 'poolPoints'
   | 'queueWait'
   | 'consumerRequests'
   | 'consumerRejections'
@@ -101,6 +102,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     refreshAhead: built.refreshAhead,
     poolRejections: built.poolRejections,
     poolExhausted: built.poolExhausted,
+    poolPoints: built.poolPoints,
     queueWait: built.queueWait,
     consumerRequests: built.consumerRequests,
     consumerRejections: built.consumerRejections,

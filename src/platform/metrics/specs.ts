@@ -171,9 +171,16 @@ export const METRIC_SPECS = {
     name: 'etagere_pool_rejections_total',
     help:
       'Requests no pool token could take: exhausted (429 or stale), dead (503 or stale: every token rejected), ' +
-      'queue_timeout and queue_full (503 or stale).',
+      'queue_timeout and queue_full (503 or stale), paced (429 or stale: secondary-limit points spent), ' +
+      'background (background work skipped: no point or slot free at once).',
     labelNames: ['reason'],
-    initial: [['exhausted'], ['dead'], ['queue_timeout'], ['queue_full']],
+    initial: [['exhausted'], ['dead'], ['queue_timeout'], ['queue_full'], ['paced'], ['background']],
+  },
+  poolPoints: {
+    type: 'counter',
+    name: 'etagere_pool_points_total',
+    help: "Secondary-limit points spent by each pool token, by budget (rest, graphql): GitHub's table, 304s included.",
+    labelNames: ['token', 'kind'],
   },
   poolExhausted: {
     type: 'counter',

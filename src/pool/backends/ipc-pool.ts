@@ -78,6 +78,8 @@ export type PoolMessage =
       resource?: string;
       consumer?: string;
       weight?: number;
+      points?: number;
+      background?: boolean;
     }
   | { t: typeof MESSAGE_TAG; op: 'settle'; lease: number; status: number; headers: Record<string, string>; body?: string }
   | { t: typeof MESSAGE_TAG; op: 'cancel'; lease: number }
@@ -162,9 +164,18 @@ export function servePool(
     if (!isPoolMessage(message)) return;
     if (message.op === 'acquire') {
       const exclude = message.exclude === undefined ? undefined : new Set(message.exclude);
-      const { consumer, weight } = message; // the fair order and bounds of the primary's wait queue
+      const { consumer, weight, points } = message; // the fair order and bounds of the primary's wait queue
+      const background = message.background === true; // and its pacing
       pool
-        .acquire({ prefer: message.prefer, exclude, resource: resourceNamed(message.resource) ?? 'core', consumer, weight })
+        .acquire({
+          prefer: message.prefer,
+          exclude,
+          resource: resourceNamed(message.resource) ?? 'core',
+          consumer,
+          weight,
+          points,
+          background,
+        })
         .then((acquired) => {
           if (acquired.kind === 'lease') {
             members(); // the worker knows the leased member's Authorization before it reads the lease
@@ -354,6 +365,8 @@ export function createIpcTokenPool(
             ...(opts.resource === undefined ? {} : { resource: opts.resource }),
             ...(opts.consumer === undefined ? {} : { consumer: opts.consumer }),
             ...(opts.weight === undefined ? {} : { weight: opts.weight }),
+            ...(opts.points === undefined ? {} : { points: opts.points }),
+            ...(opts.background === true ? { background: true } : {}),
           },
           ignoreSendError,
         );

@@ -21,6 +21,8 @@ import { changesAnything, diffMembers } from '../rules/membership.js';
 import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view } from './local-token.js';
 import { windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
+import { budgetOf, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-pace.js';
+import type { PaceKind } from '../rules/points.js';
 import { classify, mentionsRateLimit, readRateLimit } from '../rules/rate-limit.js';
 import { poolRateLimit } from '../rules/report.js';
 import { RESOURCES, resourceNamed, type Resource } from '../rules/resource.js';
@@ -38,6 +40,8 @@ import type {
   PoolToken,
   RateObservation,
   TokenNumbers,
+  TokenState,
+  Acquired,
 } from '../rules/types.js';
 
 /** Recent secondary-limit hits kept for the whole-upstream slowdown. */
@@ -72,6 +76,8 @@ interface Pool {
   /** The scope agreement last told to `events.scopes` (agreementKey), and whether a telling is due. */
   scopesTold: string;
   scopesDue: boolean;
+  /** The share of each points budget this process spends on its own (1, or 1/N while the shared budget is out of reach). */
+  paceShare: number;
 }
 
 function fail(token: Token, at: number, message: string): void {
@@ -149,8 +155,14 @@ function release(pool: Pool, token: Token, window: Window): void {
   changed(pool);
 }
 
-function lease(pool: Pool, token: Token, resource: Resource, switched: boolean): Lease {
+function lease(pool: Pool, token: Token, resource: Resource, switched: boolean, points: number): Lease {
   const reserved = windowOf(token, resource);
+  const kind = paceKindOf(resource);
+  const budget = budgetOf(pool.settings.points, kind, pool.paceShare);
+  if (budget !== undefined) {
+    const charge = spend(token, kind, points, budget, pool.now());
+    pool.events.spent?.(token.name, kind, charge);
+  }
   token.inFlight++;
   reserved.inFlight++;
   pool.total++;
@@ -190,18 +202,48 @@ function retryAfterSeconds(retryAt: number | undefined, at: number): number {
 }
 
 /**
- * The end of the earliest secondary-limit pause of a token that still has quota, when it is
- * within the queue timeout: worth waiting for (the upstream asked for a short pause, not a
- * new window). Quota exhaustion is never waited for: that answer is a 429 with Retry-After.
+ * The end of the earliest secondary-limit pause (or pacing wait) of a token that still has quota,
+ * when it is within the queue timeout: worth waiting for (a short pause, not a new window). Quota
+ * exhaustion is never waited for: that answer is a 429 with Retry-After.
  */
-function shortPauseEnd(pool: Pool, at: number, exclude: ReadonlySet<string> | undefined, resource: Resource): number | undefined {
+function shortPauseEnd(
+  pool: Pool,
+  at: number,
+  tokens: readonly TokenState[],
+  exclude: ReadonlySet<string> | undefined,
+): number | undefined {
   let end: number | undefined;
-  for (const token of pool.tokens) {
+  for (const token of tokens) {
     if (token.dead || token.pausedUntil <= at || exclude?.has(token.name) === true) continue;
-    if (!hasQuota(usable(token, resource), token.pausedUntil)) continue;
+    if (!hasQuota(token, token.pausedUntil)) continue;
     if (end === undefined || token.pausedUntil < end) end = token.pausedUntil;
   }
   return end !== undefined && end - at <= pool.settings.queueTimeoutMs ? end : undefined;
+}
+
+/** The tokens as choice sees them in the request's resource, each paused until its points are back when they are short. */
+function choosable(pool: Pool, opts: AcquireOptions, resource: Resource, at: number): TokenState[] {
+  const kind = paceKindOf(resource);
+  const budget = budgetOf(pool.settings.points, kind, pool.paceShare);
+  const points = pointsOfRequest(opts);
+  const background = opts.background === true;
+  return pool.tokens.map((token) => {
+    const state = usable(token, resource);
+    return budget === undefined ? state : paced(state, readyAt(token, kind, budget, points, at, background), at);
+  });
+}
+
+/**
+ * When points are what holds the request (every live token is short of them), a 429 with the
+ * seconds until they come back; else undefined (a waiter's answer is then the queue's busy).
+ */
+function pacedRefusal(pool: Pool, opts: AcquireOptions): Acquired | undefined {
+  const at = pool.now();
+  const kind: PaceKind = paceKindOf(opts.resource ?? 'core');
+  const until = pacedUntil(pool.tokens, opts, budgetOf(pool.settings.points, kind, pool.paceShare), kind, at);
+  if (until === undefined) return undefined;
+  pool.events.rejected?.(opts.background === true ? 'background' : 'paced');
+  return { kind: 'unavailable', reason: 'paced', retryAfterSeconds: retryAfterSeconds(until, at) };
 }
 
 /** A lease, an answer that none is coming, or a wait (until a reservation comes back, or until `until`). */
@@ -210,18 +252,20 @@ function attempt(pool: Pool, opts: AcquireOptions): Attempt {
   const at = pool.now();
   const maxInFlight = pool.settings.perTokenConcurrency;
   const resource = opts.resource ?? 'core';
-  const tokens = pool.tokens.map((token) => usable(token, resource));
+  const tokens = choosable(pool, opts, resource, at);
   const choice = chooseToken({ tokens, now: at, maxInFlight, prefer: opts.prefer, exclude: opts.exclude });
   if (choice.kind === 'wait') return choice;
   if (choice.kind === 'none') {
-    const until = shortPauseEnd(pool, at, opts.exclude, resource);
+    const until = shortPauseEnd(pool, at, tokens, opts.exclude);
     if (until !== undefined) return { kind: 'wait', until };
+    const pacedAnswer = choice.retryAt === undefined ? undefined : pacedRefusal(pool, opts);
+    if (pacedAnswer !== undefined) return pacedAnswer;
     const reason = choice.retryAt === undefined ? 'dead' : 'exhausted';
     pool.events.rejected?.(reason);
     return { kind: 'unavailable', reason, retryAfterSeconds: retryAfterSeconds(choice.retryAt, at) };
   }
   if (pool.total >= upstreamConcurrency(pool.maxConcurrency, pool.hits, at)) return { kind: 'wait' };
-  return { kind: 'lease', lease: lease(pool, pool.byName.get(choice.name)!, resource, choice.switched) };
+  return { kind: 'lease', lease: lease(pool, pool.byName.get(choice.name)!, resource, choice.switched, pointsOfRequest(opts)) };
 }
 
 /** The pool as one quota in a resource, computed at most once a second between changes. */
@@ -330,6 +374,7 @@ function replaceMembers(pool: Pool, next: readonly PoolToken[]): MembershipChang
 
 function scaleRemaining(pool: Pool, share: number): void {
   const at = pool.now();
+  pool.paceShare = Math.min(1, Math.max(0, share));
   for (const token of pool.tokens) scaleWindows(token, share, at, fallbackReset(at));
   pool.version++;
 }
@@ -354,6 +399,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       laneBound: settings.consumerWeights === undefined ? undefined : queueBounds(settings.maxQueue, settings.consumerWeights),
       now,
       events,
+      timedOut: (opts) => pacedRefusal(pool, opts),
     }),
     maxConcurrency: settings.maxConcurrency,
     total: 0,
@@ -363,6 +409,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     equivalent: settings.equivalent,
     scopesTold: '',
     scopesDue: false,
+    paceShare: 1,
   };
   return {
     get names() {
@@ -394,6 +441,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     },
     scaleRemaining: (share) => scaleRemaining(pool, share),
     endAllowances() {
+      pool.paceShare = 1;
       for (const token of pool.tokens) endAllowances(token);
       changed(pool);
     },
@@ -401,6 +449,14 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       const token = pool.byName.get(name);
       if (token === undefined) return 0;
       return resource === undefined ? token.inFlight : (token.windows.get(resource)?.inFlight ?? 0);
+    },
+    holdPoints(name, resource, until) {
+      const token = pool.byName.get(name);
+      if (token !== undefined) holdPace(token, paceKindOf(resource), until);
+    },
+    refundPoints(name, resource) {
+      const token = pool.byName.get(name);
+      if (token !== undefined) refund(token, paceKindOf(resource));
     },
     close() {
       pool.closed = true;

@@ -11,6 +11,7 @@ import { quotaLeft, UNSEEN, windowOver } from '../rules/state.js';
 import { allowanceLeft, resourceReport, reportOf } from '../rules/report.js';
 import { RESOURCES, type Resource } from '../rules/resource.js';
 import { scopesRow, UNSEEN_SCOPES, type MemberScopes } from '../rules/scopes.js';
+import type { PaceEntry, PaceKind } from '../rules/points.js';
 import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState } from '../rules/types.js';
 
 /** One resource's window of a token, with what this process keeps beside it. */
@@ -46,6 +47,10 @@ export interface Token {
   lastErrorAt: number | null;
   /** What its answers said of its OAuth scopes (scopes.ts): the credential's, so a new value is unseen again. */
   scopes: MemberScopes;
+  /** What this process sent on it lately, per points budget (points.ts: the sliding log), oldest first. */
+  readonly pace: Map<PaceKind, PaceEntry[]>;
+  /** Not before this time (epoch ms) in a points budget: the shared budget said other replicas spent it. */
+  readonly paceHold: Map<PaceKind, number>;
 }
 
 export function newToken(configured: PoolToken): Token {
@@ -62,6 +67,8 @@ export function newToken(configured: PoolToken): Token {
     lastError: null,
     lastErrorAt: null,
     scopes: UNSEEN_SCOPES,
+    pace: new Map(),
+    paceHold: new Map(),
   };
 }
 

@@ -32,6 +32,8 @@ export interface WaitQueueSettings {
   laneBound?: ((consumer: string) => number) | undefined;
   now: () => number;
   events: Pick<PoolEvents, 'rejected' | 'queued'>;
+  /** The answer to a waiter whose time ran out, when it is not busy (the pool's points were spent); it tells its event. */
+  timedOut?(opts: AcquireOptions): Acquired | undefined;
 }
 
 export interface WaitQueue {
@@ -75,6 +77,12 @@ function stepOf(weight: number | undefined): number {
 /** The answer when no slot freed up in time, the queue is full, or the pool is closed. */
 export function busy(): Acquired {
   return { kind: 'unavailable', reason: 'busy', retryAfterSeconds: 1 };
+}
+
+/** Background work that found no token free at once: skipped, not queued. */
+function skipped(settings: WaitQueueSettings): Acquired {
+  settings.events.rejected?.('background');
+  return busy();
 }
 
 /** The lanes, the virtual time and the count of waiters: the functions below take it. */
@@ -168,8 +176,9 @@ export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
         resolve,
         timer: setTimeout(() => {
           if (!remove(lanes, waiter)) return;
-          settings.events.rejected?.('queue_timeout');
-          resolve(busy());
+          const answer = settings.timedOut?.(opts);
+          if (answer === undefined) settings.events.rejected?.('queue_timeout');
+          resolve(answer ?? busy());
         }, settings.timeoutMs),
       };
       waiter.timer.unref();
@@ -180,7 +189,10 @@ export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
 
   return {
     acquire(opts) {
+      // Background work goes after waiting clients, and never waits itself.
+      if (opts.background === true && lanes.count > 0) return Promise.resolve(skipped(settings));
       const tried = settings.attempt(opts);
+      if (tried.kind === 'wait' && opts.background === true) return Promise.resolve(skipped(settings));
       if (tried.kind !== 'wait') return Promise.resolve(tried);
       if (full(lanes, settings, opts.consumer ?? '') || settings.timeoutMs === 0) {
         settings.events.rejected?.('queue_full');

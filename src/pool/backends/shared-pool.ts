@@ -25,7 +25,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
-import { budgetKeys, decodeReply, reservationId, reserveArgs, settleArgs } from './shared-scripts.js';
+import { budgetKeys, decodeReply, paceArgs, reservationId, reserveArgs, settleArgs } from './shared-scripts.js';
+import { paceKindOf, pointsOfRequest } from './local-pace.js';
 import { changesAnything } from '../rules/membership.js';
 import { heldByOthers, react } from '../rules/state.js';
 import { mentionsRateLimit, readRateLimit } from '../rules/rate-limit.js';
@@ -139,9 +140,13 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
     const { name, resource } = acquired.lease;
     const member = reservationId(resource, `${budget.replica}:${++budget.seq}`);
     const now = Date.now();
-    const args = reserveArgs(now, member, now + budget.reservationMs, settings.perTokenConcurrency, resource);
+    const kind = paceKindOf(resource);
+    const args = [
+      ...reserveArgs(now, member, now + budget.reservationMs, settings.perTokenConcurrency, resource),
+      ...paceArgs(pointsOfRequest(opts), settings.points?.[kind], opts.background === true),
+    ];
     const reply = await budget.conn.run('reserve', (client) =>
-      define(client).etagereReserve(keys.token(name), keys.reservations(name), ...args),
+      define(client).etagereReserve(keys.token(name), keys.reservations(name), keys.points(name, kind), ...args),
     );
     if (reply === undefined) {
       fallback(budget, 'reserve failed');
@@ -153,6 +158,12 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
     syncFrom(budget, name, reply, local.inFlight(name, resource) - (state.granted ? 0 : 1), resource);
     if (state.granted) return { kind: 'lease', lease: sharedLease(budget, acquired.lease, member) };
     acquired.lease.cancel();
+    local.refundPoints(name, resource); // nothing was sent: only the shared log counts what was
+    if (state.paceReady > now) {
+      // Other replicas spent the token's points: it waits here too, and another token (or a wait) follows.
+      local.holdPoints(name, resource, state.paceReady);
+      continue;
+    }
     // Units of the resource, or slots of the token, held by requests in flight come back soon.
     if (!heldByOthers(state.numbers, state.reservedAll, now)) {
       refused.add(name); // spent, paused or dead for every replica: try another token

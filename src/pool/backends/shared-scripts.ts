@@ -15,17 +15,21 @@
  *                            unlimited (1: no rate limit applies, every resource; state.ts)
  *   <prefix>{pool}:r:<name>  zset: reservation "<resource>|<id>" -> expiry (epoch ms); their count
  *                            is the per-token concurrency, those of one resource hold its quota
+ *   <prefix>{pool}:p:<kind>:<name>  zset: the points log of a budget (rest, graphql): "<points>|<id>" -> epoch ms
  *   <prefix>{pool}:replicas  zset: replica id -> heartbeat expiry (epoch ms)
  * A missing field reads as the placeholder of an unseen token (UNSEEN); a `dead` at or before now
  * reads as alive.
  */
 import { fallbackReset, RESET_GRACE_MS, UNSEEN, type Settlement } from '../rules/state.js';
 import type { Resource } from '../rules/resource.js';
+import { backgroundReserve, burstBudget, BURST_WINDOW_MS, chargeOf, LOG_SPAN_MS, type PaceKind } from '../rules/points.js';
 import type { TokenNumbers } from '../rules/types.js';
 
 export interface BudgetKeys {
   /** The token's numbers (hash). */
   token(name: string): string;
+  /** The token's points log in a budget (zset: "<points>|<id>" -> epoch ms). */
+  points(name: string, kind: PaceKind): string;
   /** The token's live reservations (zset: id -> expiry). */
   reservations(name: string): string;
   /** Live replicas (zset: id -> heartbeat expiry). */
@@ -34,7 +38,12 @@ export interface BudgetKeys {
 
 export function budgetKeys(prefix: string): BudgetKeys {
   const base = `${prefix}{pool}:`;
-  return { token: (name) => `${base}t:${name}`, reservations: (name) => `${base}r:${name}`, replicas: `${base}replicas` };
+  return {
+    token: (name) => `${base}t:${name}`,
+    points: (name, kind) => `${base}p:${kind}:${name}`,
+    reservations: (name) => `${base}r:${name}`,
+    replicas: `${base}replicas`,
+  };
 }
 
 /** The reservation member of a request in a resource: the resource first, so scripts count a resource's. */
@@ -73,21 +82,65 @@ end
 `;
 
 /**
+ * points.ts's `paceReadyAt` over a points log (zset: "<points>|<id>" -> epoch ms): `ready(log,
+ * points, limit, window, now)` is the earliest time the points fit under the limit in the window.
+ */
+const PACE = `
+local function ready(log, points, limit, window, now)
+  local from = now - window
+  local at, cost = {}, {}
+  local sum = 0
+  for i = 1, #log, 2 do
+    local t = tonumber(log[i + 1])
+    if t > from then
+      table.insert(at, t)
+      table.insert(cost, tonumber(string.match(log[i], '^([%d.]+)|')))
+      sum = sum + cost[#cost]
+    end
+  end
+  if sum + points <= limit then return now end
+  for i = 1, #at do
+    sum = sum - cost[i]
+    if sum + points <= limit then return at[i] + window end
+  end
+  return now + window
+end
+`;
+
+/**
  * Reserves one unit of a resource when state.ts's `canReserve` allows it, after dropping expired
  * reservations: the quota counts the resource's reservations (an unlimited token has no quota to
- * count), the per-token cap all of them.
- * KEYS: token hash, reservations. ARGV: now (ms), member, expiry (ms), per-token cap, reset grace (ms), resource.
+ * count), the per-token cap all of them. With pacing (a third key and ARGV 7 on), the token's
+ * points log must also take the request's points (points.ts); when it cannot, the reply's 11th
+ * field is when it will (epoch ms), else 0.
+ * KEYS: token hash, reservations[, points log of the budget]. ARGV: now (ms), member, expiry (ms),
+ * per-token cap, reset grace (ms), resource[, points, minute limit, burst limit, minute window
+ * (ms), burst window (ms)] (paceArgs).
  */
-export const RESERVE = `${STATE}
+export const RESERVE = `${STATE}${PACE}
 local now = tonumber(ARGV[1])
 local r = ARGV[6]
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 local s = state(0, KEYS[1], KEYS[2], r, now)
+s[11] = 0
 local limit, remaining, reset, paused, dead, mine, all, unlimited = s[2], s[3], s[4], s[5], s[6], s[8], s[9], s[10]
 if dead == 1 or paused > now then return s end
 local left = remaining
 if now >= reset * 1000 + tonumber(ARGV[5]) then left = limit end
 if all >= tonumber(ARGV[4]) or (unlimited ~= 1 and left - mine <= 0) then return s end
+local points = tonumber(ARGV[7] or '0')
+if KEYS[3] and points > 0 then
+  local minute, burst = tonumber(ARGV[10]), tonumber(ARGV[11])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - minute)
+  local log = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+  local at = math.max(ready(log, points, tonumber(ARGV[8]), minute, now), ready(log, points, tonumber(ARGV[9]), burst, now))
+  if at > now then
+    s[11] = at
+    return s
+  end
+  redis.call('ZADD', KEYS[3], now, points .. '|' .. ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], minute + 1000)
+end
 redis.call('ZADD', KEYS[2], tonumber(ARGV[3]), ARGV[2])
 s[1] = 1
 s[8] = mine + 1
@@ -192,15 +245,19 @@ export interface SharedState {
   readonly reserved: number;
   /** Live reservations on the token over every resource (they hold its concurrency). */
   readonly reservedAll: number;
+  /** RESERVE refused for want of points: when they are back (epoch ms); 0 otherwise. */
+  readonly paceReady: number;
 }
 
 export function decodeReply(reply: readonly number[]): SharedState {
   const [ok, limit, remaining, reset, paused, dead, known, reserved, reservedAll, unlimited] = reply as Reply;
+  const paceReady = reply[REPLY_LENGTH] ?? 0;
   return {
     granted: ok === 1,
     numbers: { limit, remaining, reset, pausedUntil: paused, dead: dead === 1, known: known === 1, unlimited: unlimited === 1 },
     reserved,
     reservedAll,
+    paceReady,
   };
 }
 
@@ -213,6 +270,22 @@ export function reserveArgs(
   resource: Resource = 'core',
 ): Array<string | number> {
   return [nowMs, member, expiryMs, perTokenCap, RESET_GRACE_MS, resource];
+}
+
+/**
+ * The pacing ARGV of RESERVE after reserveArgs' (none without pacing): the request's charge, the
+ * limits of both windows (background work leaves the reserve) and their lengths.
+ */
+export function paceArgs(points: number, perMinute: number | undefined, background: boolean): Array<string | number> {
+  if (perMinute === undefined) return [];
+  const burst = burstBudget(perMinute);
+  return [
+    chargeOf(points, perMinute),
+    background ? perMinute - backgroundReserve(perMinute) : perMinute,
+    background ? burst - backgroundReserve(burst) : burst,
+    LOG_SPAN_MS,
+    BURST_WINDOW_MS,
+  ];
 }
 
 /** ARGV of SETTLE for a settlement (state.ts) of reservation `member` ('' when nothing was reserved). */

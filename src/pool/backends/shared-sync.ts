@@ -27,7 +27,7 @@ import { RESOURCES, type Resource } from '../rules/resource.js';
 import type { LocalTokenPool, RateObservation } from '../rules/types.js';
 
 interface BudgetCommands {
-  etagereReserve(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
+  etagereReserve(tokenKey: string, reservationsKey: string, pointsKey: string, ...args: Array<string | number>): Promise<Reply>;
   etagereSettle(tokenKey: string, reservationsKey: string, ...args: Array<string | number>): Promise<Reply>;
   etagereHeartbeat(replicasKey: string, ...args: Array<string | number>): Promise<number>;
   etagereRead(numKeys: number, ...keysAndArgs: Array<string | number>): Promise<number[]>;
@@ -36,7 +36,7 @@ interface BudgetCommands {
 export function define(client: RedisClient): RedisClient & BudgetCommands {
   const withCommands = client as RedisClient & Partial<BudgetCommands>;
   if (withCommands.etagereReserve === undefined) {
-    client.defineCommand('etagereReserve', { numberOfKeys: 2, lua: RESERVE });
+    client.defineCommand('etagereReserve', { numberOfKeys: 3, lua: RESERVE });
     client.defineCommand('etagereSettle', { numberOfKeys: 2, lua: SETTLE });
     client.defineCommand('etagereHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
     client.defineCommand('etagereRead', { lua: READ });
@@ -52,6 +52,8 @@ export interface SharedBudgetSettings {
   heartbeatMs?: number;
   /** How long a request may wait for other replicas' reservations to come back. */
   queueTimeoutMs: number;
+  /** Secondary-limit points per minute of each token (PoolSettings.points); absent: no pacing. */
+  points?: { readonly rest: number; readonly graphql: number } | undefined;
 }
 
 /** How often a replica asks Redis again during an outage (the heartbeat), to rejoin the shared budget soon after it answers. */

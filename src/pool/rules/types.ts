@@ -9,6 +9,7 @@
 
 import type { ConsumerRefusal, Unavailable } from '../../http/errors.js';
 import type { Resource } from './resource.js';
+import type { PaceKind } from './points.js';
 
 export type { ConsumerRefusal, Unavailable };
 import type { ScopeAgreement, ScopesFrom } from './scopes.js';
@@ -118,7 +119,12 @@ export interface AcquireOptions {
   consumer?: string | undefined;
   /** That consumer's weight (default 1). */
   weight?: number | undefined;
-  /** Background work (a cache refresh ahead of expiry), not a client waiting: the pool may serve client requests first (not yet used). */
+  /** The request's secondary-limit points (points.ts `pointsOf`); default 1 (a read). */
+  points?: number | undefined;
+  /**
+   * Background work (refresh-ahead, stale-while-revalidate): it spends only points clients leave
+   * (points.ts `backgroundReserve`), never waits in the queue, and goes after waiting clients.
+   */
   background?: boolean | undefined;
 }
 
@@ -185,7 +191,9 @@ export interface PoolEvents {
   revived?(name: string): void;
   exhausted?(name: string, reset: number, resource?: Resource): void;
   secondary?(name: string, pauseMs: number): void;
-  rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full'): void;
+  rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full' | 'paced' | 'background'): void;
+  /** A request was sent on the token: the secondary-limit points it spent in a budget (points.ts). */
+  spent?(name: string, kind: PaceKind, points: number): void;
   queued?(waitedSeconds: number): void;
   /**
    * The members' reported OAuth scopes began or stopped to differ, or differ in another way
@@ -201,6 +209,8 @@ export interface PoolSettings {
   maxConcurrency: number;
   queueTimeoutMs: number;
   maxQueue: number;
+  /** Secondary-limit points per minute of each token (pool.points_per_minute, pool.graphql_points_per_minute); absent: no pacing. */
+  points?: { readonly rest: number; readonly graphql: number } | undefined;
   /** Consumer keys on: each consumer's weight; max_queue is then split among them (fair-share.ts `queueBounds`). */
   consumerWeights?: ReadonlyMap<string, number> | undefined;
   events?: PoolEvents;
@@ -314,4 +324,8 @@ export interface LocalTokenPool extends MemberPool {
   endAllowances(): void;
   /** Requests in flight on the token from this process (in one resource when given). */
   inFlight(name: string, resource?: Resource): number;
+  /** The shared budget found the token's points in the resource's budget spent until `until` (epoch ms): it waits until then. */
+  holdPoints(name: string, resource: Resource, until: number): void;
+  /** The shared budget refused a lease just taken on the token: the points it spent here come back. */
+  refundPoints(name: string, resource: Resource): void;
 }

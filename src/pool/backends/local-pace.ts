@@ -1,0 +1,84 @@
+/**
+ * The in-process pool's side of pacing (points.ts has the rule): each token's log of what this
+ * process sent per points budget, how it makes a token wait (a token short of points looks paused
+ * until they are back, so choice, waiting and Retry-After work as for a secondary-limit pause),
+ * and the hold the shared budget puts on a token whose points other replicas spent.
+ */
+import { paceReadyAt, pointsOf, pruneLog, chargeOf, type PaceKind } from '../rules/points.js';
+import type { Resource } from '../rules/resource.js';
+import type { AcquireOptions, TokenState } from '../rules/types.js';
+import type { Token } from './local-token.js';
+
+/** Points budgets per minute of every token; absent: no pacing. */
+export interface PaceBudgets {
+  readonly rest: number;
+  readonly graphql: number;
+}
+
+/** GraphQL calls spend the GraphQL budget; every other resource is REST's. */
+export function paceKindOf(resource: Resource): PaceKind {
+  return resource === 'graphql' ? 'graphql' : 'rest';
+}
+
+/** This process's budget of a kind: the whole, or its share while the shared budget is out of reach. */
+export function budgetOf(budgets: PaceBudgets | undefined, kind: PaceKind, share: number): number | undefined {
+  if (budgets === undefined) return undefined;
+  return Math.max(1, Math.floor(budgets[kind] * share));
+}
+
+/** The points a request costs (AcquireOptions.points, else a read's). */
+export function pointsOfRequest(opts: AcquireOptions): number {
+  return opts.points !== undefined && Number.isFinite(opts.points) && opts.points > 0 ? opts.points : pointsOf('GET');
+}
+
+/** When the token may send `points` more in `kind` (epoch ms, `at` when now). */
+export function readyAt(token: Token, kind: PaceKind, budget: number, points: number, at: number, background: boolean): number {
+  const log = token.pace.get(kind) ?? [];
+  return Math.max(paceReadyAt(log, points, budget, at, background), token.paceHold.get(kind) ?? 0);
+}
+
+/** The token as choice sees it: paused until its points are back, when they are short now. */
+export function paced(state: TokenState, ready: number, at: number): TokenState {
+  return ready > at && ready > state.pausedUntil ? { ...state, pausedUntil: ready } : state;
+}
+
+/** Records a request sent on the token (its charge under `budget`). */
+export function spend(token: Token, kind: PaceKind, points: number, budget: number, at: number): number {
+  const charge = chargeOf(points, budget);
+  const log = pruneLog(token.pace.get(kind) ?? [], at);
+  log.push({ at, points: charge });
+  token.pace.set(kind, log);
+  return charge;
+}
+
+/** A lease spent nothing after all (the shared budget refused it): its entry, the latest, leaves the log. */
+export function refund(token: Token, kind: PaceKind): void {
+  token.pace.get(kind)?.pop();
+}
+
+/** The shared budget refused the token's points until `until`: it waits here too. */
+export function holdPace(token: Token, kind: PaceKind, until: number): void {
+  token.paceHold.set(kind, Math.max(token.paceHold.get(kind) ?? 0, until));
+}
+
+/**
+ * When points are what holds the request (every live token not excluded is short of them): the
+ * earliest time one gets them back. Undefined when a token has points (or none is live).
+ */
+export function pacedUntil(
+  tokens: readonly Token[],
+  opts: AcquireOptions,
+  budget: number | undefined,
+  kind: PaceKind,
+  at: number,
+): number | undefined {
+  if (budget === undefined) return undefined;
+  let earliest: number | undefined;
+  for (const token of tokens) {
+    if (token.dead || opts.exclude?.has(token.name) === true) continue;
+    const ready = readyAt(token, kind, budget, pointsOfRequest(opts), at, opts.background === true);
+    if (ready <= at) return undefined;
+    if (earliest === undefined || ready < earliest) earliest = ready;
+  }
+  return earliest;
+}
