@@ -2,12 +2,16 @@
  * Fetches a response for the cache: the body is buffered up to a cap so it can be stored.
  * A body that outgrows the cap is handed back as what was read so far plus the rest of the
  * stream, for the caller to pass through uncached. A body cut short never becomes a response.
+ * A GET or HEAD that fails in transit is sent again as the upstream's retry state decides
+ * (retries.ts); the token pool runs its own attempts (`fetchAttempt`) to count each on a lease.
  */
 import type { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import { ownedConcat } from '../platform/owned-bytes.js';
 import type { UpstreamFailure } from '../http/errors.js';
-import { classifyUpstreamError, type UpstreamClient } from './client.js';
+import { classifyUpstreamError, transitOfThrown, type UpstreamClient } from './client.js';
+import { transitOfStatus, type TransitReason } from './retry-rules.js';
 
 export type UpstreamHeaders = Dispatcher.ResponseData['headers'];
 
@@ -22,19 +26,42 @@ export type Fetched =
       responseTime: number;
     }
   | { kind: 'too-large'; status: number; headers: UpstreamHeaders; head: Buffer[]; rest: Readable }
-  | { kind: 'failed'; failure: UpstreamFailure };
+  /** `transit`: it failed before any response byte, and may be retried for that reason. */
+  | { kind: 'failed'; failure: UpstreamFailure; transit?: TransitReason };
 
-export async function fetchBuffered(
-  client: UpstreamClient,
-  req: { method: 'GET' | 'HEAD' | 'POST'; path: string; headers: Record<string, string | string[]>; body?: Buffer },
-  maxBytes: number,
-): Promise<Fetched> {
+export interface UpstreamRequest {
+  method: 'GET' | 'HEAD' | 'POST';
+  path: string;
+  headers: Record<string, string | string[]>;
+  body?: Buffer;
+}
+
+/** The transit failure an attempt ended with (a retry may help), or undefined. */
+export function transitOf(fetched: Fetched): TransitReason | undefined {
+  if (fetched.kind === 'failed') return fetched.transit;
+  return fetched.kind === 'response' ? transitOfStatus(fetched.status, fetched.headers['retry-after']) : undefined;
+}
+
+/** `fetchAttempt`, sent again after a transit failure while the client's retry state allows. */
+export async function fetchBuffered(client: UpstreamClient, req: UpstreamRequest, maxBytes: number): Promise<Fetched> {
+  for (let retried = 0; ; retried++) {
+    const fetched = await fetchAttempt(client, req, maxBytes, retried > 0);
+    const next = client.retries.decide(req.method, retried, transitOf(fetched));
+    if (next.kind === 'stop') return fetched;
+    await delay(next.delayMs);
+  }
+}
+
+/** One upstream request; `retry`: on the retry pool (a connection other than the failed one). */
+export async function fetchAttempt(client: UpstreamClient, req: UpstreamRequest, maxBytes: number, retry = false): Promise<Fetched> {
   const requestTime = Date.now();
   let res: Dispatcher.ResponseData;
   try {
-    res = await client.request(req);
+    res = await client.request(retry ? { ...req, retry } : req);
   } catch (err) {
-    return { kind: 'failed', failure: classifyUpstreamError(err) };
+    const transit = transitOfThrown(err);
+    const failure = classifyUpstreamError(err);
+    return transit === undefined ? { kind: 'failed', failure } : { kind: 'failed', failure, transit };
   }
   const responseTime = Date.now();
   const declared = Number(res.headers['content-length']);

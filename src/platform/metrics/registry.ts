@@ -33,6 +33,7 @@ type Observed =
   | 'consumerRequests'
   | 'consumerRejections'
   | 'graphqlRefused'
+  | 'upstreamRetries'
   | 'consumerHits'
   | 'consumerUpstreamRequests'
   | 'consumerQuotaSpent'
@@ -103,6 +104,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     consumerRequests: built.consumerRequests,
     consumerRejections: built.consumerRejections,
     graphqlRefused: built.graphqlRefused,
+    upstreamRetries: built.upstreamRetries,
     consumerHits: built.consumerHits,
     consumerUpstreamRequests: built.consumerUpstreamRequests,
     consumerQuotaSpent: built.consumerQuotaSpent,
