@@ -14,6 +14,7 @@
  *   npm run bench:quota [-- --minutes N] [--smoke] [--minute-ms MS] [--rate N] [--seed N] [--json FILE]
  *   npm run bench:quota -- --rotation [--entries N] [--rotations N] [--options none,replace,...] [--smoke]
  *     the quota cost of token rotation instead (bench/rotation.ts)
+ *   npm run bench:quota -- --retries [--smoke] [--seed N]   retries in transit under resets (bench/retries.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
@@ -50,6 +51,7 @@ import {
   type RotationOption,
   type RotationSettings,
 } from './rotation.js';
+import { runRetriesCli } from './retries.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 
 export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'etagere-webhooks' | 'direct-no-cache' | 'direct-etag';
@@ -680,10 +682,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       entries: { type: 'string' },
       rotations: { type: 'string' },
       options: { type: 'string' },
+      retries: { type: 'boolean', default: false },
     },
     strict: true,
   });
   const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
   if (values.rotation) runRotation(values, num);
+  else if (values.retries) runRetriesCli(values);
   else runQuota(values, num);
 }
