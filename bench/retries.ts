@@ -176,7 +176,9 @@ export function runRetriesCli(values: Flags): void {
       if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
       const failures = retriesGoalFailures(results);
       const verdict = failures.length > 0 ? `retries: goals not met:\n  ${failures.join('\n  ')}\n` : 'retries: goals met\n';
-      process.stdout.write(`${formatRetries(results)}\n${verdict}`, () => process.exit(values.smoke === true && failures.length > 0 ? 1 : 0));
+      process.stdout.write(`${formatRetries(results)}\n${verdict}`, () =>
+        process.exit(values.smoke === true && failures.length > 0 ? 1 : 0),
+      );
     },
     (err: unknown) => {
       process.stderr.write(`retries: ${(err as Error).stack ?? String(err)}\n`);

@@ -39,7 +39,7 @@ export interface UpstreamRequest {
 /** The transit failure an attempt ended with (a retry may help), or undefined. */
 export function transitOf(fetched: Fetched): TransitReason | undefined {
   if (fetched.kind === 'failed') return fetched.transit;
-  return fetched.kind === 'response' ? transitOfStatus(fetched.status, fetched.headers['retry-after']) : undefined;
+  return fetched.kind === 'response' ? transitOfStatus(fetched.status, fetched.headers) : undefined;
 }
 
 /** `fetchAttempt`, sent again after a transit failure while the client's retry state allows. */

@@ -31,13 +31,23 @@ export function transitOfError(code: string): TransitReason | undefined {
   return Object.hasOwn(ERROR_REASONS, code) ? ERROR_REASONS[code] : undefined;
 }
 
+/** The response headers the status rule reads. */
+export type StatusHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** Cache-Control freshness directives: an answer that carries one was meant to be kept. */
+const EXPLICIT_FRESHNESS = /(?:^|[\s,])(?:max-age|s-maxage)\s*=/i;
+
 /**
  * The retry reason of an answer's status: a 502, 503 or 504 without Retry-After (with one, the
- * upstream said when to come back, and the client hears it). Rate-limit answers (403, 429) are
- * never a transit failure: the token pool deals with them (src/pool/rules/rate-limit.ts).
+ * upstream said when to come back, and the client hears it) nor explicit freshness (Cache-Control
+ * max-age or s-maxage, Expires: a deliberate answer, to be cached as it is). Rate-limit answers
+ * (403, 429) are never a transit failure: the token pool deals with them (src/pool/rules/rate-limit.ts).
  */
-export function transitOfStatus(status: number, retryAfter: string | string[] | undefined): TransitReason | undefined {
-  if (retryAfter !== undefined) return undefined;
+export function transitOfStatus(status: number, headers: StatusHeaders): TransitReason | undefined {
+  if (status !== 502 && status !== 503 && status !== 504) return undefined;
+  if (headers['retry-after'] !== undefined || headers.expires !== undefined) return undefined;
+  const cacheControl = headers['cache-control'];
+  if (cacheControl !== undefined && EXPLICIT_FRESHNESS.test(String(cacheControl))) return undefined;
   if (status === 502) return 'status_502';
   if (status === 503) return 'status_503';
   if (status === 504) return 'status_504';
@@ -53,8 +63,8 @@ export const BACKOFF_MAX_MS = 250;
 
 /** The backoff for a uniform `random` in [0, 1): within [BACKOFF_MIN_MS, BACKOFF_MAX_MS). */
 export function backoffMs(random: number): number {
-  const r = Number.isFinite(random) ? Math.min(Math.max(random, 0), 0.999_999) : 0;
-  return Math.floor(BACKOFF_MIN_MS + r * (BACKOFF_MAX_MS - BACKOFF_MIN_MS));
+  const draw = Number.isFinite(random) ? Math.min(Math.max(random, 0), 0.999_999) : 0;
+  return Math.floor(BACKOFF_MIN_MS + draw * (BACKOFF_MAX_MS - BACKOFF_MIN_MS));
 }
 
 /**
@@ -87,7 +97,13 @@ export function rolled(state: BudgetState, now: number, settings: BudgetSettings
   if (elapsed < settings.windowMs) return state;
   // One window on: the current becomes the previous; more than one: both are past.
   if (elapsed < 2 * settings.windowMs)
-    return { windowStart: state.windowStart + settings.windowMs, requests: 0, retries: 0, prevRequests: state.requests, prevRetries: state.retries };
+    return {
+      windowStart: state.windowStart + settings.windowMs,
+      requests: 0,
+      retries: 0,
+      prevRequests: state.requests,
+      prevRetries: state.retries,
+    };
   return emptyBudget(now);
 }
 

@@ -29,28 +29,40 @@ describe('which upstream failures are retried', () => {
     expect(transitOfError(code)).toBe(reason);
   });
 
-  it.each(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_ABORTED', 'UND_ERR_DESTROYED', 'UND_ERR_CLOSED', 'ENOTFOUND', 'error', 'toString', '__proto__'])(
-    'an error after bytes came, or not about transit (%s), is not retried',
-    (code) => {
-      expect(transitOfError(code)).toBeUndefined();
-    },
-  );
+  it.each([
+    'UND_ERR_BODY_TIMEOUT',
+    'UND_ERR_ABORTED',
+    'UND_ERR_DESTROYED',
+    'UND_ERR_CLOSED',
+    'ENOTFOUND',
+    'error',
+    'toString',
+    '__proto__',
+  ])('an error after bytes came, or not about transit (%s), is not retried', (code) => {
+    expect(transitOfError(code)).toBeUndefined();
+  });
 
   it('502, 503 and 504 without Retry-After are retried; with it, or any other status, not', () => {
-    expect(transitOfStatus(502, undefined)).toBe('status_502');
-    expect(transitOfStatus(503, undefined)).toBe('status_503');
-    expect(transitOfStatus(504, undefined)).toBe('status_504');
-    expect(transitOfStatus(503, '30')).toBeUndefined();
-    expect(transitOfStatus(502, ['1'])).toBeUndefined();
-    for (const status of [200, 304, 401, 403, 404, 429, 500, 501, 505]) expect(transitOfStatus(status, undefined)).toBeUndefined();
+    expect(transitOfStatus(502, {})).toBe('status_502');
+    expect(transitOfStatus(503, { 'cache-control': 'no-cache' })).toBe('status_503');
+    expect(transitOfStatus(504, {})).toBe('status_504');
+    expect(transitOfStatus(503, { 'retry-after': '30' })).toBeUndefined();
+    expect(transitOfStatus(502, { 'retry-after': ['1'] })).toBeUndefined();
+    for (const status of [200, 304, 401, 403, 404, 429, 500, 501, 505]) expect(transitOfStatus(status, {})).toBeUndefined();
+  });
+
+  it('a 5xx with explicit freshness is a deliberate answer, not retried', () => {
+    expect(transitOfStatus(503, { 'cache-control': 'max-age=3600' })).toBeUndefined();
+    expect(transitOfStatus(503, { 'cache-control': 'public, S-MaxAge=60' })).toBeUndefined();
+    expect(transitOfStatus(502, { expires: 'Thu, 01 Jan 2099 00:00:00 GMT' })).toBeUndefined();
   });
 });
 
 describe('backoff before a retry', () => {
   it('is always within 50-250 ms, whatever the random draw', () => {
     fc.assert(
-      fc.property(fc.double({ noNaN: false }), (r) => {
-        const ms = backoffMs(r);
+      fc.property(fc.double({ noNaN: false }), (draw) => {
+        const ms = backoffMs(draw);
         return ms >= BACKOFF_MIN_MS && ms < BACKOFF_MAX_MS;
       }),
     );
@@ -88,22 +100,27 @@ describe('retry budget', () => {
   });
 
   it('forgets the past: half a window on, the last window counts half; two windows on, nothing', () => {
-    const w = RETRY_BUDGET.windowMs;
+    const windowMs = RETRY_BUDGET.windowMs;
     const full = fill(100, 10); // the budget is spent
     expect(budgetAllows(full, 0)).toBe(false);
-    const later = rolled(full, w + w / 2);
+    const later = rolled(full, windowMs * 1.5);
     expect(later).toMatchObject({ requests: 0, retries: 0, prevRequests: 110, prevRetries: 10 });
     // Weighted by the overlap: 50 first attempts and 5 retries in the window: the minimum of 3 is spent, 10 % of 50 too.
-    expect(budgetAllows(later, w + w / 2)).toBe(false);
-    expect(rolled(full, 3 * w)).toEqual(emptyBudget(3 * w));
-    expect(budgetAllows(rolled(full, 3 * w), 3 * w)).toBe(true);
+    expect(budgetAllows(later, windowMs * 1.5)).toBe(false);
+    expect(rolled(full, 3 * windowMs)).toEqual(emptyBudget(3 * windowMs));
+    expect(budgetAllows(rolled(full, 3 * windowMs), 3 * windowMs)).toBe(true);
   });
 });
 
 describe('retry decisions of an upstream client', () => {
   const make = (max: number) => {
     const seen: Array<[TransitReason, RetryOutcome]> = [];
-    const retries = new Retries(max, (reason, outcome) => seen.push([reason, outcome]), () => 0, () => 0.5);
+    const retries = new Retries(
+      max,
+      (reason, outcome) => seen.push([reason, outcome]),
+      () => 0,
+      () => 0.5,
+    );
     return { retries, seen };
   };
 

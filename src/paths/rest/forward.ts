@@ -72,7 +72,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
       let got: Sent;
       try {
         const up = await client.request({ method: ctx.method, path: ctx.path, headers, retry: retried > 0 });
-        got = { up, sentAt, transit: transitOfStatus(up.statusCode, up.headers['retry-after']) };
+        got = { up, sentAt, transit: transitOfStatus(up.statusCode, up.headers) };
       } catch (err) {
         got = { err, transit: transitOfThrown(err) };
       }
