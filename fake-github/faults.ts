@@ -149,7 +149,7 @@ export function faultSeed(body: Record<string, unknown>): number | undefined {
 }
 
 /** mulberry32: a small seeded PRNG with floats in [0, 1), so that a seeded run rolls the same dice. */
-function seeded(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -193,7 +193,7 @@ export class Faults {
   /** Replaces the rules; with `seed`, the dice are rolled from it (the same requests, the same faults). */
   set(rules: FaultRule[], seed?: number): void {
     this.rules = rules.map((r) => ({ ...r, injected: 0 }));
-    this.roll = seed === undefined ? this.random : seeded(seed);
+    this.roll = seed === undefined ? this.random : mulberry32(seed);
   }
 
   clear(): void {
