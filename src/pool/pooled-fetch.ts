@@ -19,7 +19,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { UpstreamClient } from '../upstream/client.js';
-import { fetchAttempt, fetchBuffered, transitOf, type Fetched } from '../upstream/fetch.js';
+import { fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
 import { headerReader } from '../http/headers/value.js';
 import type { PoolHeaders } from './rules/pool-headers.js';
 import { retryable, unauthorizedKind } from './rules/rate-limit.js';
@@ -62,11 +62,7 @@ export type PooledFetched =
 /** At most this many tokens are tried for one request. */
 export const MAX_TOKEN_ATTEMPTS = 3;
 
-interface Req {
-  method: 'GET' | 'HEAD' | 'POST';
-  path: string;
-  headers: Record<string, string | string[]>;
-  body?: Buffer;
+interface Req extends UpstreamRequest {
   /**
    * The status an answer counts as for its token, when its status alone does not say (GraphQL: a
    * 200 whose errors say RATE_LIMITED counts as a 429, src/pool/rules/graphql-rate-limit.ts).
@@ -182,7 +178,7 @@ async function onTokens(
     const fetched = await fetchAttempt(client, { ...req, headers }, maxBytes, retried > 0);
     const switched = prefer !== undefined && lease.name !== prefer;
     const on = { token: lease.name, credential, switched };
-    const again = client.retries.decide(req.method, retried, transitOf(fetched));
+    const again = nextAttempt(client, req, retried, fetched);
     if (fetched.kind === 'failed') lease.cancel();
     if (again.kind === 'retry') {
       if (fetched.kind !== 'failed') lease.settle(fetched.status, headerReader(fetched.headers), undefined);

@@ -11,6 +11,7 @@ import type { Dispatcher } from 'undici';
 import { ownedConcat } from '../platform/owned-bytes.js';
 import type { UpstreamFailure } from '../http/errors.js';
 import { classifyUpstreamError, transitOfThrown, type UpstreamClient } from './client.js';
+import type { RetryDecision } from './retries.js';
 import { transitOfStatus, type TransitReason } from './retry-rules.js';
 
 export type UpstreamHeaders = Dispatcher.ResponseData['headers'];
@@ -34,6 +35,13 @@ export interface UpstreamRequest {
   path: string;
   headers: Record<string, string | string[]>;
   body?: Buffer;
+  /** Whether the client left before it was answered: then a failure is not retried. */
+  abandoned?: () => boolean;
+}
+
+/** What follows an attempt: a retry after a transit failure while the client waits and the retry state allows, or nothing. */
+export function nextAttempt(client: UpstreamClient, req: UpstreamRequest, retried: number, fetched: Fetched): RetryDecision {
+  return req.abandoned?.() === true ? { kind: 'stop' } : client.retries.decide(req.method, retried, transitOf(fetched));
 }
 
 /** The transit failure an attempt ended with (a retry may help), or undefined. */
@@ -46,7 +54,7 @@ export function transitOf(fetched: Fetched): TransitReason | undefined {
 export async function fetchBuffered(client: UpstreamClient, req: UpstreamRequest, maxBytes: number): Promise<Fetched> {
   for (let retried = 0; ; retried++) {
     const fetched = await fetchAttempt(client, req, maxBytes, retried > 0);
-    const next = client.retries.decide(req.method, retried, transitOf(fetched));
+    const next = nextAttempt(client, req, retried, fetched);
     if (next.kind === 'stop') return fetched;
     await delay(next.delayMs);
   }

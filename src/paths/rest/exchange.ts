@@ -67,6 +67,8 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       path: ctx.path,
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
+      // The client left unanswered: no retry (a background refresh answered it already, and retries).
+      abandoned: () => ctx.res.destroyed && !ctx.res.writableEnded,
       ...(mode === 'last_modified' ? { valueId } : {}),
     };
     const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));

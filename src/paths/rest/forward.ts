@@ -118,7 +118,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     tokens: PoolContext,
     coding: CodingForward | undefined,
   ): Promise<Reply> => {
-    const request = { method: ctx.method, path: ctx.path, headers };
+    const request = { method: ctx.method, path: ctx.path, headers, abandoned: () => ctx.res.destroyed };
     const consumer = consumerOf(tokens, ctx.cred);
     const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, coding?.prefer, consumer);
     const headersOf = tokens.headers.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath));
