@@ -17,6 +17,7 @@
  *   npm run bench:quota -- --pacing [--budget N] [--seconds N] [--smoke]
  *     pacing under GitHub's secondary limits instead (bench/pacing.ts)
  *   npm run bench:quota -- --hot-set [--seconds N] [--smoke]: refresh ahead on a hot set (bench/hot-set.ts)
+ *   npm run bench:quota -- --retries [--smoke] [--seed N]   retries in transit under resets (bench/retries.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
@@ -54,6 +55,7 @@ import {
   type RotationSettings,
 } from './rotation.js';
 import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
+import { runRetriesCli } from './retries.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings } from './pacing.js';
 
@@ -730,6 +732,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       options: { type: 'string' },
       pacing: { type: 'boolean', default: false },
       budget: { type: 'string' },
+      retries: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -737,5 +740,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   if (values['hot-set']) runHotSet(values, num);
   else if (values.rotation) runRotation(values, num);
   else if (values.pacing) runPacing(values, num);
+  else if (values.retries) runRetriesCli(values);
   else runQuota(values, num);
 }

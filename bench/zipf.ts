@@ -3,17 +3,10 @@
  * The same seed always yields the same sequence, so runs are comparable.
  */
 
-/** mulberry32: a tiny seeded PRNG returning floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = state;
-    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../fake-github/faults.js';
+
+/** mulberry32: a tiny seeded PRNG returning floats in [0, 1) (the fake's, whose fault dice use it). */
+export { mulberry32 };
 
 /** Returns a sampler of ranks 1..rankCount with P(k) proportional to 1 / k^exponent (inverse CDF, binary search). */
 export function zipfSampler(rankCount: number, exponent: number, random: () => number): () => number {

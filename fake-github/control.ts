@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { appControl } from './app-control.js';
 import { apiPathOf } from './base-path.js';
 import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
-import { FaultSpecError, parseFaultRules } from './faults.js';
+import { faultSeed, FaultSpecError, parseFaultRules } from './faults.js';
 import { MAX_BLOB_BYTES } from './blobs.js';
 import { JSON_TYPE } from './headers.js';
 import { RenameError, renameRepo } from './rename.js';
@@ -180,7 +180,7 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
         if (req.method === 'POST') {
           const body = await readJsonObject(req, false);
           try {
-            state.faults.set(parseFaultRules(body));
+            state.faults.set(parseFaultRules(body), faultSeed(body));
           } catch (err) {
             if (err instanceof FaultSpecError) throw new HttpError(400, err.message);
             throw err;

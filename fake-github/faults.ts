@@ -1,7 +1,7 @@
 /**
  * Fault injection: the fake misbehaves the way real upstreams and networks do, on purpose.
  *
- *   POST   /__fake/faults  {"faults": [rule, ...]}   replaces the active rules
+ *   POST   /__fake/faults  {"faults": [rule, ...], "seed"?: N}   replaces the active rules (seed: reproducible dice)
  *   GET    /__fake/faults                            {"faults": [...rules with their "injected" counts]}
  *   DELETE /__fake/faults                            clears them (so does POST /__fake/reset)
  *
@@ -12,7 +12,7 @@
  *
  * Two families:
  * - early kinds answer instead of the API, spend no quota and are not counted in stats:
- *   refuse, reset-headers, slow-headers (then the request is answered normally), status, huge;
+ *   refuse, reset, reset-headers, slow-headers (then the request is answered normally), status, huge;
  * - body kinds corrupt the real answer on the wire (it is computed, counted and spends quota as
  *   usual, but as if unconditional, so there is always a body to cut): reset-body, truncate,
  *   slow-body, bad-json, bad-gzip.
@@ -25,6 +25,7 @@ import { CACHE_PUBLIC, errorJson, JSON_TYPE, nextRequestId, VARY } from './heade
 
 export const FAULT_KINDS = [
   'refuse',
+  'reset',
   'reset-headers',
   'reset-body',
   'truncate',
@@ -131,15 +132,32 @@ export function parseFaultRule(value: unknown, where = 'fault'): FaultRule {
   return { kind, path, rate, count: count ?? null, ms, status, bytes, injected: 0 };
 }
 
-/** The rules of a `POST /__fake/faults` body: `{"faults": [rule, ...]}`. */
+/** The rules of a `POST /__fake/faults` body: `{"faults": [rule, ...], "seed"?: N}` (faultSeed reads the seed). */
 export function parseFaultRules(body: Record<string, unknown>): FaultRule[] {
   for (const key of Object.keys(body)) {
-    if (key !== 'faults') throw new FaultSpecError(`Unknown field "${key}" (allowed: faults)`);
+    if (key !== 'faults' && key !== 'seed') throw new FaultSpecError(`Unknown field "${key}" (allowed: faults, seed)`);
   }
   const list = body.faults;
   if (!Array.isArray(list)) throw new FaultSpecError('"faults" must be an array of rules');
   if (list.length > MAX_RULES) throw new FaultSpecError(`at most ${MAX_RULES} fault rules`);
   return list.map((r, i) => parseFaultRule(r, `faults[${i}]`));
+}
+
+/** The `seed` of a `POST /__fake/faults` body (an integer from 0 to 2^32 - 1), or undefined. */
+export function faultSeed(body: Record<string, unknown>): number | undefined {
+  return intIn(body, 'seed', 0, 0xffff_ffff, 'faults');
+}
+
+/** mulberry32: a small seeded PRNG with floats in [0, 1), so that a seeded run rolls the same dice. */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = state;
+    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 /**
@@ -166,11 +184,16 @@ export function parseFaultSpec(spec: string): FaultRuleInput[] {
 /** The active rules of one fake. */
 export class Faults {
   private rules: FaultRule[] = [];
+  private roll: () => number;
 
-  constructor(private readonly random: () => number = Math.random) {}
+  constructor(private readonly random: () => number = Math.random) {
+    this.roll = random;
+  }
 
-  set(rules: FaultRule[]): void {
+  /** Replaces the rules; with `seed`, the dice are rolled from it (the same requests, the same faults). */
+  set(rules: FaultRule[], seed?: number): void {
     this.rules = rules.map((r) => ({ ...r, injected: 0 }));
+    this.roll = seed === undefined ? this.random : mulberry32(seed);
   }
 
   clear(): void {
@@ -181,7 +204,7 @@ export class Faults {
   pick(path: string): FaultRule | null {
     const rules = this.rules;
     if (rules.length === 0) return null;
-    const roll = this.random();
+    const roll = this.roll();
     let cumulative = 0;
     for (const rule of rules) {
       if (!path.startsWith(rule.path) || (rule.count !== null && rule.injected >= rule.count)) continue;
@@ -285,6 +308,10 @@ export function injectEarly(rule: FaultRule, req: IncomingMessage, res: ServerRe
   switch (rule.kind) {
     case 'refuse':
       socket.destroy();
+      return;
+    case 'reset':
+      // A TCP reset before any byte of the answer (the connection, not just the request, is lost).
+      socket.resetAndDestroy();
       return;
     case 'reset-headers':
       // A status line and some headers, never the blank line that ends them.

@@ -153,8 +153,8 @@ ${columns([
   ...fakeUpstreamFlags.map((flag) => [`${flag.flag} ${placeholder(flag.flag)}`.trimEnd(), flag.description] as const),
   ['-h, --help', 'this help'],
 ])}
-  fault kinds: refuse, reset-headers, reset-body, truncate, slow-headers, slow-body, status,
-  bad-json, huge; more rules through POST /__fake/faults
+  fault kinds: refuse, reset, reset-headers, reset-body, truncate, slow-headers, slow-body,
+  status, bad-json, bad-gzip, huge; more rules (and a seed) through POST /__fake/faults
 `;
 
 /** `etagere <command> --help`. */

@@ -153,6 +153,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       config.cache.max_entry_bytes,
       config.webhooks.owners,
       tracing,
+      (reason, outcome) => metrics.upstreamRetries.inc({ upstream: cfg.name, reason, outcome }),
     ),
   );
   // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.

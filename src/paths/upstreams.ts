@@ -3,6 +3,7 @@ import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { UpstreamPolicy } from '../cache/rules/policy.js';
 import { createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
 import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
+import type { RetryObserver } from '../upstream/retries.js';
 import { PublicAddresses, type LinkSettings } from '../http/representation/public-addresses.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
 import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
@@ -48,8 +49,9 @@ export function createUpstreamRuntime(
   maxEntryBytes = Number.MAX_SAFE_INTEGER,
   webhookOwners: readonly string[] = [],
   tracing: Tracing = NO_TRACING,
+  onRetry?: RetryObserver,
 ): UpstreamRuntime {
-  const client = createUpstreamClient(cfg, tracing);
+  const client = createUpstreamClient(cfg, tracing, onRetry);
   const route = { stripPrefix: cfg.strip_prefix, prefix: cfg.prefix };
   const addresses = new PublicAddresses(links, client.origin + client.basePrefix, route, rewritesBodyUrls(cfg));
   const maxDecodedBytes = forms.maxDecodedBytes ?? maxEntryBytes;

@@ -9,14 +9,17 @@
  * request is tried on another; otherwise the 401 is about the request and goes to the client as
  * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
  * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
- * it is a plain `fetchBuffered`.
+ * it is a plain `fetchBuffered`. A transit failure (src/upstream/retry-rules.ts) is sent again, as the
+ * upstream's retry state decides, on a new lease (a new upstream request for the pool and the
+ * consumer's share; the same token may serve it: a transit failure says nothing about the token).
  *
  * Headers that depend on the token (a revalidation's validators) come as data (`TokenHeaders`), and
  * the result says which token, and which value of it (by a keyed id the caller gives), the answer
  * came from: no callback sets anything aside.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import type { UpstreamClient } from '../upstream/client.js';
-import { fetchBuffered, type Fetched } from '../upstream/fetch.js';
+import { fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
 import { headerReader } from '../http/headers/value.js';
 import type { PoolHeaders } from './rules/pool-headers.js';
 import { retryable, unauthorizedKind } from './rules/rate-limit.js';
@@ -61,11 +64,7 @@ export type PooledFetched =
 /** At most this many tokens are tried for one request. */
 export const MAX_TOKEN_ATTEMPTS = 3;
 
-interface Req {
-  method: 'GET' | 'HEAD' | 'POST';
-  path: string;
-  headers: Record<string, string | string[]>;
-  body?: Buffer;
+interface Req extends UpstreamRequest {
   /**
    * The status an answer counts as for its token, when its status alone does not say (GraphQL: a
    * 200 whose errors say RATE_LIMITED counts as a 429, src/pool/rules/graphql-rate-limit.ts).
@@ -186,20 +185,29 @@ async function onTokens(
   let attempts = 0;
   /** A 404 tried on another member for its scopes (lacksScope): the answer unless that member answers better. */
   let notFound: PooledFetched | undefined;
+  /** Retries after transit failures, and the last such failure (the answer if no lease is left for a retry). */
+  let retried = 0;
+  let transitFailed: PooledFetched | undefined;
   for (;;) {
     const acquired = await acquire(client, req.parent, pool, { ...acquireBase, prefer, exclude: tried });
-    if (acquired.kind === 'unavailable') return notFound ?? acquired;
+    if (acquired.kind === 'unavailable') return notFound ?? transitFailed ?? acquired;
     const { lease } = acquired;
     fair.sent++;
     const credential = req.valueId?.(lease.authorization);
     const headers = { ...req.headers, ...headersOn(req.tokenHeaders, lease.name, credential), authorization: lease.authorization };
-    const fetched = await fetchBuffered(client, { ...req, headers, token: lease.name }, maxBytes);
+    const fetched = await fetchAttempt(client, { ...req, headers, token: lease.name }, maxBytes, retried > 0);
     const switched = prefer !== undefined && lease.name !== prefer;
     const on = { token: lease.name, credential, switched };
-    if (fetched.kind === 'failed') {
-      lease.cancel();
-      return { kind: 'fetched', f: fetched, ...on };
+    const again = nextAttempt(client, req, retried, fetched);
+    if (fetched.kind === 'failed') lease.cancel();
+    if (again.kind === 'retry') {
+      if (fetched.kind !== 'failed') lease.settle(fetched.status, headerReader(fetched.headers), undefined);
+      transitFailed = { kind: 'fetched', f: fetched, ...on };
+      retried++;
+      await delay(again.delayMs);
+      continue;
     }
+    if (fetched.kind === 'failed') return { kind: 'fetched', f: fetched, ...on };
     const header = headerReader(fetched.headers);
     const status =
       fetched.kind === 'response' && req.tokenStatus !== undefined ? req.tokenStatus(fetched.status, fetched.body, header) : fetched.status;

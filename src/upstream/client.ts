@@ -1,12 +1,15 @@
 /**
- * One undici Pool per upstream (keep-alive, bounded connections, timeouts), and the mapping
- * of client-library errors to the proxy's 502/504.
+ * One undici Pool per upstream (keep-alive, bounded connections, timeouts), a small second one
+ * that retries go out on (so a retry never reuses the connection that just failed), the upstream's
+ * retry state (retries.ts), and the mapping of client-library errors to the proxy's 502/504.
  */
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { UpstreamFailure } from '../http/errors.js';
 import { basePrefixOf } from '../http/route.js';
 import type { UpstreamConfig } from '../platform/config/schema.js';
 import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
+import { Retries, type RetryObserver } from './retries.js';
+import { transitOfError, type TransitReason } from './retry-rules.js';
 
 export interface UpstreamClient {
   readonly name: string;
@@ -24,37 +27,58 @@ export interface UpstreamClient {
     headers: Record<string, string | string[]>;
     body?: Buffer;
     signal?: AbortSignal;
+    /** A retry: it goes out on the retry pool, never on the connection the failed attempt used. */
+    retry?: boolean;
   }): Promise<Dispatcher.ResponseData>;
+  /** Retries in transit of this upstream: the budget and the decision after each attempt. */
+  readonly retries: Retries;
   close(): Promise<void>;
 }
 
-export function createUpstreamClient(cfg: UpstreamConfig, tracing: Tracing = NO_TRACING): UpstreamClient {
+/** Retries are at most a tenth of the traffic (the budget): their pool is a fraction of the main one. */
+const RETRY_POOL_SHARE = 8;
+
+export function createUpstreamClient(cfg: UpstreamConfig, tracing: Tracing = NO_TRACING, onRetry?: RetryObserver): UpstreamClient {
   const url = new URL(cfg.url);
-  const pool = new Pool(url.origin, {
-    connections: cfg.connections,
+  const options = {
     pipelining: 1,
     connectTimeout: cfg.timeouts.connect_ms,
     headersTimeout: cfg.timeouts.headers_ms,
     bodyTimeout: cfg.timeouts.body_ms,
     keepAliveTimeout: 30_000,
-  });
+  };
+  const pool = new Pool(url.origin, { ...options, connections: cfg.connections });
+  let retryPool: Pool | undefined;
+  const retries = new Retries(cfg.retries, onRetry);
   return {
     name: cfg.name,
     origin: url.origin,
     basePath: url.pathname || '/',
     basePrefix: basePrefixOf(url.pathname || '/'),
     tracing,
-    request: (opts) =>
-      pool.request({
-        method: opts.method,
-        path: opts.path,
-        headers: opts.headers,
-        body: opts.body,
-        signal: opts.signal,
-      }),
-    close: () => pool.close(),
+    request: (opts) => {
+      retries.sent();
+      const on = opts.retry === true ? (retryPool ??= new Pool(url.origin, { ...options, connections: retryConnections(cfg) })) : pool;
+      return on.request({ method: opts.method, path: opts.path, headers: opts.headers, body: opts.body, signal: opts.signal });
+    },
+    retries,
+    close: async () => {
+      await Promise.all([pool.close(), retryPool?.close()]);
+    },
   };
 }
+
+const retryConnections = (cfg: UpstreamConfig): number => Math.max(2, Math.ceil(cfg.connections / RETRY_POOL_SHARE));
+
+/** The code of an error thrown by undici (or its cause's), else "error". */
+function errorCode(err: unknown): string {
+  const errorLike = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  if (typeof errorLike?.code === 'string') return errorLike.code;
+  return typeof errorLike?.cause?.code === 'string' ? errorLike.cause.code : 'error';
+}
+
+/** The retry reason of an error thrown before the response head arrived (retry-rules.ts), or undefined. */
+export const transitOfThrown = (err: unknown): TransitReason | undefined => transitOfError(errorCode(err));
 
 /** Classifies an error thrown while talking to an upstream. */
 export function classifyUpstreamError(err: unknown): UpstreamFailure {
@@ -65,9 +89,7 @@ export function classifyUpstreamError(err: unknown): UpstreamFailure {
   ) {
     return { status: 504, detail: (err as { code: string }).code };
   }
-  const errorLike = err as { code?: unknown; cause?: { code?: unknown } } | null;
-  const code =
-    typeof errorLike?.code === 'string' ? errorLike.code : typeof errorLike?.cause?.code === 'string' ? errorLike.cause.code : 'error';
+  const code = errorCode(err);
   if (code === 'ETIMEDOUT') return { status: 504, detail: code };
   return { status: 502, detail: code };
 }

@@ -198,6 +198,10 @@ describe('fake upstream: /__fake/faults', () => {
       [{ faults: [{ kind: 'status', path: '/a?b' }] }],
       [{ faults: [{ kind: 'status', colour: 'red' }] }],
       [{ faults: Array.from({ length: 101 }, () => ({ kind: 'status' })) }],
+      [{ faults: [], seed: -1 }],
+      [{ faults: [], seed: 2 ** 32 }],
+      [{ faults: [], seed: '7' }],
+      [{ faults: [], seed: 1.5 }],
     ];
     for (const [body, isRaw] of bad) {
       const response = await post(`${fake.url}/__fake/faults`, body, isRaw === true);
@@ -222,6 +226,28 @@ describe('fake upstream: /__fake/faults', () => {
     await setFaults(fake.url, [{ kind: 'refuse' }]);
     expect((await get(`${fake.url}/__fake/stats`)).status).toBe(200);
     expect((await get(`${fake.url}/__fake/faults`)).json<FaultsBody>().faults[0]!.injected).toBe(0);
+  });
+
+  it('reset: a TCP reset with nothing written', async () => {
+    await setFaults(fake.url, [{ kind: 'reset' }]);
+    const answer = await raw(fake.url, REPO);
+    expect(answer.data.length).toBe(0);
+    expect(answer.ended).toMatch(/^(ECONNRESET|end)$/);
+    expect((await get(`${fake.url}/__fake/faults`)).json<FaultsBody>().faults[0]!.injected).toBe(1);
+  });
+
+  it('a seed makes the dice reproducible: the same requests are faulted each time', async () => {
+    const faulted = async (): Promise<number[]> => {
+      const body = { faults: [{ kind: 'status', status: 503, rate: 0.3 }], seed: 1234 };
+      expect((await post(`${fake.url}/__fake/faults`, body)).status).toBe(200);
+      const statuses = [];
+      for (let i = 0; i < 40; i++) statuses.push((await get(`${fake.url}${REPO}`)).status);
+      return statuses.flatMap((status, i) => (status === 503 ? [i] : []));
+    };
+    const first = await faulted();
+    expect(first.length).toBeGreaterThan(3);
+    expect(first.length).toBeLessThan(30);
+    expect(await faulted()).toEqual(first);
   });
 
   it('refuse: the connection closes with nothing written', async () => {

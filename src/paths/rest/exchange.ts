@@ -36,6 +36,8 @@ const DECODED_PER_ENCODED = 32;
 /** What an exchange reads of a request: a client's, or a refresh ahead's copy of the one that read the entry (refresh-ahead.ts). */
 export type ExchangeContext = Pick<RequestContext, 'id' | 'upstream' | 'path' | 'route' | 'cred' | 'span'> & {
   readonly req: { readonly headers: IncomingHttpHeaders };
+  /** The client's response; a refresh ahead has none (nobody waits, and it may retry). */
+  readonly res?: { readonly destroyed: boolean; readonly writableEnded: boolean };
 };
 
 /** `background`: a refresh ahead or a stale-while-revalidate revalidation nobody waits for (it spends only the points clients leave, and never waits). */
@@ -75,6 +77,8 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
       headers,
       tokenHeaders: validatorsByToken(stored, mode, policy),
       parent: ctx.span,
+      // A client that left unanswered gets no retry; a refresh ahead has no client, and retries.
+      abandoned: () => ctx.res !== undefined && ctx.res.destroyed && !ctx.res.writableEnded,
       ...(mode === 'last_modified' ? { valueId } : {}),
       ...(background ? { background } : {}),
     };

@@ -3,13 +3,17 @@
  * requests, and a client that refused the coding of an entry the proxy may not decode): status,
  * end-to-end headers and body bytes go to the client as the upstream sends them. A pool consumer's answer is first read up to POOLED_HEAD_BYTES, so that a token's 401 or
  * rate limit is retried on another token and the token's x-ratelimit-* are replaced by the pool's.
+ * A transit failure before any byte reaches the client is retried (src/upstream/retry-rules.ts).
  */
 import { cacheStatus } from '../../http/headers/cache-status.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
-import { classifyUpstreamError } from '../../upstream/client.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import { classifyUpstreamError, transitOfThrown } from '../../upstream/client.js';
 import { closeUpstreamSpan, openUpstreamSpan, type Fetched } from '../../upstream/fetch.js';
+import { transitOfStatus, type TransitReason } from '../../upstream/retry-rules.js';
 import { answer } from '../../http/answer.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
@@ -34,6 +38,11 @@ export interface CodingForward {
   readonly prefer: string | undefined;
 }
 
+/** One direct exchange's end: an answer head, or what the request threw; `transit` if a retry may help. */
+type Sent =
+  | { up: Dispatcher.ResponseData; sentAt: number; transit: TransitReason | undefined }
+  | { err: unknown; transit: TransitReason | undefined };
+
 export function createForward(logger: Logger, metrics: Metrics, pool: PoolContext | undefined): Forward {
   const bodyFailed = (ctx: RequestContext) => (err: unknown) => {
     // Headers already went out: the only honest signal left is to cut the connection.
@@ -52,6 +61,34 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     return errors.upstreamFailed(ctx.upstream.cfg, failure, { outcome: 'error', upstreamStatus: undefined, token });
   };
 
+  /**
+   * The upstream's answer head, after the retries a transit failure allows (none once the client
+   * left), or what was thrown; the body of an answer that is retried is discarded.
+   */
+  const send = async (ctx: RequestContext, headers: Record<string, string | string[]>): Promise<Sent> => {
+    const { client } = ctx.upstream;
+    for (let retried = 0; ; retried++) {
+      const sentAt = Date.now();
+      // Traced: each attempt's span ends with the answer's head (its body streams to the client).
+      const span = client.tracing.on
+        ? openUpstreamSpan(client, { method: ctx.method, path: ctx.path, headers, parent: ctx.span }, headers)
+        : undefined;
+      let got: Sent;
+      try {
+        const up = await client.request({ method: ctx.method, path: ctx.path, headers, retry: retried > 0 });
+        if (span !== undefined) closeUpstreamSpan(span, { status: up.statusCode });
+        got = { up, sentAt, transit: transitOfStatus(up.statusCode, up.headers) };
+      } catch (err) {
+        if (span !== undefined) closeUpstreamSpan(span, { failure: classifyUpstreamError(err) });
+        got = { err, transit: transitOfThrown(err) };
+      }
+      const again = ctx.res.destroyed ? undefined : client.retries.decide(ctx.method, retried, got.transit);
+      if (again?.kind !== 'retry') return got;
+      if ('up' in got) await got.up.body.dump().catch(() => undefined);
+      await delay(again.delayMs);
+    }
+  };
+
   const direct = async (
     ctx: RequestContext,
     headers: Record<string, string | string[]>,
@@ -59,35 +96,26 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
   ): Promise<Reply | undefined> => {
     // No AbortSignal per request (measurably costly): if the client leaves, the writer destroys the
     // upstream body; an upstream that has not answered yet is bounded by the configured timeouts.
-    const sentAt = Date.now();
-    const { client } = ctx.upstream;
-    // Traced: the span ends with the answer's head (its body streams to the client).
-    const span = client.tracing.on
-      ? openUpstreamSpan(client, { method: ctx.method, path: ctx.path, headers, parent: ctx.span }, headers)
-      : undefined;
-    try {
-      const up = await client.request({ method: ctx.method, path: ctx.path, headers });
-      if (span !== undefined) closeUpstreamSpan(span, { status: up.statusCode });
-      metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, up.statusCode, (Date.now() - sentAt) / 1000);
-      up.body.on('error', () => undefined); // destroying an undici body (client gone) emits an abort error
-      const { statusCode: status, headers: upstreamHeaders, body: rest } = up;
-      return streamReply({
-        status,
-        upstreamHeaders,
-        cacheStatus: statusOf(ctx, coding, status),
-        pool: undefined,
-        token: undefined,
-        head: [],
-        rest,
-        headersOnly: false,
-        onBodyError: bodyFailed(ctx),
-      });
-    } catch (err) {
-      const failure = classifyUpstreamError(err);
-      if (span !== undefined) closeUpstreamSpan(span, { failure });
+    const got = await send(ctx, headers);
+    if (!('up' in got)) {
       if (ctx.res.destroyed) return undefined; // the client went away; nothing to answer
-      return failed(ctx, failure);
+      return failed(ctx, classifyUpstreamError(got.err));
     }
+    const { up, sentAt } = got;
+    metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, up.statusCode, (Date.now() - sentAt) / 1000);
+    up.body.on('error', () => undefined); // destroying an undici body (client gone) emits an abort error
+    const { statusCode: status, headers: upstreamHeaders, body: rest } = up;
+    return streamReply({
+      status,
+      upstreamHeaders,
+      cacheStatus: statusOf(ctx, coding, status),
+      pool: undefined,
+      token: undefined,
+      head: [],
+      rest,
+      headersOnly: false,
+      onBodyError: bodyFailed(ctx),
+    });
   };
 
   const pooled = async (
@@ -96,7 +124,7 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
     tokens: PoolContext,
     coding: CodingForward | undefined,
   ): Promise<Reply> => {
-    const request = { method: ctx.method, path: ctx.path, headers, parent: ctx.span };
+    const request = { method: ctx.method, path: ctx.path, headers, parent: ctx.span, abandoned: () => ctx.res.destroyed };
     const consumer = consumerOf(tokens, ctx.cred);
     const got = await fetchPooled(ctx.upstream.client, request, POOLED_HEAD_BYTES, tokens.pool, coding?.prefer, consumer);
     const headersOf = tokens.headers.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath));

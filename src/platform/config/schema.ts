@@ -82,6 +82,11 @@ export const upstreamSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * Retries in transit of a GET or HEAD (connection reset, refused or timed out before any byte;
+     * 502/503/504 without Retry-After), within a budget of a tenth of recent requests. 0: none.
+     */
+    retries: z.number().int().min(0).max(5).default(1),
     cache: cachePolicySchema.prefault({}),
     /** Extra route templates for metric labels (`/things/:id`, a final `*`), tried before the built-in GitHub ones. */
     routes: z.array(z.string().regex(/^\/[^?#\s]*$/, 'must be a path template such as /things/:id')).default([]),

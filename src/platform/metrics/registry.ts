@@ -35,6 +35,7 @@ type Observed =
   | 'consumerRequests'
   | 'consumerRejections'
   | 'graphqlRefused'
+  | 'upstreamRetries'
   | 'consumerHits'
   | 'consumerUpstreamRequests'
   | 'consumerQuotaSpent'
@@ -107,6 +108,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     consumerRequests: built.consumerRequests,
     consumerRejections: built.consumerRejections,
     graphqlRefused: built.graphqlRefused,
+    upstreamRetries: built.upstreamRetries,
     consumerHits: built.consumerHits,
     consumerUpstreamRequests: built.consumerUpstreamRequests,
     consumerQuotaSpent: built.consumerQuotaSpent,

@@ -87,6 +87,12 @@ export const METRIC_SPECS = {
     labelNames: ['upstream', 'route'],
     buckets: LATENCY_BUCKETS,
   },
+  upstreamRetries: {
+    type: 'counter',
+    name: 'etagere_upstream_retries_total',
+    help: 'GET and HEAD requests sent upstream again after a transit failure, by upstream, reason (reset, refused, timeout, status_502, status_503, status_504) and outcome (retried, budget_exhausted: not sent, over the retry budget).',
+    labelNames: ['upstream', 'reason', 'outcome'],
+  },
 
   // Read at scrape time from the token pool and the cache (watched-gauges.ts).
   tokenRemaining: {
