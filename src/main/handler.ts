@@ -25,6 +25,8 @@ import { answer, writeError } from '../http/answer.js';
 import { createCachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
+import { presentedConsumer, scopeRefusal, UNKNOWN_CONSUMER } from '../pool/consumers/gate.js';
+import type { Consumers } from '../pool/consumers/consumers.js';
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
@@ -68,6 +70,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
   const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
   const byAgent = labels.mode === 'user_agent';
   const record = recorder(metrics, access, labels);
+  const gate = consumerGate(consumers, metrics);
 
   /** Errors before a request is routed: no upstream, nothing served. */
   const refuse = (req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served => {
@@ -98,8 +101,11 @@ export function createHandler(config: Config, services: Services, { logger, metr
     trace.route = upstream.routes.match(apiPathname(upstream.cfg, pathname));
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
-    if (graphqlRuntime?.serves(method, path) === true)
-      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]! }, trace);
+    const isGraphql = graphqlRuntime?.serves(method, path) === true;
+    // A scoped consumer's request that no rule allows goes no further: no lookup, nothing upstream.
+    const refusal = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname));
+    if (refusal !== undefined) return refuse(req, res, id, refusal);
+    if (isGraphql) return graphql(req, res, { id, upstream, graphql: graphqlRuntime!, path, rules: rules[match.index]! }, trace);
 
     if (method !== 'GET' && method !== 'HEAD') {
       dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
@@ -116,7 +122,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
     const cred = resolveCredential(req.headers, rules[match.index]!, 'blank', req.socket);
     if (cred === undefined) {
-      metrics.consumerRejections.inc();
+      metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
     if (cred.kind === 'pool') keepPoolHeaders(req.headers, 'blank');
@@ -179,6 +185,21 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
   if (served instanceof Promise || !res.writableFinished) return false;
   const socket = res.socket;
   return socket !== null && !socket.destroyed && socket.errored === null;
+}
+
+/**
+ * With consumer keys on: the refusal of a request whose consumer's scope does not allow it
+ * (counted in etagere_consumer_rejections_total), or undefined when it may go on.
+ */
+function consumerGate(consumers: Consumers | undefined, metrics: Metrics) {
+  if (consumers === undefined) return undefined;
+  return (req: IncomingMessage, method: string, apiPath: string): ErrorReply | undefined => {
+    const identity = presentedConsumer(req.headers, consumers, req.socket);
+    const refusal = identity.kind === 'consumer' ? scopeRefusal(identity, method, apiPath) : undefined;
+    if (refusal === undefined) return undefined;
+    metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
+    return refusal.reply;
+  };
 }
 
 /** Whose credential a request uses, per upstream (indexed as the router's matches). */

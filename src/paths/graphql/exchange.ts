@@ -22,6 +22,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import { answer, writeError } from '../../http/answer.js';
 import type { AnswerContext } from '../context.js';
 import { resolveCredential, type Credential, type CredentialRules } from '../../pool/consumers/credential.js';
+import { UNKNOWN_CONSUMER } from '../../pool/consumers/gate.js';
 import { errors } from '../../http/errors.js';
 import { NOT_SERVED, streamReply, type Reply, type Served } from '../../http/reply.js';
 import type { UpstreamRuntime } from '../upstreams.js';
@@ -155,7 +156,7 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
     const { upstream, id, graphql } = route;
     const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket);
     if (cred === undefined) {
-      metrics.consumerRejections.inc();
+      metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       req.resume();
       writeError(res, errors.consumerKeyRequired(), id);
       return NOT_SERVED;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
 import { isLoopbackAddress } from '../host.js';
 import { tokenName } from './token-name.js';
+import { globProblem } from './path-glob.js';
 
 const port = z.number().int().min(0).max(65535);
 const host = z.string().min(1);
@@ -203,6 +204,31 @@ export const poolSchema = z
   })
   .strict();
 
+/** An HTTP method a scope rule allows. */
+const ruleMethod = z
+  .string()
+  .transform((method) => method.toUpperCase())
+  .pipe(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']));
+
+/**
+ * One `allow` rule of a consumer scope (src/pool/rules/allow.ts): globs over the GitHub API path
+ * and the methods it allows. `placeholders`: `${claim}` segments (OIDC issuers only).
+ */
+const allowRuleSchema = (placeholders: boolean) =>
+  z
+    .object({
+      paths: z
+        .array(
+          z.string().superRefine((glob, ctx) => {
+            const problem = globProblem(glob, placeholders);
+            if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `"${glob.slice(0, 200)}" ${problem}` });
+          }),
+        )
+        .min(1, 'give at least one path glob'),
+      methods: z.array(ruleMethod).min(1).default(['GET', 'HEAD']),
+    })
+    .strict();
+
 /** One consumer key, its fair-share weight and its optional caps (src/pool/rules/fair-share.ts). */
 export const consumerKeySchema = secretSchema
   .extend({
@@ -213,6 +239,8 @@ export const consumerKeySchema = secretSchema
     max_per_hour: z.number().int().min(0).max(100_000_000).nullable().default(null),
     /** At most this many of its requests in flight on the pool at once (the others wait); null: no cap. */
     max_concurrency: z.number().int().min(1).max(10_000).nullable().default(null),
+    /** What the key may use: path globs and methods (src/pool/rules/allow.ts); unset: everything. */
+    allow: z.array(allowRuleSchema(false)).min(1, 'give at least one rule, or leave allow out for full access').optional(),
   })
   .strict();
 

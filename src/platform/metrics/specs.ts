@@ -251,8 +251,11 @@ export const METRIC_SPECS = {
   consumerRejections: {
     type: 'counter',
     name: 'etagere_consumer_rejections_total',
-    help: 'Requests refused with 401 for lack of a known consumer key.',
-    labelNames: [],
+    help:
+      'Requests refused to consumers, by consumer (its label; "-" when unknown) and reason: key (401: no known consumer key), ' +
+      'token (401: an OIDC token failed a check), scope (403: no allow rule matches), claim (403: a claim value not allowed in a scope).',
+    labelNames: ['consumer', 'reason'],
+    initial: [['-', 'key']],
   },
   graphqlRefused: {
     type: 'counter',
