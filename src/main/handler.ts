@@ -25,7 +25,9 @@ import { answer, writeError } from '../http/answer.js';
 import { createCachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
-import { presentedConsumer, scopeRefusal, UNKNOWN_CONSUMER } from '../pool/consumers/gate.js';
+import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented } from '../pool/consumers/gate.js';
+import type { OidcVerifier } from '../pool/consumers/oidc.js';
+import type { UpstreamRuntime } from '../paths/upstreams.js';
 import type { Consumers } from '../pool/consumers/consumers.js';
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
@@ -70,7 +72,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
   const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
   const byAgent = labels.mode === 'user_agent';
   const record = recorder(metrics, access, labels);
-  const gate = consumerGate(consumers, metrics);
+  const gate = consumerGate(consumers, services.oidc, metrics);
 
   /** Errors before a request is routed: no upstream, nothing served. */
   const refuse = (req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served => {
@@ -97,18 +99,37 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const stripped = enterprise === undefined ? undefined : enterpriseForm(target.pathname);
     const upstream = stripped === undefined ? upstreams[match.index]! : enterprise!;
     const pathname = stripped ?? target.pathname;
-    const { graphql: graphqlRuntime, passThrough } = entrances[match.index]!;
+    const graphqlRuntime = entrances[match.index]!.graphql;
     trace.route = upstream.routes.match(apiPathname(upstream.cfg, pathname));
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
     const isGraphql = graphqlRuntime?.serves(method, path) === true;
-    // A scoped consumer's request that no rule allows goes no further: no lookup, nothing upstream.
-    const refusal = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname));
-    if (refusal !== undefined) return refuse(req, res, id, refusal);
-    if (isGraphql) return graphql(req, res, { id, upstream, graphql: graphqlRuntime!, path, rules: rules[match.index]! }, trace);
+    const at: Routed = { upstream, pathname, search: target.search, path, index: match.index, graphql: isGraphql };
+    // A consumer whose token fails or whose scope does not allow the request goes no further: no lookup, nothing upstream.
+    const gated = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname));
+    if (gated instanceof Promise)
+      return gated.then((done) => routed(req, res, id, trace, at, done)).catch(() => refuse(req, res, id, errors.internal(upstream.cfg)));
+    return routed(req, res, id, trace, at, gated);
+  };
 
+  /** A routed request past the consumer gate: GraphQL, the pass-through, or a GET or HEAD. */
+  const routed = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    trace: Trace,
+    at: Routed,
+    gated: Gated | undefined,
+  ): Served | Promise<Served> => {
+    if (gated?.refusal !== undefined) return refuse(req, res, id, gated.refusal);
+    const { upstream, pathname, path, index } = at;
+    const oidc = gated?.oidc;
+    if (at.graphql)
+      return graphql(req, res, { id, upstream, graphql: entrances[index]!.graphql!, path, rules: rules[index]!, oidc }, trace);
+    const method = req.method;
     if (method !== 'GET' && method !== 'HEAD') {
-      dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
+      dropConsumerKeys(req.headers, consumers, req.socket, oidc); // never forwarded; unsafe methods never use the pool
+      const { passThrough } = entrances[index]!;
       if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
       passThrough.forward(req, res, pathname, path, id);
@@ -120,7 +141,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
     // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
     // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
-    const cred = resolveCredential(req.headers, rules[match.index]!, 'blank', req.socket);
+    const cred = resolveCredential(req.headers, rules[index]!, 'blank', req.socket, oidc);
     if (cred === undefined) {
       metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       return refuse(req, res, id, errors.consumerKeyRequired());
@@ -132,7 +153,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       id,
       upstream,
       pathname,
-      search: target.search,
+      search: at.search,
       path,
       method,
       route: trace.route,
@@ -148,30 +169,43 @@ export function createHandler(config: Config, services: Services, { logger, metr
     return cached(ctx);
   };
 
-  return (req, res) => {
-    const started = performance.now();
-    const socket = req.socket;
-    let bytesBefore = socket.bytesWritten;
-    const id = services.requestId(req.headers['x-request-id']);
-    const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED, agent: byAgent ? req.headers['user-agent'] : undefined };
-    trace.served = route(req, res, id, trace);
-    // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
-    // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
-    // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
-    // been emitted yet: Node emits it on a later tick.
-    if (writtenWhole(res, trace.served)) {
-      record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
-      return true;
-    }
-    // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
-    // ones gets it once they are out) to when it finishes, before Node hands the connection to the
-    // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
-    let bytesAfter: number | undefined;
-    if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
-    res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
-    res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
-    return false;
-  };
+  return (req, res) => handle(req, res, route, record, services.requestId, byAgent);
+}
+
+type Route = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace) => Served | Promise<Served>;
+type RecordFn = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number) => void;
+
+/** One request: routed and run, then recorded in its own turn (a hit) or when it closes. */
+function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  record: RecordFn,
+  requestId: Services['requestId'],
+  byAgent: boolean,
+): boolean {
+  const started = performance.now();
+  const socket = req.socket;
+  let bytesBefore = socket.bytesWritten;
+  const id = requestId(req.headers['x-request-id']);
+  const trace: Trace = { ctx: undefined, route: '-', served: NOT_SERVED, agent: byAgent ? req.headers['user-agent'] : undefined };
+  trace.served = route(req, res, id, trace);
+  // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
+  // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
+  // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
+  // been emitted yet: Node emits it on a later tick.
+  if (writtenWhole(res, trace.served)) {
+    record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
+    return true;
+  }
+  // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
+  // ones gets it once they are out) to when it finishes, before Node hands the connection to the
+  // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
+  let bytesAfter: number | undefined;
+  if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
+  res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
+  res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
+  return false;
 }
 
 /**
@@ -187,18 +221,39 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
   return socket !== null && !socket.destroyed && socket.errored === null;
 }
 
+/** Where a request was routed: what the rest of its path needs. */
+interface Routed {
+  readonly upstream: UpstreamRuntime;
+  readonly pathname: string;
+  readonly search: string;
+  readonly path: string;
+  /** The route's upstream index (entrances, credential rules). */
+  readonly index: number;
+  readonly graphql: boolean;
+}
+
+/** The gate's verdict: refused (the reply), or go on, with the OIDC consumer when the request presented one. */
+interface Gated {
+  readonly refusal?: ErrorReply | undefined;
+  readonly oidc?: OidcPresented | undefined;
+}
+
 /**
- * With consumer keys on: the refusal of a request whose consumer's scope does not allow it
- * (counted in etagere_consumer_rejections_total), or undefined when it may go on.
+ * With consumer keys on: the consumer a request's credentials name, checked (an OIDC token
+ * verified, a scope's rules); a refusal is counted in etagere_consumer_rejections_total.
  */
-function consumerGate(consumers: Consumers | undefined, metrics: Metrics) {
+function consumerGate(consumers: Consumers | undefined, oidc: OidcVerifier | undefined, metrics: Metrics) {
   if (consumers === undefined) return undefined;
-  return (req: IncomingMessage, method: string, apiPath: string): ErrorReply | undefined => {
-    const identity = presentedConsumer(req.headers, consumers, req.socket);
-    const refusal = identity.kind === 'consumer' ? scopeRefusal(identity, method, apiPath) : undefined;
-    if (refusal === undefined) return undefined;
+  const judge = (identified: Identified, method: string, apiPath: string): Gated => {
+    const { refusal, oidc: presented } = verdict(identified, method, apiPath);
+    if (refusal === undefined) return { oidc: presented };
     metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
-    return refusal.reply;
+    return { refusal: refusal.reply };
+  };
+  return (req: IncomingMessage, method: string, apiPath: string): Gated | Promise<Gated> => {
+    const identified = identify(req.headers, consumers, oidc, req.socket);
+    if (identified instanceof Promise) return identified.then((done) => judge(done, method, apiPath));
+    return judge(identified, method, apiPath);
   };
 }
 

@@ -22,6 +22,7 @@ import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consumer-budget.js';
 import { createConsumers, type Consumers } from '../pool/consumers/consumers.js';
+import { createOidcVerifier, type OidcVerifier } from '../pool/consumers/oidc.js';
 import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
 import { createLogMemo } from '../platform/log/access.js';
 import type { BoundedMemo } from '../platform/memo.js';
@@ -69,6 +70,8 @@ export interface Services {
   readonly entrances: readonly Entrances[];
   /** Consumer access control, when enabled. */
   readonly consumers: Consumers | undefined;
+  /** The trusted OIDC issuers' verifier, when consumers.oidc lists any (src/pool/consumers/oidc.ts). */
+  readonly oidc: OidcVerifier | undefined;
   /** The fair share between consumers, when consumer access control is on and there is a pool. */
   readonly consumerBudget: ConsumerBudget | undefined;
   /** The webhook receiver, when a webhook secret is configured (src/paths/webhooks/). */
@@ -170,9 +173,11 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       sharedHeaders: headerTable.bytes,
       logMemo: memos.accessLog.bytes,
       credentialMemo: memos.credentials.bytes,
+      oidcMemo: oidc?.memoBytes ?? 0,
     }),
   });
   const memos: HandlerMemos = { accessLog: createLogMemo(), credentials: createPoolCredentials() };
+  const oidc = config.consumers.enabled && config.consumers.oidc.length > 0 ? createOidcVerifier(config.consumers.oidc) : undefined;
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);
 
   return {
@@ -184,6 +189,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     upstreams,
     entrances,
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
+    oidc,
     consumerBudget,
     webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
     memos,

@@ -22,7 +22,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import { answer, writeError } from '../../http/answer.js';
 import type { AnswerContext } from '../context.js';
 import { resolveCredential, type Credential, type CredentialRules } from '../../pool/consumers/credential.js';
-import { UNKNOWN_CONSUMER } from '../../pool/consumers/gate.js';
+import { UNKNOWN_CONSUMER, type OidcPresented } from '../../pool/consumers/gate.js';
 import { errors } from '../../http/errors.js';
 import { NOT_SERVED, streamReply, type Reply, type Served } from '../../http/reply.js';
 import type { UpstreamRuntime } from '../upstreams.js';
@@ -44,6 +44,8 @@ export interface GraphqlRoute {
   /** Upstream path and query, as routing built it (`<base>/graphql...`). */
   readonly path: string;
   readonly rules: CredentialRules;
+  /** A verified OIDC consumer (the handler's consumer gate). */
+  readonly oidc?: OidcPresented | undefined;
 }
 
 /** What the close handler records of it (handle.ts's trace). */
@@ -154,7 +156,7 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
 
   return (req, res, route, trace) => {
     const { upstream, id, graphql } = route;
-    const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket);
+    const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket, route.oidc);
     if (cred === undefined) {
       metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       req.resume();

@@ -137,7 +137,7 @@ export const METRIC_SPECS = {
   cacheBytes: {
     type: 'gauge',
     name: 'etagere_cache_bytes',
-    help: "Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels), token_memo (the token whose entry a hit looks at first, non-equivalent pools), rewritten_bodies (bodies with API addresses rewritten, bounded at an eighth of cache.max_bytes), decoded_bodies (gzip entries decoded for clients that do not take gzip, up to an eighth of cache.max_bytes, counted within it), l2_memo (L2 values decoded once, with cache.l1 false), shared_headers (header fields common to many entries, held once, at most about 1.2 MB), log_memo (access-log values kept quoted), credential_memo (consumers' pool credentials).",
+    help: "Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels), token_memo (the token whose entry a hit looks at first, non-equivalent pools), rewritten_bodies (bodies with API addresses rewritten, bounded at an eighth of cache.max_bytes), decoded_bodies (gzip entries decoded for clients that do not take gzip, up to an eighth of cache.max_bytes, counted within it), l2_memo (L2 values decoded once, with cache.l1 false), shared_headers (header fields common to many entries, held once, at most about 1.2 MB), log_memo (access-log values kept quoted), credential_memo (consumers' pool credentials), oidc_memo (verified OIDC tokens, by digest).",
     labelNames: ['tier'],
   },
   cacheBodyBytes: {
