@@ -8,6 +8,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { allows, bindScope, claimSegments, compileScope, type AllowRule } from '../../src/pool/rules/allow.js';
 import { parseConfig } from '../../src/platform/config/load.js';
+import { createConsumers } from '../../src/pool/consumers/consumers.js';
+import { identify } from '../../src/pool/consumers/gate.js';
+import { createOidcVerifier } from '../../src/pool/consumers/oidc.js';
 
 const rule = (paths: string[], methods = ['GET', 'HEAD']): AllowRule => ({ paths, methods });
 
@@ -162,5 +165,59 @@ describe('allow rules in the config', () => {
     expect(withAllow([{ paths: ['/x'], methods: ['TRACE'] }])).toContain('consumers.keys[0].allow[0].methods[0]');
     expect(withAllow([])).toContain('consumers.keys[0].allow');
     expect(withAllow([{ paths: [] }])).toContain('consumers.keys[0].allow[0].paths');
+  });
+});
+
+describe('OIDC issuers in the config', () => {
+  const issuer = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
+    name: 'actions',
+    issuer: 'https://token.actions.githubusercontent.com',
+    audience: 'https://etagere.example',
+    name_claim: 'repository',
+    allow: [{ paths: ['/repos/${repository}/**'] }],
+    ...overrides,
+  });
+  const parse = (consumers: Record<string, unknown>): string => {
+    try {
+      parseConfig({
+        upstreams: [{ name: 'github', prefix: '/', url: 'https://api.github.com' }],
+        consumers: { enabled: true, ...consumers },
+      });
+      return 'ok';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+
+  it('are enough to turn consumers on, and their rules may use claims', () => {
+    expect(parse({ oidc: [issuer()] })).toBe('ok');
+    expect(parse({ oidc: [issuer({ issuer: 'http://127.0.0.1:8123', jwks_url: 'http://localhost:8123/jwks' })] })).toBe('ok');
+  });
+
+  it('refuse plain http off loopback, duplicate names and issuers, and bad claim names', () => {
+    expect(parse({ oidc: [issuer({ issuer: 'http://issuer.example' })] })).toContain('consumers.oidc[0].issuer: must be an https URL');
+    expect(parse({ oidc: [issuer({ jwks_url: 'http://10.0.0.1/jwks' })] })).toContain('consumers.oidc[0].jwks_url');
+    expect(parse({ oidc: [issuer({ issuer: 'not a url' })] })).toContain('consumers.oidc[0].issuer');
+    expect(parse({ oidc: [issuer(), issuer({ name: 'other' })] })).toContain('consumers.oidc[1].issuer: this issuer is listed twice');
+    expect(parse({ keys: [{ name: 'actions', value: 'key_actions_1234' }], oidc: [issuer()] })).toContain(
+      'consumers.oidc[0].name: duplicate consumer name "actions"',
+    );
+    expect(parse({ oidc: [issuer({ name_claim: 'repo-name' })] })).toContain('consumers.oidc[0].name_claim');
+    expect(parse({ oidc: [issuer({ allow: [{ paths: ['/repos/${repo-sitory}/**'] }] })] })).toContain(
+      'consumers.oidc[0].allow[0].paths[0]',
+    );
+    expect(parse({ oidc: [issuer({ allow: [] })] })).toContain('consumers.oidc[0].allow');
+    expect(parse({ oidc: [issuer({ allow: undefined })] })).toContain('consumers.oidc[0].allow');
+  });
+});
+
+describe('a consumer key shaped like a JWT', () => {
+  it('is still that key, before any OIDC check', () => {
+    const jwtShaped = 'eyJhbGciOiJub25lIn0.eyJpc3MiOiJ4In0.c2lnbmF0dXJlLXBhcnQ';
+    const consumers = createConsumers([{ name: 'legacy', value: jwtShaped }]);
+    const oidc = createOidcVerifier([]);
+    const identified = identify({ 'x-etagere-key': jwtShaped }, consumers, oidc);
+    expect(identified).toMatchObject({ kind: 'consumer', identity: { name: 'legacy' } });
+    expect(identify({ 'x-etagere-key': `${jwtShaped}x` }, consumers, oidc)).toMatchObject({ kind: 'refused' });
   });
 });
