@@ -276,6 +276,20 @@ describe('an OIDC consumer through the proxy', () => {
       [await actionsToken(rsa, issuer.url, { run: 'aud' }, { audience: 'https://other.example' }), 'wrong audience'],
       [await actionsToken(stranger, issuer.url, { run: 'forged' }), 'bad signature'],
       [await actionsToken(rsa, 'https://token.elsewhere.example', { run: 'unknown' }), 'unknown issuer'],
+      [await actionsToken(rsa, issuer.url, { run: 'early' }, { notBefore: now + 300 }), 'token not yet valid'],
+      [
+        testSecret(
+          'oidc proxy hs256',
+          await new SignJWT({ repository: 'acme/widget', repository_owner: 'acme' })
+            .setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' })
+            .setIssuer(issuer.url)
+            .setAudience(AUDIENCE)
+            .setExpirationTime(now + 300)
+            .sign(new TextEncoder().encode(JSON.stringify(rsa.publicJwk))),
+        ),
+        'algorithm not allowed',
+      ],
+      [testSecret('oidc proxy garbage', 'eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24.c2ln'), 'malformed token'],
       [
         testSecret(
           'oidc proxy alg none',
