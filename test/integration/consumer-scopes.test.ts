@@ -133,6 +133,12 @@ describe('a scoped consumer key', () => {
     expect(upstream.seen.at(-1)!.url).toBe('/repos/acme/x?../../other');
   });
 
+  it("is checked on the API path under GitHub Enterprise Server's /api/v3 form too", async () => {
+    expect((await sendTarget(proxy.url, '/api/v3/repos/acme/widget', { 'x-etagere-key': ACME })).status).toBe(200);
+    await expectRefused(ACME, 'acme-reader', '/api/v3/repos/other/widget');
+    await expectRefused(ACME, 'acme-reader', '/api/graphql', 'POST', JSON.stringify({ query: '{ viewer { login } }' }));
+  });
+
   it('is refused a very long path outside its scope, and served one inside it', async () => {
     await expectRefused(ACME, 'acme-reader', `/repos/other/${'a/'.repeat(2000)}x`);
     const deep = await sendTarget(proxy.url, `/repos/acme/${'a/'.repeat(2000)}x`, { 'x-etagere-key': ACME });
