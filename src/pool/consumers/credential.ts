@@ -50,7 +50,9 @@ function poolCredential(consumer: Named, memo: PoolCredentials | undefined): Cre
   let credential = memo?.get(key);
   if (credential === undefined) {
     credential =
-      consumer.account === undefined ? { kind: 'pool', consumer: consumer.name } : { kind: 'pool', consumer: consumer.name, account: consumer.account };
+      consumer.account === undefined
+        ? { kind: 'pool', consumer: consumer.name }
+        : { kind: 'pool', consumer: consumer.name, account: consumer.account };
     memo?.set(key, credential);
   }
   return credential;
@@ -132,6 +134,9 @@ export function dropConsumerKeys(
   if (headers[CONSUMER_KEY_HEADER] !== undefined) delete headers[CONSUMER_KEY_HEADER];
   const authorization = headers.authorization;
   if (authorization === undefined) return;
-  if (oidc?.inAuthorization === true || (consumers !== undefined && consumers.inAuthorization(authorization, connection).kind === 'consumer'))
+  if (
+    oidc?.inAuthorization === true ||
+    (consumers !== undefined && consumers.inAuthorization(authorization, connection).kind === 'consumer')
+  )
     delete headers.authorization;
 }

@@ -46,10 +46,14 @@ const tokenRefusal = (check: string): Identified => ({
 
 /** An OIDC result as the gate's answer. */
 function fromOidc(result: OidcResult, inAuthorization: boolean): Identified {
-  if (result.kind === 'consumer') return { kind: 'consumer', identity: result.identity, oidc: { identity: result.identity, inAuthorization } };
+  if (result.kind === 'consumer')
+    return { kind: 'consumer', identity: result.identity, oidc: { identity: result.identity, inAuthorization } };
   if (result.kind === 'not-ours') return tokenRefusal('unknown issuer');
   if (result.reason === 'token') return tokenRefusal(result.check);
-  return { kind: 'refused', refusal: { reply: errors.claimRefused(result.consumer, result.claim), consumer: result.consumer, reason: 'claim' } };
+  return {
+    kind: 'refused',
+    refusal: { reply: errors.claimRefused(result.consumer, result.claim), consumer: result.consumer, reason: 'claim' },
+  };
 }
 
 const mapped = (result: OidcResult | Promise<OidcResult>, inAuthorization: boolean): Identified | Promise<Identified> =>
