@@ -309,6 +309,19 @@ describe('an OIDC consumer through the proxy', () => {
     }
   });
 
+  it('answers 403 naming the consumer when a claim value would widen its scope', async () => {
+    const token = await actionsToken(rsa, issuer.url, { repository: 'acme/..', run: 'widen' });
+    const before = upstream.seen.length;
+    const answer = await get(`${proxy.url}/repos/acme/widget`, { 'x-etagere-key': token });
+    expect(answer.status).toBe(403);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      message: expect.stringContaining('claim "repository" of consumer "acme/.."') as unknown,
+    });
+    expect(upstream.seen.length).toBe(before);
+    const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
+    expect(counterSum(metrics, 'etagere_consumer_rejections_total', { reason: 'claim' })).toBe(1);
+  });
+
   it('is the consumer in metrics, and no token reaches the logs or the metrics', async () => {
     const token = await actionsToken(rsa, issuer.url, { run: 'metrics' });
     expect((await get(`${proxy.url}/repos/acme/widget/pulls`, { 'x-etagere-key': token })).status).toBe(200);
