@@ -148,6 +148,15 @@ export const errors = {
     error(401, 'Requires a consumer key: send it as X-Etagere-Key, or in Authorization (token, Bearer, or Basic credentials)', {
       'www-authenticate': 'Basic realm="etagere"',
     }),
+  /** A scoped consumer (src/pool/rules/allow.ts) asked for a method and path no rule of its scope allows. */
+  scopeRefused: (consumer: string, method: string) =>
+    error(403, `Forbidden: no rule of consumer "${consumer}"'s allow list allows ${method} on this path`),
+  /** An OIDC consumer whose token's claim would fill a scope glob with a value it may not have (`*`, `..`, an extra `/`). */
+  claimRefused: (consumer: string, claim: string) =>
+    error(403, `Forbidden: claim "${claim}" of consumer "${consumer}" has a value not allowed in its scope`),
+  /** An OIDC token that failed a check (src/pool/consumers/oidc.ts says which); the token itself is never named. */
+  tokenRefused: (check: string) =>
+    error(401, `Bad consumer token: ${check}`, { 'www-authenticate': 'Bearer realm="etagere", error="invalid_token"' }),
   /** A pooled consumer's GraphQL call the proxy will not send (src/paths/graphql/operation.ts says why): 400 or 403. */
   graphqlRefused: (status: 400 | 403, message: string) => error(status, message),
   /** A GraphQL request body over the proxy's limit (src/paths/graphql/limits.ts). */

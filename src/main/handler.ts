@@ -11,11 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../platform/config/schema.js';
 import { dropHopByHop, keepPoolHeaders } from '../http/headers/hop-by-hop.js';
 import { createAccessLog } from '../platform/log/access.js';
-import { LabelSets } from '../platform/metrics/label-sets.js';
-import type { CountCell } from '../platform/metrics/cells.js';
-import { consumerLabelMode, createConsumerLabels, type ConsumerLabels } from '../platform/metrics/consumer-label.js';
-import { upstreamSpend } from '../platform/metrics/quota-saved.js';
-import { NO_CONSUMER } from '../platform/metrics/quota-windows.js';
+import { consumerLabelMode, createConsumerLabels } from '../platform/metrics/consumer-label.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createGraphqlPath } from '../paths/graphql/exchange.js';
 import type { ServiceDeps, Services } from './services.js';
@@ -25,26 +21,19 @@ import { answer, writeError } from '../http/answer.js';
 import { createCachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
+import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented } from '../pool/consumers/gate.js';
+import type { OidcVerifier } from '../pool/consumers/oidc.js';
+import type { UpstreamRuntime } from '../paths/upstreams.js';
+import type { Consumers } from '../pool/consumers/consumers.js';
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
 import { apiPathname, createRouter, enterpriseForm, upstreamPath } from '../http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../http/target.js';
-import { ATTR, pathOnly, serverSpanName, type RequestSpan } from '../platform/trace/tracing.js';
+import { recorder, type RecordFn, type Trace } from './recorder.js';
 
 /** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
-
-/** What the close handler records: the routed request (if any) and what the path served. */
-interface Trace {
-  ctx: Pick<RequestContext, 'upstream' | 'cred' | 'pathname'> | undefined;
-  route: string;
-  served: Served | Promise<Served>;
-  /** The User-Agent, read only when metrics.consumer_label is user_agent (before any header is dropped). */
-  agent: string | undefined;
-  /** The request's server span, when tracing is on (src/platform/trace/). */
-  span: RequestSpan | undefined;
-}
 
 /** The ways in the handler runs itself: the streaming forward, the cached path and GraphQL. */
 function buildPaths(config: Config, services: Services, { logger, metrics }: Pick<ServiceDeps, 'logger' | 'metrics'>) {
@@ -71,6 +60,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
   const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
   const byAgent = labels.mode === 'user_agent';
   const record = recorder(metrics, access, labels);
+  const gate = consumerGate(consumers, services.oidc, metrics);
 
   /** Errors before a request is routed: no upstream, nothing served. */
   const refuse = (req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served => {
@@ -97,15 +87,39 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const stripped = enterprise === undefined ? undefined : enterpriseForm(target.pathname);
     const upstream = stripped === undefined ? upstreams[match.index]! : enterprise!;
     const pathname = stripped ?? target.pathname;
-    const { graphql: graphqlRuntime, passThrough } = entrances[match.index]!;
+    const graphqlRuntime = entrances[match.index]!.graphql;
     trace.route = upstream.routes.match(apiPathname(upstream.cfg, pathname));
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
-    if (graphqlRuntime?.serves(method, path) === true)
-      return graphql(req, res, { id, upstream, graphql: graphqlRuntime, path, rules: rules[match.index]!, span: trace.span }, trace);
+    const isGraphql = graphqlRuntime?.serves(method, path) === true;
+    const at: Routed = { upstream, pathname, search: target.search, path, index: match.index, graphql: isGraphql };
+    // A consumer whose token fails or whose scope does not allow the request goes no further: no lookup, nothing upstream.
+    const gated = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname));
+    if (gated instanceof Promise)
+      return gated.then((done) => routed(req, res, id, trace, at, done)).catch(() => refuse(req, res, id, errors.internal(upstream.cfg)));
+    return routed(req, res, id, trace, at, gated);
+  };
 
+  /** A routed request past the consumer gate: GraphQL, the pass-through, or a GET or HEAD. */
+  const routed = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    id: string,
+    trace: Trace,
+    at: Routed,
+    gated: Gated | undefined,
+  ): Served | Promise<Served> => {
+    if (gated?.refusal !== undefined) return refuse(req, res, id, gated.refusal);
+    const { upstream, pathname, path, index } = at;
+    const oidc = gated?.oidc;
+    if (at.graphql) {
+      const call = { id, upstream, graphql: entrances[index]!.graphql!, path, rules: rules[index]!, oidc, span: trace.span };
+      return graphql(req, res, call, trace);
+    }
+    const method = req.method;
     if (method !== 'GET' && method !== 'HEAD') {
-      dropConsumerKeys(req.headers, consumers, req.socket); // never forwarded; unsafe methods never use the pool
+      dropConsumerKeys(req.headers, consumers, req.socket, oidc); // never forwarded; unsafe methods never use the pool
+      const { passThrough } = entrances[index]!;
       if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
       passThrough.forward(req, res, pathname, path, id, trace.span);
@@ -117,9 +131,9 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
     // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
     // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
-    const cred = resolveCredential(req.headers, rules[match.index]!, 'blank', req.socket);
+    const cred = resolveCredential(req.headers, rules[index]!, 'blank', req.socket, oidc);
     if (cred === undefined) {
-      metrics.consumerRejections.inc();
+      metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       return refuse(req, res, id, errors.consumerKeyRequired());
     }
     if (cred.kind === 'pool') keepPoolHeaders(req.headers, 'blank');
@@ -129,7 +143,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       id,
       upstream,
       pathname,
-      search: target.search,
+      search: at.search,
       path,
       method,
       route: trace.route,
@@ -146,38 +160,51 @@ export function createHandler(config: Config, services: Services, { logger, metr
     return cached(ctx);
   };
 
-  return (req, res) => {
-    const started = performance.now();
-    const socket = req.socket;
-    let bytesBefore = socket.bytesWritten;
-    const id = services.requestId(req.headers['x-request-id']);
-    const trace: Trace = {
-      ctx: undefined,
-      route: '-',
-      served: NOT_SERVED,
-      agent: byAgent ? req.headers['user-agent'] : undefined,
-      span: undefined,
-    };
-    // The client's trace context is read before any header is dropped; the path's spans descend from this one.
-    if (tracing.on) trace.span = tracing.request(req.headers, req.method ?? '-');
-    trace.served = route(req, res, id, trace);
-    // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
-    // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
-    // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
-    // been emitted yet: Node emits it on a later tick.
-    if (writtenWhole(res, trace.served)) {
-      record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
-      return true;
-    }
-    // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
-    // ones gets it once they are out) to when it finishes, before Node hands the connection to the
-    // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
-    let bytesAfter: number | undefined;
-    if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
-    res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
-    res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
-    return false;
+  return (req, res) => handle(req, res, route, record, services.requestId, byAgent, tracing);
+}
+
+type Route = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace) => Served | Promise<Served>;
+
+/** One request: routed and run, then recorded in its own turn (a hit) or when it closes. */
+function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: Route,
+  record: RecordFn,
+  requestId: Services['requestId'],
+  byAgent: boolean,
+  tracing: Services['tracing'],
+): boolean {
+  const started = performance.now();
+  const socket = req.socket;
+  let bytesBefore = socket.bytesWritten;
+  const id = requestId(req.headers['x-request-id']);
+  const trace: Trace = {
+    ctx: undefined,
+    route: '-',
+    served: NOT_SERVED,
+    agent: byAgent ? req.headers['user-agent'] : undefined,
+    span: undefined,
   };
+  // The client's trace context is read before any header is dropped; the path's spans descend from this one.
+  if (tracing.on) trace.span = tracing.request(req.headers, req.method ?? '-');
+  trace.served = route(req, res, id, trace);
+  // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
+  // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
+  // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
+  // been emitted yet: Node emits it on a later tick.
+  if (writtenWhole(res, trace.served)) {
+    record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
+    return true;
+  }
+  // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
+  // ones gets it once they are out) to when it finishes, before Node hands the connection to the
+  // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
+  let bytesAfter: number | undefined;
+  if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
+  res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
+  res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
+  return false;
 }
 
 /**
@@ -193,6 +220,42 @@ export function writtenWhole(res: ServerResponse, served: Served | Promise<Serve
   return socket !== null && !socket.destroyed && socket.errored === null;
 }
 
+/** Where a request was routed: what the rest of its path needs. */
+interface Routed {
+  readonly upstream: UpstreamRuntime;
+  readonly pathname: string;
+  readonly search: string;
+  readonly path: string;
+  /** The route's upstream index (entrances, credential rules). */
+  readonly index: number;
+  readonly graphql: boolean;
+}
+
+/** The gate's verdict: refused (the reply), or go on, with the OIDC consumer when the request presented one. */
+interface Gated {
+  readonly refusal?: ErrorReply | undefined;
+  readonly oidc?: OidcPresented | undefined;
+}
+
+/**
+ * With consumer keys on: the consumer a request's credentials name, checked (an OIDC token
+ * verified, a scope's rules); a refusal is counted in etagere_consumer_rejections_total.
+ */
+function consumerGate(consumers: Consumers | undefined, oidc: OidcVerifier | undefined, metrics: Metrics) {
+  if (consumers === undefined) return undefined;
+  const judge = (identified: Identified, method: string, apiPath: string): Gated => {
+    const { refusal, oidc: presented } = verdict(identified, method, apiPath);
+    if (refusal === undefined) return { oidc: presented };
+    metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
+    return { refusal: refusal.reply };
+  };
+  return (req: IncomingMessage, method: string, apiPath: string): Gated | Promise<Gated> => {
+    const identified = identify(req.headers, consumers, oidc, req.socket);
+    if (identified instanceof Promise) return identified.then((done) => judge(done, method, apiPath));
+    return judge(identified, method, apiPath);
+  };
+}
+
 /** Whose credential a request uses, per upstream (indexed as the router's matches). */
 function credentialRules(config: Config, { upstreams, pool, consumers, memos }: Services): CredentialRules[] {
   return upstreams.map((rt) => ({
@@ -201,103 +264,6 @@ function credentialRules(config: Config, { upstreams, pool, consumers, memos }: 
     unknown: config.consumers.unknown,
     poolCredentials: memos.credentials,
   }));
-}
-
-/**
- * The recorder: one access line and the request metrics, from what the path served (on a hit, or
- * at close). A routed request counts for its consumer label (metrics.consumer_label) and route,
- * and what it spent upstream goes to /admin/quota's windows.
- */
-function recorder(metrics: Metrics, access: ReturnType<typeof createAccessLog>, labels: ConsumerLabels) {
-  // Per consumer and route, its counter cells resolved once (consumer labels and route templates
-  // are bounded). The hits and upstream cells are made on first use: no series at 0 for them.
-  const consumers = new LabelSets((name, route) => {
-    let hits: CountCell | undefined;
-    let upstream: CountCell | undefined;
-    return {
-      requests: metrics.consumerRequests.cell(name, route),
-      get hits(): CountCell {
-        return (hits ??= metrics.consumerHits.cell(name, route));
-      },
-      get upstream(): CountCell {
-        return (upstream ??= metrics.consumerUpstreamRequests.cell(name, route));
-      },
-    };
-  });
-  const write = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    id: string,
-    trace: Trace,
-    served: Served,
-    seconds: number,
-    bytes: number,
-  ): void => {
-    const { ctx } = trace;
-    const upstreamName = ctx?.upstream.cfg.name ?? '-';
-    const authorized = ctx !== undefined && ctx.cred.kind !== 'anonymous';
-    metrics.observeRequest(upstreamName, trace.route, req.method ?? '-', res.statusCode, served.outcome, seconds, authorized);
-    if (ctx !== undefined) {
-      metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
-      const spend = upstreamSpend(served.outcome, served.upstreamStatus, authorized);
-      const label = labels.of(ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined, trace.agent);
-      if (label !== undefined) {
-        const cells = consumers.of(label, trace.route);
-        cells.requests.value++;
-        if (served.outcome === 'hit') cells.hits.value++;
-        if (spend !== 'none') cells.upstream.value++;
-      }
-      if (spend !== 'none') metrics.quota.record(label ?? NO_CONSUMER, upstreamName, trace.route, spend === 'billable');
-    }
-    access({
-      reqId: id,
-      method: req.method ?? '-',
-      path: req.url ?? '',
-      upstream: upstreamName,
-      route: trace.route,
-      status: res.statusCode,
-      cache: served.outcome,
-      upstreamStatus: served.upstreamStatus,
-      token: served.token,
-      durationMs: Math.round(seconds * 1e6) / 1e3,
-      bytes,
-      aborted: !res.writableFinished,
-      traceId: trace.span?.sampled === true ? trace.span.traceId : undefined,
-      spanId: trace.span?.spanId,
-    });
-    if (trace.span !== undefined) endServerSpan(trace.span, req, res, id, trace, served);
-  };
-  const record = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, started: number, bytes: number): void => {
-    const seconds = (performance.now() - started) / 1e3;
-    const { served } = trace;
-    // A client that leaves before its answer is ready: logged once the path has finished with it.
-    if (served instanceof Promise)
-      served.then(
-        (done) => write(req, res, id, trace, done, seconds, bytes),
-        () => write(req, res, id, trace, NOT_SERVED, seconds, bytes),
-      );
-    else write(req, res, id, trace, served, seconds, bytes);
-  };
-  return record;
-}
-
-/** The server span's name and attributes, from what was served: names of the consumer and token, never a credential. */
-function endServerSpan(span: RequestSpan, req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, served: Served): void {
-  const { ctx } = trace;
-  if (span.sampled) {
-    span.rename(serverSpanName(req.method ?? '-', trace.route));
-    if (trace.route !== '-') span.set(ATTR.route, trace.route);
-    span.set(ATTR.status, res.statusCode);
-    span.set(ATTR.urlPath, ctx?.pathname ?? pathOnly(req.url ?? '').slice(0, 1024));
-    span.set(ATTR.cache, served.outcome);
-    span.set(ATTR.upstream, ctx?.upstream.cfg.name);
-    span.set(ATTR.consumer, ctx?.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
-    span.set(ATTR.token, served.token);
-    span.set(ATTR.requestId, id);
-    if (!res.writableFinished) span.set('etagere.aborted', true);
-    if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
-  }
-  span.end();
 }
 
 /** GET and HEAD bodies are never forwarded; read and drop them so keep-alive keeps working. */

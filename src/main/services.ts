@@ -15,6 +15,7 @@ import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import type { Logger } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../paths/upstreams.js';
+import type { LinkSettings } from '../http/representation/public-addresses.js';
 import type { PassThrough } from '../paths/context.js';
 import { createPassThrough } from '../paths/pass-through/pass-through.js';
 import { createGraphqlRuntime, type GraphqlRuntime } from '../paths/graphql/runtime.js';
@@ -23,6 +24,7 @@ import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consumer-budget.js';
 import { createConsumers, type Consumers } from '../pool/consumers/consumers.js';
+import { createOidcVerifier, type OidcVerifier } from '../pool/consumers/oidc.js';
 import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
 import { createLogMemo } from '../platform/log/access.js';
 import type { BoundedMemo } from '../platform/memo.js';
@@ -75,6 +77,8 @@ export interface Services {
   readonly entrances: readonly Entrances[];
   /** Consumer access control, when enabled. */
   readonly consumers: Consumers | undefined;
+  /** The trusted OIDC issuers' verifier, when consumers.oidc lists any (src/pool/consumers/oidc.ts). */
+  readonly oidc: OidcVerifier | undefined;
   /** The fair share between consumers, when consumer access control is on and there is a pool. */
   readonly consumerBudget: ConsumerBudget | undefined;
   /** The webhook receiver, when a webhook secret is configured (src/paths/webhooks/). */
@@ -156,17 +160,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       (reason, outcome) => metrics.upstreamRetries.inc({ upstream: cfg.name, reason, outcome }),
     ),
   );
-  // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
-  const invalidate = (upstream: UpstreamConfig, pathname: string, status: number): void => {
-    if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
-  };
-  const entrances = upstreams.map((rt): Entrances => {
-    const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links, tracing) : undefined;
-    const graphql = rt.cfg.graphql
-      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links, tracing), config.cache.max_entry_bytes)
-      : undefined;
-    return { passThrough, graphql };
-  });
+  const entrances = buildEntrances(config, upstreams, tiers, links, tracing);
   metrics.watchCache({
     l1Entries: () => tiers.l1.size,
     l1Bytes: () => tiers.l1.bytes,
@@ -182,9 +176,11 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       sharedHeaders: headerTable.bytes,
       logMemo: memos.accessLog.bytes,
       credentialMemo: memos.credentials.bytes,
+      oidcMemo: oidc?.memoBytes ?? 0,
     }),
   });
   const memos: HandlerMemos = { accessLog: createLogMemo(), credentials: createPoolCredentials() };
+  const oidc = config.consumers.enabled && config.consumers.oidc.length > 0 ? createOidcVerifier(config.consumers.oidc) : undefined;
   const probeTarget = upstreams.find((rt) => rt.cfg.token_pool);
 
   return {
@@ -197,6 +193,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     upstreams,
     entrances,
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
+    oidc,
     consumerBudget,
     webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
     memos,
@@ -227,6 +224,21 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       await tracing.shutdown(); // the last spans, bounded: a collector that is down never holds shutdown
     },
   };
+}
+
+/** Each upstream's pass-through and GraphQL entrance (the handler picks them). */
+function buildEntrances(config: Config, upstreams: UpstreamRuntime[], tiers: Tiers, links: LinkSettings, tracing: Tracing): Entrances[] {
+  // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
+  const invalidate = (upstream: UpstreamConfig, pathname: string, status: number): void => {
+    if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
+  };
+  return upstreams.map((rt): Entrances => {
+    const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links, tracing) : undefined;
+    const graphql = rt.cfg.graphql
+      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links, tracing), config.cache.max_entry_bytes)
+      : undefined;
+    return { passThrough, graphql };
+  });
 }
 
 /** The longest freshness an upstream's configuration gives, seconds (the upstream's own max-age aside). */

@@ -52,3 +52,13 @@ export function adminHostAllowed(header: string | undefined, allowed: ReadonlySe
   if (LOOPBACK_HOSTS.has(host) || allowed.has(host)) return true;
   return localAddress !== undefined && host === asHost(localAddress);
 }
+
+/** Whether a URL may be trusted to serve keys (an OIDC issuer, its JWKS): https, or http on a loopback host. */
+export function secureOrLoopbackUrl(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopbackAddress(parsed.hostname));
+  } catch {
+    return false;
+  }
+}

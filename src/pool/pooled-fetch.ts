@@ -45,9 +45,13 @@ export interface ConsumerRef {
 }
 
 /** The consumer of a request on the pool (its credential's), when the fair share applies. */
-export function consumerOf(pool: PoolContext | undefined, cred: { kind: string; consumer?: string | undefined }): ConsumerRef | undefined {
+export function consumerOf(
+  pool: PoolContext | undefined,
+  cred: { kind: string; consumer?: string | undefined; account?: string | undefined },
+): ConsumerRef | undefined {
   if (pool?.consumers === undefined || cred.kind !== 'pool' || cred.consumer === undefined) return undefined;
-  return { gate: pool.consumers, name: cred.consumer };
+  // An OIDC consumer spends from its issuer's account.
+  return { gate: pool.consumers, name: cred.account ?? cred.consumer };
 }
 
 export type PooledFetched =

@@ -190,7 +190,8 @@ function withConfirmation(config: Config, base: MemberPool, log: Logger): Confir
 
 /** Each consumer's weight (the wait queue's bounds split pool.max_queue by them). */
 function consumerWeights(config: Config): ReadonlyMap<string, number> {
-  return new Map(config.consumers.keys.map((key) => [key.name, weightOf(key.weight)]));
+  // An OIDC issuer's tokens wait in its one lane, as they spend from its one account.
+  return new Map([...config.consumers.keys, ...config.consumers.oidc].map((consumer) => [consumer.name, weightOf(consumer.weight)]));
 }
 
 /** The pool of this process: in process, or shared through Redis when there is a connection and redis.shared_tokens. */

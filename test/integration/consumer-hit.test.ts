@@ -156,7 +156,7 @@ describe('a pool consumer whose key is not its last header', () => {
     expect(sent[0]!.headers.authorization).not.toBe(basic);
     expect(JSON.stringify(sent[0]!.headers)).not.toContain(Buffer.from(`${KEY}:`).toString('base64'));
     const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
-    expect(metrics).toContain('etagere_consumer_rejections_total 1');
+    expect(metrics).toContain('etagere_consumer_rejections_total{consumer="-",reason="key"} 1');
     expect(proxy.logText()).not.toContain(KEY);
   });
 });

@@ -303,7 +303,7 @@ describe('token pool', () => {
     expect(own.headers['x-ratelimit-limit']).toBe('5000');
     const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
     expect(counterSum(metrics, 'etagere_consumer_requests_total', { consumer: 'web' })).toBe(2);
-    expect(metrics).toContain('etagere_consumer_rejections_total 2');
+    expect(metrics).toContain('etagere_consumer_rejections_total{consumer="-",reason="key"} 2');
 
     const lenient = await start(
       upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }] }, { consumers: { ...consumers, unknown: 'anonymous' } }),

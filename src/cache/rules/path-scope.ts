@@ -11,8 +11,14 @@
  * Folding more spellings together than the upstream does only marks more entries stale than
  * needed (an extra revalidation, a free 304 on GitHub), never fewer.
  *
+ * `normalPath` lives in src/http/normal-path.ts (consumer scopes use it too).
+ *
  * A scope's id, the form the tiers remember, publish and persist:  <upstream> \n <x|p> \n <path>
  */
+
+import { normalPath } from '../../http/normal-path.js';
+
+export { normalPath };
 
 export interface PathScope {
   readonly upstream: string;
@@ -24,23 +30,6 @@ export interface PathScope {
 
 const EXACT = 'x';
 const PREFIX = 'p';
-
-/** A path in the normal form scopes are compared in (see above). */
-export function normalPath(pathname: string): string {
-  let path = pathname;
-  if (path.includes('%')) path = decodeUnreserved(path);
-  path = path.toLowerCase();
-  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-  return path.length === 0 ? '/' : path;
-}
-
-/** Decodes the percent-escapes of unreserved characters only (RFC 3986 section 2.3); others stay as they are. */
-function decodeUnreserved(path: string): string {
-  return path.replace(/%([0-9A-Fa-f]{2})/g, (escape: string, hex: string) => {
-    const char = String.fromCharCode(Number.parseInt(hex, 16));
-    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : escape.toUpperCase();
-  });
-}
 
 export function scopeId(scope: PathScope): string {
   return `${scope.upstream}\n${scope.prefix ? PREFIX : EXACT}\n${scope.path}`;

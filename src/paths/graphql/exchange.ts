@@ -22,6 +22,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import { answer, writeError } from '../../http/answer.js';
 import type { AnswerContext } from '../context.js';
 import { resolveCredential, type Credential, type CredentialRules } from '../../pool/consumers/credential.js';
+import { UNKNOWN_CONSUMER, type OidcPresented } from '../../pool/consumers/gate.js';
 import { errors } from '../../http/errors.js';
 import { NOT_SERVED, streamReply, type Reply, type Served } from '../../http/reply.js';
 import type { UpstreamRuntime } from '../upstreams.js';
@@ -46,6 +47,8 @@ export interface GraphqlRoute {
   readonly rules: CredentialRules;
   /** The request's server span, when tracing is on. */
   readonly span: SpanHandle | undefined;
+  /** A verified OIDC consumer (the handler's consumer gate). */
+  readonly oidc?: OidcPresented | undefined;
 }
 
 /** What the close handler records of it (handle.ts's trace). */
@@ -170,9 +173,9 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
 
   return (req, res, route, trace) => {
     const { upstream, id, graphql } = route;
-    const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket);
+    const cred = resolveCredential(req.headers, route.rules, 'delete', req.socket, route.oidc);
     if (cred === undefined) {
-      metrics.consumerRejections.inc();
+      metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       req.resume();
       writeError(res, errors.consumerKeyRequired(), id);
       return NOT_SERVED;

@@ -5,8 +5,9 @@
  */
 import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
-import { isLoopbackAddress } from '../host.js';
+import { isLoopbackAddress, secureOrLoopbackUrl } from '../host.js';
 import { tokenName } from './token-name.js';
+import { globProblem } from './path-glob.js';
 
 const port = z.number().int().min(0).max(65535);
 const host = z.string().min(1);
@@ -217,6 +218,31 @@ export const poolSchema = z
   })
   .strict();
 
+/** An HTTP method a scope rule allows. */
+const ruleMethod = z
+  .string()
+  .transform((method) => method.toUpperCase())
+  .pipe(z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']));
+
+/**
+ * One `allow` rule of a consumer scope (src/pool/rules/allow.ts): globs over the GitHub API path
+ * and the methods it allows. `placeholders`: `${claim}` segments (OIDC issuers only).
+ */
+const allowRuleSchema = (placeholders: boolean) =>
+  z
+    .object({
+      paths: z
+        .array(
+          z.string().superRefine((glob, ctx) => {
+            const problem = globProblem(glob, placeholders);
+            if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `"${glob.slice(0, 200)}" ${problem}` });
+          }),
+        )
+        .min(1, 'give at least one path glob'),
+      methods: z.array(ruleMethod).min(1).default(['GET', 'HEAD']),
+    })
+    .strict();
+
 /** One consumer key, its fair-share weight and its optional caps (src/pool/rules/fair-share.ts). */
 export const consumerKeySchema = secretSchema
   .extend({
@@ -227,6 +253,37 @@ export const consumerKeySchema = secretSchema
     max_per_hour: z.number().int().min(0).max(100_000_000).nullable().default(null),
     /** At most this many of its requests in flight on the pool at once (the others wait); null: no cap. */
     max_concurrency: z.number().int().min(1).max(10_000).nullable().default(null),
+    /** What the key may use: path globs and methods (src/pool/rules/allow.ts); unset: everything. */
+    allow: z.array(allowRuleSchema(false)).min(1, 'give at least one rule, or leave allow out for full access').optional(),
+  })
+  .strict();
+
+/** A JWT claim's name (a name claim, a placeholder, a required claim). */
+const claimName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be a claim name: letters, digits and "_"');
+/** An issuer or JWKS address: https, or http on a loopback host only. */
+const keyUrl = z.string().max(2048).refine(secureOrLoopbackUrl, 'must be an https URL (http only on a loopback host)');
+
+/** A trusted OIDC issuer: its tokens are consumer identities (src/pool/consumers/oidc.ts). */
+export const oidcIssuerSchema = z
+  .object({
+    /** Its fair-share account and label; unique among consumer names. */
+    name: secretName,
+    /** The `iss` its tokens carry, exactly (e.g. https://token.actions.githubusercontent.com). */
+    issuer: keyUrl,
+    /** The `aud` a token must carry. */
+    audience: z.string().min(1).max(256),
+    /** Its JWKS; unset: found through the issuer's /.well-known/openid-configuration. */
+    jwks_url: keyUrl.nullable().default(null),
+    /** The claim whose value names the consumer (GitHub Actions: repository; Kubernetes: sub). */
+    name_claim: claimName,
+    /** What its tokens may use; `${claim}` segments are filled from the token. */
+    allow: z.array(allowRuleSchema(true)).min(1, 'give at least one rule'),
+    /** Claims a token must carry with one of the values listed (e.g. repository_owner: your organisation). */
+    required_claims: z.array(z.object({ claim: claimName, values: z.array(z.string().min(1).max(256)).min(1) }).strict()).default([]),
+    /** Its share of the pool, like a key's weight: all its tokens share it. */
+    weight: z.number().min(0.001).max(1000).default(1),
+    /** Distinct consumer names per process that label metrics; later ones count as "<name>:other". */
+    max_names: z.number().int().min(1).max(10_000).default(100),
   })
   .strict();
 
@@ -236,6 +293,8 @@ export const consumersSchema = z
     enabled: z.boolean().default(false),
     /** Consumer keys: { name, value } or { name, env }. Sent in any credential position (src/pool/consumers/consumers.ts). */
     keys: z.array(consumerKeySchema).default([]),
+    /** Trusted OIDC issuers: a token of one is a consumer credential like a key (src/pool/consumers/oidc.ts). */
+    oidc: z.array(oidcIssuerSchema).default([]),
     /** What a request without a known key gets: a 401 (reject) or plain anonymous upstream access. */
     unknown: z.enum(['reject', 'anonymous']).default('reject'),
     /** The part of each consumer's share that is never lent to other consumers (src/pool/rules/fair-share.ts). */
@@ -472,8 +531,8 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['pool', 'apps', index, 'name'], message: `duplicate App name "${app.name}"` });
       appNames.add(app.name);
     });
-    if (config.consumers.enabled && config.consumers.keys.length === 0) {
-      ctx.addIssue({ code: 'custom', path: ['consumers', 'keys'], message: 'consumers.enabled needs at least one key' });
+    if (config.consumers.enabled && config.consumers.keys.length === 0 && config.consumers.oidc.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['consumers', 'keys'], message: 'consumers.enabled needs at least one key or OIDC issuer' });
     }
     const pooled = config.pool.tokens.length > 0 || config.pool.apps.length > 0;
     if (pooled && !config.consumers.enabled && !config.pool.open && !isLoopbackAddress(config.listen.host)) {
@@ -516,6 +575,15 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', index, 'name'], message: `duplicate consumer name "${key.name}"` });
       names.add(key.name);
     });
+    const issuers = new Set<string>();
+    config.consumers.oidc.forEach((issuer, index) => {
+      if (names.has(issuer.name))
+        ctx.addIssue({ code: 'custom', path: ['consumers', 'oidc', index, 'name'], message: `duplicate consumer name "${issuer.name}"` });
+      if (issuers.has(issuer.issuer))
+        ctx.addIssue({ code: 'custom', path: ['consumers', 'oidc', index, 'issuer'], message: 'this issuer is listed twice' });
+      names.add(issuer.name);
+      issuers.add(issuer.issuer);
+    });
   });
 
 /** cache.webhook_fresh_seconds needs the receiver and the accounts it hears from. */
@@ -545,6 +613,7 @@ export type PoolConfig = z.infer<typeof poolSchema>;
 export type RedisConfig = z.infer<typeof redisSchema>;
 export type ConsumersConfig = z.infer<typeof consumersSchema>;
 export type ConsumerKeyConfig = z.infer<typeof consumerKeySchema>;
+export type OidcIssuerConfig = z.infer<typeof oidcIssuerSchema>;
 export type SecretConfig = z.infer<typeof secretSchema>;
 export type AppConfig = z.infer<typeof appSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;

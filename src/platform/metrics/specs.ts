@@ -143,7 +143,7 @@ export const METRIC_SPECS = {
   cacheBytes: {
     type: 'gauge',
     name: 'etagere_cache_bytes',
-    help: "Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels), token_memo (the token whose entry a hit looks at first, non-equivalent pools), rewritten_bodies (bodies with API addresses rewritten, bounded at an eighth of cache.max_bytes), decoded_bodies (gzip entries decoded for clients that do not take gzip, up to an eighth of cache.max_bytes, counted within it), l2_memo (L2 values decoded once, with cache.l1 false), shared_headers (header fields common to many entries, held once, at most about 1.2 MB), log_memo (access-log values kept quoted), credential_memo (consumers' pool credentials).",
+    help: "Bytes held in process: l1 (the cache, counted against cache.max_bytes), partition_memo and route_memo (bounded memos of the key and the route labels), token_memo (the token whose entry a hit looks at first, non-equivalent pools), rewritten_bodies (bodies with API addresses rewritten, bounded at an eighth of cache.max_bytes), decoded_bodies (gzip entries decoded for clients that do not take gzip, up to an eighth of cache.max_bytes, counted within it), l2_memo (L2 values decoded once, with cache.l1 false), shared_headers (header fields common to many entries, held once, at most about 1.2 MB), log_memo (access-log values kept quoted), credential_memo (consumers' pool credentials), oidc_memo (verified OIDC tokens, by digest).",
     labelNames: ['tier'],
   },
   cacheBodyBytes: {
@@ -270,8 +270,11 @@ export const METRIC_SPECS = {
   consumerRejections: {
     type: 'counter',
     name: 'etagere_consumer_rejections_total',
-    help: 'Requests refused with 401 for lack of a known consumer key.',
-    labelNames: [],
+    help:
+      'Requests refused to consumers, by consumer (its label; "-" when unknown) and reason: key (401: no known consumer key), ' +
+      'token (401: an OIDC token failed a check), scope (403: no allow rule matches), claim (403: a claim value not allowed in a scope).',
+    labelNames: ['consumer', 'reason'],
+    initial: [['-', 'key']],
   },
   graphqlRefused: {
     type: 'counter',

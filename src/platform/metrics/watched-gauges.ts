@@ -40,6 +40,7 @@ export interface CacheGaugeSource {
     sharedHeaders?: number;
     logMemo?: number;
     credentialMemo?: number;
+    oidcMemo?: number;
   };
   /** Body bytes of the L1 entries: as stored (gzip) and decoded. */
   l1BodyBytes?(): { stored: number; decoded: number };
@@ -102,6 +103,7 @@ export const WATCHED_GAUGES = {
     gauge.set({ tier: 'shared_headers' }, memos?.sharedHeaders ?? 0);
     gauge.set({ tier: 'log_memo' }, memos?.logMemo ?? 0);
     gauge.set({ tier: 'credential_memo' }, memos?.credentialMemo ?? 0);
+    gauge.set({ tier: 'oidc_memo' }, memos?.oidcMemo ?? 0);
   },
   cacheBodyBytes: (gauge, sources) => {
     const bodies = sources.cache?.l1BodyBytes?.() ?? { stored: 0, decoded: 0 };

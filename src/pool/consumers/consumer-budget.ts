@@ -285,12 +285,16 @@ export function consumerBudgetFor(
   if (!config.consumers.enabled || pool === undefined) return undefined;
   const { metrics } = deps;
   return createConsumerBudget({
-    consumers: config.consumers.keys.map((key) => ({
-      name: key.name,
-      weight: key.weight,
-      maxPerHour: key.max_per_hour,
-      maxConcurrency: key.max_concurrency,
-    })),
+    consumers: [
+      ...config.consumers.keys.map((key) => ({
+        name: key.name,
+        weight: key.weight,
+        maxPerHour: key.max_per_hour,
+        maxConcurrency: key.max_concurrency,
+      })),
+      // An OIDC issuer is one account: every consumer its tokens name spends from its share.
+      ...config.consumers.oidc.map((issuer) => ({ name: issuer.name, weight: issuer.weight, maxPerHour: null, maxConcurrency: null })),
+    ],
     reserveFraction: config.consumers.reserve_fraction,
     queueTimeoutMs: config.pool.queue_timeout_ms,
     maxQueue: config.pool.max_queue,

@@ -27,17 +27,30 @@
  * connection, replaced by the next value: spraying values grows nothing).
  */
 import { hash } from 'node:crypto';
+import { compileScope, type AllowRule, type Scope } from '../rules/allow.js';
 
 export interface ConsumerKey {
   readonly name: string;
   readonly value: string;
+  /** What the key may use (src/pool/rules/allow.ts); undefined: everything. */
+  readonly allow?: readonly AllowRule[] | undefined;
+}
+
+/** A known consumer: its name (logs, metrics), its fair-share account, and its scope when it has one. */
+export interface ConsumerIdentity {
+  readonly kind: 'consumer';
+  readonly name: string;
+  /** The fair-share account it spends from (a key's own name; an OIDC issuer's name); undefined: `name`. */
+  readonly account?: string | undefined;
+  /** undefined: full access. */
+  readonly scope?: Scope | undefined;
 }
 
 export type Identity =
   /** No consumer credential at all. */
   | { readonly kind: 'none' }
   /** A consumer credential that matched `name` (one shared object per consumer). */
-  | { readonly kind: 'consumer'; readonly name: string }
+  | ConsumerIdentity
   /** A consumer credential that matched nothing. */
   | { readonly kind: 'unknown' };
 
@@ -116,7 +129,13 @@ export function createConsumers(keys: readonly ConsumerKey[], digestOf: (value: 
   for (const key of keys) {
     const at = digestOf(key.value);
     // Two consumers with one value: the first one listed wins.
-    if (!table.has(at)) table.set(at, { kind: 'consumer', name: key.name });
+    if (!table.has(at))
+      table.set(
+        at,
+        key.allow === undefined
+          ? { kind: 'consumer', name: key.name }
+          : { kind: 'consumer', name: key.name, scope: compileScope(key.allow) },
+      );
   }
   const lastMatch = new WeakMap<object, LastMatch>();
   const lastAuthorization = new WeakMap<object, LastMatch>();

@@ -10,10 +10,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { removeHeader, type HeaderRemoval } from '../../http/headers/hop-by-hop.js';
 import { createMemo, type Memo } from '../../platform/memo.js';
-import { CONSUMER_KEY_HEADER, type Consumers } from './consumers.js';
+import { CONSUMER_KEY_HEADER, type ConsumerIdentity, type Consumers } from './consumers.js';
+import type { OidcPresented } from './gate.js';
 
 export type Credential =
-  { readonly kind: 'client' } | { readonly kind: 'pool'; readonly consumer: string | undefined } | { readonly kind: 'anonymous' };
+  | { readonly kind: 'client' }
+  /** `account`: the fair-share account when it is not the consumer's name (an OIDC issuer's). */
+  | { readonly kind: 'pool'; readonly consumer: string | undefined; readonly account?: string | undefined }
+  | { readonly kind: 'anonymous' };
 
 export const CLIENT: Credential = { kind: 'client' };
 export const ANONYMOUS_CREDENTIAL: Credential = { kind: 'anonymous' };
@@ -41,25 +45,33 @@ const CREDENTIAL_OVERHEAD = 128;
 export const createPoolCredentials = (): PoolCredentials =>
   createMemo<string, Credential>(CREDENTIAL_MEMO_BYTES, (name) => 2 * name.length + CREDENTIAL_OVERHEAD);
 
-function poolCredential(consumer: string, memo: PoolCredentials | undefined): Credential {
-  let credential = memo?.get(consumer);
+function poolCredential(consumer: Named, memo: PoolCredentials | undefined): Credential {
+  const key = consumer.account === undefined ? consumer.name : `${consumer.account}\n${consumer.name}`;
+  let credential = memo?.get(key);
   if (credential === undefined) {
-    credential = { kind: 'pool', consumer };
-    memo?.set(consumer, credential);
+    credential =
+      consumer.account === undefined
+        ? { kind: 'pool', consumer: consumer.name }
+        : { kind: 'pool', consumer: consumer.name, account: consumer.account };
+    memo?.set(key, credential);
   }
   return credential;
 }
 
+/** A consumer as its credential names it. */
+type Named = Pick<ConsumerIdentity, 'name' | 'account'>;
+
 /**
  * undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`
  * (as `how` says). `connection` (the request's socket) lets a key sent again on one connection skip
- * its digest (consumers.ts).
+ * its digest (consumers.ts). `oidc`: the consumer of a verified OIDC token (gate.ts), when no key matched.
  */
 export function resolveCredential(
   headers: IncomingHttpHeaders,
   rules: CredentialRules,
   how: HeaderRemoval = 'delete',
   connection?: object,
+  oidc?: OidcPresented,
 ): Credential | undefined {
   // An empty or blank Authorization is no credential: it must not pass as a client's own one
   // (that would reach the upstream anonymously, past the consumer-key rules).
@@ -71,7 +83,11 @@ export function resolveCredential(
     if (headers.authorization !== undefined) return CLIENT;
     return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
   }
-  const consumer = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
+  let consumer: Named | undefined = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
+  if (consumer === undefined && oidc !== undefined) {
+    consumer = oidc.identity;
+    if (oidc.inAuthorization) removeHeader(headers, 'authorization', how);
+  }
   if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;
   if (consumer !== undefined) return poolCredential(consumer, rules.poolCredentials);
@@ -89,29 +105,38 @@ function takeConsumerKeys(
   consumers: Consumers,
   how: HeaderRemoval,
   connection: object | undefined,
-): string | undefined {
-  let consumer: string | undefined;
+): Named | undefined {
+  let consumer: Named | undefined;
   const key = Array.isArray(keyHeader) ? keyHeader[0] : keyHeader;
   if (key !== undefined) {
     const id = consumers.match(key.trim(), connection);
-    if (id.kind === 'consumer') consumer = id.name;
+    if (id.kind === 'consumer') consumer = id;
   }
   const authorization = headers.authorization;
   if (authorization === undefined) return consumer;
   const inAuthorization = consumers.inAuthorization(authorization, connection);
   if (inAuthorization.kind !== 'consumer') return consumer;
   removeHeader(headers, 'authorization', how);
-  return consumer ?? inAuthorization.name;
+  return consumer ?? inAuthorization;
 }
 
 /**
  * Takes every consumer key out of a passed-through request's headers: X-Etagere-Key, and an
- * Authorization that carries a key in any position. Such methods never use the pool, but no key
- * may go upstream.
+ * Authorization that carries a key (or a verified OIDC token: `oidc`) in any position. Such
+ * methods never use the pool, but no key may go upstream.
  */
-export function dropConsumerKeys(headers: IncomingHttpHeaders, consumers: Consumers | undefined, connection?: object): void {
+export function dropConsumerKeys(
+  headers: IncomingHttpHeaders,
+  consumers: Consumers | undefined,
+  connection?: object,
+  oidc?: OidcPresented,
+): void {
   if (headers[CONSUMER_KEY_HEADER] !== undefined) delete headers[CONSUMER_KEY_HEADER];
   const authorization = headers.authorization;
-  if (consumers !== undefined && authorization !== undefined && consumers.inAuthorization(authorization, connection).kind === 'consumer')
+  if (authorization === undefined) return;
+  if (
+    oidc?.inAuthorization === true ||
+    (consumers !== undefined && consumers.inAuthorization(authorization, connection).kind === 'consumer')
+  )
     delete headers.authorization;
 }
