@@ -21,7 +21,8 @@ describe('environment variables and the keys they set', () => {
   it.each(Object.keys(ENV_VARS).filter((name) => name !== 'ETAGERE_CONFIG'))('%s sets the key its description names', (name) => {
     const key = envKey(name as keyof typeof ENV_VARS);
     expect(key).toMatch(/^[a-z_]/);
-    const value = name.endsWith('_ID') || name.endsWith('PORT') ? '7' : name === 'REDIS_CLUSTER_NODES' ? 'h:1' : 'x';
+    const shaped: Record<string, string> = { REDIS_CLUSTER_NODES: 'h:1', OTEL_RESOURCE_ATTRIBUTES: 'team=x' };
+    const value = name.endsWith('_ID') || name.endsWith('PORT') ? '7' : (shaped[name] ?? 'x');
     const env: Record<string, string> = { [name]: value };
     if (name.startsWith('ETAGERE_APP_')) env.ETAGERE_APP_ID = '7';
     const raw = applyEnv({ upstreams: [{ name: 'github', prefix: '/', url: 'https://api.github.com' }] }, env);
