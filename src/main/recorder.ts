@@ -88,7 +88,7 @@ export function recorder(metrics: Metrics, access: ReturnType<typeof createAcces
       bytes,
       aborted: !res.writableFinished,
       traceId: trace.span?.sampled === true ? trace.span.traceId : undefined,
-      spanId: trace.span?.spanId,
+      spanId: trace.span?.sampled === true ? trace.span.spanId : undefined,
     });
     if (trace.span !== undefined) endServerSpan(trace.span, req, res, id, trace, served);
   };

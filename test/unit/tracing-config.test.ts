@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/platform/config/load.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createTracing } from '../../src/platform/trace/setup.js';
-import { sampled, shownUrl, traceSettings } from '../../src/platform/trace/settings.js';
+import { sampled, sampledRoot, shownUrl, traceSettings } from '../../src/platform/trace/settings.js';
 import { NO_TRACING } from '../../src/platform/trace/tracing.js';
 
 function withFile(yaml: string): string {
@@ -127,6 +127,17 @@ describe('the sampling decision', () => {
     // Not parent-based: the client's flag does not decide.
     expect(sampled('always_on', 1, ids[0]!, { sampled: false })).toBe(true);
     expect(sampled('always_off', 1, ids[0]!, { sampled: true })).toBe(false);
+  });
+
+  it('starts about the ratio of root traces (no client context) under traceidratio and parentbased_traceidratio', () => {
+    const draws = ids.map((id) => parseInt(id.slice(0, 8), 16) / 0x1_0000_0000);
+    for (const sampler of ['traceidratio', 'parentbased_traceidratio'] as const) {
+      const kept = draws.filter((draw) => sampledRoot(sampler, 0.01, draw)).length;
+      expect(kept).toBeGreaterThan(500);
+      expect(kept).toBeLessThan(1500);
+    }
+    expect(sampledRoot('parentbased_always_on', 0, 0.5)).toBe(true);
+    expect(sampledRoot('always_off', 1, 0)).toBe(false);
   });
 
   it('keeps about the ratio of trace ids under traceidratio, the same decision for the same id', () => {

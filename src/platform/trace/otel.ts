@@ -16,7 +16,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Attributes, AttributeValue, IncomingHeaders, RequestSpan, SpanHandle, Tracing } from './tracing.js';
-import { sampled, type TraceSettings } from './settings.js';
+import { sampled, sampledRoot, type TraceSettings } from './settings.js';
 
 /** A traceparent is 55 characters (version 00); longer ones are allowed by later versions, not a kilobyte. */
 const MAX_TRACEPARENT = 256;
@@ -62,13 +62,26 @@ class Recorded implements RequestSpan {
   }
 }
 
-/** A request that is not sampled: its ids only (its children are itself: nothing is recorded). */
+/**
+ * A request that is not sampled: its ids only, drawn when first read (a hit that goes nowhere
+ * never draws them); its children are itself, and nothing is recorded.
+ */
 class Unsampled implements RequestSpan {
   readonly sampled = false;
+  #traceId: string | undefined;
+  #spanId: string | undefined;
   constructor(
-    readonly traceId: string,
-    readonly spanId: string,
-  ) {}
+    parentTraceId: string | undefined,
+    private readonly id: (bytes: number) => string,
+  ) {
+    this.#traceId = parentTraceId;
+  }
+  get traceId(): string {
+    return (this.#traceId ??= this.id(16));
+  }
+  get spanId(): string {
+    return (this.#spanId ??= this.id(8));
+  }
   set(): void {}
   fail(): void {}
   end(): void {}
@@ -85,17 +98,24 @@ function defined(attributes: Attributes): Record<string, AttributeValue> {
   return out;
 }
 
-/** Hex ids from a pool of random bytes, refilled when spent. */
-function idSource(): (bytes: number) => string {
+/** Hex ids, and uniform numbers in [0, 1) for a root's sampling decision, from a pool of random bytes refilled when spent. */
+function randomSource(): { id: (bytes: number) => string; unit: () => number } {
   const pool = Buffer.allocUnsafe(ID_POOL_BYTES);
   let at = ID_POOL_BYTES;
-  return (bytes) => {
+  const take = (bytes: number): number => {
     if (at + bytes > ID_POOL_BYTES) {
       randomFillSync(pool);
       at = 0;
     }
     at += bytes;
-    return pool.toString('hex', at - bytes, at);
+    return at - bytes;
+  };
+  return {
+    id: (bytes) => {
+      const from = take(bytes);
+      return pool.toString('hex', from, from + bytes);
+    },
+    unit: () => pool.readUInt32BE(take(4)) / 0x1_0000_0000,
   };
 }
 
@@ -110,7 +130,8 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
   });
   const tracer = provider.getTracer('etagere');
   const propagator = new W3CTraceContextPropagator();
-  const id = idSource();
+  const random = randomSource();
+  const id = random.id;
   const NONE: SpanHandle = { set: () => undefined, fail: () => undefined, end: () => undefined };
 
   /** A child of `parent`: recorded under a recorded one; under an unsampled one, that one; else none. */
@@ -123,10 +144,12 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
   return {
     on: true,
     request(headers, method) {
-      const parent = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, getter));
-      const traceId = parent?.traceId ?? id(16);
+      const parent =
+        headers.traceparent === undefined ? undefined : trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, getter));
       const remote = parent === undefined ? undefined : { sampled: (parent.traceFlags & TraceFlags.SAMPLED) !== 0 };
-      if (!sampled(settings.sampler, settings.ratio, traceId, remote)) return new Unsampled(traceId, id(8));
+      // A client's trace: decided on its id (the same on every replica); a root: on a random draw, ids only if needed.
+      const chosen = parent === undefined ? sampledRoot(settings.sampler, settings.ratio, random.unit()) : undefined;
+      if (!(chosen ?? sampled(settings.sampler, settings.ratio, parent!.traceId, remote))) return new Unsampled(parent?.traceId, id);
       const context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent);
       return new Recorded(tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, context));
     },

@@ -55,3 +55,10 @@ export function sampled(sampler: SamplerName, ratio: number, traceId: string, pa
   if (sampler.endsWith('always_off')) return false;
   return parseInt(traceId.slice(-8), 16) < ratio * 0x1_0000_0000;
 }
+
+/** A root's decision (no parent): `draw` uniform in [0, 1), compared with the ratio as `sampled` compares a trace id. */
+export function sampledRoot(sampler: SamplerName, ratio: number, draw: number): boolean {
+  if (sampler.endsWith('always_on')) return true;
+  if (sampler.endsWith('always_off')) return false;
+  return draw < ratio;
+}
