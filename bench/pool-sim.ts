@@ -18,6 +18,9 @@ import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
 import { parseTokenSpec } from '../fake-github/tokens.js';
 import { createLogger } from '../src/platform/log/logger.js';
 
+/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
+const UNPACED = 1_000_000;
+
 export interface Scenario {
   name: string;
   tokens: number;
@@ -94,7 +97,7 @@ export async function simulate(sc: Scenario): Promise<SimResult> {
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, connections: 256 }],
-    pool: { tokens: poolTokens, max_concurrency: 90 },
+    pool: { tokens: poolTokens, max_concurrency: 90, points_per_minute: UNPACED },
   });
   const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });
   if (sc.secondary !== undefined) {
@@ -232,7 +235,12 @@ export async function simulateGreedyConsumer(sc = CONSUMER_SCENARIO): Promise<Co
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, connections: 256 }],
-    pool: { tokens: values.map((value, i) => ({ name: `t${i}`, value })), per_token_concurrency: 4, max_concurrency: 20 },
+    pool: {
+      tokens: values.map((value, i) => ({ name: `t${i}`, value })),
+      per_token_concurrency: 4,
+      max_concurrency: 20,
+      points_per_minute: UNPACED,
+    },
     consumers: {
       enabled: sc.fairShare,
       reserve_fraction: sc.reserveFraction,
@@ -399,7 +407,7 @@ export async function simulateMixed(sc = MIXED_SCENARIO): Promise<MixedSimResult
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, connections: 256 }],
-    pool: { tokens: values.map((value, i) => ({ name: `t${i}`, value })), max_concurrency: 90 },
+    pool: { tokens: values.map((value, i) => ({ name: `t${i}`, value })), max_concurrency: 90, points_per_minute: UNPACED },
   });
   const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });
   const started = Date.now();

@@ -59,6 +59,9 @@ import { runRetriesCli } from './retries.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings } from './pacing.js';
 
+/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
+const UNPACED = 1_000_000;
+
 export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'etagere-webhooks' | 'direct-no-cache' | 'direct-etag';
 
 export const SCENARIO_IDS: readonly ScenarioId[] = [
@@ -283,7 +286,7 @@ async function startTarget(id: ScenarioId, settings: Settings, windowSeconds: nu
     admin: { host: '127.0.0.1', port: 0 },
     log: { level: 'silent' },
     upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, cache }],
-    pool: { tokens: [{ name: 'sim', value: TOKEN }] },
+    pool: { tokens: [{ name: 'sim', value: TOKEN }], points_per_minute: UNPACED },
     ...(id === 'etagere-webhooks' ? { webhooks: { secret: WEBHOOK_SECRET, owners: ['etagere-org'] } } : {}),
   });
   const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });

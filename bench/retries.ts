@@ -23,6 +23,9 @@ import { parseConfig } from '../src/platform/config/load.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { startFakeUpstream } from '../fake-github/index.js';
 
+/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
+const UNPACED = 1_000_000;
+
 export interface RetriesSettings {
   /** Client GETs per run. Default 20,000 (smoke: 3,000). */
   requests: number;
@@ -75,7 +78,7 @@ async function runOne(retries: number, settings: RetriesSettings): Promise<Retri
       { name: 'pooled', prefix: '/pooled', token_pool: true, ...upstream },
       { name: 'forward', prefix: '/forward', cache: { policy: 'none' }, ...upstream },
     ],
-    pool: { tokens: [{ name: 'bench', value: 'demo_token_bob_public' }] },
+    pool: { tokens: [{ name: 'bench', value: 'demo_token_bob_public' }], points_per_minute: UNPACED },
   });
   const app = await startApp(config, { logger: createLogger({ level: 'silent' }) });
   const client = new Agent({ connections: settings.concurrency, keepAliveTimeout: 10_000 });

@@ -36,6 +36,9 @@ import { parseTokenSpec } from '../fake-github/tokens.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { mulberry32 } from './zipf.js';
 
+/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
+const UNPACED = 1_000_000;
+
 export type RotationOption = 'none' | 'replace' | 'overlap' | 'last-modified';
 
 export const ROTATION_OPTIONS: readonly RotationOption[] = ['none', 'replace', 'overlap', 'last-modified'];
@@ -173,7 +176,7 @@ async function startRig(option: RotationOption, settings: RotationSettings): Pro
       admin: { host: '127.0.0.1', port: 0 },
       log: { level: 'silent' },
       upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, cache }],
-      pool: { tokens_file: file },
+      pool: { tokens_file: file, points_per_minute: UNPACED },
     },
     {},
   );

@@ -15,7 +15,8 @@ import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { metric, startReplicas, stopReplicas, type Replica } from '../helpers/replicas.js';
 
 const ALICE = { authorization: 'token demo_token_alice_repo' };
-const LIFETIME_MS = 2_000;
+// Long enough that the refreshed entry (its Date in whole seconds: up to 1 s old on arrival) outlives the first lifetime.
+const LIFETIME_MS = 4_000;
 
 describe('refresh ahead on two replicas', () => {
   let redis: TestRedis;
@@ -66,7 +67,7 @@ describe('refresh ahead on two replicas', () => {
     const storedAt = Date.now();
     for (const replica of [second, first])
       expect(String((await get(replica.url + path, ALICE)).headers['cache-status'])).toMatch(/^etagere; hit/);
-    await until(async () => Object.values(await results()).reduce((x, y) => x + y, 0) >= 2, 5_000, 'both replicas’ refreshes to settle');
+    await until(async () => Object.values(await results()).reduce((x, y) => x + y, 0) >= 2, 8_000, 'both replicas’ refreshes to settle');
     expect((await results()).not_modified).toBe(1);
     expect(fake.stats().notModified).toBe(1);
     expect(fake.stats().total).toBe(2);
@@ -74,5 +75,5 @@ describe('refresh ahead on two replicas', () => {
     for (const replica of [first, second])
       expect(String((await get(replica.url + path, ALICE)).headers['cache-status'])).toMatch(/^etagere; hit/);
     expect(fake.stats().total).toBe(2);
-  }, 20_000);
+  }, 30_000);
 });

@@ -2,7 +2,7 @@
  * Refresh ahead (`cache.refresh_ahead`) against the fake GitHub, whose authorised 304s spend no
  * quota: an entry read while fresh is revalidated shortly before it expires, so the read after its
  * lifetime is a fresh hit and nothing was billed; an entry nobody reads is left to expire; a purge
- * made while a refresh is upstream wins. Lifetimes are 2 s (`max_age_cap_seconds`).
+ * made while a refresh is upstream wins. Lifetimes are 4 s (`max_age_cap_seconds`).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -12,7 +12,8 @@ import { get, post } from '../helpers/http.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 
 const ALICE = { authorization: 'token demo_token_alice_repo' };
-const LIFETIME_MS = 2_000;
+// Long enough that a refreshed entry (its Date in whole seconds: up to 1 s old on arrival) outlives the first lifetime.
+const LIFETIME_MS = 4_000;
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
