@@ -25,6 +25,9 @@ import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
 import { parseTokenSpec } from '../fake-github/tokens.js';
 import { createLogger } from '../src/platform/log/logger.js';
 
+/** Points a token may send a minute in a run that is not paced: no load here reaches it. Benches that compress time, or whose load is not about pacing, use it too. */
+export const UNPACED = 1_000_000;
+
 export interface PacingSettings {
   /** Points per minute of the fake and of the paced proxy. Default 600. */
   budget: number;
@@ -80,7 +83,7 @@ async function run(settings: PacingSettings, paced: boolean): Promise<PacingRun>
       admin: { host: '127.0.0.1', port: 0 },
       log: { level: 'silent' },
       upstreams: [{ name: 'github', prefix: '/', url: fake.url, token_pool: true, cache: { policy: 'revalidate' } }],
-      pool: { tokens: [{ name: 'bench', value: TOKEN }], points_per_minute: paced ? settings.budget : 1_000_000 },
+      pool: { tokens: [{ name: 'bench', value: TOKEN }], points_per_minute: paced ? settings.budget : UNPACED },
     },
     {},
   );

@@ -17,9 +17,7 @@ import { parseConfig } from '../src/platform/config/load.js';
 import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
 import { parseTokenSpec } from '../fake-github/tokens.js';
 import { createLogger } from '../src/platform/log/logger.js';
-
-/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
-const UNPACED = 1_000_000;
+import { UNPACED } from './pacing.js';
 
 export interface Scenario {
   name: string;

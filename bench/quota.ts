@@ -57,10 +57,7 @@ import {
 import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
 import { runRetriesCli } from './retries.js';
 import { mulberry32, zipfSampler } from './zipf.js';
-import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings } from './pacing.js';
-
-/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
-const UNPACED = 1_000_000;
+import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings, UNPACED } from './pacing.js';
 
 export type ScenarioId = 'etagere-revalidate' | 'etagere-max-age' | 'etagere-webhooks' | 'direct-no-cache' | 'direct-etag';
 

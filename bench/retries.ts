@@ -22,9 +22,7 @@ import { startApp } from '../src/main/app.js';
 import { parseConfig } from '../src/platform/config/load.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { startFakeUpstream } from '../fake-github/index.js';
-
-/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
-const UNPACED = 1_000_000;
+import { UNPACED } from './pacing.js';
 
 export interface RetriesSettings {
   /** Client GETs per run. Default 20,000 (smoke: 3,000). */

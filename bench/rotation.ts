@@ -35,9 +35,7 @@ import { startFakeUpstream, type FakeUpstream } from '../fake-github/index.js';
 import { parseTokenSpec } from '../fake-github/tokens.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { mulberry32 } from './zipf.js';
-
-/** Points a token may send a minute here: time is compressed, or the load is not about pacing (bench/pacing.ts is). */
-const UNPACED = 1_000_000;
+import { UNPACED } from './pacing.js';
 
 export type RotationOption = 'none' | 'replace' | 'overlap' | 'last-modified';
 

@@ -23,6 +23,7 @@ import { stringify as toYaml } from 'yaml';
 import { freePort, httpGet, httpPostJson, installCleanup, spawnServer, stopAll } from './processes.js';
 import { cleanEnv, cliArgs, startRedisServer, type ServerContext } from './servers.js';
 import { mulberry32, zipfSampler } from './zipf.js';
+import { UNPACED } from './pacing.js';
 
 const HOST = '127.0.0.1';
 
@@ -282,7 +283,7 @@ async function main(): Promise<void> {
       ],
       // 300 req/s on two tokens is far past GitHub's 900 points a minute: the soak is about leaks
       // and faults, not pacing (bench/pacing.ts), so the fake's faults, not paced 429s, are what it sees.
-      points_per_minute: 1_000_000,
+      points_per_minute: UNPACED,
     },
     upstreams: [
       // Short freshness, so that revalidations (and faults on them) happen all along the run.
