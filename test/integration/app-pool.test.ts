@@ -354,6 +354,12 @@ describe('the secrets of GitHub Apps', () => {
       await post(`${fake.url}/__fake/installations/${ALICE.id}`, { suspended: true });
       await until(async () => (await names(proxy)) === 'ci-app-1001', 10_000, 'the suspended installation to leave');
       await load.answered(30);
+      // The load runs until four installation tokens went upstream (mints alone do not say they were used).
+      await until(
+        () => [...sent].filter((value) => value.startsWith('ghs_')).length >= 4,
+        10_000,
+        'four installation tokens used upstream',
+      );
       await load.stop();
       errors.push(...load.failures, (await get(`${proxy.url}/app`)).body, (await get(`${proxy.url}/app/installations`)).body);
       const wrong = await proxyWith(fake, { key: wrongKeys.privateKey });
