@@ -1157,6 +1157,8 @@ describe('wire fuzzing (seeded, raw TCP)', () => {
         probe_at_start: false,
         per_token_concurrency: 100,
         max_concurrency: 200,
+        // The wire is fuzzed here, not pacing: paced at GitHub's points, the flood would wait for points (hangs) and end spent (429).
+        points_per_minute: 1_000_000,
       },
       consumers: { enabled: true, keys: [{ name: 'web', value: CONSUMER_KEY }] },
     });
