@@ -84,7 +84,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   const { logger, metrics, services } = await processServices(config, opts);
   const handler = createHandler(config, services, { logger, metrics });
   const cacheAdmin = createCacheAdmin({
-    tiers: services.tiers,
+    cache: services.cache,
     upstreams: config.upstreams.map((upstream) => upstream.name),
     metrics,
     shared: services.redis !== undefined,

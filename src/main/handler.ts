@@ -18,7 +18,7 @@ import type { ServiceDeps, Services } from './services.js';
 import { isRateLimitPath, poolRateLimitBody } from '../pool/rules/pool-headers.js';
 import { createUpstreamExchange } from '../paths/rest/exchange.js';
 import { answer, writeError } from '../http/answer.js';
-import { createCachedPath } from '../paths/rest/cached.js';
+import { CachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
 import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented } from '../pool/consumers/gate.js';
@@ -46,7 +46,7 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
     metrics,
     logger,
   });
-  const cached = createCachedPath({ ...services, exchange, logger, metrics, forward });
+  const cached = new CachedPath({ ...services, exchange, logger, metrics, forward });
   const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
   return { forward, cached, graphql };
 }
@@ -157,7 +157,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     // Range requests stream through, except under rfc9111: a part of the stored response (answer.ts).
     const policy = upstream.policy.kind;
     if (policy === 'none' || (req.headers.range !== undefined && policy !== 'rfc9111')) return forward(ctx);
-    return cached(ctx);
+    return cached.serve(ctx);
   };
 
   return (req, res) => handle(req, res, route, record, services.requestId, byAgent, tracing);

@@ -10,7 +10,7 @@ import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
 import { createRefreshScheduler, type RefreshScheduler } from '../cache/store/refresh-scheduler.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
-import { createTiers, type Tiers } from '../cache/store/tiers.js';
+import { Cache } from '../cache/store/cache.js';
 import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import type { Logger } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
@@ -64,7 +64,8 @@ export interface Entrances {
 
 export interface Services {
   readonly redis: RedisConnection | undefined;
-  readonly tiers: Tiers;
+  /** L1 and L2, and what may still be used (src/cache/store/cache.ts, validity.ts). */
+  readonly cache: Cache;
   readonly coalescer: Coalescer;
   /** Refreshes ahead of expiry (cache.refresh_ahead), one schedule for every upstream. */
   readonly refreshAhead: RefreshScheduler;
@@ -121,10 +122,10 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   // Decoded forms of gzip entries, for clients that do not take gzip: up to an eighth of
   // cache.max_bytes, counted within it (L1 gives way to them; an entry that leaves L1 takes its
   // form along), so a hot set is decoded once (src/cache/store/entry-form.ts; BENCHMARKS.md).
-  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / DECODED_SHARE), () => tiers.l1.fit());
+  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / DECODED_SHARE), () => cache.l1?.fit());
   // Header fields common to many entries, held once for this process's cache (src/cache/store/header-intern.ts).
   const headerTable = createHeaderTable();
-  const tiers = createTiers(
+  const cache = new Cache(
     {
       l1: config.cache.l1,
       headerTable,
@@ -139,7 +140,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     logger,
     redis,
   );
-  const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms, tracing);
+  const coalescer = createCoalescer(cache, metrics, config.redis.wait_ms, tracing);
   const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
@@ -160,19 +161,19 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       (reason, outcome) => metrics.upstreamRetries.inc({ upstream: cfg.name, reason, outcome }),
     ),
   );
-  const entrances = buildEntrances(config, upstreams, tiers, links, tracing);
+  const entrances = buildEntrances(config, upstreams, cache, links, tracing);
   metrics.watchCache({
-    l1Entries: () => tiers.l1.size,
-    l1Bytes: () => tiers.l1.bytes,
+    l1Entries: () => cache.l1?.size ?? 0,
+    l1Bytes: () => cache.l1?.bytes ?? 0,
     waiters: () => coalescer.waiters,
-    l1BodyBytes: () => tiers.l1.bodyBytes,
+    l1BodyBytes: () => cache.l1?.bodyBytes ?? { stored: 0, decoded: 0 },
     memoBytes: () => ({
       partition: partitioner.memoBytes,
       routes: upstreams.reduce((sum, rt) => sum + rt.routes.memoBytes, 0),
-      tokens: tiers.tokenMemoBytes,
+      tokens: cache.validity.tokens.bytes,
       rewrittenBodies: rewrittenBodies.bytes,
       decodedBodies: decodedForms.bytes,
-      l2Memo: tiers.shared?.l2.memoBytes ?? 0,
+      l2Memo: cache.shared?.l2.memoBytes ?? 0,
       sharedHeaders: headerTable.bytes,
       logMemo: memos.accessLog.bytes,
       credentialMemo: memos.credentials.bytes,
@@ -185,7 +186,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
 
   return {
     redis,
-    tiers,
+    cache,
     coalescer,
     refreshAhead,
     partitioner,
@@ -195,14 +196,14 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
     oidc,
     consumerBudget,
-    webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
+    webhooks: createWebhookReceiver(config.webhooks, { validity: cache.validity, upstreams, redis, logger, metrics }),
     memos,
     requestId: createRequestIds(),
     tracing,
     async start() {
       if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
       await pool?.start();
-      await tiers.loadMarks();
+      await cache.validity.loadMarks();
       if (pool !== undefined && probeTarget !== undefined && config.pool.probe_at_start) await pool.probe(probeTarget.client);
     },
     reloadTokens(trigger) {
@@ -214,7 +215,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       refreshAhead.close();
       consumerBudget?.close();
       pool?.close();
-      tiers.close();
+      cache.close();
       await redis?.close();
       for (const entrance of entrances) {
         entrance.passThrough?.close();
@@ -227,10 +228,10 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
 }
 
 /** Each upstream's pass-through and GraphQL entrance (the handler picks them). */
-function buildEntrances(config: Config, upstreams: UpstreamRuntime[], tiers: Tiers, links: LinkSettings, tracing: Tracing): Entrances[] {
+function buildEntrances(config: Config, upstreams: UpstreamRuntime[], cache: Cache, links: LinkSettings, tracing: Tracing): Entrances[] {
   // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
   const invalidate = (upstream: UpstreamConfig, pathname: string, status: number): void => {
-    if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
+    if (status >= 200 && status < 400) cache.validity.invalidatePath(upstream.name, pathname);
   };
   return upstreams.map((rt): Entrances => {
     const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links, tracing) : undefined;

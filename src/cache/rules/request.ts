@@ -3,9 +3,11 @@
  * its keys, its Cache-Control directives, a reader of its headers, and the upstream's policy.
  * Plain data (no socket, no response), so the cache's steps are testable without a server.
  */
-import type { Directives } from '../../http/headers/cache-control.js';
-import { POOL, cacheKey, keyAround, type KeyInput } from './key.js';
-import type { FreshnessPolicy } from './policy.js';
+import { requestDirectives, type Directives } from '../../http/headers/cache-control.js';
+import { headerValue } from '../../http/headers/value.js';
+import { clientDirectives, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
+import { ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';
+import type { FreshnessPolicy, UpstreamPolicy } from './policy.js';
 
 /** The key a request is coalesced under, the keys it may be stored under, and the keys to look in. */
 export interface Keys {
@@ -107,11 +109,120 @@ export interface CacheRequest {
   readonly pathname: string;
   readonly method: 'GET' | 'HEAD';
   readonly directives: Readonly<Directives>;
-  /** Reads one request header (first value), by lower-case name. */
-  readonly header: (name: string) => string | undefined;
+  /** Reads one request header (its lines joined), by lower-case name. A method: pass `(name) => req.header(name)`. */
+  header(name: string): string | undefined;
   /** Whose credential goes upstream. */
   readonly credential: 'client' | 'pool' | 'anonymous';
   readonly policy: FreshnessPolicy;
   /** The Cache-Status detail of a request directive the cache did not act on (client-directives.ts), if any. */
   readonly detail?: string;
+}
+
+type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** Where a routed request goes and whose credential it carries: what its keys and policy depend on beside its headers. */
+export interface Routing {
+  /** The upstream's name. */
+  readonly upstream: string;
+  readonly pathname: string;
+  /** The raw query including "?", or "". */
+  readonly search: string;
+  readonly method: 'GET' | 'HEAD';
+  readonly credential: 'client' | 'pool' | 'anonymous';
+  /** The upstream's freshness policy (its kind, and the policy of one path). */
+  readonly policy: UpstreamPolicy;
+  /** Whether a client's no-cache counts (client-directives.ts). */
+  readonly noCache: ClientNoCache;
+  /** Non-equivalent pool tokens, when the request uses the pool: a key per member. */
+  readonly members: PoolMembers | undefined;
+}
+
+/**
+ * A routed request as the cache sees it, over the request's own header map (which the handler has
+ * already cut to what goes upstream). Its keys, directives and path policy are worked out on first
+ * use and kept: a hit reads its keys and directives, never its path's policy. (Getters on the
+ * prototype: one on an object literal made every request's object slow.)
+ */
+export class RoutedRequest implements CacheRequest {
+  #keys: Keys | undefined = undefined;
+  #directives: Readonly<Directives> | undefined = undefined;
+  #detail: string | undefined = undefined;
+  #policy: FreshnessPolicy | undefined = undefined;
+  readonly #headers: RequestHeaders;
+  readonly #partitioner: Partitioner;
+
+  constructor(
+    readonly routing: Routing,
+    headers: RequestHeaders,
+    partitioner: Partitioner,
+  ) {
+    this.#headers = headers;
+    this.#partitioner = partitioner;
+  }
+
+  get upstream(): string {
+    return this.routing.upstream;
+  }
+  get pathname(): string {
+    return this.routing.pathname;
+  }
+  get method(): 'GET' | 'HEAD' {
+    return this.routing.method;
+  }
+  get credential(): 'client' | 'pool' | 'anonymous' {
+    return this.routing.credential;
+  }
+
+  header(name: string): string | undefined {
+    return headerValue(this.#headers[name]);
+  }
+
+  get keys(): Keys {
+    return (this.#keys ??= this.#keysNow());
+  }
+
+  get directives(): Readonly<Directives> {
+    if (this.#directives === undefined) this.#directivesNow();
+    return this.#directives!;
+  }
+
+  get detail(): string | undefined {
+    if (this.#directives === undefined) this.#directivesNow();
+    return this.#detail;
+  }
+
+  get policy(): FreshnessPolicy {
+    return (this.#policy ??= this.routing.policy.at(this.routing.pathname));
+  }
+
+  #keysNow(): Keys {
+    const { routing } = this;
+    const headers = this.#headers;
+    const credential = routing.credential;
+    const partition =
+      credential === 'pool'
+        ? POOL
+        : credential === 'anonymous'
+          ? ANONYMOUS
+          : this.#partitioner.partitionOf(headerValue(headers.authorization));
+    const input: KeyInput = {
+      upstream: routing.upstream,
+      pathname: routing.pathname,
+      search: routing.search,
+      accept: headerValue(headers.accept),
+      apiVersion: headerValue(headers['x-github-api-version']),
+      partition,
+      selecting: this.#partitioner.selectingDigest((name) => this.header(name)),
+    };
+    return keysFor(input, credential === 'pool' ? routing.members : undefined);
+  }
+
+  #directivesNow(): void {
+    const headers = this.#headers;
+    const asked = requestDirectives(headers['cache-control'], headers.pragma);
+    const conditional = headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined;
+    const directives = clientDirectives(asked, this.routing.noCache, conditional);
+    this.#directives = directives;
+    this.#detail = directives === asked ? undefined : NO_CACHE_IGNORED;
+  }
 }

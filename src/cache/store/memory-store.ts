@@ -26,15 +26,23 @@ export interface MemoryStoreOptions {
   onKeys?: { added(key: string): void; removed(key: string): void };
 }
 
-/** The small interface the request path needs of L1 (undici's cache stores are the model). */
-export interface MemoryStore {
-  get(key: string): CacheEntry | undefined;
+/**
+ * A store of entries by key, knowing nothing of HTTP (undici's cache stores are the model): L1 here,
+ * in memory and synchronous; L2 in Redis (redis-store.ts), asynchronous. The cache (cache.ts) sits
+ * over one or both.
+ */
+export interface Store<Got, Done> {
+  get(key: string): Got;
+  set(key: string, entry: CacheEntry, ttlMs: number): Done;
+  delete(key: string): Done;
+}
+
+/** L1: a synchronous store, bounded in bytes, with what the path index and the gauges read of it. */
+export interface MemoryStore extends Store<CacheEntry | undefined, void> {
   /** The entry without touching its recency (undefined once expired). */
   peek(key: string): CacheEntry | undefined;
-  set(key: string, entry: CacheEntry, ttlMs: number): void;
   /** Replaces a held entry, keeping its expiry (a stale mark); nothing when the key is not held. */
   replace(key: string, entry: CacheEntry): void;
-  delete(key: string): void;
   readonly size: number;
   readonly bytes: number;
   /** Body bytes of the entries held: as stored (encoded) and decoded (the compression metric). */
@@ -117,22 +125,5 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     keys: () => lru.keys(),
     clear: () => lru.clear(),
     fit,
-  };
-}
-
-/** An L1 that keeps nothing (cache.l1: false): every lookup goes to L2. */
-export function createDisabledStore(): MemoryStore {
-  return {
-    get: () => undefined,
-    peek: () => undefined,
-    set: () => undefined,
-    replace: () => undefined,
-    delete: () => undefined,
-    size: 0,
-    bytes: 0,
-    bodyBytes: { stored: 0, decoded: 0 },
-    keys: () => [][Symbol.iterator](),
-    clear: () => undefined,
-    fit: () => undefined,
   };
 }

@@ -20,13 +20,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { entryView, keyParts, type EntryView } from '../../cache/rules/inspect.js';
 import { normalPath, type PathScope } from '../../cache/rules/path-scope.js';
-import type { Tiers } from '../../cache/store/tiers.js';
+import type { Cache } from '../../cache/store/cache.js';
 import { readBody } from '../../http/body.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PathRow } from '../../platform/metrics/top-paths.js';
 
 export interface CacheAdminDeps {
-  readonly tiers: Tiers;
+  readonly cache: Pick<Cache, 'l1' | 'validity'>;
   /** The configured upstream names, in config order. */
   readonly upstreams: readonly string[];
   readonly metrics: Metrics;
@@ -100,7 +100,7 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
     if (!Array.isArray(names)) return names;
     const path = normalPath(given);
     const scopes: PathScope[] = names.map((upstream) => ({ upstream, path, prefix }));
-    const marked = deps.tiers.markStale(scopes, 'purge');
+    const marked = deps.cache.validity.markStale(scopes, 'purge');
     deps.metrics.cachePurges.inc({ scope: prefix ? 'prefix' : 'path' });
     return {
       status: 200,
@@ -123,8 +123,8 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
     const now = Date.now();
     const entries: EntryView[] = [];
     for (const upstream of names) {
-      for (const key of deps.tiers.marking.index.keysIn({ upstream, path: normalPath(given), prefix: false })) {
-        const entry = deps.tiers.l1.peek(key);
+      for (const key of deps.cache.validity.marking.index.keysIn({ upstream, path: normalPath(given), prefix: false })) {
+        const entry = deps.cache.l1?.peek(key);
         const parts = keyParts(key);
         if (entry !== undefined && parts !== undefined && entries.length < MAX_LISTED) entries.push(entryView(parts, entry, now, withBody));
       }
@@ -137,13 +137,13 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
 
   const stats = (query: URLSearchParams): Answer => {
     const top = topOf(query);
-    const { tiers, metrics } = deps;
+    const { cache, metrics } = deps;
     return {
       status: 200,
       value: {
-        entries: tiers.l1.size,
-        bytes: tiers.l1.bytes,
-        marked_scopes: tiers.marking.scopes,
+        entries: cache.l1?.size ?? 0,
+        bytes: cache.l1?.bytes ?? 0,
+        marked_scopes: cache.validity.marking.scopes,
         top_by_hits: metrics.topPaths.top('hits', top),
         top_by_upstream: metrics.topPaths.top('spent', top),
       },

@@ -17,7 +17,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PathScope } from '../../cache/rules/path-scope.js';
 import { normalPath } from '../../cache/rules/path-scope.js';
-import type { Tiers } from '../../cache/store/tiers.js';
+import type { Validity } from '../../cache/store/validity.js';
 import type { WebhooksConfig } from '../../platform/config/schema.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -42,7 +42,8 @@ export interface WebhookReceiver {
 }
 
 export interface ReceiverDeps {
-  readonly tiers: Tiers;
+  /** Where scopes are marked stale (src/cache/store/validity.ts), here and on every replica. */
+  readonly validity: Pick<Validity, 'markStale'>;
   readonly upstreams: readonly UpstreamRuntime[];
   readonly redis: RedisConnection | undefined;
   readonly logger: Logger;
@@ -63,7 +64,7 @@ type Outcome = 'applied' | 'duplicate' | 'ignored' | 'bad_signature' | 'too_larg
 export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps): WebhookReceiver | undefined {
   const secret = config.secret;
   if (secret === null) return undefined;
-  const { tiers, upstreams, metrics } = deps;
+  const { validity, upstreams, metrics } = deps;
   const logger = deps.logger.child({ component: 'webhooks' });
   const deliveries = createDeliveries(deps.redis, DELIVERY_MEMORY);
   const pace = { deadlineMs: config.read_timeout_ms, minBytesPerSecond: MIN_BYTES_PER_SECOND, graceMs: GRACE_MS };
@@ -108,7 +109,7 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
       return NOT_SERVED;
     }
     const scopes = scopesFor(event, parsed.payload) ?? [];
-    const marked = scopes.length === 0 ? 0 : tiers.markStale(onEveryUpstream(scopes), 'webhook');
+    const marked = scopes.length === 0 ? 0 : validity.markStale(onEveryUpstream(scopes), 'webhook');
     const action = actionOf(parsed.payload);
     count(event, scopes.length === 0 ? 'ignored' : 'applied');
     logger.info({ event, action, delivery, scopes: scopes.length, marked }, 'webhook delivery applied');
