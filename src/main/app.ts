@@ -21,6 +21,7 @@ import type { ReloadOutcome, ReloadTrigger } from '../pool/members/reload.js';
 import { watchFile } from '../pool/members/watch-file.js';
 import { createListener, type TlsReload } from './tls.js';
 import { createTracing } from '../platform/trace/setup.js';
+import { HeadBlocks, writeBlockHead, type WriteHead } from '../http/header-block.js';
 
 export interface App {
   /** Base URL of the proxy listener, e.g. http://127.0.0.1:8080 (https:// with listen.tls) */
@@ -67,22 +68,37 @@ export interface AppOptions {
   watchTokensFile?: boolean;
   /** The GitHub App sources' clocks: shorter in tests (no config key: src/pool/members/app-members.ts). */
   appTiming?: AppTiming;
+  /** How heads are written as blocks (tests give one that fails the self-test). */
+  headBlocks?: WriteHead;
 }
+
+/** How long an idle keep-alive connection is kept (the listener's, and the self-test's). */
+const KEEP_ALIVE_MS = 65_000;
 
 /**
  * A process's logger, metrics and services. Each process (each cluster worker) traces and exports
  * its own spans; `services.close()` flushes them, within a bound.
  */
-async function processServices(config: Config, opts: AppOptions): Promise<{ logger: Logger; metrics: Metrics; services: Services }> {
+async function processServices(config: Config, opts: AppOptions): Promise<ProcessServices> {
   const logger = opts.logger ?? createLogger({ level: config.log.level });
   const metrics = opts.metrics ?? createMetrics();
   const tracing = await createTracing(config.tracing, logger);
-  return { logger, metrics, services: buildServices(config, { logger, metrics, appTiming: opts.appTiming, tracing }, opts.pool) };
+  // Answer heads as one block per stored form, once a loopback answer shows Node takes them as its own writeHead's.
+  const heads = await HeadBlocks.start(opts.headBlocks ?? writeBlockHead, KEEP_ALIVE_MS);
+  if (heads === undefined) logger.warn('answer heads are written by writeHead: the self-test of head blocks failed on this Node');
+  return { logger, metrics, heads, services: buildServices(config, { logger, metrics, appTiming: opts.appTiming, tracing }, opts.pool) };
+}
+
+interface ProcessServices {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly services: Services;
+  readonly heads: HeadBlocks | undefined;
 }
 
 export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
-  const { logger, metrics, services } = await processServices(config, opts);
-  const handler = createHandler(config, services, { logger, metrics });
+  const { logger, metrics, services, heads } = await processServices(config, opts);
+  const handler = createHandler(config, services, { logger, metrics, heads });
   const cacheAdmin = createCacheAdmin({
     cache: services.cache,
     upstreams: config.upstreams.map((upstream) => upstream.name),
@@ -97,7 +113,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   // With listen.tls, HTTPS with the same handler (src/main/tls.ts reloads its certificate).
   const { server, tls } = createListener(
     config.listen.tls,
-    { keepAliveTimeout: 65_000, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
+    { keepAliveTimeout: KEEP_ALIVE_MS, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
     (req, res) => {
       beforeAnswer(req, res);
       if (draining) {

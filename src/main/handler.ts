@@ -18,6 +18,7 @@ import type { ServiceDeps, Services } from './services.js';
 import { isRateLimitPath, poolRateLimitBody } from '../pool/rules/pool-headers.js';
 import { createUpstreamExchange } from '../paths/rest/exchange.js';
 import { answer, writeError } from '../http/answer.js';
+import type { HeadBlocks } from '../http/header-block.js';
 import { CachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
@@ -31,6 +32,8 @@ import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
 import { apiPathname, createRouter, enterpriseForm, upstreamPath } from '../http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../http/target.js';
 import { recorder, type RecordFn, type Trace } from './recorder.js';
+
+export type HandlerDeps = Pick<ServiceDeps, 'logger' | 'metrics'> & { readonly heads?: HeadBlocks | undefined };
 
 /** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
 export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -51,7 +54,8 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
   return { forward, cached, graphql };
 }
 
-export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
+/** `heads`: answer heads written as blocks (src/http/header-block.ts), when their self-test passed at start-up. */
+export function createHandler(config: Config, services: Services, { logger, metrics, heads }: HandlerDeps): Handler {
   const router = createRouter(config.upstreams);
   const access = createAccessLog(logger, services.memos.accessLog);
   const { pool, consumers, upstreams, entrances, webhooks, tracing } = services;
@@ -149,6 +153,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
       route: trace.route,
       cred,
       span: trace.span,
+      heads,
     };
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {

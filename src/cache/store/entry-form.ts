@@ -74,7 +74,7 @@ interface Plain {
 
 /** A form of `entry`: its headers and body as one client gets them (one shape for all). */
 function newForm(entry: CacheEntry, base: string, headers: string[], body: Buffer, decode: boolean): EntryForm {
-  return { status: entry.status, headers, body, decode, etag: entry.etag, lastModified: entry.lastModified, outgoing: undefined, base };
+  return { status: entry.status, headers, body, decode, etag: entry.etag, lastModified: entry.lastModified, outgoing: undefined, block: undefined, base };
 }
 
 /** The memo key of a form: its coding (`stored` or `identity`) and its public base ('' for none). */
