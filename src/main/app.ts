@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../platform/log/logger.js';
 import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
 import { writeError } from '../http/answer.js';
 import { errors } from '../http/errors.js';
-import { createHandler } from './handler.js';
+import { Handler } from './handler.js';
 import { buildServices, type Services } from './services.js';
 import { createAdminServer } from '../paths/admin/admin.js';
 import { consumerLabelMode } from '../platform/metrics/consumer-label.js';
@@ -98,7 +98,7 @@ interface ProcessServices {
 
 export async function startApp(config: Config, opts: AppOptions = {}): Promise<App> {
   const { logger, metrics, services, heads } = await processServices(config, opts);
-  const handler = createHandler(config, services, { logger, metrics, heads });
+  const handler = new Handler(config, services, { logger, metrics, heads });
   const cacheAdmin = createCacheAdmin({
     cache: services.cache,
     upstreams: config.upstreams.map((upstream) => upstream.name),
@@ -125,7 +125,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
         return;
       }
       // A response answered whole in this turn (a hit) is out already: neither in flight nor owed.
-      if (handler(req, res)) return answeredInTurn(req);
+      if (handler.handle(req, res)) return answeredInTurn(req);
       inFlight++;
       owe(req, res);
       res.once('close', () => {
@@ -185,6 +185,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
       const cut = inFlight;
       server.closeAllConnections();
       await done;
+      handler.flush(); // the access lines still waiting, ahead of the last lines
       await services.close();
       admin.closeAllConnections();
       await closed(admin);

@@ -483,7 +483,13 @@ export const configSchema = z
     webhooks: webhooksSchema.prefault({}),
     tracing: tracingSchema.prefault({}),
     log: z
-      .object({ level: z.enum(LOG_LEVELS).default('info') })
+      .object({
+        level: z.enum(LOG_LEVELS).default('info'),
+        /** Which requests get an access line: all, misses (every request but a fresh cache hit), or sampled (misses, and hits at access_ratio). */
+        access: z.enum(['all', 'misses', 'sampled']).default('all'),
+        /** Under `access: sampled`, the share of fresh hits that get a line (0.01: one in a hundred). */
+        access_ratio: z.number().gt(0).lte(1).default(0.01),
+      })
       .strict()
       .prefault({}),
     metrics: z

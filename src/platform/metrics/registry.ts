@@ -85,7 +85,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const sources: GaugeSources = {};
   const built = buildMetrics(registry, sources);
   const recent = createRecentStats();
-  const { countUpstream, observeRequest } = createRequestMetrics(built, recent);
+  const { countUpstream, observeRequest, requestCell, observeCell } = createRequestMetrics(built, recent);
   return {
     registry,
     recent,
@@ -93,6 +93,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     quota: createQuotaWindows(),
     countUpstream,
     observeRequest,
+    requestCell,
+    observeCell,
     cacheEvictions: built.cacheEvictions,
     tokenEvents: built.tokenEvents,
     tokenReloads: built.tokenReloads,
