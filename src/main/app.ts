@@ -7,14 +7,12 @@ import type { TokenPool, TokenReport } from '../pool/rules/types.js';
 import type { Config } from '../platform/config/schema.js';
 import { createLogger, type Logger } from '../platform/log/logger.js';
 import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
-import { writeError } from '../http/answer.js';
-import { errors } from '../http/errors.js';
 import { Handler } from './handler.js';
 import { buildServices, type Services } from './services.js';
 import { createAdminServer } from '../paths/admin/admin.js';
 import { consumerLabelMode } from '../platform/metrics/consumer-label.js';
 import { createCacheAdmin, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
-import { answeredInTurn, beforeAnswer, hardenListener, owe } from './connections.js';
+import { hardenListener, RequestListener } from './connections.js';
 import { closed, listen, urlOf } from './listen.js';
 import type { AppTiming } from '../pool/members/app-members.js';
 import type { ReloadOutcome, ReloadTrigger } from '../pool/members/reload.js';
@@ -105,33 +103,14 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     metrics,
     shared: services.redis !== undefined,
   });
-  let draining = false;
-  let inFlight = 0;
-  let onIdle: (() => void) | undefined;
+  const listener = new RequestListener(handler, services.requestId);
 
   // requireHostHeader: false: the handler answers a missing (or repeated) Host itself, in JSON.
   // With listen.tls, HTTPS with the same handler (src/main/tls.ts reloads its certificate).
   const { server, tls } = createListener(
     config.listen.tls,
     { keepAliveTimeout: KEEP_ALIVE_MS, requestTimeout: 60_000, headersTimeout: 20_000, requireHostHeader: false },
-    (req, res) => {
-      beforeAnswer(req, res);
-      if (draining) {
-        // While draining, answered keep-alive connections are closed instead of reused.
-        res.shouldKeepAlive = false;
-        writeError(res, errors.shuttingDown(), services.requestId(req.headers['x-request-id']));
-        if (res.writableFinished) answeredInTurn(req);
-        else owe(req, res);
-        return;
-      }
-      // A response answered whole in this turn (a hit) is out already: neither in flight nor owed.
-      if (handler.handle(req, res)) return answeredInTurn(req);
-      inFlight++;
-      owe(req, res);
-      res.once('close', () => {
-        if (--inFlight === 0 && onIdle !== undefined) onIdle();
-      });
-    },
+    listener.serve,
     logger,
   );
   // Parse errors, CONNECT, Expect, half-closed clients and pipelining: src/main/connections.ts.
@@ -142,7 +121,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   // ready once it had a member (a wrong key keeps a new rollout from taking traffic).
   const redisOk = (): boolean => !config.redis.required || services.redis === undefined || services.redis.up();
   const admin = createAdminServer(metrics, {
-    ready: () => !draining && server.listening && redisOk() && (services.pool?.ready() ?? true),
+    ready: () => !listener.draining && server.listening && redisOk() && (services.pool?.ready() ?? true),
     tokens: () => services.pool?.pool.snapshot(),
     budget: () => services.pool?.budget(),
     consumers: () => services.consumerBudget?.report(),
@@ -165,24 +144,17 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   let closing: Promise<void> | undefined;
   const close = (signal?: string): Promise<void> => {
     closing ??= (async () => {
-      draining = true;
+      listener.draining = true;
       watch?.close();
       tls?.close();
       const started = Date.now();
-      const atStart = inFlight;
+      const atStart = listener.inFlight;
       logger.info({ signal, inFlight: atStart, drainTimeoutMs: config.shutdown.drain_timeout_ms }, 'etagere shutting down: draining');
       const done = closed(server); // stops accepting; resolves once every connection has ended
       server.closeIdleConnections();
-      if (inFlight > 0) {
-        let timer: NodeJS.Timeout | undefined;
-        await new Promise<void>((resolve) => {
-          onIdle = resolve;
-          timer = setTimeout(resolve, config.shutdown.drain_timeout_ms);
-        });
-        clearTimeout(timer);
-        if (inFlight > 0) logger.warn({ inFlight }, 'drain timeout reached; closing remaining connections');
-      }
-      const cut = inFlight;
+      await listener.idle(config.shutdown.drain_timeout_ms);
+      if (listener.inFlight > 0) logger.warn({ inFlight: listener.inFlight }, 'drain timeout reached; closing remaining connections');
+      const cut = listener.inFlight;
       server.closeAllConnections();
       await done;
       handler.flush(); // the access lines still waiting, ahead of the last lines
@@ -205,7 +177,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     admin,
     logger,
     metrics,
-    inFlight: () => inFlight,
+    inFlight: () => listener.inFlight,
     tokens: () => services.pool?.pool.snapshot() ?? [],
     redisUp: () => (services.redis === undefined ? null : services.redis.up()),
     poolReady: () => services.pool?.ready() ?? true,

@@ -22,7 +22,7 @@ import type { HeadBlocks } from '../http/header-block.js';
 import { CachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
-import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented } from '../pool/consumers/gate.js';
+import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented, type Presented } from '../pool/consumers/gate.js';
 import type { OidcVerifier } from '../pool/consumers/oidc.js';
 import type { UpstreamRuntime } from '../paths/upstreams.js';
 import type { Credential } from '../pool/consumers/credential.js';
@@ -215,7 +215,7 @@ export class Handler {
 
     // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
     // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
-    const cred = resolveCredential(req.headers, this.#rules[index]!, 'blank', req.socket, oidc);
+    const cred = resolveCredential(req.headers, this.#rules[index]!, 'blank', req.socket, oidc, gated?.key);
     if (cred === undefined) {
       this.#metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
       return this.#refuse(req, res, id, errors.consumerKeyRequired());
@@ -257,10 +257,11 @@ interface Routed {
   readonly graphql: boolean;
 }
 
-/** The gate's verdict: refused (the reply), or go on, with the OIDC consumer when the request presented one. */
+/** The gate's verdict: refused (the reply), or go on, with the consumer it found (an OIDC token's, or a key's: matched once). */
 interface Gated {
   readonly refusal?: ErrorReply | undefined;
   readonly oidc?: OidcPresented | undefined;
+  readonly key?: Presented | undefined;
 }
 
 /**
@@ -270,8 +271,9 @@ interface Gated {
 function consumerGate(consumers: Consumers | undefined, oidc: OidcVerifier | undefined, metrics: Metrics) {
   if (consumers === undefined) return undefined;
   const judge = (identified: Identified, method: string, apiPath: string): Gated => {
-    const { refusal, oidc: presented } = verdict(identified, method, apiPath);
-    if (refusal === undefined) return { oidc: presented };
+    const found = verdict(identified, method, apiPath);
+    const { refusal } = found;
+    if (refusal === undefined) return { oidc: found.oidc, key: found.key };
     metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
     return { refusal: refusal.reply };
   };

@@ -78,8 +78,9 @@ interface HitRecord {
   /** The busiest-paths counts of its path, while the table's generation is `generation`. */
   readonly top: PathCounts | undefined;
   readonly generation: number;
-  /** The last consumer label seen and its cells. */
-  consumer: { readonly label: string; readonly cells: ConsumerCells } | undefined;
+  /** The last consumer and User-Agent seen, and their label's cells (none when they have no label). */
+  consumer:
+    { readonly consumer: string | undefined; readonly agent: string | undefined; readonly cells: ConsumerCells | undefined } | undefined;
 }
 
 interface ConsumerCells {
@@ -157,13 +158,19 @@ export class Recorder {
     this.#metrics.observeCell(record.cell, seconds);
     if (record.top !== undefined && record.generation === this.#metrics.topPaths.generation) record.top.hits++;
     else this.#metrics.topPaths.served(ctx.upstream.cfg.name, ctx.pathname, 'hit', record.authorized);
-    const label =
-      this.#labels.mode === 'none' ? undefined : this.#labels.of(ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined, trace.agent);
-    if (label !== undefined) {
+    if (this.#labels.mode !== 'none') {
+      // The same consumer (and User-Agent) as the form's last hit: its label's cells as they were.
+      const consumer = ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined;
       let known = record.consumer;
-      if (known?.label !== label) record.consumer = known = { label, cells: this.#consumers.of(label, record.route) };
-      known.cells.requests.value++;
-      known.cells.hits.value++;
+      if (known === undefined || known.consumer !== consumer || known.agent !== trace.agent) {
+        const label = this.#labels.of(consumer, trace.agent);
+        const cells = label === undefined ? undefined : this.#consumers.of(label, record.route);
+        record.consumer = known = { consumer, agent: trace.agent, cells };
+      }
+      if (known.cells !== undefined) {
+        known.cells.requests.value++;
+        known.cells.hits.value++;
+      }
     }
     const { span } = trace;
     if (record.template !== undefined && this.#logs('hit')) {

@@ -5,7 +5,7 @@
  */
 import { requestDirectives, type Directives } from '../../http/headers/cache-control.js';
 import { headerValue } from '../../http/headers/value.js';
-import { clientDirectives, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
+import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
 import { ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';
 import type { FreshnessPolicy, UpstreamPolicy } from './policy.js';
 
@@ -27,12 +27,16 @@ export interface Keys {
   isMemberKey(key: string): boolean;
   /** The credential partition of the request (ANONYMOUS, POOL or a client's keyed hash): never a credential. */
   readonly partition: string;
+  /** Changes whenever the pool's members change (per-token keys; 0 otherwise): what a hit found for them may not be served. */
+  readonly membersGeneration: number;
 }
 
 /** The members of a pool of non-equivalent tokens, as the keys see them. */
 export interface PoolMembers {
   /** The members now (the candidates of a request). */
   readonly names: readonly string[];
+  /** Changes whenever the members change; without one, nothing found for them is kept for the next hit (token-memo.ts). */
+  readonly generation?: number;
   /** Whether `name` is a member now: a hash lookup. */
   has(name: string): boolean;
 }
@@ -51,6 +55,9 @@ class SingleKey implements Keys {
   }
   isMemberKey(): boolean {
     return false;
+  }
+  get membersGeneration(): number {
+    return 0;
   }
   get candidates(): readonly string[] {
     return [this.flight];
@@ -93,6 +100,9 @@ class PerTokenKeys implements Keys {
   get candidateTokens(): readonly string[] {
     return (this.tokens ??= this.members.names);
   }
+  get membersGeneration(): number {
+    return this.members.generation ?? Number.NaN; // NaN equals nothing
+  }
   get candidates(): readonly string[] {
     return (this.keys ??= this.candidateTokens.map((token) => this.store(token)));
   }
@@ -120,6 +130,13 @@ export interface CacheRequest {
 
 type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
+/** The directives of a request that sends neither Cache-Control nor Pragma. */
+const NO_DIRECTIVES: Readonly<Directives> = Object.freeze({});
+
+/** A header's value: Node joins repeated request headers into one string, so a list is rare (headerValue joins it). */
+const textOf = (value: string | string[] | undefined): string | undefined =>
+  value === undefined || typeof value === 'string' ? value : headerValue(value);
+
 /** Where a routed request goes and whose credential it carries: what its keys and policy depend on beside its headers. */
 export interface Routing {
   /** The upstream's name. */
@@ -131,8 +148,8 @@ export interface Routing {
   readonly credential: 'client' | 'pool' | 'anonymous';
   /** The upstream's freshness policy (its kind, and the policy of one path). */
   readonly policy: UpstreamPolicy;
-  /** Whether a client's no-cache counts (client-directives.ts). */
-  readonly noCache: ClientNoCache;
+  /** Whether a client's no-cache counts, as configured (`cache.client_no_cache`; unset: the policy's default, client-directives.ts). */
+  readonly noCache: ClientNoCache | undefined;
   /** Non-equivalent pool tokens, when the request uses the pool: a key per member. */
   readonly members: PoolMembers | undefined;
 }
@@ -174,7 +191,7 @@ export class RoutedRequest implements CacheRequest {
   }
 
   header(name: string): string | undefined {
-    return headerValue(this.#headers[name]);
+    return textOf(this.#headers[name]);
   }
 
   get keys(): Keys {
@@ -209,8 +226,8 @@ export class RoutedRequest implements CacheRequest {
       upstream: routing.upstream,
       pathname: routing.pathname,
       search: routing.search,
-      accept: headerValue(headers.accept),
-      apiVersion: headerValue(headers['x-github-api-version']),
+      accept: textOf(headers.accept),
+      apiVersion: textOf(headers['x-github-api-version']),
       partition,
       selecting: this.#partitioner.selectingDigest((name) => this.header(name)),
     };
@@ -219,9 +236,17 @@ export class RoutedRequest implements CacheRequest {
 
   #directivesNow(): void {
     const headers = this.#headers;
-    const asked = requestDirectives(headers['cache-control'], headers.pragma);
+    const cacheControl = headers['cache-control'];
+    const pragma = headers.pragma;
+    if (cacheControl === undefined && pragma === undefined) {
+      // Most requests: no directive to read or drop.
+      this.#directives = NO_DIRECTIVES;
+      return;
+    }
+    const asked = requestDirectives(cacheControl, pragma);
     const conditional = headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined;
-    const directives = clientDirectives(asked, this.routing.noCache, conditional);
+    const { noCache, policy } = this.routing;
+    const directives = clientDirectives(asked, clientNoCacheMode(policy.kind, noCache), conditional);
     this.#directives = directives;
     this.#detail = directives === asked ? undefined : NO_CACHE_IGNORED;
   }

@@ -20,8 +20,7 @@ import type { FormReply, Served } from '../../http/reply.js';
 import type { CacheResult } from '../rules/classify.js';
 import { NO_CACHE_IGNORED } from '../rules/client-directives.js';
 import { poolTokenOf, type CacheEntry } from '../rules/entry.js';
-import { planFor, type Plan } from '../rules/plan.js';
-import { retentionSeconds } from '../rules/policy.js';
+import { planFor, retentionSeconds, type Plan } from '../rules/policy.js';
 import type { CacheRequest } from '../rules/request.js';
 import type { StaleMarksSettings } from '../rules/stale-marks.js';
 import type { EntryForms } from './entry-form.js';
@@ -52,7 +51,7 @@ export interface Found {
   answered: boolean;
 }
 
-/** A stored entry in this client's form, ready for `answer()` (the path adds the pool's headers as `extra`). */
+/** A stored entry in this client's form, ready for `answer()` (the path adds the pool's headers as `extra`, and `ranges`). */
 export type Ready = FormReply & {
   readonly entry: CacheEntry;
   /** Served while fresh (refresh ahead may be due), else stale. */
@@ -138,12 +137,14 @@ export class Cache {
     forms: EntryForms,
     headers: Readonly<Record<string, string | string[] | undefined>>,
   ): Hit {
-    const plan = planFor(this.validity.usable(req, held), req.directives, Date.now());
+    // Nothing invalidated or rejected, and no Vary beyond the key (most entries): usable as it is.
+    const usable = held === undefined || (held.vary === null && this.validity.clean) ? held : this.validity.usable(req, held);
+    const plan = planFor(usable, req.directives, Date.now());
     if (plan.kind === 'fetch' || plan.kind === 'only-if-cached') return { kind: 'miss', plan };
     const { entry } = plan;
     const form = forms.formFor(headers, entry);
     if (form === undefined) return { kind: 'refused-coding', prefer: poolTokenOf(entry.fetchedBy) };
-    const ranges = req.policy.kind === 'rfc9111';
+    // The path adds the pool's headers (`extra`) and whether ranges of it are served (`ranges`).
     if (plan.kind === 'fresh') {
       const status = this.#hitStatus(plan.ttl, req.detail);
       return {
@@ -152,7 +153,7 @@ export class Cache {
         cacheStatus: status,
         age: plan.age,
         extra: undefined,
-        ranges,
+        ranges: false,
         ...HIT,
         entry,
         fresh: true,
@@ -166,7 +167,7 @@ export class Cache {
       cacheStatus: status,
       age: plan.age,
       extra: undefined,
-      ranges,
+      ranges: false,
       ...STALE,
       entry,
       fresh: false,
@@ -180,7 +181,13 @@ export class Cache {
     if (l1 === undefined) return undefined;
     const { keys } = req;
     if (!keys.perToken) return l1.get(keys.flight);
-    return this.validity.tokens.fromL1(req, l1, (entry) => this.validity.usable(req, entry) !== undefined, Date.now());
+    const { validity } = this;
+    return validity.tokens.fromL1(
+      req,
+      l1,
+      (entry) => (entry.vary === null && validity.clean) || validity.usable(req, entry) !== undefined,
+      Date.now(),
+    );
   }
 
   /** L2 (every candidate key, in one pipelined round trip), each hit promoted into L1; the newest is the answer. */

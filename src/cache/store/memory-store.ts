@@ -51,6 +51,8 @@ export interface MemoryStore extends Store<CacheEntry | undefined, void> {
   clear(): void;
   /** Evicts the least recently used entries until the store and what is beside it fit in maxBytes (after the memo grew). */
   fit(): void;
+  /** Changes whenever an entry is stored, replaced or leaves: what was found before may no longer be held (token-memo.ts). */
+  readonly generation: number;
 }
 
 export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
@@ -65,6 +67,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     allowStale: false,
     updateAgeOnGet: false,
     dispose: (entry: CacheEntry, key: string, reason: LRUCache.DisposeReason) => {
+      store.generation++;
       opts.beside?.forget(entry);
       if (counted.delete(entry)) {
         bodyBytes.stored -= entry.body.length;
@@ -95,10 +98,11 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     const room = opts.maxBytes - beside.bytes;
     while (lru.size > 0 && lru.calculatedSize > room) lru.pop();
   };
-  return {
+  const store: MemoryStore & { generation: number } = {
     get: (key) => lru.get(key),
     peek: (key) => lru.peek(key),
     set: (key, entry, ttlMs) => {
+      store.generation++;
       lru.set(key, entry, { ttl: Math.max(1, Math.ceil(ttlMs)) });
       if (opts.onKeys !== undefined && !lru.has(key)) opts.onKeys.removed(key);
       countIn(key, entry);
@@ -106,6 +110,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     },
     replace: (key, entry) => {
       if (!lru.has(key)) return;
+      store.generation++;
       lru.set(key, entry, { noUpdateTTL: true });
       countIn(key, entry);
       fit();
@@ -125,5 +130,8 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     keys: () => lru.keys(),
     clear: () => lru.clear(),
     fit,
+    // A field, not a getter: the token memo reads it on every per-token hit without a call here.
+    generation: 0,
   };
+  return store;
 }

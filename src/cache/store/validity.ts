@@ -48,6 +48,11 @@ export class Validity {
   readonly #invalidations = new Map<string, number>();
   readonly #rejections: RejectionMemo = createRejectionMemo();
   readonly #shared: () => SharedTier | undefined;
+  /**
+   * Nothing invalidated and nothing rejected yet: an entry without Vary needs no check (a field, read
+   * on the hit path without a call). Both are remembered for good (bounded), so it only turns false.
+   */
+  clean = true;
 
   /** `l1` and `shared` are read when needed: the stores are built around this object. */
   constructor(settings: StaleMarksSettings, metrics: Metrics, l1: () => MemoryStore | undefined, shared: () => SharedTier | undefined) {
@@ -59,6 +64,7 @@ export class Validity {
   /** The entry if this request may use it: Vary matches, its path not invalidated since, its credential not rejected since. */
   usable(req: CacheRequest, entry: CacheEntry | undefined): CacheEntry | undefined {
     if (entry === undefined || !varyUsable(req, entry)) return undefined;
+    if (this.clean) return entry;
     if (this.#rejections.size > 0 && this.#rejections.rejectedSince(req.keys.flight, req.keys.partition, entry.storedAt)) return undefined;
     if (this.#invalidations.size === 0) return entry;
     const at = this.#invalidations.get(pathScope(req.upstream, req.pathname));
@@ -67,6 +73,7 @@ export class Validity {
 
   /** A path invalidation or a rejection, made here or told by another replica (the bus's scopes). */
   remembered(scope: string, at: number): void {
+    this.clean = false;
     if (this.#rejections.isRejection(scope)) this.#rejections.remember(scope, at);
     else rememberBounded(this.#invalidations, scope, at, MAX_INVALIDATIONS);
   }
@@ -82,6 +89,7 @@ export class Validity {
   /** Remembers what the upstream rejected, here and on every replica. */
   rejected(rejection: Rejection): void {
     const at = Date.now();
+    this.clean = false;
     for (const scope of this.#rejections.scopesOf(rejection)) {
       this.#rejections.remember(scope, at);
       this.#shared()?.bus.path(scope, at);

@@ -7,9 +7,8 @@
  */
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
-import type { Plan } from '../../cache/rules/plan.js';
 import { STALE } from '../../cache/store/cache.js';
-import { currentAge, usableOnError } from '../../cache/rules/policy.js';
+import { currentAge, usableOnError, type Plan } from '../../cache/rules/policy.js';
 import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RequestContext } from '../context.js';

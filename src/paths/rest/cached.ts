@@ -5,15 +5,14 @@
  *   cache.lookup (L2) -> plan -> coalesce (in-process and across replicas) -> exchange upstream
  *   -> classify -> apply to the cache -> reply -> answer
  *
- * The rules are pure and live in src/cache (plan.ts, classify.ts, policy.ts, key.ts) and in
+ * The rules are pure and live in src/cache (policy.ts, classify.ts, key.ts) and in
  * cached-reply.ts; the storage is src/cache/store/cache.ts; `answer()` is the only writer.
  */
-import { clientNoCacheMode } from '../../cache/rules/client-directives.js';
 import { classify, unselected304, type CacheResult, type Got } from '../../cache/rules/classify.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { CacheEntry } from '../../cache/rules/entry.js';
 import type { Partitioner } from '../../cache/rules/key.js';
-import type { Plan } from '../../cache/rules/plan.js';
+import type { Plan } from '../../cache/rules/policy.js';
 import { RoutedRequest, type CacheRequest, type PoolMembers } from '../../cache/rules/request.js';
 import type { Cache, Found, Ready } from '../../cache/store/cache.js';
 import type { Logger } from '../../platform/log/logger.js';
@@ -27,7 +26,6 @@ import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
 import type { TokenPool } from '../../pool/rules/types.js';
-import { poolTokenOf } from '../../cache/rules/entry.js';
 import { cacheStatus } from '../../http/headers/cache-status.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
@@ -60,13 +58,29 @@ function sharable(result: CacheResult): boolean {
 const sentAt = (got: Got): number | undefined =>
   got.kind === 'fetched' && got.fetched.kind === 'response' ? got.fetched.requestTime : undefined;
 
-/** The pool's members as the keys see them: live (the pool's members change), membership by a hash lookup. */
-const poolMembers = (pool: TokenPool): PoolMembers => ({
-  get names() {
-    return pool.names;
-  },
-  has: (name) => pool.authorizationOf(name) !== undefined,
-});
+/**
+ * The pool's members as the keys see them: live (the pool's members change), membership by a hash
+ * lookup, and a generation that moves when the pool gives a new list (it replaces its list, never
+ * changes it in place).
+ */
+function poolMembers(pool: TokenPool): PoolMembers {
+  let seen = pool.names;
+  let generation = 0;
+  return {
+    get names() {
+      return pool.names;
+    },
+    has: (name) => pool.authorizationOf(name) !== undefined,
+    get generation() {
+      const names = pool.names;
+      if (names !== seen) {
+        seen = names;
+        generation++;
+      }
+      return generation;
+    },
+  };
+}
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
 export class CachedPath {
@@ -134,7 +148,7 @@ export class CachedPath {
         method: ctx.method,
         credential: cred.kind,
         policy: upstream.policy,
-        noCache: clientNoCacheMode(upstream.policy.kind, upstream.cfg.cache.client_no_cache),
+        noCache: upstream.cfg.cache.client_no_cache,
         // Read per request: tokens whose scopes differ make the pool non-equivalent.
         members: pool === undefined || pool.pool.equivalent ? undefined : this.#members,
       },
@@ -145,7 +159,11 @@ export class CachedPath {
 
   /** An entry the cache made ready: the pool's headers added, a refresh or revalidation scheduled, written. */
   #ready(ctx: RequestContext, req: CacheRequest, ready: Ready): Served {
-    if (ctx.cred.kind === 'pool') ready.extra = poolHeadersFor(ctx, this.#pool?.headers)?.flat(poolTokenOf(ready.entry.fetchedBy));
+    ready.ranges = ctx.upstream.policy.kind === 'rfc9111';
+    if (ctx.cred.kind === 'pool') {
+      const { fetchedBy } = ready.entry;
+      ready.extra = poolHeadersFor(ctx, this.#pool?.headers)?.flat(fetchedBy.kind === 'pool' ? fetchedBy.token : undefined);
+    }
     if (ready.fresh) {
       if (ctx.upstream.cfg.cache.refresh_ahead) this.#noteRead?.(ctx, req, ready.entry);
     } else if (ready.background) this.#revalidateInBackground(ctx, req, ready.entry);

@@ -13,7 +13,7 @@
 import { savedQuota } from './quota-saved.js';
 import type { BuiltMetrics } from './build.js';
 import { LabelSets } from './label-sets.js';
-import type { RecentStats } from './recent.js';
+import { BUCKET_MS, type Bucket, type RecentStats } from './recent.js';
 
 /** One label set of answered requests: its counts per duration bucket (the last above every bound) and their sum. */
 export interface RequestCell {
@@ -123,12 +123,18 @@ export function createRequestMetrics(series: RequestSeries, recent: RecentStats)
   const upstreamCount = new LabelSets((upstream, route, status) => series.upstreamRequests.labels(upstream, route, status));
   const upstreamTime = new LabelSets((upstream, route) => series.upstreamDuration.labels(upstream, route));
 
+  // The status page's current 10-second bucket, kept: a request adds to it without a lookup.
+  let bucket: Bucket = recent.bucketOf(Date.now());
   const observeCell = (cell: RequestCell, seconds: number): void => {
     let slot = 0;
     while (slot < bounds.length && seconds > bounds[slot]!) slot++;
     cell.counts[slot]!++;
     cell.sum += seconds;
-    recent.request(cell.saved, cell.hit);
+    const now = Date.now();
+    if (now - bucket.at >= BUCKET_MS || now < bucket.at) bucket = recent.bucketOf(now);
+    bucket.requests++;
+    if (cell.saved) bucket.saved++;
+    if (cell.hit) bucket.hits++;
   };
   const requestCell: RequestMetrics['requestCell'] = (upstream, route, method, status, outcome, authorized) =>
     table.of(upstream, route, method, String(status), outcome ?? '', authorized ? 'y' : 'n');

@@ -50,7 +50,6 @@ const MAX_PATH_CHARS = 512;
 export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
   const byUpstream = new Map<string, Map<string, PathCounts>>();
   let size = 0;
-  let generation = 0;
 
   const rows = (): PathRow[] => {
     const out: PathRow[] = [];
@@ -62,7 +61,7 @@ export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
 
   /** Keeps the busier half. */
   const prune = (): void => {
-    generation++;
+    self.generation++;
     const all = rows().sort((left, right) => right.hits + right.upstream_requests - (left.hits + left.upstream_requests));
     byUpstream.clear();
     size = 0;
@@ -90,11 +89,10 @@ export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
     return counts;
   };
 
-  return {
+  // `generation` is a field, not a getter: a hit reads it without a call into this module.
+  const self: { -readonly [K in keyof TopPaths]: TopPaths[K] } = {
     countsOf,
-    get generation() {
-      return generation;
-    },
+    generation: 0,
     record(upstream, path, hit, upstreamCall, spent) {
       if (!hit && !upstreamCall) return;
       const counts = countsOf(upstream, path);
@@ -121,4 +119,5 @@ export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
       return size;
     },
   };
+  return self;
 }

@@ -25,11 +25,28 @@ export interface Refusal {
 /** The consumer label of a request refused before any consumer was known. */
 export const UNKNOWN_CONSUMER = '-';
 
-/** What the gate found: a consumer (a key's, or an OIDC token's, and where the token was), nobody it knows, or a refusal. */
+/**
+ * What the gate found: a consumer (a key's, with where the key was; or an OIDC token's, and where
+ * the token was), nobody it knows, or a refusal.
+ */
 export type Identified =
-  | { readonly kind: 'consumer'; readonly identity: ConsumerIdentity; readonly oidc?: OidcPresented | undefined }
+  | {
+      readonly kind: 'consumer';
+      readonly identity: ConsumerIdentity;
+      readonly inAuthorization: boolean;
+      readonly oidc?: OidcPresented | undefined;
+    }
   | { readonly kind: 'none' }
   | { readonly kind: 'refused'; readonly refusal: Refusal };
+
+/**
+ * A consumer the gate found, for resolveCredential (which takes the credential out of where it
+ * was): a verified OIDC token's (`oidc`), or a key's, so the key is matched once per request.
+ */
+export interface Presented {
+  readonly identity: ConsumerIdentity;
+  readonly inAuthorization: boolean;
+}
 
 /** A verified OIDC consumer, for resolveCredential (which takes the token out of where it was). */
 export interface OidcPresented {
@@ -47,7 +64,7 @@ const tokenRefusal = (check: string): Identified => ({
 /** An OIDC result as the gate's answer. */
 function fromOidc(result: OidcResult, inAuthorization: boolean): Identified {
   if (result.kind === 'consumer')
-    return { kind: 'consumer', identity: result.identity, oidc: { identity: result.identity, inAuthorization } };
+    return { kind: 'consumer', identity: result.identity, inAuthorization, oidc: { identity: result.identity, inAuthorization } };
   if (result.kind === 'not-ours') return tokenRefusal('unknown issuer');
   if (result.reason === 'token') return tokenRefusal(result.check);
   return {
@@ -76,13 +93,13 @@ export function identify(
   const key = (Array.isArray(keyHeader) ? keyHeader[0] : keyHeader)?.trim();
   if (key !== undefined) {
     const identity = consumers.match(key, connection);
-    if (identity.kind === 'consumer') return { kind: 'consumer', identity };
+    if (identity.kind === 'consumer') return { kind: 'consumer', identity, inAuthorization: false };
     if (oidc?.looksLikeToken(key) === true) return mapped(oidc.verify(key), false);
   }
   const authorization = headers.authorization;
   if (authorization === undefined || authorization.trim().length === 0) return NOBODY;
   const inAuthorization = consumers.inAuthorization(authorization, connection);
-  if (inAuthorization.kind === 'consumer') return { kind: 'consumer', identity: inAuthorization };
+  if (inAuthorization.kind === 'consumer') return { kind: 'consumer', identity: inAuthorization, inAuthorization: true };
   if (oidc === undefined) return NOBODY;
   for (const value of authorizationValues(authorization))
     if (oidc.looksLikeToken(value) && oidc.ours(value)) return mapped(oidc.verify(value), true);
@@ -95,10 +112,15 @@ export function scopeRefusal(consumer: ConsumerIdentity, method: string, apiPath
   return { reply: errors.scopeRefused(consumer.name, method), consumer: consumer.name, reason: 'scope' };
 }
 
-/** The gate's verdict on an identified request: a refusal, or go on (with the OIDC consumer, when it is one). */
-export function verdict(identified: Identified, method: string, apiPath: string): { refusal?: Refusal; oidc?: OidcPresented | undefined } {
+/** The gate's verdict on an identified request: a refusal, or go on (with the consumer it found: an OIDC token's, or a key's). */
+export function verdict(
+  identified: Identified,
+  method: string,
+  apiPath: string,
+): { refusal?: Refusal; oidc?: OidcPresented | undefined; key?: Presented | undefined } {
   if (identified.kind === 'refused') return { refusal: identified.refusal };
   if (identified.kind === 'none') return {};
   const refusal = scopeRefusal(identified.identity, method, apiPath);
-  return refusal === undefined ? { oidc: identified.oidc } : { refusal };
+  if (refusal !== undefined) return { refusal };
+  return identified.oidc === undefined ? { key: identified } : { oidc: identified.oidc };
 }
