@@ -127,6 +127,7 @@ export async function fetchPooled(
   let got: PooledFetched | undefined;
   try {
     got = await onTokens(client, req, maxBytes, pool, prefer, fair);
+    if (got.kind === 'unavailable' && got.reason === 'points') consumer.gate.refused(consumer.name, got.reason);
     return got;
   } finally {
     admission.settle({ upstreamRequests: fair.sent, spent: got !== undefined && spentQuota(got) });

@@ -280,7 +280,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     expect(stale.served.outcome).toBe('stale');
   });
 
-  it("never hands one consumer's refusal (its share spent) to another consumer coalesced onto it", async () => {
+  it.each(['share', 'points'] as const)("never hands one consumer's refusal (%s) to another consumer coalesced onto it", async (reason) => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let calls = 0;
@@ -288,7 +288,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       calls++;
       if (calls === 1) {
         await held;
-        return { kind: 'unavailable', reason: 'share', retryAfterSeconds: 60 };
+        return { kind: 'unavailable', reason, retryAfterSeconds: 60 };
       }
       return response(200, '{"v":4}');
     };
@@ -297,6 +297,9 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     release();
     const [refused, served] = await Promise.all([greedy, polite]);
     expect(refused.res.status).toBe(429);
+    expect(JSON.parse(refused.res.body)).toMatchObject({
+      message: expect.stringMatching(reason === 'points' ? /points .* are owed to other consumers/ : /fair share/) as unknown,
+    });
     expect(served.res.status).toBe(200);
     expect(served.res.body).toBe('{"v":4}');
     expect(exchanges).toHaveLength(2);

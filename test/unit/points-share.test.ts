@@ -157,8 +157,21 @@ describe('points shared between consumers (one token at 60 points a minute)', ()
     const waiting = made.acquire({ consumer: 'abuser' });
     await vi.advanceTimersByTimeAsync(3_100);
     const refused = await waiting;
-    expect(refused).toMatchObject({ kind: 'unavailable', reason: 'paced' });
+    expect(refused).toMatchObject({ kind: 'unavailable', reason: 'points' }); // its consumer's refusal, not the pool's
     if (refused.kind === 'unavailable') expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    made.close();
+  });
+
+  it('with queue_timeout_ms 0 a held request gets its consumer 429 at once, not a 503', async () => {
+    const made = pool(60, { queueTimeoutMs: 0 });
+    expect((await made.acquire({ consumer: 'polite' })).kind).toBe('lease');
+    let answer: Acquired | undefined;
+    for (let i = 0; i < 12; i++) {
+      answer = await made.acquire({ consumer: 'abuser' });
+      if (answer.kind !== 'lease') break;
+      answer.lease.settle(304, ok, undefined);
+    }
+    expect(answer).toMatchObject({ kind: 'unavailable', reason: 'points' });
     made.close();
   });
 

@@ -259,13 +259,17 @@ function heldBack(pool: Pool, opts: AcquireOptions, resource: Resource, at: numb
   return budget === undefined ? undefined : heldUntil(pool.tokens, pool.consumerPace, opts, budget, kind, at);
 }
 
-/** A waiter whose time ran out while its points were held for other consumers: a 429 with the seconds until some come back. */
+/**
+ * A waiter whose time ran out while the points left were owed to other consumers: its consumer's
+ * 429 (a consumer refusal: never handed to another consumer coalesced onto it), with the seconds
+ * until some come back.
+ */
 function heldRefusal(pool: Pool, opts: AcquireOptions): Acquired | undefined {
   const at = pool.now();
   const until = heldBack(pool, opts, opts.resource ?? 'core', at);
   if (until === undefined) return undefined;
   pool.events.rejected?.('paced');
-  return { kind: 'unavailable', reason: 'paced', retryAfterSeconds: retryAfterSeconds(until, at) };
+  return { kind: 'unavailable', reason: 'points', retryAfterSeconds: retryAfterSeconds(until, at) };
 }
 
 /** A lease, an answer that none is coming, or a wait (until a reservation comes back, or until `until`). */

@@ -210,6 +210,9 @@ export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
       if (tried.kind === 'wait' && opts.background === true) return Promise.resolve(skipped(settings));
       if (tried.kind !== 'wait') return Promise.resolve(tried);
       if (full(lanes, settings, opts.consumer ?? '') || settings.timeoutMs === 0) {
+        // No wait allowed: what a waiter gets when its time runs out (a 429 for points), else busy.
+        const answer = settings.timeoutMs === 0 ? settings.timedOut?.(opts) : undefined;
+        if (answer !== undefined) return Promise.resolve(answer);
         settings.events.rejected?.('queue_full');
         return Promise.resolve(busy());
       }

@@ -44,6 +44,8 @@ export type Admission =
 /** What the request path needs: may this consumer spend a unit of this resource now? */
 export interface ConsumerGate {
   admit(consumer: string, resource: Resource): Promise<Admission>;
+  /** An admitted request the pool refused for its consumer (the points left are owed to others): counted as the gate's own refusals. */
+  refused(consumer: string, reason: ConsumerRefusal): void;
 }
 
 export interface ConsumerEvents {
@@ -261,6 +263,7 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
 
   return {
     admit,
+    refused: (consumer, reason) => events.refused?.(consumer, reason),
     report() {
       const at = now();
       return {
