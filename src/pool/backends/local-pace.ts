@@ -106,11 +106,11 @@ export function heldUntil(
   tokens: readonly Token[],
   consumers: ConsumerPace,
   opts: AcquireOptions,
-  budget: number,
+  budget: number | undefined,
   kind: PaceKind,
   at: number,
 ): number | undefined {
-  if (opts.consumer === undefined) return undefined;
+  if (opts.consumer === undefined || budget === undefined) return undefined;
   const charge = chargeOf(pointsOfRequest(opts), budget);
   const minute = windowHeld(tokens, consumers, opts.consumer, kind, { windowMs: LOG_SPAN_MS, limit: budget, charge }, at);
   const burst = windowHeld(tokens, consumers, opts.consumer, kind, { windowMs: BURST_WINDOW_MS, limit: burstBudget(budget), charge }, at);

@@ -253,10 +253,9 @@ function pacedRefusal(pool: Pool, opts: AcquireOptions): Acquired | undefined {
 
 /** With consumer keys: when the request's consumer must leave the points it would spend to other consumers, until when (points-share.ts). */
 function heldBack(pool: Pool, opts: AcquireOptions, resource: Resource, at: number): number | undefined {
-  if (pool.consumerPace === undefined || opts.consumer === undefined) return undefined;
   const kind = paceKindOf(resource);
   const budget = budgetOf(pool.settings.points, kind, pool.paceShare);
-  return budget === undefined ? undefined : heldUntil(pool.tokens, pool.consumerPace, opts, budget, kind, at);
+  return pool.consumerPace === undefined ? undefined : heldUntil(pool.tokens, pool.consumerPace, opts, budget, kind, at);
 }
 
 /**
