@@ -78,9 +78,8 @@ interface HitRecord {
   /** The busiest-paths counts of its path, while the table's generation is `generation`. */
   readonly top: PathCounts | undefined;
   readonly generation: number;
-  /** The last consumer and User-Agent seen, and their label's cells (none when they have no label). */
-  consumer:
-    { readonly consumer: string | undefined; readonly agent: string | undefined; readonly cells: ConsumerCells | undefined } | undefined;
+  /** By consumer key: the last consumer seen, and its label's cells (none when it has no label). */
+  consumer: { readonly consumer: string | undefined; readonly cells: ConsumerCells | undefined } | undefined;
 }
 
 interface ConsumerCells {
@@ -99,12 +98,15 @@ export class Recorder {
   readonly #hits = new WeakMap<Representation, HitRecord>();
   /** Under `sampled`: the share of a hit line owed so far (one is written each time it reaches 1). */
   #owed = 0;
+  /** The consumer labels' generation last seen: labels given up since then lose their series (consumer-label.ts). */
+  #labelsSeen: number;
 
   constructor(metrics: Metrics, access: AccessLog, labels: ConsumerLabels, choice: AccessChoice) {
     this.#metrics = metrics;
     this.#access = access;
     this.#labels = labels;
     this.#choice = choice;
+    this.#labelsSeen = labels.generation;
     this.#consumers = new LabelSets((name, route) => {
       let hits: CountCell | undefined;
       let upstream: CountCell | undefined;
@@ -158,19 +160,10 @@ export class Recorder {
     this.#metrics.observeCell(record.cell, seconds);
     if (record.top !== undefined && record.generation === this.#metrics.topPaths.generation) record.top.hits++;
     else this.#metrics.topPaths.served(ctx.upstream.cfg.name, ctx.pathname, 'hit', record.authorized);
-    if (this.#labels.mode !== 'none') {
-      // The same consumer (and User-Agent) as the form's last hit: its label's cells as they were.
-      const consumer = ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined;
-      let known = record.consumer;
-      if (known === undefined || known.consumer !== consumer || known.agent !== trace.agent) {
-        const label = this.#labels.of(consumer, trace.agent);
-        const cells = label === undefined ? undefined : this.#consumers.of(label, record.route);
-        record.consumer = known = { consumer, agent: trace.agent, cells };
-      }
-      if (known.cells !== undefined) {
-        known.cells.requests.value++;
-        known.cells.hits.value++;
-      }
+    const cells = this.#consumerCells(record, ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined, trace.agent);
+    if (cells !== undefined) {
+      cells.requests.value++;
+      cells.hits.value++;
     }
     const { span } = trace;
     if (record.template !== undefined && this.#logs('hit')) {
@@ -185,6 +178,37 @@ export class Recorder {
       });
     } else if (record.template === undefined) this.#line(req, res, id, trace, reply, seconds, bytes, record.route);
     if (span !== undefined) endServerSpan(span, req, res, id, trace, reply);
+  }
+
+  /**
+   * A hit's consumer cells. By key, the same consumer as the form's last hit has the same cells
+   * (kept on its record); by User-Agent every request counts for its agent's rank, so the label is
+   * asked each time, and labels given up lose their series.
+   */
+  #consumerCells(record: HitRecord, consumer: string | undefined, agent: string | undefined): ConsumerCells | undefined {
+    const labels = this.#labels;
+    if (labels.mode === 'none') return undefined;
+    if (labels.mode === 'key') {
+      let known = record.consumer;
+      if (known === undefined || known.consumer !== consumer) {
+        const label = labels.of(consumer, agent);
+        record.consumer = known = { consumer, cells: label === undefined ? undefined : this.#consumers.of(label, record.route) };
+      }
+      return known.cells;
+    }
+    const label = labels.of(consumer, agent);
+    if (labels.generation !== this.#labelsSeen) this.#forgetRetired();
+    return label === undefined ? undefined : this.#consumers.of(label, record.route);
+  }
+
+  /** Labels given up (metrics.consumer_label user_agent: consumer-label.ts): their series and cells go. */
+  #forgetRetired(): void {
+    const metrics = this.#metrics;
+    this.#labelsSeen = this.#labels.generation;
+    for (const gone of this.#labels.retired()) {
+      this.#consumers.drop(gone);
+      for (const counter of [metrics.consumerRequests, metrics.consumerHits, metrics.consumerUpstreamRequests]) counter.forget(gone);
+    }
   }
 
   /** The form's record for this request, made again when what it was made for differs. */
@@ -235,6 +259,7 @@ export class Recorder {
       this.#metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
       const spend = upstreamSpend(served.outcome, served.upstreamStatus, authorized);
       const label = this.#labels.of(ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined, trace.agent);
+      if (this.#labels.generation !== this.#labelsSeen) this.#forgetRetired();
       if (label !== undefined) {
         const cells = this.#consumers.of(label, route);
         cells.requests.value++;
