@@ -75,7 +75,7 @@ export function blockOf(status: number, headers: readonly string[]): Block | nul
 }
 
 /** The form's block, made on its first answer (null: none). */
-export function formBlock(form: Representation): Block | null {
+function formBlock(form: Representation): Block | null {
   let block = form.block;
   if (block === undefined) {
     block = form.decode ? NO_BLOCK : blockOf(form.status, form.headers);

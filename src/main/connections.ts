@@ -49,7 +49,7 @@ function rawError(status: string, message: string, extra = ''): string {
  * already stopped at the end of that request: what the client pipelined behind it was dropped
  * and the connection then waited for nothing. Such a connection is closed after its answer.
  */
-export function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
+function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
   if (req.headers.upgrade !== undefined) res.shouldKeepAlive = false;
 }
 
@@ -59,7 +59,7 @@ export function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
  * nothing: its bytes are ahead of anything written to the connection later, so it is not tracked
  * (no Set entry, no 'close' listener on the hit path).
  */
-export function owe(req: IncomingMessage, res: ServerResponse): void {
+function owe(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket as Tracked;
   let owed = socket[OWED];
   if (owed === undefined) {
@@ -86,7 +86,7 @@ export function owe(req: IncomingMessage, res: ServerResponse): void {
  * fails to parse, the connection just closes, as for an owed response already answered, rather
  * than appending a 400.
  */
-export function answeredInTurn(req: IncomingMessage): void {
+function answeredInTurn(req: IncomingMessage): void {
   (req.socket as Tracked)[ANSWERED] = req;
 }
 
@@ -210,8 +210,9 @@ export class RequestListener {
 
 /**
  * Installs the behaviour above on the proxy listener (created with requireHostHeader: false: see
- * checkHost in src/http/target.ts). Its 'request' listener calls `beforeAnswer` before its
- * handler and `owe` after it for a response not out yet (src/main/app.ts).
+ * checkHost in src/http/target.ts). Its 'request' listener is a `RequestListener`'s `serve`
+ * (src/main/app.ts), which calls `beforeAnswer` before the handler and `owe` after it for a
+ * response not out yet.
  */
 export function hardenListener(server: Server): void {
   // Undocumented but long-standing: answer requests whose client has already sent its FIN.

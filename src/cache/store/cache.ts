@@ -68,7 +68,7 @@ export type Hit =
   /** Go upstream (`plan`), or, with `plan` undefined, L1 held nothing: look in L2. */
   | { readonly kind: 'miss'; readonly plan: Plan | undefined };
 
-export const HIT: Served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
+const HIT: Served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
 export const STALE: Served = { outcome: 'stale', upstreamStatus: undefined, token: undefined };
 
 /** Fresh hits' Cache-Status values are kept for ttls up to this many seconds. */

@@ -10,7 +10,7 @@
  * (entry-codec.ts), bounded in bytes: a hit still reads the value from Redis (one GET, so it sees
  * every write and every expiry at once), and while the value carries the same stamp and lengths it
  * gives the entry decoded before (the stamp is trusted as the write's identity: the bytes are not compared): the same object, so the memos keyed by the entry (its flattened
- * headers, its gunzipped form: proxy/entry-form.ts) hold too. Its body is a copy, pinning nothing
+ * headers, its gunzipped form: entry-form.ts) hold too. Its body is a copy, pinning nothing
  * of a reply buffer; without the memo the body is a view into the reply (no copy).
  */
 import { createHash } from 'node:crypto';

@@ -7,7 +7,7 @@
  * A pooled call goes upstream on a token chosen in the `graphql` resource, as JSON rebuilt from
  * what was checked (so the upstream runs exactly the query the proxy let through). Its answer
  * settles the token like a REST answer, except that a 200 whose errors say RATE_LIMITED counts as
- * a rate limit (rate-limited.ts): the token is paused or spent and the call is tried on another
+ * a rate limit (src/pool/rules/graphql-rate-limit.ts): the token is paused or spent and the call is tried on another
  * one. The consumer sees the pool's x-ratelimit-* of the `graphql` resource. With
  * `graphql_cache_seconds`, answers without errors are kept that long under a key of the
  * normalised query, its variables, operation name and the pool's partition (cache-key.ts).
@@ -51,7 +51,7 @@ export interface GraphqlRoute {
   readonly oidc?: OidcPresented | undefined;
 }
 
-/** What the close handler records of it (handle.ts's trace). */
+/** What the recorder reads of it (src/main/recorder.ts `Trace`). */
 export interface GraphqlTrace {
   ctx: { readonly upstream: UpstreamRuntime; readonly cred: Credential; readonly pathname: string } | undefined;
   readonly route: string;

@@ -1,6 +1,6 @@
 /**
  * One upstream's GraphQL runtime (`graphql: true`), built once with the upstream: where its
- * endpoint is (endpoint.ts), the pass-through that carries requests with a client's own
+ * endpoint is (src/http/graphql-endpoint.ts), the pass-through that carries requests with a client's own
  * credential (http-proxy-3, whatever `pass_through` says), and the short-lived answer cache of
  * pooled queries (`graphql_cache_seconds`; off at 0).
  */

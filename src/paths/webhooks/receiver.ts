@@ -6,11 +6,12 @@
  * `webhooks.read_timeout_ms` and at a floor rate (408: intake.ts, pace.ts), its signature checked
  * over the raw bytes before anything else is looked at (401, counted, nothing marked), then:
  *
- *   an event the table does not name (events.ts)     202, ignored
- *   no or a malformed X-GitHub-Delivery, bad payload  400
- *   a delivery id seen before (deliveries.ts)         200, acknowledged, not applied again
- *   otherwise                                         its scopes (scopes.ts) marked stale on every
- *                                                     upstream and every replica; 200 with the counts
+ *   an event the table does not name (webhook-events.ts)  202, ignored
+ *   no or a malformed X-GitHub-Delivery, bad payload      400
+ *   a delivery id seen before (deliveries.ts)             200, acknowledged, not applied again
+ *   otherwise                                             its scopes (webhook-scopes.ts) marked stale
+ *                                                         on every upstream and every replica; 200
+ *                                                         with the counts
  *
  * The secret is never logged, exported or repeated; a refused delivery is logged without its body.
  */

@@ -615,14 +615,9 @@ function checkWebhookFreshness(
 }
 
 export type Config = z.infer<typeof configSchema>;
-export type PoolConfig = z.infer<typeof poolSchema>;
 export type RedisConfig = z.infer<typeof redisSchema>;
-export type ConsumersConfig = z.infer<typeof consumersSchema>;
-export type ConsumerKeyConfig = z.infer<typeof consumerKeySchema>;
 export type OidcIssuerConfig = z.infer<typeof oidcIssuerSchema>;
-export type SecretConfig = z.infer<typeof secretSchema>;
 export type AppConfig = z.infer<typeof appSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
-export type CachePolicyConfig = z.infer<typeof cachePolicySchema>;
 export type WebhooksConfig = z.infer<typeof webhooksSchema>;
 export type TracingConfig = z.infer<typeof tracingSchema>;
