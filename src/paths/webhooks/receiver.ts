@@ -10,7 +10,9 @@
  *   no or a malformed X-GitHub-Delivery, bad payload  400
  *   a delivery id seen before (deliveries.ts)         200, acknowledged, not applied again
  *   otherwise                                         its scopes (scopes.ts) marked stale on every
- *                                                     upstream and every replica; 200 with the counts
+ *                                                     upstream and every replica, the entries filed
+ *                                                     under its tags (webhook-tags.ts) purged; 200
+ *                                                     with the counts
  *
  * The secret is never logged, exported or repeated; a refused delivery is logged without its body.
  */
@@ -33,6 +35,8 @@ import { GRACE_MS, MIN_BYTES_PER_SECOND } from './pace.js';
 import { clientPathOf } from '../../cache/rules/webhook-paths.js';
 import { actionOf, parsePayload } from './payload.js';
 import { scopesFor } from '../../cache/rules/webhook-scopes.js';
+import { deliveryTags } from '../../cache/rules/webhook-tags.js';
+import type { TagStore } from '../../cache/store/tags.js';
 import { verifySignature, wellFormedSignature } from './signature.js';
 
 export interface WebhookReceiver {
@@ -43,6 +47,8 @@ export interface WebhookReceiver {
 
 export interface ReceiverDeps {
   readonly tiers: Tiers;
+  /** GraphQL answers and stored 404s, purged by the tags a delivery names (src/cache/rules/webhook-tags.ts). */
+  readonly tags?: TagStore | undefined;
   readonly upstreams: readonly UpstreamRuntime[];
   readonly redis: RedisConnection | undefined;
   readonly logger: Logger;
@@ -63,7 +69,7 @@ type Outcome = 'applied' | 'duplicate' | 'ignored' | 'bad_signature' | 'too_larg
 export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps): WebhookReceiver | undefined {
   const secret = config.secret;
   if (secret === null) return undefined;
-  const { tiers, upstreams, metrics } = deps;
+  const { tiers, tags, upstreams, metrics } = deps;
   const logger = deps.logger.child({ component: 'webhooks' });
   const deliveries = createDeliveries(deps.redis, DELIVERY_MEMORY);
   const pace = { deadlineMs: config.read_timeout_ms, minBytesPerSecond: MIN_BYTES_PER_SECOND, graceMs: GRACE_MS };
@@ -85,6 +91,18 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
         prefix: scope.prefix,
       })),
     );
+
+  /** Drops the entries filed under a delivery's tags, on every replica; a failure is logged, never the delivery's. */
+  const purgeTags = async (named: readonly string[]): Promise<number> => {
+    try {
+      const purged = await tags!.purge(named);
+      metrics.cacheTagPurges.inc({ source: 'webhook' }, purged);
+      return purged;
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "purging a delivery's tags failed");
+      return 0;
+    }
+  };
 
   /** A delivery whose signature matched. */
   const verified = async (req: IncomingMessage, res: ServerResponse, id: string, body: Buffer): Promise<Served> => {
@@ -109,16 +127,18 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
     }
     const scopes = scopesFor(event, parsed.payload) ?? [];
     const marked = scopes.length === 0 ? 0 : tiers.markStale(onEveryUpstream(scopes), 'webhook');
+    const named = tags === undefined ? [] : deliveryTags(event, parsed.payload);
+    const purged = named.length === 0 ? 0 : await purgeTags(named);
     const action = actionOf(parsed.payload);
-    count(event, scopes.length === 0 ? 'ignored' : 'applied');
-    logger.info({ event, action, delivery, scopes: scopes.length, marked }, 'webhook delivery applied');
+    count(event, scopes.length === 0 && named.length === 0 ? 'ignored' : 'applied');
+    logger.info({ event, action, delivery, scopes: scopes.length, marked, tags: named.length, purged }, 'webhook delivery applied');
     if (event === 'meta' && action === 'deleted')
       logger.warn(
         { delivery },
         'the webhook was deleted on GitHub: no more deliveries, so webhook_fresh_seconds is no longer backed by them',
       );
-    const message = scopes.length === 0 ? 'Nothing to mark' : 'Applied';
-    writeJson(res, 200, { message, event, delivery, scopes: scopes.map(describe), marked }, id);
+    const message = scopes.length === 0 && named.length === 0 ? 'Nothing to mark' : 'Applied';
+    writeJson(res, 200, { message, event, delivery, scopes: scopes.map(describe), marked, tags: named, purged }, id);
     return NOT_SERVED;
   };
 
