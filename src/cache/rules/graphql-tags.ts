@@ -145,8 +145,9 @@ export function graphqlTags(
   return tags.size > MAX_TAGS ? undefined : [...tags];
 }
 
-/** Input fields that hold node ids: `id`, `starrableId`, `labelIds`, ... */
+/** Input fields that hold node ids: `id`, `starrableId`, `labelIds`, ... (`clientMutationId` is the client's own string). */
 const ID_FIELD = /^(?:id|ids|[A-Za-z0-9_]*Ids?)$/;
+const NOT_AN_ID = 'clientMutationId';
 
 /** Node tags of the ids a mutation's input names (its root fields' arguments, variables filled in). */
 export function inputTags(operation: OperationDefinitionNode, variables: Variables): string[] {
@@ -160,7 +161,7 @@ export function inputTags(operation: OperationDefinitionNode, variables: Variabl
   while (stack.length > 0 && tags.size <= MAX_TAGS) {
     const [key, value] = stack.pop()!;
     if (typeof value === 'string') {
-      const tag = ID_FIELD.test(key) ? nodeTag(value) : undefined;
+      const tag = ID_FIELD.test(key) && key !== NOT_AN_ID ? nodeTag(value) : undefined;
       if (tag !== undefined) tags.add(tag);
     } else if (Array.isArray(value)) for (const item of value) stack.push([key, item]);
     else if (value !== null && typeof value === 'object')

@@ -61,8 +61,12 @@ export interface TagStore {
 
 /** Purges are remembered this long: longer than any exchange stays upstream (timeouts are 30 s a step). */
 export const PURGE_MEMORY_MS = 5 * 60_000;
-/** A purge this long before an exchange went upstream still covers it (replicas' clocks differ a little). */
-export const PURGE_MARGIN_MS = 1_000;
+/**
+ * A purge up to this long before an exchange went upstream still covers it: a replica's purge is
+ * timed by its own clock, the exchange by another's (NTP keeps them within milliseconds). An answer
+ * fetched within this much after a purge is served but not stored.
+ */
+export const PURGE_MARGIN_MS = 100;
 /** At most this many keys are filed in this process, and this many purged tags remembered. */
 const MAX_FILED = 200_000;
 const MAX_PURGED = 100_000;

@@ -85,21 +85,6 @@ export function createGraphqlPath(deps: GraphqlDeps): GraphqlPath {
     return answer(call, reply);
   };
 
-  /** A call sent as it is (uncached): its answer passed on, with Cache-Status `fwd=bypass`. */
-  const uncached = async (call: Call, body: Buffer, kind: 'query' | 'as-sent'): Promise<{ reply: Reply; data: Buffer | undefined }> => {
-    const got = await send(call, body, kind, call.span, false);
-    if (got.kind === 'unavailable')
-      return { reply: errors.poolUnavailable(got.reason, got.retryAfterSeconds, call.to.pool?.record() ?? {}), data: undefined };
-    const { fetched, token } = got;
-    if (fetched.kind === 'failed')
-      return {
-        reply: errors.upstreamFailed(call.upstream.cfg, fetched.failure, { outcome: 'error', upstreamStatus: undefined, token }),
-        data: undefined,
-      };
-    const data = fetched.kind === 'response' ? fetched.body : undefined;
-    return { reply: passedOn(call.to, fetched, token, cacheStatus({ fwd: 'bypass' })), data };
-  };
-
   const pooled = async (call: Call, tokens: PoolContext): Promise<Served> => {
     const read = await readBody(call.req, MAX_BODY_BYTES);
     if (read.kind === 'failed') return NOT_SERVED; // the client went away
@@ -111,21 +96,24 @@ export function createGraphqlPath(deps: GraphqlDeps): GraphqlPath {
     if (query.kind === 'refused') return refused(call, errors.graphqlRefused(query.status, query.message), query.reason);
     // A token's answer is its own when the tokens are not equivalent: nothing is shared.
     if (call.graphql.ttlSeconds === 0 || !tokens.pool.equivalent)
-      return answer(call, (await uncached(call, queryBody(query), 'query')).reply);
+      return answer(call, (await uncached(send, call, queryBody(query), 'query')).reply);
     return cachedQuery({ ...call, partition: POOL }, query);
   };
 
-  /** A mutation with a client's own credential: its answer goes to the client, then what it touched is purged. */
+  /**
+   * A mutation with a client's own credential: sent as it is, then what it touched is purged before
+   * its answer goes out (the client's next read, on this replica, shows its change).
+   */
   const mutation = async (call: Call, body: Buffer, sent: Extract<ClientCall, { kind: 'mutation' }>): Promise<Served> => {
-    const { reply, data } = await uncached(call, body, 'as-sent');
-    const served = answer(call, reply);
+    const { reply, data } = await uncached(send, call, body, 'as-sent');
     const answered = data === undefined ? undefined : parsedData(data);
     const tags = sent.mutations.flatMap((operation) => mutationTags(sent.document, operation, sent.variables, answered));
-    answers.purge([...new Set(tags)]).then(
-      (purged) => metrics.cacheTagPurges.inc({ source: 'mutation' }, purged),
-      (err: unknown) => logger.warn({ reqId: call.id, err: (err as Error).message }, 'purge after a mutation failed'),
-    );
-    return served;
+    try {
+      metrics.cacheTagPurges.inc({ source: 'mutation' }, await answers.purge([...new Set(tags)]));
+    } catch (err) {
+      logger.warn({ reqId: call.id, err: (err as Error).message }, 'purge after a mutation failed');
+    }
+    return answer(call, reply);
   };
 
   const own = async (call: Call): Promise<Served> => {
@@ -136,7 +124,7 @@ export function createGraphqlPath(deps: GraphqlDeps): GraphqlPath {
     if (sent.kind === 'query' && call.graphql.ttlSeconds > 0)
       return cachedQuery({ ...call, partition: partitioner.partitionOf(headerValue(call.req.headers.authorization)) }, sent);
     if (sent.kind === 'mutation') return mutation(call, read.body, sent);
-    return answer(call, (await uncached(call, read.body, 'as-sent')).reply);
+    return answer(call, (await uncached(send, call, read.body, 'as-sent')).reply);
   };
 
   /** Streamed upstream unread (http-proxy-3): `head`, what was read of the body before the rest. */
@@ -194,6 +182,25 @@ export function createGraphqlPath(deps: GraphqlDeps): GraphqlPath {
       return answer(call, errors.internal(upstream.cfg));
     });
   };
+}
+
+/** A call sent as it is (uncached): its answer passed on, with Cache-Status `fwd=bypass`, and its body when it was read. */
+async function uncached(
+  send: Send,
+  call: Call,
+  body: Buffer,
+  kind: 'query' | 'as-sent',
+): Promise<{ reply: Reply; data: Buffer | undefined }> {
+  const got = await send(call, body, kind, call.span, false);
+  if (got.kind === 'unavailable')
+    return { reply: errors.poolUnavailable(got.reason, got.retryAfterSeconds, call.to.pool?.record() ?? {}), data: undefined };
+  const { fetched, token } = got;
+  if (fetched.kind === 'failed') {
+    const served = { outcome: 'error' as const, upstreamStatus: undefined, token };
+    return { reply: errors.upstreamFailed(call.upstream.cfg, fetched.failure, served), data: undefined };
+  }
+  const data = fetched.kind === 'response' ? fetched.body : undefined;
+  return { reply: passedOn(call.to, fetched, token, cacheStatus({ fwd: 'bypass' })), data };
 }
 
 /** A mutation answer's `data`, when it is JSON (its ids are purged). */

@@ -379,7 +379,7 @@ export const METRIC_SPECS = {
     type: 'counter',
     name: 'etagere_cache_requests_total',
     help:
-      'GraphQL queries by cache result (hit, miss, coalesced, bypass) under route "/graphql", by operation name ' +
+      'GraphQL queries by cache result (hit, miss, coalesced) under route "/graphql", by operation name ' +
       '(the first 50 names seen, then "other"; "anonymous" for an unnamed operation).',
     labelNames: ['upstream', 'route', 'operation', 'result'],
   },
