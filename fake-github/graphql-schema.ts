@@ -209,6 +209,16 @@ function indexOfCursor(cursor: string): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
+/** A connection's `pageInfo`: `size` items from `start` of `total`. */
+function pageInfoOf(start: number, size: number, total: number): Node {
+  return {
+    startCursor: size > 0 ? cursorOf(start) : null,
+    endCursor: size > 0 ? cursorOf(start + size - 1) : null,
+    hasNextPage: start + size < total,
+    hasPreviousPage: start > 0,
+  };
+}
+
 /** A page of a repository list: `first` after `after` (pagination limits were checked before execution). */
 function connection(repos: readonly Repo[], args: { first?: number | null; after?: string | null }, ctx: GraphqlContext): Node {
   let start = 0;
@@ -225,12 +235,7 @@ function connection(repos: readonly Repo[], args: { first?: number | null; after
     totalCount: repos.length,
     nodes: () => page.map((repo) => repositoryNode(repo, ctx)),
     edges: () => page.map((repo, offset) => ({ cursor: cursorOf(start + offset), node: repositoryNode(repo, ctx) })),
-    pageInfo: {
-      startCursor: page.length > 0 ? cursorOf(start) : null,
-      endCursor: page.length > 0 ? cursorOf(start + page.length - 1) : null,
-      hasNextPage: start + page.length < repos.length,
-      hasPreviousPage: start > 0,
-    },
+    pageInfo: pageInfoOf(start, page.length, repos.length),
   };
 }
 
@@ -322,12 +327,7 @@ function issueConnection(
   return {
     totalCount: issues.length,
     nodes: () => page.map((issue) => issueNode(issue, ctx)),
-    pageInfo: {
-      startCursor: page.length > 0 ? cursorOf(start) : null,
-      endCursor: page.length > 0 ? cursorOf(start + page.length - 1) : null,
-      hasNextPage: start + page.length < issues.length,
-      hasPreviousPage: start > 0,
-    },
+    pageInfo: pageInfoOf(start, page.length, issues.length),
   };
 }
 

@@ -44,10 +44,11 @@ export interface TagStore {
   /** Whether a purge of one of `tags` this process knows of covers an exchange that went upstream at `since`. */
   purgedSince(tags: readonly string[], since: number): boolean;
   /**
-   * Files `key` under `tags` for `ttlMs`, here and in Redis. Resolves false when a purge of one of
-   * them covers an exchange that went upstream at `since`: the caller drops the entry.
+   * Files `key` under `tags` for `ttlMs`: here at once, in Redis once `stored` (the entry's L2
+   * write) is done. Resolves false when a purge of one of them covers an exchange that went
+   * upstream at `since`: the caller drops the entry.
    */
-  file(key: string, tags: readonly string[], ttlMs: number, since: number, about?: TaggedAbout): Promise<boolean>;
+  file(key: string, tags: readonly string[], ttlMs: number, since: number, about?: TaggedAbout, stored?: Promise<void>): Promise<boolean>;
   /** Purges every entry filed under one of `tags`, here, in L2 and on every replica; resolves with the keys dropped. */
   purge(tags: readonly string[]): Promise<number>;
   /** An entry's filing: this process's, else Redis's. */
@@ -269,10 +270,11 @@ export function createTagStore(tiers: Tiers, redis: RedisConnection | undefined,
 
   return {
     purgedSince: (tags, since) => local.purgedSince(tags, since),
-    async file(key, tags, ttlMs, since, about) {
+    async file(key, tags, ttlMs, since, about, stored) {
       if (local.purgedSince(tags, since)) return false;
       local.index(key, { tags, about, until: Date.now() + ttlMs });
       if (shared === undefined) return true;
+      await stored;
       const purgedAt = await shared.file(key, tags, ttlMs, about);
       // A purge Redis saw between the exchange and now (on any replica): the entry may predate it.
       const late = purgedAt.some((at) => at !== undefined && at > 0 && coveredBy(at, since));

@@ -152,15 +152,12 @@ export class GraphqlAnswers {
     if (this.#tags.purgedSince(tags, sentAt)) return false;
     const key = req.keys.flight;
     this.#tiers.apply(answerResult(entry, key, undefined), sentAt, req);
-    this.#tiers
-      .written(key)
-      .then(() => this.#tags.file(key, tags, req.policy.ttl * 1000, sentAt, about))
-      .then(
-        (kept) => {
-          if (!kept) this.#tiers.apply({ ...answerResult(entry, undefined, undefined), dropKey: key });
-        },
-        (err: unknown) => this.#logger.warn({ err: (err as Error).message }, 'filing a GraphQL answer failed'),
-      );
+    this.#tags.file(key, tags, req.policy.ttl * 1000, sentAt, about, this.#tiers.written(key)).then(
+      (kept) => {
+        if (!kept) this.#tiers.apply({ ...answerResult(entry, undefined, undefined), dropKey: key });
+      },
+      (err: unknown) => this.#logger.warn({ err: (err as Error).message }, 'filing a GraphQL answer failed'),
+    );
     return true;
   }
 

@@ -34,7 +34,7 @@ import { MAX_BODY_BYTES } from './limits.js';
 import { clientCall, pooledQuery, type ClientCall } from './operation.js';
 import type { GraphqlRuntime } from './runtime.js';
 import type { GraphqlAnswers } from './answer-cache.js';
-import { continued, readClientBody } from './client-body.js';
+import { continued } from './client-body.js';
 import { createCachedQuery, type QueryCall } from './query.js';
 import { passedOn, type ReplyFor } from './replies.js';
 import { createSend, queryBody, type Send } from './send.js';
@@ -117,9 +117,9 @@ export function createGraphqlPath(deps: GraphqlDeps): GraphqlPath {
   };
 
   const own = async (call: Call): Promise<Served> => {
-    const read = await readClientBody(call.req, MAX_BODY_BYTES);
+    const read = await readBody(call.req, MAX_BODY_BYTES, true);
     if (read.kind === 'failed') return NOT_SERVED;
-    if (read.kind === 'over') return forward(call, read.head);
+    if (read.kind === 'too-large') return forward(call, read.head);
     const sent = clientCall(read.body.toString('utf8'));
     if (sent.kind === 'query' && call.graphql.ttlSeconds > 0)
       return cachedQuery({ ...call, partition: partitioner.partitionOf(headerValue(call.req.headers.authorization)) }, sent);

@@ -25,9 +25,8 @@ export function fileNegative(
   if (names.length === 0) return;
   const key = result.storeKey;
   const about: TaggedAbout = { upstream: where.upstream, what: where.apiPath.slice(0, 200), partition: where.partition };
-  const filing = tiers
-    .written(key)
-    .then(() => tags.file(key, names, retentionSeconds(result.entry) * 1000, sentAt ?? result.entry.storedAt, about));
+  const since = sentAt ?? result.entry.storedAt;
+  const filing = tags.file(key, names, retentionSeconds(result.entry) * 1000, since, about, tiers.written(key));
   filing.then(
     (kept) => {
       if (kept) return;
