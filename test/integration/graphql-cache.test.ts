@@ -10,6 +10,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
 import { parseTokenSpec } from '../../fake-github/tokens.js';
+import { runCli } from '../helpers/cli.js';
 import { get, type Answer } from '../helpers/http.js';
 import { counterSum } from '../helpers/metrics-text.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
@@ -190,7 +191,10 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
   it('a mutation with a client token purges the answers filed under the ids of its input and answer', async () => {
     const before = await graphql(first.url, repoQuery('repo-015'));
     const { id, stargazerCount } = before.json.data!.repository!;
-    expect((await graphql(second.url, repoQuery('repo-015'))).headers['cache-status']).toMatch(/hit/);
+    // Held by the second replica too (from L2, once the first has written it there).
+    const heldThere = async (): Promise<boolean> =>
+      /hit/.test(String((await graphql(second.url, repoQuery('repo-015'))).headers['cache-status']));
+    await until(heldThere, 2_000, 'the answer on the second replica');
     const starred = await graphql(second.url, { query: STAR, variables: { id } }, { authorization: `token ${OWN.octocat}` });
     expect(starred.json.data).toEqual({ addStar: { starrable: { stargazerCount: stargazerCount! + 1 } } });
     // Purged before the answer went out: the next read there shows the star, and within a moment on the other replica.
@@ -243,5 +247,23 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
     }
     const unknown = await request(`${first.adminUrl}/admin/cache?graphql=gql:nope`);
     expect(unknown.statusCode).toBe(400);
+  });
+
+  it('etagere cache inspect --graphql KEY prints the answer and its tags; etagere purge --tag drops it', { timeout: 60_000 }, async () => {
+    const answer = await graphql(first.url, repoQuery('repo-017'));
+    const inspected = runCli(['cache', 'inspect', '--graphql', keyOf(answer), '--admin', first.adminUrl]);
+    expect((await inspected.exited).code).toBe(0);
+    const lines = inspected.stdout().split('\n');
+    expect(lines[0]).toMatch(/^UPSTREAM +OPERATION +PARTITION +TIER +STATUS +AGE +TTL +SIZE +FETCHED BY/);
+    expect(lines[1]).toMatch(/^github +anonymous +pool +L1 +200 /);
+    expect(inspected.stdout()).toContain('tags:\n  repo:etagere-org/repo-017\n');
+    const purged = runCli(['purge', '--tag', 'repo:etagere-org/repo-017', '--admin', second.adminUrl]);
+    expect((await purged.exited).code).toBe(0);
+    expect(purged.stdout()).toBe('dropped 1 entry filed under repo:etagere-org/repo-017; purge sent to every replica (Redis)\n');
+    const gone = runCli(['cache', 'inspect', '--graphql', keyOf(answer), '--admin', first.adminUrl]);
+    expect((await gone.exited).code).toBe(0);
+    expect(gone.stdout()).toBe(`no GraphQL answer under ${keyOf(answer)}\n`);
+    const both = runCli(['cache', 'inspect', '/x', '--graphql', keyOf(answer), '--admin', first.adminUrl]);
+    expect((await both.exited).code).toBe(2);
   });
 });
