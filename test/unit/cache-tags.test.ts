@@ -17,6 +17,7 @@ import { deliveryTags } from '../../src/cache/rules/webhook-tags.js';
 import { createTagStore, PURGE_MARGIN_MS } from '../../src/cache/store/tags.js';
 import { createTiers } from '../../src/cache/store/tiers.js';
 import { cachePolicySchema } from '../../src/platform/config/schema.js';
+import { parseConfig } from '../../src/platform/config/load.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { testEntry } from '../helpers/entry.js';
@@ -268,5 +269,29 @@ describe('the tag store (one process)', () => {
     expect(await tags.file('gql:a', ['repo:o/r'], 60_000, before)).toBe(false);
     expect(await tags.file('gql:b', ['repo:o/r'], 60_000, Date.now() + PURGE_MARGIN_MS + 1)).toBe(true);
     expect(await tags.file('gql:c', ['repo:o/other'], 60_000, before)).toBe(true);
+  });
+});
+
+describe('the keys of issue 37', () => {
+  const upstream = (more: Record<string, unknown>) =>
+    parseConfig({ upstreams: [{ name: 'github', prefix: '/', url: 'https://api.github.com', ...more }] }).upstreams[0]!;
+
+  it('graphql_cache_seconds is 60 once graphql is on, 0 otherwise; negative_seconds 60', () => {
+    expect(upstream({ graphql: true }).graphql_cache_seconds).toBe(60);
+    expect(upstream({ graphql: true, graphql_cache_seconds: 0 }).graphql_cache_seconds).toBe(0);
+    expect(upstream({}).graphql_cache_seconds).toBe(0);
+    expect(upstream({}).cache.negative_seconds).toBe(60);
+    expect(upstream({ cache: { negative_seconds: 0 } }).cache.negative_seconds).toBe(0);
+  });
+
+  it.each([
+    [{ graphql_cache_seconds: 30 }, /graphql_cache_seconds: needs graphql: true/],
+    [{ graphql: true, graphql_cache_seconds: -1 }, /graphql_cache_seconds/],
+    [{ graphql: true, graphql_cache_seconds: 4000 }, /graphql_cache_seconds/],
+    [{ cache: { negative_seconds: -5 } }, /cache\.negative_seconds/],
+    [{ cache: { negative_seconds: 1.5 } }, /cache\.negative_seconds/],
+    [{ cache: { negative_seconds: '60' } }, /cache\.negative_seconds/],
+  ])('refuses %j, naming the key', (more, message) => {
+    expect(() => upstream(more)).toThrow(message);
   });
 });
