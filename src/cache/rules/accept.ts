@@ -12,13 +12,10 @@
  * `.sha`, `.text-match+json`, `.star+json`, `.full+json`), previews, another parameter, `q=0`, or a
  * list with any other member.
  *
- * An equivalent value is keyed as "" (the key of a request without Accept), and the cached exchange
- * sends GITHUB_JSON upstream in its place: one spelling for the upstream, so that an entry fetched
+ * An equivalent value is keyed as a request without Accept, and the cached exchange sends none
+ * upstream in its place (GitHub's default): one spelling for the upstream, so that an entry fetched
  * for one spelling is revalidated with the validators it was given.
  */
-
-/** What an equivalent Accept is sent upstream as: the value GitHub's documentation recommends. */
-export const GITHUB_JSON = 'application/vnd.github+json';
 
 const EQUIVALENT_TYPES = new Set(['*/*', 'application/json', 'application/vnd.github+json', 'application/vnd.github.v3+json']);
 
