@@ -20,6 +20,7 @@
  *   npm run bench:quota -- --retries [--smoke] [--seed N]   retries in transit under resets (bench/retries.ts)
  *   npm run bench:quota -- --answers [--minutes N] [--minute-ms MS] [--smoke]   GraphQL answers across replicas,
  *     a dashboard against GraphQL points, stored 404s, equivalent Accept values (bench/answers.ts)
+ *   npm run bench:quota -- --fairness [--smoke] [--queue-timeout-ms N]   points shared fairly between consumers (bench/fairness.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
@@ -59,6 +60,7 @@ import {
 import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
 import { runRetriesCli } from './retries.js';
 import { answersGoalFailures, formatAnswers, runAnswersBench } from './answers.js';
+import { runFairnessCli } from './fairness.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings, UNPACED } from './pacing.js';
 
@@ -755,6 +757,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       budget: { type: 'string' },
       retries: { type: 'boolean', default: false },
       answers: { type: 'boolean', default: false },
+      fairness: { type: 'boolean', default: false },
+      'interval-ms': { type: 'string' },
+      misses: { type: 'string' },
+      'queue-timeout-ms': { type: 'string' },
     },
     strict: true,
   });
@@ -764,5 +770,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   else if (values.pacing) runPacing(values, num);
   else if (values.retries) runRetriesCli(values);
   else if (values.answers) runAnswers(values, num);
+  else if (values.fairness) runFairnessCli(values);
   else runQuota(values, num);
 }
