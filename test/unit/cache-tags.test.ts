@@ -261,6 +261,17 @@ describe('the tag store (one process)', () => {
     expect(await tags.filed('gql:a')).toBeUndefined();
   });
 
+  it("an answer read from another replica's L2 is held under its tags: a purge drops it; one fetched before a purge is not held", async () => {
+    const tiers = tiersOf();
+    const tags = createTagStore(tiers, undefined, createLogger({ level: 'silent' }));
+    const now = Date.now();
+    tiers.l1.set('gql:held', testEntry({ storedAt: now }), 60_000);
+    expect(tags.hold('gql:held', ['repo:o/r'], now + 60_000, now)).toBe(true);
+    expect(await tags.purge(['repo:o/r'])).toBe(1);
+    expect(tiers.l1.peek('gql:held')).toBeUndefined();
+    expect(tags.hold('gql:late', ['repo:o/r'], now + 60_000, now - 10)).toBe(false);
+  });
+
   it('an answer whose query went upstream before a purge of one of its tags (or within the margin after) is not kept', async () => {
     const tags = createTagStore(tiersOf(), undefined, createLogger({ level: 'silent' }));
     const before = Date.now() - 5;

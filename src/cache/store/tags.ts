@@ -49,6 +49,12 @@ export interface TagStore {
    * upstream at `since`: the caller drops the entry.
    */
   file(key: string, tags: readonly string[], ttlMs: number, since: number, about?: TaggedAbout, stored?: Promise<void>): Promise<boolean>;
+  /**
+   * Holds an entry this process took from L2 (another replica filed it) under `tags` here, so that
+   * a purge notice naming the tags drops its L1 copy; false (and nothing held) when a purge of one
+   * of them covers an entry last known current at `origin`.
+   */
+  hold(key: string, tags: readonly string[], until: number, origin: number): boolean;
   /** Purges every entry filed under one of `tags`, here, in L2 and on every replica; resolves with the keys dropped. */
   purge(tags: readonly string[]): Promise<number>;
   /** An entry's filing: this process's, else Redis's. */
@@ -270,6 +276,11 @@ export function createTagStore(tiers: Tiers, redis: RedisConnection | undefined,
 
   return {
     purgedSince: (tags, since) => local.purgedSince(tags, since),
+    hold(key, tags, until, origin) {
+      if (local.purgedSince(tags, origin)) return false;
+      if (local.filed(key) === undefined) local.index(key, { tags, about: undefined, until });
+      return true;
+    },
     async file(key, tags, ttlMs, since, about, stored) {
       if (local.purgedSince(tags, since)) return false;
       local.index(key, { tags, about, until: Date.now() + ttlMs });

@@ -161,6 +161,20 @@ export class GraphqlAnswers {
     return true;
   }
 
+  /**
+   * An answer read from L2 (another replica stored it), held here under its tags so that a purge
+   * notice drops this process's copy too; undefined (and dropped here) when a purge of one of them
+   * came after the answer was fetched. `tags`: undefined when the body does not give them.
+   */
+  adopt(req: CacheRequest, entry: CacheEntry, tags: readonly string[] | undefined): CacheEntry | undefined {
+    if (tags === undefined) return entry;
+    const key = req.keys.flight;
+    const until = entry.storedAt + entry.lifetime * 1000;
+    if (this.#tags.hold(key, tags, until, entry.currentAt ?? entry.storedAt)) return entry;
+    this.#tiers.l1.delete(key);
+    return undefined;
+  }
+
   /** Drops every answer filed under one of `tags`, on every replica; resolves with how many. */
   purge(tags: readonly string[]): Promise<number> {
     return tags.length === 0 ? Promise.resolve(0) : this.#tags.purge(tags);

@@ -8,6 +8,7 @@ import { acceptKeyPart } from '../../cache/rules/accept.js';
 import { clientDirectives, clientNoCacheMode } from '../../cache/rules/client-directives.js';
 import { graphqlTags, storableData } from '../../cache/rules/graphql-tags.js';
 import type { CacheRequest } from '../../cache/rules/request.js';
+import type { CacheEntry } from '../../cache/rules/entry.js';
 import { requestDirectives } from '../../http/headers/cache-control.js';
 import { headerReader, headerValue } from '../../http/headers/value.js';
 import type { OperationLabels } from '../../platform/metrics/operation-label.js';
@@ -81,4 +82,10 @@ export async function fetchAndStore(
   const about = { upstream: req.upstream, what: labels.of(query.operationName), partition: req.credential };
   const stored = tags !== undefined && answers.store(req, entry, tags, fetched.requestTime, about);
   return { result: answerResult(entry, stored ? req.keys.flight : undefined, token), fetched };
+}
+
+/** The tags of a stored answer to `query` (an answer read from L2), or undefined when its body does not give them. */
+export function entryTags(query: PooledQuery, entry: CacheEntry): string[] | undefined {
+  const data = storableData(entry.status, 'application/json', entry.body);
+  return data === undefined ? undefined : graphqlTags(query.document, query.operation, query.variables, data.data);
 }

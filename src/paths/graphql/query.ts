@@ -25,7 +25,7 @@ import { isConsumerRefusal } from '../../pool/rules/fair-share.js';
 import type { Fetched } from '../../upstream/fetch.js';
 import type { AnswerContext } from '../context.js';
 import type { GraphqlAnswers } from './answer-cache.js';
-import { fetchAndStore, requestOf, type FlightDeps, type Flown } from './flight.js';
+import { entryTags, fetchAndStore, requestOf, type FlightDeps, type Flown } from './flight.js';
 import type { PooledQuery } from './operation.js';
 import { createGraphqlRefresh } from './refresh-ahead.js';
 import { flightReply, hitReply, type ReplyFor } from './replies.js';
@@ -100,6 +100,7 @@ export function createCachedQuery({ answers, send, metrics, logger, refreshAhead
       const flown = await traced(req, call, query);
       [result, own, joined] = [flown.result, flown.fetched, false];
     }
+    if (result.kind === 'followed') answers.adopt(req, result.entry, entryTags(query, result.entry));
     count(call, query, joined || result.kind === 'followed' ? 'coalesced' : 'miss');
     return answer(call, flightReply(call.to, result, joined ? undefined : own, Date.now(), req.keys.flight));
   };
@@ -118,7 +119,10 @@ export function createCachedQuery({ answers, send, metrics, logger, refreshAhead
     if (inL1 !== undefined || !answers.shared) return miss(call, req, query, true).catch(failed);
     return answers
       .lookup(req)
-      .then((found) => (fresh(req, found.entry) ? hit(call, req, query, found.entry) : miss(call, req, query, found.answered)))
+      .then((found) => {
+        const held = found.entry === undefined ? undefined : answers.adopt(req, found.entry, entryTags(query, found.entry));
+        return fresh(req, held) ? hit(call, req, query, held) : miss(call, req, query, found.answered);
+      })
       .catch(failed);
   };
 }
