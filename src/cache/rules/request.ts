@@ -5,6 +5,7 @@
  */
 import { requestDirectives, type Directives } from '../../http/headers/cache-control.js';
 import { headerValue } from '../../http/headers/value.js';
+import { acceptKeyPart } from './accept.js';
 import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
 import { ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';
 import type { FreshnessPolicy, UpstreamPolicy } from './policy.js';
@@ -152,6 +153,8 @@ export interface Routing {
   readonly noCache: ClientNoCache | undefined;
   /** Non-equivalent pool tokens, when the request uses the pool: a key per member. */
   readonly members: PoolMembers | undefined;
+  /** GitHub's REST API: the Accept values that select its default JSON share one entry (accept.ts). */
+  readonly sharesAccept: boolean;
 }
 
 /**
@@ -226,7 +229,7 @@ export class RoutedRequest implements CacheRequest {
       upstream: routing.upstream,
       pathname: routing.pathname,
       search: routing.search,
-      accept: textOf(headers.accept),
+      accept: routing.sharesAccept ? acceptKeyPart(textOf(headers.accept), true) : textOf(headers.accept),
       apiVersion: textOf(headers['x-github-api-version']),
       partition,
       selecting: this.#partitioner.selectingDigest((name) => this.header(name)),

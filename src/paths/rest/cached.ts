@@ -15,6 +15,9 @@ import type { Partitioner } from '../../cache/rules/key.js';
 import type { Plan } from '../../cache/rules/policy.js';
 import { RoutedRequest, type CacheRequest, type PoolMembers } from '../../cache/rules/request.js';
 import type { Cache, Found, Ready } from '../../cache/store/cache.js';
+import type { TagStore } from '../../cache/store/tags.js';
+import { apiPathname } from '../../http/route.js';
+import { fileNegative } from './negative-filing.js';
 import type { Logger } from '../../platform/log/logger.js';
 import { answer } from '../../http/answer.js';
 import { onlyIfCachedCoding, poolHeadersFor, refusedStream, resultReply, type CachedReply } from './cached-reply.js';
@@ -46,6 +49,8 @@ export interface CachedPathDeps {
   readonly metrics?: Metrics | undefined;
   /** L2 lookups, waits on a flight and background revalidations are spans of the request's trace. */
   readonly tracing?: Tracing | undefined;
+  /** Where stored 404s are filed for webhook purges (negative-filing.ts); without it they only expire. */
+  readonly tags?: TagStore | undefined;
 }
 
 /** Whether a flight's result answers every request coalesced onto it (else a joiner fetches for itself). */
@@ -95,6 +100,7 @@ export class CachedPath {
   readonly #forward: Forward;
   readonly #tracing: Tracing;
   readonly #noteRead: NoteRead | undefined;
+  readonly #tags: TagStore | undefined;
 
   constructor(deps: CachedPathDeps) {
     this.#cache = deps.cache;
@@ -106,6 +112,7 @@ export class CachedPath {
     this.#logger = deps.logger;
     this.#forward = deps.forward;
     this.#tracing = deps.tracing ?? NO_TRACING;
+    this.#tags = deps.tags;
     const { refreshAhead: scheduler, metrics } = deps;
     this.#noteRead =
       scheduler === undefined || metrics === undefined
@@ -151,6 +158,7 @@ export class CachedPath {
         noCache: upstream.cfg.cache.client_no_cache,
         // Read per request: tokens whose scopes differ make the pool non-equivalent.
         members: pool === undefined || pool.pool.equivalent ? undefined : this.#members,
+        sharesAccept: upstream.sharesAccept,
       },
       ctx.req.headers,
       this.#partitioner,
@@ -205,6 +213,10 @@ export class CachedPath {
       this.#logger.warn({ reqId: ctx.id, upstream: req.upstream, status: result.failure.status }, 'upstream body is not valid JSON');
     }
     this.#cache.apply(result, sentAt(got), req);
+    if (this.#tags !== undefined) {
+      const where = { upstream: req.upstream, apiPath: apiPathname(ctx.upstream.cfg, req.pathname), partition: req.credential };
+      fileNegative(this.#tags, this.#cache, this.#logger, result, where, sentAt(got));
+    }
     return result;
   }
 
