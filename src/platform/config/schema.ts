@@ -16,6 +16,26 @@ const httpUrl = z
   .url()
   .refine((u) => /^https?:\/\//i.test(u), 'must be an http:// or https:// URL');
 
+/**
+ * The proxy's base URL as clients see it: written into every rewritten Link, Location and body
+ * address, so it may carry no user, password, query or fragment (messages never repeat it).
+ */
+const publicUrl = httpUrl.superRefine((url, ctx) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return; // url() has said so
+  }
+  if (parsed.username !== '' || parsed.password !== '')
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must not carry a user or password: it is written into every link clients get (value not shown)',
+    });
+  else if (parsed.search !== '' || parsed.hash !== '')
+    ctx.addIssue({ code: 'custom', message: 'must be a base URL without a query or fragment (value not shown)' });
+});
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** How responses of one upstream are cached. The rules live in src/cache/rules/policy.ts. */
@@ -450,7 +470,7 @@ export const configSchema = z
       .strict()
       .prefault({}),
     /** The proxy's address as clients see it (used to rewrite Link headers). */
-    public_url: httpUrl.nullable().default(null),
+    public_url: publicUrl.nullable().default(null),
     /** Trust X-Forwarded-Host/-Proto to build the public URL when public_url is unset. */
     trust_forwarded: z.boolean().default(false),
     redis: redisSchema.prefault({}),
