@@ -132,6 +132,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     consumers: () => services.consumerBudget?.report(),
     redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
     allowedHosts: config.admin.allowed_hosts,
+    token: config.admin.token,
     equivalentConfigured: config.pool.equivalent,
     consumerLabel: consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled),
     cache: (call) => Promise.resolve(cacheAdmin(call)),

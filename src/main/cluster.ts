@@ -214,6 +214,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
 
   const admin = createAdminServer(metrics, {
     allowedHosts: config.admin.allowed_hosts,
+    token: config.admin.token,
     equivalentConfigured: config.pool.equivalent,
     ready: () =>
       !draining && listening.size === clusterSize && (poolRt?.ready() ?? true) && [...recent.values()].every((worker) => worker.poolReady),

@@ -22,6 +22,7 @@ export const ENV_VARS = {
   ETAGERE_TLS_KEY_FILE: 'listen.tls.key_file: the HTTPS private key (PEM; give the certificate too)',
   ADMIN_PORT: 'admin.port',
   ADMIN_HOST: 'admin.host',
+  ETAGERE_ADMIN_TOKEN: 'admin.token: the bearer token of /admin/* (also what etagere purge, cache and quota send)',
   PUBLIC_URL: 'public_url',
   REDIS_URL: 'redis.url',
   REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
@@ -110,6 +111,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_TLS_KEY_FILE, (v) => (obj(obj(raw, 'listen'), 'tls').key_file = v));
   set(env.ADMIN_PORT, (v) => (obj(raw, 'admin').port = intFromEnv('ADMIN_PORT', v)));
   set(env.ADMIN_HOST, (v) => (obj(raw, 'admin').host = v));
+  set(env.ETAGERE_ADMIN_TOKEN, (v) => (obj(raw, 'admin').token = v.trim()));
   set(env.PUBLIC_URL, (v) => (raw.public_url = v));
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
   set(
@@ -537,14 +539,29 @@ function checkTlsFiles(files: TlsFiles): void {
 }
 
 /**
- * Only the admin address (admin.host, admin.port; ADMIN_HOST, ADMIN_PORT), for the commands that
- * call a running proxy (etagere purge, cache): no secret is read and no other key is checked.
+ * Only the admin section (admin.host, admin.port, admin.token; ADMIN_HOST, ADMIN_PORT,
+ * ETAGERE_ADMIN_TOKEN), for the commands that call a running proxy (etagere purge, cache, quota):
+ * no other secret is read and no other key is checked.
  */
 export function loadAdminConfig(opts: LoadOptions = {}): Pick<Config, 'admin'> {
   const env = opts.env ?? process.env;
   const { raw, source } = readRaw(opts, env);
-  const adminEnv = { ADMIN_HOST: env.ADMIN_HOST, ADMIN_PORT: env.ADMIN_PORT };
+  const adminEnv = { ADMIN_HOST: env.ADMIN_HOST, ADMIN_PORT: env.ADMIN_PORT, ETAGERE_ADMIN_TOKEN: env.ETAGERE_ADMIN_TOKEN };
   const admin = { admin: raw.admin };
   applyEnv(admin, adminEnv);
   return parseWith(adminSchema, admin, source, envSources(adminEnv));
+}
+
+/**
+ * The admin token a command sends when given the admin port's URL itself (--admin): the admin
+ * section's (ETAGERE_ADMIN_TOKEN, else the config's admin.token), or null when there is none or
+ * the config cannot be read (the admin port then says what it needs).
+ */
+export function loadAdminToken(opts: LoadOptions = {}): string | null {
+  try {
+    return loadAdminConfig(opts).admin.token;
+  } catch (err) {
+    if (err instanceof ConfigError) return null;
+    throw err;
+  }
 }

@@ -1,6 +1,6 @@
 /**
  * Pure: a config as `etagere check-config` prints it, with every secret value masked and every name
- * kept: pool token and consumer key values, App private keys, the webhook and partition secrets,
+ * kept: pool token and consumer key values, App private keys, the webhook and partition secrets, the admin token,
  * and a URL's password (its user when it has no password: a token as user name) and query values.
  */
 import type { Config } from './schema.js';
@@ -10,7 +10,7 @@ export const MASK = '<masked>';
 const URL_MASK = '***';
 
 /** Keys whose string value is a secret wherever they appear. */
-const SECRET_KEYS = new Set(['value', 'private_key', 'secret', 'partition_secret']);
+const SECRET_KEYS = new Set(['value', 'private_key', 'secret', 'partition_secret', 'token']);
 
 /**
  * A URL's password (its user when it has no password) and query values masked; the text unchanged

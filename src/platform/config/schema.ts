@@ -466,6 +466,17 @@ export const configSchema = z
             z.string().regex(/^(?:[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]+\])$/, 'must be a host name or address, without port'),
           )
           .default([]),
+        /**
+         * The bearer token every /admin/* call must send (`Authorization: Bearer`); /, /healthz,
+         * /readyz and /metrics stay open. Required when admin.host is not a loopback address.
+         */
+        token: z
+          .string()
+          .regex(/^[\x21-\x7e]{16,1024}$/, 'must be 16-1024 printable characters without spaces (value not shown)')
+          .nullable()
+          .default(null),
+        /** Serve /admin/* without a token on a non-loopback admin.host, on purpose (as pool.open). */
+        open: z.boolean().default(false),
       })
       .strict()
       .prefault({}),
@@ -562,6 +573,15 @@ export const configSchema = z
         message:
           `is ${config.listen.host}, not a loopback address, and consumer keys are off: anyone who reaches the port would spend the token pool. ` +
           'Turn on consumer keys (consumers.enabled), listen on loopback (HOST=127.0.0.1), or set pool.open: true to serve the pool openly on purpose',
+      });
+    }
+    if (config.admin.token === null && !config.admin.open && !isLoopbackAddress(config.admin.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['admin', 'token'],
+        message:
+          `is not set and admin.host is ${config.admin.host}, not a loopback address: anyone who reaches the admin port could read cached bodies and purge. ` +
+          'Set admin.token (ETAGERE_ADMIN_TOKEN), listen on loopback (ADMIN_HOST=127.0.0.1), or set admin.open: true to serve it openly on purpose',
       });
     }
     const tokenNames = new Map<string, number>();
