@@ -8,7 +8,7 @@ import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { Duplex, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { startApp, type App, type AppOptions } from '../../src/main/app.js';
-import { parseConfig } from '../../src/platform/config/load.js';
+import { consumerKeysFromFile, parseConfig } from '../../src/platform/config/load.js';
 import type { Config } from '../../src/platform/config/schema.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { atFileEnd, capture, capturing, inTestFile, registerOrigin } from './capture.js';
@@ -39,7 +39,8 @@ export async function startTestProxy(raw: Record<string, unknown>, options: Pick
   const logger = createLogger({ level: 'info', destination: dest as unknown as pino.DestinationStream });
   for (const token of config.pool.tokens)
     recordSecret(`pool token ${token.name ?? '(unnamed)'} of a test proxy${inTestFile()}`, token.value);
-  for (const key of config.consumers.keys) recordSecret(`consumer key ${key.name} of a test proxy${inTestFile()}`, key.value);
+  for (const key of [...config.consumers.keys, ...consumerKeysFromFile(config)])
+    if (key.value !== undefined) recordSecret(`consumer key ${key.name} of a test proxy${inTestFile()}`, key.value);
   for (const app of config.pool.apps) {
     const lines = (app.private_key ?? '').split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----'));
     lines.forEach((line, index) =>

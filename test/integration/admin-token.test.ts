@@ -179,7 +179,7 @@ describe('the admin port on 0.0.0.0 with admin.token', () => {
         expect(await page.textContent('#updated')).toBe('the admin port needs its token (admin.token)');
         await page.fill('#token', 'not-the-admin-token-at-all');
         await page.click('#login button');
-        await page.waitForFunction(() => document.getElementById('updated')?.textContent === 'wrong admin token', undefined, {
+        await page.waitForFunction("document.getElementById('updated').textContent === 'wrong admin token'", undefined, {
           timeout: 10_000,
         });
         expect(await page.$$('#tokens tbody tr')).toHaveLength(0);

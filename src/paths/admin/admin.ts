@@ -15,7 +15,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RecentSummary } from '../../platform/metrics/recent.js';
 import { adminWriteRefusal, isAdminWrite } from '../../http/headers/admin-write.js';
-import { adminTokenRefusal, adminTokenRule } from '../../http/headers/admin-token.js';
+import { adminTokenRefusal, adminTokenRule, type AdminTokenRule } from '../../http/headers/admin-token.js';
 import { adminHostAllowed } from '../../platform/host.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { DOCUMENTATION_URL } from '../../http/errors.js';
@@ -73,6 +73,27 @@ function equivalence(state: AdminState, tokens: readonly ScopesRow[] | undefined
   return tokens === undefined ? null : equivalenceReport(state.equivalentConfigured ?? true, tokens);
 }
 
+/**
+ * Answers a request the admin port refuses, in this order: a Host it does not answer to (403), a
+ * missing or wrong admin token (401), a write a web page could have sent (403/415). True when it did.
+ */
+function refused(req: IncomingMessage, res: ServerResponse, allowed: ReadonlySet<string>, tokenRule: AdminTokenRule | undefined): boolean {
+  if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
+    json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
+    return true;
+  }
+  const denied = adminTokenRefusal(tokenRule, req.url ?? '/', req.headers.authorization);
+  if (denied !== undefined) {
+    for (const [name, value] of Object.entries(denied.headers)) res.setHeader(name, value);
+    json(res, denied.status, { message: denied.message, documentation_url: DOCUMENTATION_URL });
+    return true;
+  }
+  const refusal = isAdminWrite(req.method) ? adminWriteRefusal(req.headers) : undefined;
+  if (refusal === undefined) return false;
+  json(res, refusal.status, { message: refusal.message, documentation_url: DOCUMENTATION_URL });
+  return true;
+}
+
 export function createAdminServer(metrics: Metrics, state: AdminState): Server {
   const allowed = new Set((state.allowedHosts ?? []).map((name) => name.toLowerCase()));
   const tokenRule = adminTokenRule(state.token);
@@ -81,21 +102,7 @@ export function createAdminServer(metrics: Metrics, state: AdminState): Server {
     ...(await (state.quota?.(window, top) ?? Promise.resolve(metrics.quota.report(window, top)))),
   });
   return createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
-      json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
-      return;
-    }
-    const denied = adminTokenRefusal(tokenRule, req.url ?? '/', req.headers.authorization);
-    if (denied !== undefined) {
-      for (const [name, value] of Object.entries(denied.headers)) res.setHeader(name, value);
-      json(res, denied.status, { message: denied.message, documentation_url: DOCUMENTATION_URL });
-      return;
-    }
-    const refusal = isAdminWrite(req.method) ? adminWriteRefusal(req.headers) : undefined;
-    if (refusal !== undefined) {
-      json(res, refusal.status, { message: refusal.message, documentation_url: DOCUMENTATION_URL });
-      return;
-    }
+    if (refused(req, res, allowed, tokenRule)) return;
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const cache = state.cache;
     if (servesCacheAdmin(path) && cache !== undefined) {

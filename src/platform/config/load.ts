@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
 import { configSchema, type Config } from './schema.js';
+import { consumerKeysProblem, parseConsumerKeysFile, type ConsumerKeyLine } from './keys-file.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -28,6 +29,7 @@ export const ENV_VARS = {
   REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
   ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
   ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
+  ETAGERE_CONSUMER_KEYS_FILE: 'consumers.keys_file: a file of "name=key" lines, the keys of the consumers of consumers.keys',
   ETAGERE_APP_ID: 'pool.apps: one GitHub App named "app", with this app_id',
   ETAGERE_APP_PRIVATE_KEY_FILE: "pool.apps[0].private_key_file: that App's private key (PEM)",
   ETAGERE_APP_INSTALLATIONS: 'pool.apps[0].installations: "all" (the default) or comma-separated installation ids',
@@ -127,6 +129,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','), (index) => `ETAGERE_TOKENS entry ${index + 1}`)));
   set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
+  set(env.ETAGERE_CONSUMER_KEYS_FILE, (v) => (obj(raw, 'consumers').keys_file = v));
   set(env.ETAGERE_WEBHOOK_SECRET, (v) => (obj(raw, 'webhooks').secret = v.trim()));
   set(env.ETAGERE_WEBHOOK_SECRET_FILE, (v) => (obj(raw, 'webhooks').secret_file = v));
   applyAppEnv(raw, env);
@@ -300,7 +303,8 @@ export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
 
 /**
  * Turns secret references into values before validation: `{ env: NAME }` items of pool.tokens and
- * consumers.keys read the environment, and pool.tokens_file adds its lines to pool.tokens.
+ * consumers.keys read the environment, pool.tokens_file adds its lines to pool.tokens, and
+ * consumers.keys_file's lines are kept beside consumers.keys (consumerKeysFromFile).
  * Errors name the key and the variable or file, never a value.
  */
 export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): Raw {
@@ -322,6 +326,7 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
   };
   resolveList(raw.pool, 'tokens', 'pool.tokens');
   resolveList(raw.consumers, 'keys', 'consumers.keys');
+  resolveConsumerKeysFile(raw, readFile);
   resolveAppKeys(raw.pool, env, readFile);
   resolveWebhookSecret(raw.webhooks, readFile);
   const pool = raw.pool as Raw | undefined;
@@ -333,6 +338,47 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
     pool.tokens = [...existing, ...fromFile];
   }
   return raw;
+}
+
+/** The lines of consumers.keys_file, kept on the raw config and then on the parsed one (never enumerated). */
+const FILE_KEYS = Symbol('keys from consumers.keys_file');
+type WithFileKeys = { [FILE_KEYS]?: readonly ConsumerKeyLine[] };
+
+/** The keys consumers.keys_file gave at load (none without a file). */
+export function consumerKeysFromFile(config: Config): readonly ConsumerKeyLine[] {
+  return (config as Config & WithFileKeys)[FILE_KEYS] ?? [];
+}
+
+/** A consumer keys file's lines, checked against the configured consumers; a ConfigError names the file or the line, never a value. */
+export function readConsumerKeysFile(
+  path: string,
+  configured: ReadonlyArray<{ readonly name: string; readonly value?: string | undefined }>,
+  readFile: (path: string) => string = (f) => readFileSync(f, 'utf8'),
+): ConsumerKeyLine[] {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    throw new ConfigError(`consumers.keys_file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  const lines = parseConsumerKeysFile(text);
+  const problem = typeof lines === 'string' ? lines : consumerKeysProblem(lines, configured);
+  if (problem !== undefined) throw new ConfigError(`consumers.keys_file: ${problem}`);
+  return lines as ConsumerKeyLine[];
+}
+
+/** Reads consumers.keys_file, when set, against the raw consumers.keys (their names, and values given there). */
+function resolveConsumerKeysFile(raw: Raw, readFile: (path: string) => string): void {
+  const consumers = raw.consumers;
+  if (consumers === null || typeof consumers !== 'object' || Array.isArray(consumers)) return;
+  const file = (consumers as Raw).keys_file;
+  if (typeof file !== 'string' || file.length === 0) return;
+  const keys = (consumers as Raw).keys;
+  const configured = (Array.isArray(keys) ? keys : []).flatMap((key: unknown) => {
+    const { name, value } = (key ?? {}) as Raw;
+    return typeof name === 'string' ? [{ name, value: typeof value === 'string' ? value : undefined }] : [];
+  });
+  (raw as Raw & WithFileKeys)[FILE_KEYS] = readConsumerKeysFile(file, configured, readFile);
 }
 
 /**
@@ -434,6 +480,8 @@ export function parseConfig(raw: unknown, source = 'config', sources: ReadonlyMa
   const config = parseWith(configSchema, raw, source, sources);
   const fromFile = (raw as WithFileTokens | null)?.[FILE_TOKENS];
   if (fromFile !== undefined) Object.defineProperty(config, FILE_TOKENS, { value: fromFile });
+  const keysFromFile = (raw as WithFileKeys | null)?.[FILE_KEYS];
+  if (keysFromFile !== undefined) Object.defineProperty(config, FILE_KEYS, { value: keysFromFile });
   return config;
 }
 

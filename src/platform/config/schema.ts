@@ -267,6 +267,8 @@ const allowRuleSchema = (placeholders: boolean) =>
 export const consumerKeySchema = secretSchema
   .extend({
     name: secretName,
+    /** The key; unset when consumers.keys_file gives this consumer's keys. */
+    value: secretSchema.shape.value.optional(),
     /** Its share of the pool's quota is weight / (sum of the weights), per resource and window. */
     weight: z.number().min(0.001).max(1000).default(1),
     /** At most this many upstream requests on the pool per clock hour (every resource); null: no cap. */
@@ -313,6 +315,11 @@ export const consumersSchema = z
     enabled: z.boolean().default(false),
     /** Consumer keys: { name, value } or { name, env }. Sent in any credential position (src/pool/consumers/consumers.ts). */
     keys: z.array(consumerKeySchema).default([]),
+    /**
+     * A file of `name=key` lines giving the keys of consumers listed in `keys` (several per consumer
+     * allowed), reloaded when it changes or on SIGHUP (src/platform/config/keys-file.ts).
+     */
+    keys_file: z.string().min(1).nullable().default(null),
     /** Trusted OIDC issuers: a token of one is a consumer credential like a key (src/pool/consumers/oidc.ts). */
     oidc: z.array(oidcIssuerSchema).default([]),
     /** What a request without a known key gets: a 401 (reject) or plain anonymous upstream access. */
@@ -611,6 +618,12 @@ export const configSchema = z
     checkWebhookFreshness(config, ctx);
     const names = new Set<string>();
     config.consumers.keys.forEach((key, index) => {
+      if (key.value === undefined && config.consumers.keys_file === null)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['consumers', 'keys', index, 'value'],
+          message: `consumer "${key.name}" has no key: give value or env, or set consumers.keys_file with a line "${key.name}=<key>"`,
+        });
       if (names.has(key.name))
         ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', index, 'name'], message: `duplicate consumer name "${key.name}"` });
       names.add(key.name);
