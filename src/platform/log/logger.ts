@@ -83,13 +83,15 @@ export function createLogger(opts: LoggerOptions): Logger {
 
 /**
  * Words of a query parameter's name that make its value a secret (GitHub once took ?access_token=;
- * other APIs take api_key, X-Amz-Signature, sig, an OAuth code and state). A name is split into
- * words at "_", "-", ".", spaces and lower-to-upper case changes: `client_secret`, `apiKey` and
- * `X-Amz-Signature` match, `mytoken`, `tokens` and `keyword` do not.
+ * other APIs take api_key, X-Amz-Signature, sig, an OAuth code and state). A word stands between
+ * "_", "-", ".", spaces or the name's ends (`client_secret`, `X-API-KEY`), or starts with a capital
+ * after a lower-case letter or digit (`apiKey`, `refreshToken`); `mytoken`, `tokens` and `keyword`
+ * hold none.
  */
-const SECRET_WORDS = new Set(['token', 'secret', 'key', 'apikey', 'password', 'passwd', 'pwd', 'signature', 'sig', 'code', 'state']);
-/** A cheap first look at a query: none of the words' beginnings and no escape means nothing to mask. */
-const MAYBE_SECRET = /token|secret|key|pass|pwd|sig|code|state|%/i;
+const SECRET_WORD = /(?:^|[^A-Za-z0-9])(?:token|secret|key|apikey|password|passwd|pwd|signature|sig|code|state)(?![A-Za-z0-9])/i;
+const SECRET_CAMEL_WORD = /[a-z0-9](?:Token|Secret|Key|Password|Passwd|Pwd|Signature|Sig|Code|State)(?![a-z])/;
+/** A cheap first look from a query's start: none of the words' beginnings and no escape means nothing to mask. */
+const MAYBE_SECRET = /token|secret|key|pass|pwd|sig|code|state|%/gi;
 const REDACTED = '[REDACTED]';
 
 /** Percent-escapes decoded where they are valid ("+" as space), the rest kept as it is: a hostile name never throws. */
@@ -112,16 +114,12 @@ function decodeLoosely(text: string): string {
 /** Whether a raw parameter name names a secret, once decoded (up to three times: `access%255Ftoken` too). */
 export function secretParameter(rawName: string): boolean {
   let name = rawName;
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 3 && (name.indexOf('%') !== -1 || name.indexOf('+') !== -1); round++) {
     const decoded = decodeLoosely(name);
     if (decoded === name) break;
     name = decoded;
   }
-  return name
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .some((word) => SECRET_WORDS.has(word));
+  return SECRET_WORD.test(name) || SECRET_CAMEL_WORD.test(name);
 }
 
 /**
@@ -132,9 +130,10 @@ export function secretParameter(rawName: string): boolean {
 export function redactQuery(url: string): string {
   const mark = url.indexOf('?');
   if (mark === -1 || url.indexOf('=', mark) === -1) return url;
+  MAYBE_SECRET.lastIndex = mark;
+  if (!MAYBE_SECRET.test(url)) return url;
   const hash = url.indexOf('#', mark);
   const query = hash === -1 ? url.slice(mark + 1) : url.slice(mark + 1, hash);
-  if (!MAYBE_SECRET.test(query)) return url;
   let masked = false;
   const parts = query.split(/([&;])/).map((part) => {
     const equals = part.indexOf('=');

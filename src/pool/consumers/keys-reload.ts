@@ -7,14 +7,13 @@
  * progress) changes nothing: the current keys stay and the log says why, naming the line, never
  * its text. Logs and etagere_consumer_key_reloads_total name consumers, never keys.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { ConfigError, readConsumerKeysFile } from '../../platform/config/load.js';
 import type { ConsumerKeyLine } from '../../platform/config/keys-file.js';
 import type { ConsumerKeyConfig } from '../../platform/config/schema.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { ReloadTrigger } from '../members/reload.js';
+import { createReread } from '../members/reread.js';
 import { consumerKeysOf, type Consumers } from './consumers.js';
 
 export type KeysReloadOutcome =
@@ -43,8 +42,6 @@ export interface ConsumerKeysReloader {
   reload(trigger: ReloadTrigger): KeysReloadOutcome;
 }
 
-const digest = (text: string): string => createHash('sha256').update(text).digest('hex');
-
 /** The consumers whose set of keys differs between two readings of the file (names only). */
 function changedConsumers(before: readonly ConsumerKeyLine[], after: readonly ConsumerKeyLine[]): string[] {
   const keysOf = (lines: readonly ConsumerKeyLine[]): Map<string, Set<string>> => {
@@ -65,9 +62,8 @@ function changedConsumers(before: readonly ConsumerKeyLine[], after: readonly Co
 }
 
 export function createConsumerKeysReloader(deps: KeysReloaderDeps): ConsumerKeysReloader {
-  const readFile = deps.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const reread = createReread(deps.file, deps.readFile);
   let current = deps.initial;
-  let lastDigest: string | undefined;
 
   const failed = (trigger: ReloadTrigger, why: string): KeysReloadOutcome => {
     deps.metrics.consumerKeyReloads.inc({ result: 'failed' });
@@ -76,18 +72,12 @@ export function createConsumerKeysReloader(deps: KeysReloaderDeps): ConsumerKeys
   };
 
   const run = (trigger: ReloadTrigger): KeysReloadOutcome => {
-    let text: string;
-    try {
-      text = readFile(deps.file);
-    } catch (err) {
-      return failed(trigger, `cannot read ${deps.file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-    const textDigest = digest(text);
-    if (trigger === 'file' && textDigest === lastDigest) return { result: 'unchanged' };
-    lastDigest = textDigest; // the same bad bytes are reported once per signal, not once per file event
+    const read = reread(trigger);
+    if ('why' in read) return failed(trigger, read.why);
+    if ('unchanged' in read) return { result: 'unchanged' };
     let next: ConsumerKeyLine[];
     try {
-      next = readConsumerKeysFile(deps.file, deps.configured, () => text);
+      next = readConsumerKeysFile(deps.file, deps.configured, () => read.text);
     } catch (err) {
       if (err instanceof ConfigError) return failed(trigger, err.message.replace(/^consumers\.keys_file: /, ''));
       throw err;
