@@ -18,6 +18,7 @@
  *     pacing under GitHub's secondary limits instead (bench/pacing.ts)
  *   npm run bench:quota -- --hot-set [--seconds N] [--smoke]: refresh ahead on a hot set (bench/hot-set.ts)
  *   npm run bench:quota -- --retries [--smoke] [--seed N]   retries in transit under resets (bench/retries.ts)
+ *   npm run bench:quota -- --fairness [--smoke] [--queue-timeout-ms N]   points shared fairly between consumers (bench/fairness.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
@@ -56,6 +57,7 @@ import {
 } from './rotation.js';
 import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
 import { runRetriesCli } from './retries.js';
+import { runFairnessCli } from './fairness.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings, UNPACED } from './pacing.js';
 
@@ -733,6 +735,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       pacing: { type: 'boolean', default: false },
       budget: { type: 'string' },
       retries: { type: 'boolean', default: false },
+      fairness: { type: 'boolean', default: false },
+      'interval-ms': { type: 'string' },
+      misses: { type: 'string' },
+      'queue-timeout-ms': { type: 'string' },
     },
     strict: true,
   });
@@ -741,5 +747,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   else if (values.rotation) runRotation(values, num);
   else if (values.pacing) runPacing(values, num);
   else if (values.retries) runRetriesCli(values);
+  else if (values.fairness) runFairnessCli(values);
   else runQuota(values, num);
 }

@@ -7,7 +7,8 @@
  * promtool and the deploy-file tests read them. Change them only together with those.
  *
  * Labels are bounded: upstream, consumer and GitHub App names come from the config (a consumer
- * labelled by its User-Agent is one of at most 50 values, consumer-label.ts), routes are
+ * labelled by its User-Agent is one of at most 50 at a time, whose series go when it drops out:
+ * consumer-label.ts), routes are
  * templates (route-template.ts), tokens are names (never values), and methods, status codes,
  * outcomes, operations and states are small fixed sets.
  */
