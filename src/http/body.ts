@@ -4,15 +4,20 @@
  */
 import type { IncomingMessage } from 'node:http';
 
-export type BodyRead = { kind: 'read'; body: Buffer } | { kind: 'too-large' } | { kind: 'failed' };
+export type BodyRead =
+  | { kind: 'read'; body: Buffer }
+  /** Past the cap. `head`: what was read so far, when the caller asked to keep it (the request is then paused). */
+  | { kind: 'too-large'; head?: Buffer[] }
+  | { kind: 'failed' };
 
 /**
  * The body, or `too-large` as soon as it (or its Content-Length) passes `maxBytes`: the rest is
- * dropped unread. `failed`: the client went away.
+ * dropped unread, or with `keep` left in the paused request behind what was read (`head`), for
+ * the caller to send on as it is. `failed`: the client went away.
  */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRead> {
+export function readBody(req: IncomingMessage, maxBytes: number, keep = false): Promise<BodyRead> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ kind: 'too-large' });
+  if (!keep && Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ kind: 'too-large' });
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -26,6 +31,11 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRe
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > maxBytes) {
+        if (keep) {
+          req.pause();
+          done({ kind: 'too-large', head: [...chunks, chunk] });
+          return;
+        }
         done({ kind: 'too-large' });
         req.resume(); // the rest is read and dropped while the 413 goes out
         return;

@@ -51,7 +51,7 @@ export interface App {
   /** Reloads consumers.keys_file (src/pool/consumers/keys-reload.ts); undefined without one. Never throws. */
   reloadConsumerKeys(trigger: ReloadTrigger): KeysReloadOutcome | undefined;
   /** Purge, inspect or stats of this process's cache (what /admin/purge and /admin/cache answer; a cluster primary asks its workers). */
-  cacheAdmin(call: CacheCall): Answer;
+  cacheAdmin(call: CacheCall): Answer | Promise<Answer>;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
    * timeout), then close everything. Logs a line when it starts (with the signal, if one asked)
@@ -92,6 +92,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     upstreams: config.upstreams.map((upstream) => upstream.name),
     metrics,
     shared: services.redis !== undefined,
+    tags: services.tags,
   });
   let draining = false;
   let inFlight = 0;
