@@ -186,7 +186,7 @@ export class Handler {
     const isGraphql = graphqlRuntime?.serves(method, path) === true;
     const at: Routed = { upstream, pathname, search: target.search, path, index: match.index, graphql: isGraphql };
     // A consumer whose token fails or whose scope does not allow the request goes no further: no lookup, nothing upstream.
-    const gated = this.#gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname));
+    const gated = this.#gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname), upstream.cfg.token_pool);
     if (gated instanceof Promise)
       return gated
         .then((done) => this.#routed(req, res, id, trace, at, done))
@@ -281,17 +281,17 @@ interface Gated {
  */
 function consumerGate(consumers: Consumers | undefined, oidc: OidcVerifier | undefined, metrics: Metrics) {
   if (consumers === undefined) return undefined;
-  const judge = (identified: Identified, method: string, apiPath: string): Gated => {
-    const found = verdict(identified, method, apiPath);
+  const judge = (identified: Identified, method: string, apiPath: string, githubLike: boolean): Gated => {
+    const found = verdict(identified, method, apiPath, githubLike);
     const { refusal } = found;
     if (refusal === undefined) return { oidc: found.oidc, key: found.key };
     metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
     return { refusal: refusal.reply };
   };
-  return (req: IncomingMessage, method: string, apiPath: string): Gated | Promise<Gated> => {
+  return (req: IncomingMessage, method: string, apiPath: string, githubLike: boolean): Gated | Promise<Gated> => {
     const identified = identify(req.headers, consumers, oidc, req.socket);
-    if (identified instanceof Promise) return identified.then((done) => judge(done, method, apiPath));
-    return judge(identified, method, apiPath);
+    if (identified instanceof Promise) return identified.then((done) => judge(done, method, apiPath, githubLike));
+    return judge(identified, method, apiPath, githubLike);
   };
 }
 

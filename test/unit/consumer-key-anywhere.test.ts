@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { requestHeadersForUpstream } from '../../src/http/headers/hop-by-hop.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../../src/pool/consumers/credential.js';
-import { authorizationValues, createConsumers } from '../../src/pool/consumers/consumers.js';
+import { authorizationValues, createConsumers, type Consumers } from '../../src/pool/consumers/consumers.js';
 import { identify, verdict, type Identified } from '../../src/pool/consumers/gate.js';
 
 const WEB = 'key-web-0123456789';
@@ -177,8 +177,8 @@ describe('a key the consumer gate matched', () => {
   function matchCounted() {
     const consumers = createConsumers(KEYS);
     const calls = { match: 0, inAuthorization: 0 };
-    const counting = {
-      size: consumers.size,
+    const counting: Consumers = {
+      ...consumers,
       match: (key: string, connection?: object) => (calls.match++, consumers.match(key, connection)),
       inAuthorization: (value: string, connection?: object) => (calls.inAuthorization++, consumers.inAuthorization(value, connection)),
     };
