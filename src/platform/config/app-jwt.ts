@@ -53,4 +53,3 @@ export function appJwt(appId: number, key: KeyObject, nowMs: number): string {
   const unsigned = `${HEADER}.${Buffer.from(JSON.stringify(appJwtClaims(appId, nowMs))).toString('base64url')}`;
   return `${unsigned}.${sign('RSA-SHA256', Buffer.from(unsigned), key).toString('base64url')}`;
 }
-
