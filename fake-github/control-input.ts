@@ -4,6 +4,7 @@
  * message the control endpoint answers.
  */
 import type { IncomingMessage } from 'node:http';
+import { readCappedBody } from './request-body.js';
 
 const MAX_BODY = 64 * 1024;
 
@@ -17,32 +18,11 @@ export class HttpError extends Error {
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        failed = true;
-        reject(new HttpError(413, `Request body larger than ${MAX_BODY} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    req.on('error', (err) => {
-      if (!failed) reject(err);
-    });
-  });
-}
-
 export async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promise<Record<string, unknown>> {
-  const text = await readBody(req);
+  const read = await readCappedBody(req, MAX_BODY);
+  if (read.kind === 'too-large') throw new HttpError(413, `Request body larger than ${MAX_BODY} bytes`);
+  if (read.kind === 'failed') throw read.error;
+  const text = read.text;
   if (text.trim() === '') {
     if (allowEmpty) return {};
     throw new HttpError(400, 'A JSON object body is required');

@@ -13,7 +13,10 @@
  * names per issuer per process label metrics (later ones are `<issuer>:other`).
  */
 import { hash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createRemoteJWKSet, decodeJwt, errors as jose, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { readCapped } from '../../platform/capped-read.js';
 import { secureOrLoopbackUrl } from '../../platform/host.js';
 import { createMemo, type Memo } from '../../platform/memo.js';
 import type { OidcIssuerConfig } from '../../platform/config/schema.js';
@@ -72,21 +75,15 @@ export interface OidcOptions {
 
 /** A response body read up to `max` bytes; more is an error. */
 async function boundedText(res: Response, max: number): Promise<string> {
-  const reader = res.body?.getReader();
-  if (reader === undefined) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error('discovery document too large');
-    }
-    chunks.push(value);
+  if (res.body === null) return '';
+  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  const read = await readCapped(body, max);
+  if (read.kind === 'failed') throw read.error;
+  if (read.kind === 'over') {
+    body.destroy();
+    throw new Error('discovery document too large');
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(read.chunks, read.size).toString('utf8');
 }
 
 /** The issuer's jwks_uri from its discovery document (which must name the same issuer). */
