@@ -4,10 +4,10 @@
  * stored, and a body that fails to decode becomes a failure, as a truncated body does. The
  * encoded bytes are what the cache keeps; the decoded ones are checked and dropped.
  *
- * A body that decodes to no more than `wholeBytes` is handed back whole (its JSON is parsed by the
- * cache's rules). A larger one (a base64 blob of zeros is 100 MB from 300 KB of gzip) is never
- * held: each chunk is checked as it comes (json-syntax.ts) and dropped, so no step on the event
- * loop is larger than a chunk: no joining of the decoded whole, no parse of it.
+ * The decoded body is never held whole: each chunk is checked as it comes (json-syntax.ts) and
+ * dropped, and the cache's rules get its size, its first bytes and the verdict. So no step on the
+ * event loop is larger than a chunk, whatever the body decodes to (a base64 blob of zeros is
+ * 100 MB from 300 KB of gzip): no joining of the decoded whole, no parse of it.
  */
 import { createGunzip } from 'node:zlib';
 import { isJsonMediaType } from '../http/headers/media-type.js';
@@ -27,7 +27,7 @@ export interface CheckedBody {
 }
 
 export type Decoded =
-  /** The response, and its body decoded: the body itself for identity, checked for a large gzip body, undefined for a coding the proxy does not decode. */
+  /** The response, and its body: itself for identity, checked for gzip, undefined for a coding the proxy does not decode. */
   { ok: true; decoded: Buffer | CheckedBody | undefined } | { ok: false; failure: Extract<Fetched, { kind: 'failed' }> };
 
 /** Output chunk of the decoder: the most JSON checked in one turn of the event loop. */
@@ -36,56 +36,40 @@ const HEAD_BYTES = 1024;
 
 /**
  * Decodes `fetched`'s body; more than `maxDecodedBytes` decoded (a compression bomb) is a failure
- * too, so that no small upstream body can make the proxy hold a huge one. Up to `wholeBytes`
- * decoded, the body comes back whole; past that, as a CheckedBody.
+ * too, so that no small upstream body can make the proxy hold a huge one.
  */
-export async function decodeFetched(
-  fetched: Extract<Fetched, { kind: 'response' }>,
-  maxDecodedBytes: number,
-  wholeBytes: number,
-): Promise<Decoded> {
+export async function decodeFetched(fetched: Extract<Fetched, { kind: 'response' }>, maxDecodedBytes: number): Promise<Decoded> {
   const coding = contentCodingOf(fetched.headers['content-encoding']);
   if (coding === undefined || fetched.body.length === 0) return { ok: true, decoded: fetched.body };
   if (coding !== 'gzip' && coding !== 'x-gzip') return { ok: true, decoded: undefined };
-  const json = isJsonMediaType(headerValue(fetched.headers['content-type']));
-  const read = await inflate(fetched.body, { maxDecodedBytes, wholeBytes, json });
-  if (read.kind === 'whole' || read.kind === 'checked') return { ok: true, decoded: read.body };
+  const json = isJsonMediaType(headerValue(fetched.headers['content-type'])) ? new JsonSyntax() : undefined;
+  const read = await inflate(fetched.body, maxDecodedBytes, json);
+  if (read.kind === 'checked') return { ok: true, decoded: read.body };
   const detail = read.kind === 'too-large' ? 'decoded body over the limit' : 'body failed to decode (gzip)';
   return { ok: false, failure: { kind: 'failed', failure: { status: 502, detail } } };
 }
 
-type Inflated = { kind: 'whole'; body: Buffer } | { kind: 'checked'; body: CheckedBody } | { kind: 'too-large' } | { kind: 'failed' };
+type Inflated = { kind: 'checked'; body: CheckedBody } | { kind: 'too-large' } | { kind: 'failed' };
 
-/** The gzip `body` inflated as a stream: kept while it is within `wholeBytes`, then checked and dropped chunk by chunk. */
-function inflate(body: Buffer, limits: { maxDecodedBytes: number; wholeBytes: number; json: boolean }): Promise<Inflated> {
+/** The gzip `body` inflated as a stream, each chunk checked (`json`, when given) and dropped. */
+function inflate(body: Buffer, maxDecodedBytes: number, json: JsonSyntax | undefined): Promise<Inflated> {
   return new Promise((resolve) => {
     const decoder = createGunzip({ chunkSize: DECODE_CHUNK });
-    let kept: Buffer[] | undefined = [];
+    const head: Buffer[] = [];
     let size = 0;
-    let head: Buffer | undefined;
-    let syntax: JsonSyntax | undefined;
     decoder.on('data', (chunk: Buffer) => {
+      if (size < HEAD_BYTES) head.push(chunk.subarray(0, HEAD_BYTES - size));
       size += chunk.length;
-      if (size > limits.maxDecodedBytes) {
+      if (size > maxDecodedBytes) {
         decoder.destroy();
         resolve({ kind: 'too-large' });
         return;
       }
-      if (kept !== undefined) {
-        kept.push(chunk);
-        if (size <= limits.wholeBytes) return;
-        // Past the bound: from here on nothing is held but the first bytes.
-        head = Buffer.concat(kept, Math.min(HEAD_BYTES, size));
-        if (limits.json) syntax = new JsonSyntax();
-        for (const held of kept) syntax?.write(held);
-        kept = undefined;
-        return;
-      }
-      if (syntax?.valid === true) syntax.write(chunk);
+      if (json?.valid === true) json.write(chunk);
     });
     decoder.once('end', () => {
-      if (kept !== undefined) resolve({ kind: 'whole', body: Buffer.concat(kept, size) });
-      else resolve({ kind: 'checked', body: { size, head: head!, json: syntax === undefined ? undefined : syntax.valid && syntax.end() } });
+      const checked = { size, head: Buffer.concat(head), json: json === undefined ? undefined : json.valid && json.end() };
+      resolve({ kind: 'checked', body: checked });
     });
     decoder.once('error', () => resolve({ kind: 'failed' }));
     decoder.end(body);

@@ -31,7 +31,7 @@ export type Got =
       fetched: Fetched;
       token: string | undefined;
       fetchedBy: FetchedBy;
-      /** The body decoded (src/upstream/decode.ts): the body itself for identity, checked but not held when large, undefined for a coding the proxy does not decode. */
+      /** The body decoded (src/upstream/decode.ts): the body itself for identity, checked as it decoded for gzip, undefined for a coding the proxy does not decode. */
       decoded?: Buffer | CheckedBody | undefined;
     }
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };

@@ -121,12 +121,12 @@ function rfcNotStorableReason(policy: FreshnessPolicy, input: StoreInput): strin
  * Content-Length). Such an answer is an upstream failure: never stored, never served as the
  * resource (a stored entry is served instead, stale-if-error). Other types, GitHub's media types with
  * a parameter (`application/vnd.github.raw+json`: src/http/headers/media-type.ts) among them, are not inspected.
- * A body too large to hold decoded comes already checked.
+ * A gzip body comes already checked, as it was decoded a chunk at a time.
  */
 export function corruptBody(status: number, contentType: string | undefined, body: Buffer | CheckedBody): boolean {
   const whole = Buffer.isBuffer(body);
   if (status < 200 || status >= 300 || (whole ? body.length : body.size) === 0 || !isJsonMediaType(contentType)) return false;
-  if (!whole) return body.json === false; // checked as it was decoded (src/upstream/decode.ts)
+  if (!whole) return body.json === false; // src/upstream/decode.ts
   try {
     JSON.parse(body.toString('utf8'));
     return false;

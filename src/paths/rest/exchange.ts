@@ -76,8 +76,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
     const pooled = await fetchPooled(ctx.upstream.client, request, maxEntryBytes, tokens, stored?.token, consumerOf(pool, ctx.cred));
     if (pooled.kind === 'unavailable') return pooled;
     const { f: received, token, credential } = pooled;
-    const decoding =
-      received.kind === 'response' ? await decodeFetched(received, maxEntryBytes * DECODED_PER_ENCODED, maxEntryBytes) : undefined;
+    const decoding = received.kind === 'response' ? await decodeFetched(received, maxEntryBytes * DECODED_PER_ENCODED) : undefined;
     const fetched = decoding?.ok === false ? decoding.failure : received;
     if (pooled.switched) metrics.tokenSwitchRevalidations.inc();
     const seconds = fetched.kind === 'response' ? (fetched.responseTime - fetched.requestTime) / 1000 : undefined;
