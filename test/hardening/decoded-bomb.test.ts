@@ -5,8 +5,8 @@
  * synchronous step (cache.max_decoded_bytes): with six such clients downloading at once, another
  * client's hit stays within 300 ms and the proxy's resident memory grows by less than 300 MB.
  *
- * The proxy runs as its own process (its memory is measured on its /metrics), and so do the six
- * downloads (their reading and hashing is not this process's work); this process times the hits.
+ * The proxy runs as its own process (its memory is measured on its /metrics), and so do the fake
+ * GitHub and the six downloads (their work is not this process's); this process times the hits.
  * When the entry is cold, the proxy stores it first: the body is decoded and its JSON checked a
  * chunk at a time (src/upstream/decode.ts), never joined or parsed whole, and the hits stay within 100 ms.
  */
@@ -17,9 +17,9 @@ import { Agent, get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js';
-import { serveCli, type ServedCli } from '../helpers/cli.js';
+import { runCli, serveCli, type CliProcess, type ServedCli } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { metric } from '../helpers/replicas.js';
 
@@ -118,7 +118,10 @@ async function hitsWhileDownloading(
   const running = downloads(`${proxy.url}${path}`, IDENTITY_CLIENTS).finally(() => (done = true));
   let rssPeak = rssBefore;
   const polling = (async () => {
-    while (!done) rssPeak = Math.max(rssPeak, await rssOf(proxy.admin));
+    while (!done) {
+      rssPeak = Math.max(rssPeak, await rssOf(proxy.admin));
+      await delay(50); // a scrape is work for the proxy too: 20 a second at most
+    }
   })();
   const hits: number[] = [];
   while (!done || hits.length < 20) hits.push(await timedHit(proxy.url, agent));
@@ -134,14 +137,17 @@ async function hitsWhileDownloading(
 }
 
 describe('a gzip entry that decodes to 100 MB, and clients that do not take gzip', () => {
-  let fake: FakeUpstream;
+  /** The fake runs as a process of its own too: its work (rendering, gzipping, sending) never delays the hits timed here. */
+  let fake: { cli: CliProcess; url: string };
   let served: ServedCli | undefined;
   let dir: string;
   let blobPath: string;
   let expected: { bytes: number; sha256: string };
 
   beforeAll(async () => {
-    fake = await startFakeUpstream({ anonymousLimit: 1e9 });
+    const fakeCli = runCli(['fake-upstream', '--port', '0', '--anon-limit', '1000000000']);
+    await until(() => /listening on (http:\/\/\S+)/.test(fakeCli.stdout()), 30_000, 'the fake to listen');
+    fake = { cli: fakeCli, url: /listening on (http:\/\/\S+)/.exec(fakeCli.stdout())![1]! };
     const added = await fetch(`${fake.url}/__fake/blobs`, {
       method: 'POST',
       body: JSON.stringify({ path: '/repos/octocat/hello-world', size: BLOB_BYTES }),
@@ -160,7 +166,8 @@ describe('a gzip entry that decodes to 100 MB, and clients that do not take gzip
   afterAll(async () => {
     served?.cli.child.kill('SIGTERM');
     await served?.cli.exited;
-    await fake?.close();
+    fake?.cli.child.kill('SIGTERM');
+    await fake?.cli.exited;
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -194,7 +201,7 @@ describe('a gzip entry that decodes to 100 MB, and clients that do not take gzip
     });
     const coldPath = ((await added.json()) as { url: string }).url;
     const direct = await fetchHashed(`${fake.url}${coldPath}`, { 'accept-encoding': 'identity' });
-    await fetchHashed(`${fake.url}${coldPath}`, { 'accept-encoding': 'gzip' }); // the fake (this process) gzips it now, not while hits are timed
+    await fetchHashed(`${fake.url}${coldPath}`, { 'accept-encoding': 'gzip' }); // the fake gzips it now, not while hits are timed
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     for (let warm = 0; warm < 20; warm++) await timedHit(url, agent);
     const { hits, grown } = await hitsWhileDownloading(served!, coldPath, direct, agent);
