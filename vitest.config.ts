@@ -8,6 +8,9 @@ import { defineConfig } from 'vitest/config';
 const TIMED = [
   'test/e2e/webhooks-replicas.test.ts',
   'test/fake-upstream/faults.test.ts',
+  'test/integration/graphql-cache.test.ts', // one upstream POST for 200 queries across 2 replicas: a Redis lock with a deadline
+  'test/integration/graphql-dashboard.test.ts', // each change shown within 1 s, under 333 requests a second
+  'test/integration/graphql-refresh-ahead.test.ts', // a refresh goes upstream before a 4 s lifetime ends
   'test/integration/cli-defaults-and-logs.test.ts',
   'test/integration/fair-share.test.ts',
   'test/integration/redis-budget-rejoin.test.ts',

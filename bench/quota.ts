@@ -18,6 +18,9 @@
  *     pacing under GitHub's secondary limits instead (bench/pacing.ts)
  *   npm run bench:quota -- --hot-set [--seconds N] [--smoke]: refresh ahead on a hot set (bench/hot-set.ts)
  *   npm run bench:quota -- --retries [--smoke] [--seed N]   retries in transit under resets (bench/retries.ts)
+ *   npm run bench:quota -- --answers [--minutes N] [--minute-ms MS] [--smoke]   GraphQL answers across replicas,
+ *     a dashboard against GraphQL points, stored 404s, equivalent Accept values (bench/answers.ts)
+ *   npm run bench:quota -- --fairness [--smoke] [--queue-timeout-ms N]   points shared fairly between consumers (bench/fairness.ts)
  *                       [--webhook-fresh-seconds N] [--only etagere-revalidate,etagere-webhooks,...]
  *
  * Workload (the same schedule for every scenario, generated from the seed):
@@ -56,6 +59,8 @@ import {
 } from './rotation.js';
 import { formatHotSet, hotSetGoalFailures, runHotSetBench } from './hot-set.js';
 import { runRetriesCli } from './retries.js';
+import { answersGoalFailures, formatAnswers, runAnswersBench } from './answers.js';
+import { runFairnessCli } from './fairness.js';
 import { mulberry32, zipfSampler } from './zipf.js';
 import { formatPacing, pacingGoalFailures, PACING_SMOKE, runPacingBench, type PacingSettings, UNPACED } from './pacing.js';
 
@@ -653,6 +658,24 @@ function runHotSet(values: Flags, num: (value: string | undefined) => number | u
   );
 }
 
+/** `--answers`: every answer the cache can give (bench/answers.ts); the smoke compresses a minute into 6 s. */
+function runAnswers(values: Flags, num: (value: string | undefined) => number | undefined): void {
+  const minutes = num(text(values.minutes));
+  const minuteMs = num(text(values['minute-ms'])) ?? (values.smoke === true ? 6_000 : undefined);
+  runAnswersBench({ ...(minutes === undefined ? {} : { minutes }), ...(minuteMs === undefined ? {} : { minuteMs }) }).then(
+    (results) => {
+      if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(results, null, 2)}\n`);
+      const failures = answersGoalFailures(results);
+      const verdict = failures.length > 0 ? `answers: goals not met:\n  ${failures.join('\n  ')}\n` : 'answers: goals met\n';
+      process.stdout.write(`${formatAnswers(results)}\n${verdict}`, () => process.exit(failures.length > 0 ? 1 : 0));
+    },
+    (err: unknown) => {
+      process.stderr.write(`answers: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
+
 function runQuota(values: Flags, num: (value: string | undefined) => number | undefined): void {
   const opts: QuotaOptions = {};
   const minutes = num(text(values.minutes)) ?? (values.smoke === true ? 3 : undefined);
@@ -733,6 +756,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       pacing: { type: 'boolean', default: false },
       budget: { type: 'string' },
       retries: { type: 'boolean', default: false },
+      answers: { type: 'boolean', default: false },
+      fairness: { type: 'boolean', default: false },
+      'interval-ms': { type: 'string' },
+      misses: { type: 'string' },
+      'queue-timeout-ms': { type: 'string' },
     },
     strict: true,
   });
@@ -741,5 +769,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   else if (values.rotation) runRotation(values, num);
   else if (values.pacing) runPacing(values, num);
   else if (values.retries) runRetriesCli(values);
+  else if (values.answers) runAnswers(values, num);
+  else if (values.fairness) runFairnessCli(values);
   else runQuota(values, num);
 }

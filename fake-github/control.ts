@@ -6,6 +6,8 @@
  *   POST /__fake/mutate  {"path": ...} change a repo, user, org or city
  *   POST /__fake/rename  {"path": "/repos/o/r", "name": ...} rename a repository (the old name answers 301)
  *   POST /__fake/blobs   {"path": "/repos/o/r", "size": N} add a blob of N zero bytes (blobs.ts)
+ *   POST /__fake/issues  {"path": "/repos/o/r", "title": ...} open an issue (issues.ts)
+ *   POST /__fake/repos   {"owner": ..., "name": ..., "private"?: bool} create a repository (issues.ts)
  *   GET|POST /__fake/webhooks          where the fake's webhooks go ({"url", "secret"}) and the recent deliveries
  *   POST /__fake/webhooks/redeliver    {"delivery": GUID}: send a delivery again, as GitHub's "Redeliver"
  *   (a mutation of a repository, a rename and an installation change send webhooks: webhook-payloads.ts)
@@ -20,13 +22,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { appControl } from './app-control.js';
 import { apiPathOf } from './base-path.js';
-import { mutateAccount, mutateCity, mutateRepo, type Change } from './data.js';
+import { mutateAccount, mutateCity, mutateRepo, type Change, type Repo } from './data.js';
 import { faultSeed, FaultSpecError, parseFaultRules } from './faults.js';
 import { MAX_BLOB_BYTES } from './blobs.js';
 import { HttpError, methodGuard, onlyKeys, readJsonObject } from './control-input.js';
 import { JSON_TYPE } from './headers.js';
 import { RenameError, renameRepo } from './rename.js';
-import { announce, ping, renamed, starred } from './webhook-payloads.js';
+import { announce, FAKE_SENDER, ping, renamed, starred } from './webhook-payloads.js';
+import { issueNodeId, issueOpened, openIssue, repositoryCreated } from './issues.js';
+import { repoNodeId } from './render.js';
 import { FAKE_HOOK_ID } from './webhooks.js';
 import type { FakeState, RuntimeConfig } from './state.js';
 
@@ -85,6 +89,14 @@ export async function handleControl(state: FakeState, req: IncomingMessage, res:
       case '/__fake/blobs': {
         methodGuard(req, ['POST']);
         return sendJson(res, 200, addBlob(state, await readJsonObject(req, false)));
+      }
+      case '/__fake/issues': {
+        methodGuard(req, ['POST']);
+        return sendJson(res, 201, addIssue(state, await readJsonObject(req, false)));
+      }
+      case '/__fake/repos': {
+        methodGuard(req, ['POST']);
+        return sendJson(res, 201, addRepo(state, await readJsonObject(req, false)));
       }
       case '/__fake/webhooks': {
         methodGuard(req, ['GET', 'POST']);
@@ -190,6 +202,48 @@ function addBlob(state: FakeState, body: Record<string, unknown>): { sha: string
   if (repo === undefined) throw new HttpError(404, `Unknown repository ${body.path.slice(0, 200)} (expected /repos/:owner/:repo)`);
   const sha = state.blobs.addZeros(repo, size);
   return { sha, size, url: `/repos/${repo.owner.login}/${repo.name}/git/blobs/${sha}` };
+}
+
+/** The repository a control body's `path` names (`/repos/:owner/:repo`), or 404. */
+function repoAt(state: FakeState, path: unknown): Repo {
+  if (typeof path !== 'string' || path === '') throw new HttpError(400, '"path" must be a non-empty string');
+  const parts = apiPath(state, path.split('?')[0] ?? '').split('/');
+  const repo = parts.length === 4 && parts[0] === '' && parts[1] === 'repos' ? state.world.repo(parts[2] ?? '', parts[3] ?? '') : undefined;
+  if (repo === undefined) throw new HttpError(404, `Unknown repository ${path.slice(0, 200)} (expected /repos/:owner/:repo)`);
+  return repo;
+}
+
+/** Opens an issue: `{"path": "/repos/:owner/:repo", "title": "...", "author"?: login}`; an `issues` delivery follows. */
+function addIssue(state: FakeState, body: Record<string, unknown>): { number: number; node_id: string; deliveries?: string[] } {
+  onlyKeys(body, ['path', 'title', 'author']);
+  const repo = repoAt(state, body.path);
+  if (typeof body.title !== 'string' || body.title.length === 0 || body.title.length > 256)
+    throw new HttpError(400, '"title" must be a string of 1 to 256 characters');
+  const author = body.author ?? FAKE_SENDER;
+  if (typeof author !== 'string' || state.world.account(author) === undefined) throw new HttpError(404, '"author" must be a known login');
+  const issue = openIssue(state.world, repo, body.title, author);
+  state.invalidateLists();
+  const deliveries = announce(state.webhooks, issueOpened(state.world, issue, state.webhooks.apiBase()));
+  return { number: issue.number, node_id: issueNodeId(issue), ...(deliveries.length > 0 ? { deliveries } : {}) };
+}
+
+/** Creates a repository: `{"owner": login, "name": "...", "private"?: false}`; a `repository` created delivery follows. */
+function addRepo(
+  state: FakeState,
+  body: Record<string, unknown>,
+): { full_name: string; id: number; node_id: string; deliveries?: string[] } {
+  onlyKeys(body, ['owner', 'name', 'private']);
+  const owner = typeof body.owner === 'string' ? state.world.account(body.owner) : undefined;
+  if (owner === undefined) throw new HttpError(404, '"owner" must be a known login');
+  if (typeof body.name !== 'string' || !/^[A-Za-z0-9._-]{1,100}$/.test(body.name) || body.name === '.' || body.name === '..')
+    throw new HttpError(400, '"name" must be 1 to 100 letters, digits, ".", "-" or "_"');
+  if (body.private !== undefined && typeof body.private !== 'boolean') throw new HttpError(400, '"private" must be a boolean');
+  if (state.world.repo(owner.login, body.name) !== undefined) throw new HttpError(422, `name already exists on this account: ${body.name}`);
+  const repo = state.world.createRepo(owner, body.name, body.private === true);
+  state.invalidateLists();
+  const deliveries = announce(state.webhooks, repositoryCreated(state.world, repo, state.webhooks.apiBase(), FAKE_SENDER));
+  const node_id = repoNodeId(repo);
+  return { full_name: `${owner.login}/${repo.name}`, id: repo.id, node_id, ...(deliveries.length > 0 ? { deliveries } : {}) };
 }
 
 /** `{"url": "http://...", "secret": "..."}` (the secret optional), or `{"url": null}` to stop sending. */

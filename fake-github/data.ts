@@ -496,7 +496,7 @@ export class World {
     forks: number;
     issues: number;
     topics: string[];
-  }): void {
+  }): Repo {
     const owner = this.accounts.get(lc(fields.owner));
     if (!owner) throw new Error(`seed: unknown owner ${fields.owner}`);
     const repo: Repo = {
@@ -526,6 +526,17 @@ export class World {
     const list = this.reposByOwner.get(lc(owner.login)) ?? [];
     list.push(repo);
     this.reposByOwner.set(lc(owner.login), list);
+    return repo;
+  }
+
+  /** A new, empty repository of an existing account (POST /__fake/repos), dated now. */
+  createRepo(owner: Account, name: string, isPrivate: boolean, nowMs = Date.now()): Repo {
+    const created = Math.floor(nowMs / 1000) * 1000;
+    const id = 9_000_000 + this.repos.size + 1;
+    const fields = { owner: owner.login, name, id, private: isPrivate, description: '', language: 'TypeScript', license: 'mit' };
+    const repo = this.addRepoRaw({ ...fields, created, updated: created, stars: 0, forks: 0, issues: 0, topics: [] });
+    this.generation++;
+    return repo;
   }
 
   account(login: string): Account | undefined {

@@ -5,6 +5,7 @@
  * source's function fields with the arguments and the context).
  *
  *   Query     viewer, repository(owner, name), organization(login), user(login), rateLimit
+ *             (a repository's `issues`: those the fake opened, issues.ts)
  *   Mutation  addStar(input: {starrableId}): a star on a repository (stargazer count + 1)
  *
  * Not-found answers carry GitHub's `type: "NOT_FOUND"` (graphql.ts lifts it out of `extensions`).
@@ -16,6 +17,7 @@ import { canSee } from './auth.js';
 import type { Viewer } from './auth.js';
 import { iso, mutateRepo, type Account, type Repo, type World } from './data.js';
 import { accountNodeId, repoNodeId, webBaseOf } from './render.js';
+import { issueNodeId, repoIssues, type Issue } from './issues.js';
 import type { QuotaWindow } from './quota.js';
 
 export const SCHEMA_SDL = /* GraphQL */ `
@@ -113,6 +115,30 @@ export const SCHEMA_SDL = /* GraphQL */ `
     updatedAt: DateTime!
     pushedAt: DateTime
     owner: RepositoryOwner!
+    "The issues the fake opened on this repository (POST /__fake/issues), oldest first."
+    issues(first: Int, after: String, states: [IssueState!]): IssueConnection!
+  }
+
+  type Issue {
+    id: ID!
+    databaseId: Int
+    number: Int!
+    title: String!
+    state: IssueState!
+    url: URI!
+    createdAt: DateTime!
+    repository: Repository!
+  }
+
+  enum IssueState {
+    OPEN
+    CLOSED
+  }
+
+  type IssueConnection {
+    nodes: [Issue]
+    pageInfo: PageInfo!
+    totalCount: Int!
   }
 
   enum RepositoryVisibility {
@@ -183,6 +209,16 @@ function indexOfCursor(cursor: string): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
+/** A connection's `pageInfo`: `size` items from `start` of `total`. */
+function pageInfoOf(start: number, size: number, total: number): Node {
+  return {
+    startCursor: size > 0 ? cursorOf(start) : null,
+    endCursor: size > 0 ? cursorOf(start + size - 1) : null,
+    hasNextPage: start + size < total,
+    hasPreviousPage: start > 0,
+  };
+}
+
 /** A page of a repository list: `first` after `after` (pagination limits were checked before execution). */
 function connection(repos: readonly Repo[], args: { first?: number | null; after?: string | null }, ctx: GraphqlContext): Node {
   let start = 0;
@@ -199,12 +235,7 @@ function connection(repos: readonly Repo[], args: { first?: number | null; after
     totalCount: repos.length,
     nodes: () => page.map((repo) => repositoryNode(repo, ctx)),
     edges: () => page.map((repo, offset) => ({ cursor: cursorOf(start + offset), node: repositoryNode(repo, ctx) })),
-    pageInfo: {
-      startCursor: page.length > 0 ? cursorOf(start) : null,
-      endCursor: page.length > 0 ? cursorOf(start + page.length - 1) : null,
-      hasNextPage: start + page.length < repos.length,
-      hasPreviousPage: start > 0,
-    },
+    pageInfo: pageInfoOf(start, page.length, repos.length),
   };
 }
 
@@ -256,6 +287,47 @@ function repositoryNode(repo: Repo, ctx: GraphqlContext): Node {
     updatedAt: iso(repo.updatedAt),
     pushedAt: iso(repo.pushedAt),
     owner: () => accountNode(repo.owner, ctx),
+    issues: (args: { first?: number | null; after?: string | null; states?: readonly string[] | null }) => issueConnection(repo, args, ctx),
+  };
+}
+
+function issueNode(issue: Issue, ctx: GraphqlContext): Node {
+  const { repo } = issue;
+  return {
+    __typename: 'Issue',
+    id: issueNodeId(issue),
+    databaseId: issue.id,
+    number: issue.number,
+    title: issue.title,
+    state: issue.state === 'open' ? 'OPEN' : 'CLOSED',
+    url: `${webBaseOf(ctx.base).web}/${repo.owner.login}/${repo.name}/issues/${issue.number}`,
+    createdAt: iso(issue.createdAt),
+    repository: () => repositoryNode(repo, ctx),
+  };
+}
+
+/** A page of a repository's issues in the states asked for (all when none). */
+function issueConnection(
+  repo: Repo,
+  args: { first?: number | null; after?: string | null; states?: readonly string[] | null },
+  ctx: GraphqlContext,
+): Node {
+  const states = args.states === undefined || args.states === null || args.states.length === 0 ? undefined : new Set(args.states);
+  const issues = repoIssues(ctx.world, repo).filter(
+    (issue) => states === undefined || states.has(issue.state === 'open' ? 'OPEN' : 'CLOSED'),
+  );
+  let start = 0;
+  if (args.after !== undefined && args.after !== null) {
+    const at = indexOfCursor(args.after);
+    if (at === undefined)
+      throw typedError('INVALID_CURSOR_ARGUMENTS', `\`${args.after.slice(0, 100)}\` does not appear to be a valid cursor.`);
+    start = at + 1;
+  }
+  const page = issues.slice(start, start + Math.max(0, args.first ?? 0));
+  return {
+    totalCount: issues.length,
+    nodes: () => page.map((issue) => issueNode(issue, ctx)),
+    pageInfo: pageInfoOf(start, page.length, issues.length),
   };
 }
 

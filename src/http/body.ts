@@ -5,18 +5,24 @@
 import type { IncomingMessage } from 'node:http';
 import { readCapped } from '../platform/capped-read.js';
 
-export type BodyRead = { kind: 'read'; body: Buffer } | { kind: 'too-large' } | { kind: 'failed' };
+export type BodyRead =
+  | { kind: 'read'; body: Buffer }
+  /** Past the cap. `head`: what was read so far, when the caller asked to keep it (the request is then paused). */
+  | { kind: 'too-large'; head?: Buffer[] }
+  | { kind: 'failed' };
 
 /**
  * The body, or `too-large` as soon as it (or its Content-Length) passes `maxBytes`: the rest is
- * dropped unread. `failed`: the client went away.
+ * dropped unread, or with `keep` left in the paused request behind what was read (`head`), for
+ * the caller to send on as it is. `failed`: the client went away.
  */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRead> {
+export async function readBody(req: IncomingMessage, maxBytes: number, keep = false): Promise<BodyRead> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) return { kind: 'too-large' };
+  if (!keep && Number.isFinite(declared) && declared > maxBytes) return { kind: 'too-large' };
   const read = await readCapped(req, maxBytes, ['error', 'aborted']);
   if (read.kind === 'failed') return { kind: 'failed' };
   if (read.kind === 'over') {
+    if (keep) return { kind: 'too-large', head: read.chunks }; // the request stays paused behind them
     req.resume(); // the rest is read and dropped while the 413 goes out
     return { kind: 'too-large' };
   }

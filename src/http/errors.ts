@@ -20,7 +20,7 @@ export type Unavailable = 'exhausted' | 'dead' | 'busy' | 'paced' | ConsumerRefu
  * share and what it may borrow (the rest is other consumers' reserves); max_per_hour: its own
  * hourly cap (both 429); max_concurrency: no slot of its own freed up in time (503).
  */
-export type ConsumerRefusal = 'share' | 'max_per_hour' | 'max_concurrency';
+export type ConsumerRefusal = 'share' | 'max_per_hour' | 'max_concurrency' | 'points';
 
 /** What went wrong talking to an upstream, as the proxy answers it (upstream/client.ts classifies errors). */
 export interface UpstreamFailure {
@@ -81,7 +81,9 @@ function consumerHeldBack(reason: ConsumerRefusal, retryAfterSeconds: number, he
   const why =
     reason === 'share'
       ? "this consumer key has spent its fair share of the proxy's token pool for this window, and what is left is held for other consumers' reserves"
-      : "this consumer key has reached its max_per_hour cap of upstream requests on the proxy's token pool";
+      : reason === 'points'
+        ? "the secondary rate limit points the proxy's pool tokens have left for now are owed to other consumers"
+        : "this consumer key has reached its max_per_hour cap of upstream requests on the proxy's token pool";
   return error(429, `API rate limit exceeded for this consumer: ${why}; retry after ${retryAfterSeconds} s`, headers, FAILED);
 }
 
@@ -103,7 +105,7 @@ export const errors = {
    */
   poolUnavailable: (reason: Unavailable, retryAfterSeconds: number, headers: Record<string, string>) => {
     const withRetryAfter = { ...headers, 'retry-after': String(retryAfterSeconds) };
-    if (reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency')
+    if (reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency' || reason === 'points')
       return consumerHeldBack(reason, retryAfterSeconds, withRetryAfter);
     if (reason === 'exhausted') {
       return error(

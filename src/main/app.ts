@@ -47,7 +47,7 @@ export interface App {
   /** Reads listen.tls's pair again into the listener (false: refused, the old one stays; true without TLS). */
   reloadTls(): boolean;
   /** Purge, inspect or stats of this process's cache (what /admin/purge and /admin/cache answer; a cluster primary asks its workers). */
-  cacheAdmin(call: CacheCall): Answer;
+  cacheAdmin(call: CacheCall): Answer | Promise<Answer>;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the drain
    * timeout), then close everything. Logs a line when it starts (with the signal, if one asked)
@@ -88,6 +88,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     upstreams: config.upstreams.map((upstream) => upstream.name),
     metrics,
     shared: services.redis !== undefined,
+    tags: services.tags,
   });
   let draining = false;
   let inFlight = 0;

@@ -102,6 +102,10 @@ function bytes(value: unknown): string {
 
 /** POST /admin/purge's answer: what was marked, where. */
 export function purgeText(value: Json): string {
+  if (typeof value.tag === 'string') {
+    const workers = value.workers === undefined ? '' : ` (${plural(value.workers, 'worker')})`;
+    return `${printable(`dropped ${plural(value.purged, 'entry', 'entries')} filed under ${value.tag}; purge sent to ${String(value.replicas)}${workers}`)}\n`;
+  }
   const scope = typeof value.prefix === 'string' ? `prefix ${String(value.prefix)}` : `path ${String(value.path)}`;
   const upstreams = Array.isArray(value.upstreams) ? value.upstreams.map(String).join(', ') : '?';
   const workers = value.workers === undefined ? '' : ` (${plural(value.workers, 'worker')})`;
@@ -140,6 +144,28 @@ export function inspectText(value: Json): string {
       .map((line) => printable(line.replace(/\t/g, '    ')))
       .join('\n')}\n`;
   });
+  return out;
+}
+
+/** GET /admin/cache?graphql=KEY's answer: the entry (one per worker holding it) and its tags. */
+export function graphqlText(value: Json): string {
+  const entries = asList(value.entries);
+  if (entries.length === 0) return `no GraphQL answer under ${printable(String(value.key))}\n`;
+  const rows = entries.map((entry) => [
+    entry.upstream,
+    entry.operation,
+    entry.partition,
+    entry.tier,
+    entry.status,
+    entry.age,
+    entry.ttl,
+    entry.size,
+    entry.fetched_by,
+  ]);
+  let out = `${table(['UPSTREAM', 'OPERATION', 'PARTITION', 'TIER', 'STATUS', 'AGE', 'TTL', 'SIZE', 'FETCHED BY'], rows)}\n`;
+  const tags = Array.isArray(entries[0]!.tags) ? entries[0]!.tags.map(String) : [];
+  out +=
+    tags.length === 0 ? 'tags: none (purged by nothing but its TTL)\n' : `tags:\n${tags.map((tag) => `  ${printable(tag)}`).join('\n')}\n`;
   return out;
 }
 

@@ -94,17 +94,19 @@ const ADMIN_ROWS: ReadonlyArray<readonly [string, string]> = [
   ['--json', "the admin port's answer as JSON (default: text for a terminal)"],
 ];
 
-const PURGE = `usage: etagere purge (--path P | --prefix P) [--upstream NAME] [--json] [--admin URL | --config FILE]
+const PURGE = `usage: etagere purge (--path P | --prefix P | --tag T) [--upstream NAME] [--json] [--admin URL | --config FILE]
 
 Marks cached entries stale on a running proxy, on every replica (through Redis): the next request
 for each revalidates it (POST /admin/purge). Paths are as clients request them through the proxy;
 a prefix covers whole segments ("/repos/o/" covers /repos/o/r, never /repos/other). Prints the
-answer, with the entries marked in the process that took the call.
+answer, with the entries marked in the process that took the call. A tag drops every GraphQL
+answer and stored 404 filed under it instead.
 
 flags:
 ${columns([
   ['--path P', 'one path: every query, credential and representation stored under it'],
   ['--prefix P', 'a path and everything below it'],
+  ['--tag T', 'repo:OWNER/NAME, owner:LOGIN or node:ID (every upstream)'],
   ...ADMIN_ROWS,
   ['-h, --help', 'this help'],
 ])}
@@ -112,14 +114,17 @@ ${columns([
 `;
 
 const CACHE = `usage: etagere cache inspect PATH [--upstream NAME] [--body] [--json] [--admin URL | --config FILE]
+       etagere cache inspect --graphql KEY [--json] [--admin URL | --config FILE]
        etagere cache stats [--top N] [--json] [--admin URL | --config FILE]
 
 inspect: the entries a running proxy holds for one path (GET /admin/cache): partition (anonymous,
 pool, credential: never a credential), Accept, API version, age, TTL, ETag, size, who fetched it.
+With --graphql, the GraphQL answer under KEY (the key="gql:..." of its Cache-Status) and its tags.
 stats: entries, bytes, and the busiest paths by hits and by upstream requests (GET /admin/cache/stats).
 
 flags:
 ${columns([
+  ['--graphql KEY', 'inspect: a GraphQL answer by its key, with the tags that purge it'],
   ['--body', 'inspect: the stored bodies too (anonymous and pool entries only)'],
   ['--top N', 'stats: how many paths in each ranking (default 10, at most 100)'],
   ...ADMIN_ROWS,

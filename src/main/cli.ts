@@ -46,6 +46,7 @@ import {
   adminUrlOf,
   answerError,
   inspectText,
+  graphqlText,
   pretty,
   purgeText,
   quotaPath,
@@ -343,9 +344,12 @@ const ADMIN_FLAGS = {
 } as const;
 
 async function purge(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { ...ADMIN_FLAGS, path: { type: 'string' }, prefix: { type: 'string' } }, strict: true });
-  if ((values.path === undefined) === (values.prefix === undefined)) fail('give exactly one of --path and --prefix', 2, usageOf('purge'));
-  const body: Record<string, string> = values.prefix !== undefined ? { prefix: values.prefix } : { path: values.path! };
+  const options = { ...ADMIN_FLAGS, path: { type: 'string' }, prefix: { type: 'string' }, tag: { type: 'string' } } as const;
+  const { values } = parseArgs({ args, options, strict: true });
+  const given = [values.path, values.prefix, values.tag].filter((value) => value !== undefined);
+  if (given.length !== 1) fail('give exactly one of --path, --prefix and --tag', 2, usageOf('purge'));
+  const body: Record<string, string> =
+    values.tag !== undefined ? { tag: values.tag } : values.prefix !== undefined ? { prefix: values.prefix } : { path: values.path! };
   if (values.upstream !== undefined) body.upstream = values.upstream;
   report(await adminCall(adminTarget(values.admin, values.config), 'POST', '/admin/purge', body), values.json, purgeText);
 }
@@ -356,7 +360,7 @@ async function cacheCommand(args: string[]): Promise<void> {
     fail(sub === undefined ? 'cache needs inspect or stats' : `unknown cache command "${sub}" (inspect or stats)`, 2, usageOf('cache'));
   const { values, positionals } = parseArgs({
     args: rest,
-    options: { ...ADMIN_FLAGS, body: { type: 'boolean', default: false }, top: { type: 'string' } },
+    options: { ...ADMIN_FLAGS, body: { type: 'boolean', default: false }, top: { type: 'string' }, graphql: { type: 'string' } },
     strict: true,
     allowPositionals: true,
   });
@@ -365,6 +369,12 @@ async function cacheCommand(args: string[]): Promise<void> {
     const top = intFlag('top', values.top);
     const admin = adminTarget(values.admin, values.config);
     report(await adminCall(admin, 'GET', `/admin/cache/stats${top === undefined ? '' : `?top=${top}`}`), values.json, statsText);
+    return;
+  }
+  if (values.graphql !== undefined) {
+    if (positionals.length > 0) fail('cache inspect takes a PATH or --graphql KEY, not both', 2, usageOf('cache'));
+    const path = `/admin/cache?${new URLSearchParams({ graphql: values.graphql }).toString()}`;
+    report(await adminCall(adminTarget(values.admin, values.config), 'GET', path), values.json, graphqlText);
     return;
   }
   if (positionals.length !== 1) fail('cache inspect needs one PATH, e.g. /repos/octo/hello', 2, usageOf('cache'));

@@ -309,13 +309,12 @@ export async function runWorker(config: Config): Promise<App> {
   const app = await startApp(config, { adminListener: false, watchTokensFile: false, ...(pool === undefined ? {} : { pool }) });
   process.on('message', (message: unknown) => {
     if (isControl(message) && message.t === 'etagere:reload') void app.reloadTokens(message.trigger);
-    if (isControl(message) && message.t === 'etagere:cache')
-      process.send?.(
-        { t: 'etagere:cache-reply', id: message.id, answer: app.cacheAdmin(message.call) } satisfies Control,
-        undefined,
-        undefined,
-        ignoreSendError,
+    if (isControl(message) && message.t === 'etagere:cache') {
+      const { id, call } = message;
+      void Promise.resolve(app.cacheAdmin(call)).then((answer) =>
+        process.send?.({ t: 'etagere:cache-reply', id, answer } satisfies Control, undefined, undefined, ignoreSendError),
       );
+    }
     if (isControl(message) && message.t === 'etagere:quota')
       process.send?.(
         { t: 'etagere:quota-reply', id: message.id, rows: app.metrics.quota.rows(message.window) } satisfies Control,

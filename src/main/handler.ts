@@ -14,6 +14,7 @@ import { createAccessLog } from '../platform/log/access.js';
 import { consumerLabelMode, createConsumerLabels } from '../platform/metrics/consumer-label.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createGraphqlPath } from '../paths/graphql/exchange.js';
+import { GraphqlAnswers } from '../paths/graphql/answer-cache.js';
 import type { ServiceDeps, Services } from './services.js';
 import { isRateLimitPath, poolRateLimitBody } from '../pool/rules/pool-headers.js';
 import { createUpstreamExchange } from '../paths/rest/exchange.js';
@@ -47,7 +48,17 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
     logger,
   });
   const cached = createCachedPath({ ...services, exchange, logger, metrics, forward });
-  const graphql = createGraphqlPath({ pool, maxEntryBytes: config.cache.max_entry_bytes, metrics, logger });
+  const answers = new GraphqlAnswers(services.tiers, services.coalescer, services.tags, logger);
+  const { partitioner, refreshAhead } = services;
+  const graphql = createGraphqlPath({
+    pool,
+    partitioner,
+    answers,
+    refreshAhead,
+    maxEntryBytes: config.cache.max_entry_bytes,
+    metrics,
+    logger,
+  });
   return { forward, cached, graphql };
 }
 

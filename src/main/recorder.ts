@@ -49,6 +49,15 @@ export function recorder(metrics: Metrics, access: ReturnType<typeof createAcces
       },
     };
   });
+  /** Labels given up (metrics.consumer_label user_agent: consumer-label.ts): their series and cells go. */
+  let labelsSeen = labels.generation;
+  const forgetRetired = (): void => {
+    labelsSeen = labels.generation;
+    for (const gone of labels.retired()) {
+      consumers.drop(gone);
+      for (const counter of [metrics.consumerRequests, metrics.consumerHits, metrics.consumerUpstreamRequests]) counter.forget(gone);
+    }
+  };
   const write = (
     req: IncomingMessage,
     res: ServerResponse,
@@ -66,6 +75,7 @@ export function recorder(metrics: Metrics, access: ReturnType<typeof createAcces
       metrics.topPaths.served(upstreamName, ctx.pathname, served.outcome, authorized);
       const spend = upstreamSpend(served.outcome, served.upstreamStatus, authorized);
       const label = labels.of(ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined, trace.agent);
+      if (labels.generation !== labelsSeen) forgetRetired();
       if (label !== undefined) {
         const cells = consumers.of(label, trace.route);
         cells.requests.value++;

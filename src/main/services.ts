@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { createHeaderTable } from '../cache/store/header-intern.js';
 import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
+import { createTagStore, type TagStore } from '../cache/store/tags.js';
 import { createRefreshScheduler, type RefreshScheduler } from '../cache/store/refresh-scheduler.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
@@ -66,6 +67,8 @@ export interface Services {
   readonly redis: RedisConnection | undefined;
   readonly tiers: Tiers;
   readonly coalescer: Coalescer;
+  /** What GraphQL answers and stored 404s are filed under, for purges by webhooks, mutations and /admin/purge. */
+  readonly tags: TagStore;
   /** Refreshes ahead of expiry (cache.refresh_ahead), one schedule for every upstream. */
   readonly refreshAhead: RefreshScheduler;
   readonly partitioner: Partitioner;
@@ -140,6 +143,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     redis,
   );
   const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms, tracing);
+  const tags = createTagStore(tiers, redis, logger);
   const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
@@ -187,6 +191,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     redis,
     tiers,
     coalescer,
+    tags,
     refreshAhead,
     partitioner,
     pool,
@@ -195,7 +200,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
     oidc,
     consumerBudget,
-    webhooks: createWebhookReceiver(config.webhooks, { tiers, upstreams, redis, logger, metrics }),
+    webhooks: createWebhookReceiver(config.webhooks, { tiers, tags, upstreams, redis, logger, metrics }),
     memos,
     requestId: createRequestIds(),
     tracing,
@@ -214,6 +219,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       refreshAhead.close();
       consumerBudget?.close();
       pool?.close();
+      tags.close();
       tiers.close();
       await redis?.close();
       for (const entrance of entrances) {
@@ -235,7 +241,7 @@ function buildEntrances(config: Config, upstreams: UpstreamRuntime[], tiers: Tie
   return upstreams.map((rt): Entrances => {
     const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links, tracing) : undefined;
     const graphql = rt.cfg.graphql
-      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links, tracing), config.cache.max_entry_bytes)
+      ? createGraphqlRuntime(rt.cfg, rt.client.basePath, createPassThrough(rt.cfg, undefined, links, tracing))
       : undefined;
     return { passThrough, graphql };
   });

@@ -4,6 +4,7 @@
  * written here: each step returns it, and `answer()` hands it back for the log and metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Credential } from '../pool/consumers/credential.js';
 import type { UpstreamRuntime } from './upstreams.js';
 import type { SpanHandle } from '../platform/trace/tracing.js';
@@ -35,7 +36,18 @@ export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstrea
 
 /** A request streamed to the upstream as it is (http-proxy-3): the pass-through path, and GraphQL with a client's own credential. */
 export interface PassThrough {
-  /** `pathname` is the client's path (the cache's view); `path` is what goes upstream. */
-  forward(req: IncomingMessage, res: ServerResponse, pathname: string, path: string, requestId: string, span?: SpanHandle): void;
+  /**
+   * `pathname` is the client's path (the cache's view); `path` is what goes upstream. `body`: the
+   * request body to send in place of `req`'s own (GraphQL: what was read of it, then the rest).
+   */
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pathname: string,
+    path: string,
+    requestId: string,
+    span?: SpanHandle,
+    body?: Readable,
+  ): void;
   close(): void;
 }

@@ -7,6 +7,7 @@ import type { RetryObserver } from '../upstream/retries.js';
 import { PublicAddresses, type LinkSettings } from '../http/representation/public-addresses.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
 import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
+import { sharesEquivalentAccept } from '../cache/rules/accept.js';
 import { ENTERPRISE_REST_BASE, servesEnterpriseForms } from '../http/route.js';
 import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 
@@ -17,6 +18,8 @@ export interface UpstreamRuntime {
   readonly policy: UpstreamPolicy;
   /** Route templates for metric labels. */
   readonly routes: RouteMatcher;
+  /** GitHub's REST API: the Accept values that select its default JSON share one entry (src/cache/rules/accept.ts). */
+  readonly sharesAccept: boolean;
   /**
    * Where the upstream's addresses (its URL, origin + base path, as it appears in Link headers and
    * bodies) point for a client: the proxy's public base, per request.
@@ -61,6 +64,7 @@ export function createUpstreamRuntime(
     client,
     policy: upstreamPolicy(cfg, webhookOwners),
     routes: createRouteMatcher(cfg.routes),
+    sharesAccept: sharesEquivalentAccept(cfg),
     addresses,
     forms: new EntryForms({ addresses, rewrittenBodies, decodedForms: forms.decoded, maxDecodedBytes }),
     maxDecodedBytes,

@@ -118,7 +118,8 @@ export async function fetchPooled(
     return { kind: 'fetched', f: await fetchBuffered(client, sent, maxBytes), token: undefined, credential: undefined, switched: false };
   }
   if (consumer === undefined) return onTokens(client, req, maxBytes, pool, prefer, { sent: 0 });
-  // Fair share: the consumer's unit is counted before a token is acquired, and given back if it spent nothing.
+  // Fair share: the consumer's unit is counted before a token is acquired, and given back only if
+  // nothing went upstream: a 304 is free of quota, not of the token's points (each retry counts too).
   const admission = await consumer.gate.admit(consumer.name, resourceOf(req.path, client.basePath));
   if (admission.kind === 'refused')
     return { kind: 'unavailable', reason: admission.reason, retryAfterSeconds: admission.retryAfterSeconds };
@@ -126,6 +127,7 @@ export async function fetchPooled(
   let got: PooledFetched | undefined;
   try {
     got = await onTokens(client, req, maxBytes, pool, prefer, fair);
+    if (got.kind === 'unavailable' && got.reason === 'points') consumer.gate.refused(consumer.name, got.reason);
     return got;
   } finally {
     admission.settle({ upstreamRequests: fair.sent, spent: got !== undefined && spentQuota(got) });
@@ -139,7 +141,7 @@ interface Fair {
   sent: number;
 }
 
-/** Whether an answer cost quota: not a 304 (free on GitHub), a failure, nor a 401/403/429 refusal. */
+/** Whether an answer cost quota (the quota-spent metric): not a 304 (free on GitHub), a failure, nor a 401/403/429 refusal. */
 function spentQuota(got: PooledFetched): boolean {
   return got.kind === 'fetched' && got.f.kind !== 'failed' && ![304, 401, 403, 429].includes(got.f.status);
 }

@@ -213,6 +213,7 @@ function memberPool(
     maxQueue: config.pool.max_queue,
     points,
     consumerWeights: config.consumers.enabled ? consumerWeights(config) : undefined,
+    reserveFraction: config.consumers.reserve_fraction,
     events: poolEvents(metrics, log, config.pool.equivalent),
   });
   const sharedSettings = {

@@ -234,11 +234,11 @@ describe('cache behaviour', () => {
     expect(hits('/big')).toBe(2);
   });
 
-  it('does not store errors, no-store or Set-Cookie responses', async () => {
-    script('/e404', { status: 404, body: '{"message":"Not Found"}' });
+  it('does not store errors (but a 404 or 410: docs/caching.md#not-found), no-store or Set-Cookie responses', async () => {
+    script('/e422', { status: 422, body: '{"message":"Validation Failed"}' });
     script('/nostore', { headers: { 'cache-control': 'no-store' } });
     script('/cookie', { headers: { 'set-cookie': 'a=1' } });
-    for (const path of ['/e404', '/nostore', '/cookie']) {
+    for (const path of ['/e422', '/nostore', '/cookie']) {
       await get(path);
       await get(path);
       expect(hits(path)).toBe(2);

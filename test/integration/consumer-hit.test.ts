@@ -82,7 +82,8 @@ const namesOf = (raw: string[]): string[] => raw.filter((_, index) => index % 2 
 
 /** A consumer's headers with the key in the middle, and headers a pool request does not forward after it. */
 const consumerHeaders = (key: string): Array<[string, string]> => [
-  ['Accept', 'application/vnd.github+json'],
+  // A representation of its own: GitHub's default JSON would go upstream as no Accept (docs/caching.md).
+  ['Accept', 'application/vnd.github.full+json'],
   ['X-Etagere-Key', key],
   ['User-Agent', 'consumer-hit-test'],
   ['Cookie', 'session=not-for-upstream'],
@@ -100,7 +101,7 @@ describe('a pool consumer whose key is not its last header', () => {
     const sent = seen[0]!.headers;
     expect(sent.authorization).toMatch(/^(token|Bearer) /i);
     expect(sent['user-agent']).toBe('consumer-hit-test');
-    expect(sent.accept).toBe('application/vnd.github+json');
+    expect(sent.accept).toBe('application/vnd.github.full+json');
     for (const name of ['x-etagere-key', 'cookie', 'x-custom']) expect(sent[name]).toBeUndefined();
     expect(JSON.stringify(sent)).not.toContain(KEY);
     // One request, no hit yet: the consumer has a requests series and no hits series.

@@ -154,6 +154,40 @@ describe('consumer budget: the Redis outage fallback (1/N)', () => {
     return out;
   };
 
+  it(
+    'what went upstream counts on every replica: a 304 keeps its unit, each retry adds one, nothing sent gives it back',
+    async () => {
+      await awayFromHourEdge();
+      const now = (): number => Math.floor(Date.now() / 3_600_000) * 3_600_000 + 1_800_000;
+      const prefix = `fair-units-${Date.now()}:`;
+      const one = await replica(prefix, now);
+      const two = await replica(prefix, now);
+      const settle = async (budget: ConsumerBudget, upstreamRequests: number, spent: boolean): Promise<void> => {
+        const admission = await budget.admit('a', 'core');
+        if (admission.kind !== 'admitted') throw new Error('expected an admission');
+        admission.settle({ upstreamRequests, spent });
+      };
+      await settle(one, 1, false); // a forced revalidation answered 304
+      await settle(one, 3, true); // a 200 after two tokens refused it
+      await settle(one, 0, false); // no token: nothing went upstream
+      const client = new Redis(redis.url);
+      try {
+        const hour = Math.floor(now() / 3_600_000);
+        const keyOf = async (pattern: string): Promise<string> => (await client.keys(`${prefix}*{consumers}:${pattern}`))[0] ?? '';
+        await until(async () => Number(await client.get(await keyOf(`hour:${hour}:a`))) === 4, 5_000, 'the units in Redis');
+        const hourKey = await keyOf(`hour:${hour}:a`);
+        const windowKey = await keyOf(`core:${hour}:a`);
+        expect(Number(await client.get(windowKey))).toBe(4);
+        for (const key of [hourKey, windowKey]) expect(await client.pttl(key)).toBeGreaterThan(0);
+      } finally {
+        client.disconnect();
+      }
+      // The other replica counts them in a's share: 75 may be borrowed in all (share 50, b's reserve 25).
+      expect((await spend(two, 'a', 80)).filter((admission) => admission.kind === 'admitted')).toHaveLength(71);
+    },
+    20_000 + HOUR_EDGE_WAIT_MS,
+  );
+
   it.skipIf(process.env.REDIS_URL !== undefined)(
     'shares hold across replicas; without Redis each replica spends 1/N; then Redis takes over again',
     async () => {

@@ -334,3 +334,155 @@ describe('an OIDC consumer through the proxy', () => {
     for (const text of [metrics, proxy.logText(), JSON.stringify(consumers)]) expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.eyJ/);
   });
 });
+
+/** A key set on loopback that can be broken on purpose, and a count of its fetches. */
+interface FaultyJwks {
+  url: string;
+  fault: 'none' | 503 | 'bad-json' | 'not-a-key-set' | 'hang' | 'reset';
+  keys: JWK[];
+  fetches: number;
+  close(): Promise<void>;
+}
+
+async function startFaultyJwks(): Promise<FaultyJwks> {
+  const jwks: FaultyJwks = { url: '', fault: 'none', keys: [], fetches: 0, close: async () => undefined };
+  const server: Server = createServer((req, res) => {
+    jwks.fetches++;
+    if (jwks.fault === 'hang') return; // never answers: the fetch times out
+    if (jwks.fault === 'reset') return void req.socket.destroy(); // a connection error
+    if (jwks.fault === 503) return void res.writeHead(503, { 'content-type': 'application/json' }).end('{"message":"unavailable"}');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (jwks.fault === 'bad-json') return void res.end('{"keys": [');
+    if (jwks.fault === 'not-a-key-set') return void res.end('{"keys": "none"}');
+    res.end(JSON.stringify({ keys: jwks.keys }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  jwks.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
+  jwks.close = () =>
+    new Promise<undefined>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve(undefined));
+    });
+  return jwks;
+}
+
+const UNFETCHED = "could not verify the token: the issuer's keys could not be fetched";
+
+describe("an issuer's failing key set", () => {
+  let jwks: FaultyJwks;
+  let stranger: SigningKey;
+  beforeAll(async () => {
+    jwks = await startFaultyJwks();
+    stranger = await signingKey('forger', 'RS256');
+  });
+  afterAll(async () => {
+    await jwks?.close();
+  });
+
+  /** A token naming the configured issuer, signed by a key it never published, with a kid of its own. */
+  const forged = async (nth: number): Promise<string> =>
+    actionsToken({ ...stranger, kid: `forged-${nth}` }, issuer.url, { run: `forged-${nth}` });
+
+  it.each([503, 'bad-json', 'not-a-key-set', 'hang', 'reset'] as const)(
+    'answering %s, it is fetched at most 5 times for 200 forged tokens, each refused 401 from memory',
+    async (fault) => {
+      jwks.fault = fault;
+      jwks.fetches = 0;
+      const verifier = createOidcVerifier([issuerConfig({ jwks_url: jwks.url })], { timeoutMs: 300 });
+      const tokens = await Promise.all(Array.from({ length: 200 }, (_, nth) => forged(nth)));
+      // Half at once (they share one fetch), half one after the other (refused from memory).
+      const results = await Promise.all(tokens.slice(0, 100).map((token) => verifier.verify(token)));
+      for (const token of tokens.slice(100)) results.push(await verifier.verify(token));
+      for (const result of results) expect(result).toEqual({ kind: 'refused', reason: 'token', check: UNFETCHED });
+      expect(jwks.fetches).toBeGreaterThanOrEqual(1);
+      expect(jwks.fetches).toBeLessThanOrEqual(5);
+    },
+  );
+
+  it('an unreachable key set (connection refused) is remembered the same way', async () => {
+    const closed = await startFaultyJwks();
+    await closed.close();
+    const verifier = createOidcVerifier([issuerConfig({ jwks_url: closed.url })]);
+    for (let nth = 0; nth < 20; nth++)
+      expect(await verifier.verify(await forged(nth))).toEqual({ kind: 'refused', reason: 'token', check: UNFETCHED });
+  });
+
+  it('is tried again after 30 s, then after 60, 120, 240 and 300 s while it keeps failing; once it answers, tokens verify', async () => {
+    jwks.fault = 503;
+    jwks.fetches = 0;
+    jwks.keys = [rsa.publicJwk];
+    let clock = Date.now();
+    const verifier = createOidcVerifier([issuerConfig({ jwks_url: jwks.url })], { now: () => clock });
+    const attempt = async (nth: number) => verifier.verify(await forged(nth));
+    await attempt(0);
+    expect(jwks.fetches).toBe(1);
+    let nth = 1;
+    for (const wait of [30_000, 60_000, 120_000, 240_000, 300_000, 300_000]) {
+      const before = jwks.fetches;
+      clock += wait - 1_000;
+      await attempt(nth++);
+      expect(jwks.fetches, `${wait - 1_000} ms after the last failure`).toBe(before);
+      clock += 1_000;
+      await attempt(nth++);
+      expect(jwks.fetches, `${wait} ms after it`).toBe(before + 1);
+    }
+    jwks.fault = 'none';
+    clock += 300_000;
+    const valid = createOidcVerifier([issuerConfig({ jwks_url: jwks.url })]);
+    expect(await valid.verify(await actionsToken(rsa, issuer.url, { run: 'back' }))).toMatchObject({ kind: 'consumer' });
+    // The stamped verifier's wait is over: its fetch succeeds (the forged token's kid is still nobody's).
+    const before = jwks.fetches;
+    expect(await attempt(nth++)).toMatchObject({ check: "no key of the issuer's key set matches the token" });
+    expect(jwks.fetches).toBe(before + 1);
+  });
+
+  it('keeps verifying with the keys it holds while the key set fails; an unknown kid costs at most one fetch per 30 s', async () => {
+    jwks.fault = 'none';
+    jwks.fetches = 0;
+    jwks.keys = [rsa.publicJwk];
+    let clock = Date.now();
+    const verifier = createOidcVerifier([issuerConfig({ jwks_url: jwks.url })], { now: () => clock });
+    expect(await verifier.verify(await actionsToken(rsa, issuer.url, { run: 'held-1' }))).toMatchObject({ kind: 'consumer' });
+    expect(jwks.fetches).toBe(1);
+    // Unknown kids within the cooldown: no fetch at all.
+    for (let nth = 0; nth < 100; nth++)
+      expect(await verifier.verify(await forged(nth))).toMatchObject({ check: "no key of the issuer's key set matches the token" });
+    expect(jwks.fetches).toBe(1);
+    // Past it, with the key set down: one fetch, then the failure is remembered.
+    jwks.fault = 503;
+    clock += 31_000;
+    for (let nth = 100; nth < 200; nth++) expect(await verifier.verify(await forged(nth))).toMatchObject({ kind: 'refused' });
+    expect(jwks.fetches).toBe(2);
+    // A token signed with a key it holds still verifies meanwhile.
+    expect(await verifier.verify(await actionsToken(rsa, issuer.url, { run: 'held-2' }))).toMatchObject({ kind: 'consumer' });
+    expect(jwks.fetches).toBe(2);
+  });
+
+  it('through the proxy: 200 forged-token requests cost at most 5 fetches of a key set answering 503, nothing upstream', async () => {
+    jwks.fault = 503;
+    jwks.fetches = 0;
+    const upstream = await startScriptedUpstream((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    const proxy = await startTestProxy({
+      upstreams: [{ name: 'github', prefix: '/', url: upstream.url, token_pool: true }],
+      pool: { tokens: [{ name: 'a', value: POOL_TOKEN }], probe_at_start: false },
+      consumers: { enabled: true, oidc: [issuerConfig({ jwks_url: jwks.url })] },
+    });
+    try {
+      const tokens = await Promise.all(Array.from({ length: 200 }, (_, nth) => forged(1_000 + nth)));
+      for (let batch = 0; batch < 200; batch += 20) {
+        const answers = await Promise.all(
+          tokens.slice(batch, batch + 20).map((token) => get(`${proxy.url}/repos/acme/widget`, { 'x-etagere-key': token })),
+        );
+        for (const answer of answers) {
+          expect(answer.status).toBe(401);
+          expect(JSON.parse(answer.body)).toMatchObject({ message: `Bad consumer token: ${UNFETCHED}` });
+        }
+      }
+      expect(jwks.fetches).toBeLessThanOrEqual(5);
+      expect(upstream.seen).toHaveLength(0);
+    } finally {
+      await proxy.close();
+      await upstream.close();
+    }
+  });
+});

@@ -83,6 +83,8 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
   let upstream: UpstreamRuntime;
   let script: Script;
   let exchanges: Array<CacheEntry | undefined>;
+  /** The consumer each exchange went upstream for (its share and max_per_hour are charged: pooled-fetch.ts). */
+  let chargedTo: Array<string | undefined>;
   /** What the path handed to the streaming forward (a client that refused a stored coding). */
   let forwarded: Array<{ accept: string | undefined; coding: CodingForward | undefined }>;
   let serve: CachedPath;
@@ -99,13 +101,15 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       { rewritten: createRewrittenBodies(1 << 20), decoded: createRewrittenBodies(1 << 20) },
     );
     exchanges = [];
+    chargedTo = [];
     forwarded = [];
     script = () => response(200, '{"v":1}');
     serve = createCachedPath({
       tiers,
       coalescer: createCoalescer(tiers, metrics, 0),
-      exchange: async (_ctx, stale) => {
+      exchange: async (ctx, stale) => {
         exchanges.push(stale);
+        chargedTo.push(ctx.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
         return script(stale);
       },
       partitioner: createPartitioner('a test secret'),
@@ -276,7 +280,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     expect(stale.served.outcome).toBe('stale');
   });
 
-  it("never hands one consumer's refusal (its share spent) to another consumer coalesced onto it", async () => {
+  it.each(['share', 'points'] as const)("never hands one consumer's refusal (%s) to another consumer coalesced onto it", async (reason) => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let calls = 0;
@@ -284,7 +288,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
       calls++;
       if (calls === 1) {
         await held;
-        return { kind: 'unavailable', reason: 'share', retryAfterSeconds: 60 };
+        return { kind: 'unavailable', reason, retryAfterSeconds: 60 };
       }
       return response(200, '{"v":4}');
     };
@@ -293,9 +297,48 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     release();
     const [refused, served] = await Promise.all([greedy, polite]);
     expect(refused.res.status).toBe(429);
+    expect(JSON.parse(refused.res.body)).toMatchObject({
+      message: expect.stringMatching(reason === 'points' ? /points .* are owed to other consumers/ : /fair share/) as unknown,
+    });
     expect(served.res.status).toBe(200);
     expect(served.res.body).toBe('{"v":4}');
     expect(exchanges).toHaveLength(2);
+  });
+
+  it('a forced revalidation goes upstream for the consumer that forced it, with the others it coalesced joining free', async () => {
+    const polite: Credential = { kind: 'pool', consumer: 'polite' };
+    const abuser: Credential = { kind: 'pool', consumer: 'abuser' };
+    await get({}, polite); // the entry is stored, fresh for a minute
+    chargedTo.length = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    script = async () => {
+      await held;
+      return response(304, '', { etag: '"7"' });
+    };
+    const forced = [
+      get({ 'cache-control': 'max-age=0' }, abuser),
+      get({ 'cache-control': 'no-cache' }, abuser), // honoured: no validator of its own
+      get({ pragma: 'no-cache' }, abuser),
+    ];
+    // A fresh read by another consumer meanwhile is a hit: it joins nothing and is charged nothing.
+    expect((await get({}, polite)).served.outcome).toBe('hit');
+    const joined = get({ 'cache-control': 'max-age=0' }, polite); // forced by the polite one too: joins the flight in progress
+    release();
+    const answers = await Promise.all([...forced, joined]);
+    expect(answers.map((answer) => answer.res.status)).toEqual([200, 200, 200, 200]);
+    expect(chargedTo).toEqual(['abuser']); // one upstream request, the abuser's
+  });
+
+  it('a stale-while-revalidate revalidation in the background goes upstream for the consumer whose read started it', async () => {
+    script = () => response(200, '{"v":1}', { 'cache-control': 'public, max-age=60, stale-while-revalidate=600' });
+    await get({}, { kind: 'pool', consumer: 'polite' });
+    vi.setSystemTime(Date.now() + 120_000);
+    chargedTo.length = 0;
+    script = () => response(304, '', { etag: '"7"', 'cache-control': 'public, max-age=60, stale-while-revalidate=600' });
+    const stale = await get({}, { kind: 'pool', consumer: 'reader' });
+    expect(stale.served.outcome).toBe('stale');
+    await vi.waitFor(() => expect(chargedTo).toEqual(['reader']));
   });
 
   it('answers only-if-cached with a 504 when nothing usable is stored, without asking the upstream', async () => {

@@ -69,10 +69,45 @@ describe('consumer budget (local counters)', () => {
     expect((await spend(made, 'b', 25)).every((a) => a.kind === 'admitted')).toBe(true);
   });
 
-  it('gives back the unit of a request that spent nothing (304, failure, refusal)', async () => {
+  it('gives back the unit only of a request that sent nothing upstream (no token)', async () => {
     const { budget: made } = budget();
-    expect((await spend(made, 'a', 200, false)).every((a) => a.kind === 'admitted')).toBe(true);
+    for (let i = 0; i < 200; i++) {
+      const admission = await made.admit('a', 'core');
+      if (admission.kind !== 'admitted') throw new Error('expected an admission');
+      admission.settle({ upstreamRequests: 0, spent: false });
+    }
     expect(made.report().consumers[0]!.resources.core!.spent).toBe(0);
+  });
+
+  it('keeps the unit of a request that went upstream whatever the answer: a 304 is free of quota, not of points', async () => {
+    const { budget: made, settled } = budget({ consumers: [limits('a', { maxPerHour: 10 }), limits('b')] });
+    // Forced revalidations answered 304 (or 401/403/429, or a failure): spent nothing of the quota, sent a request each.
+    const answers = await spend(made, 'a', 40, false);
+    expect(answers.filter((a) => a.kind === 'admitted')).toHaveLength(10);
+    expect(answers.at(-1)).toEqual({ kind: 'refused', reason: 'max_per_hour', retryAfterSeconds: 1800 });
+    expect(made.report().consumers[0]).toMatchObject({ spent_this_hour: 10, resources: { core: { spent: 10 } } });
+    expect(settled.every(([, , , spent]) => !spent)).toBe(true); // the quota metric still counts only what spent quota
+    expect((await made.admit('b', 'core')).kind).toBe('admitted');
+  });
+
+  it('counts each upstream request a request sent: a retry on another token is one more', async () => {
+    const { budget: made } = budget({ consumers: [limits('a', { maxPerHour: 5 }), limits('b')] });
+    const first = await made.admit('a', 'core');
+    if (first.kind !== 'admitted') throw new Error('expected an admission');
+    first.settle({ upstreamRequests: 3, spent: true });
+    expect(made.report().consumers[0]).toMatchObject({ spent_this_hour: 3, resources: { core: { spent: 3 } } });
+    expect((await spend(made, 'a', 3)).map((a) => a.kind)).toEqual(['admitted', 'admitted', 'refused']);
+  });
+
+  it('hostile settle outcomes (negative, fractional, not a number) never give back more than the unit', async () => {
+    const { budget: made } = budget();
+    for (const upstreamRequests of [-5, 0.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      const admission = await made.admit('a', 'core');
+      if (admission.kind !== 'admitted') throw new Error('expected an admission');
+      admission.settle({ upstreamRequests, spent: false });
+    }
+    // -5 and 0.5 send nothing (given back), NaN and Infinity count the one unit admitted.
+    expect(made.report().consumers[0]!.resources.core!.spent).toBe(2);
   });
 
   it('counts a burst before any of it returns: 100 concurrent admissions, 75 admitted', async () => {
@@ -85,8 +120,9 @@ describe('consumer budget (local counters)', () => {
     const { budget: made, settled } = budget();
     const admission = await made.admit('a', 'core');
     if (admission.kind !== 'admitted') throw new Error('expected an admission');
-    admission.settle({ upstreamRequests: 1, spent: false });
-    admission.settle({ upstreamRequests: 1, spent: false });
+    admission.settle({ upstreamRequests: 0, spent: false });
+    admission.settle({ upstreamRequests: 0, spent: false });
+    admission.settle({ upstreamRequests: 3, spent: true });
     expect(settled).toHaveLength(1);
     expect(made.report().consumers[0]!.resources.core!.spent).toBe(0);
   });

@@ -3,8 +3,11 @@ import { queueBounds } from '../../src/pool/rules/fair-share.js';
 import { createWaitQueue, type Attempt } from '../../src/pool/backends/queue.js';
 import type { AcquireOptions, Acquired, Lease } from '../../src/pool/rules/types.js';
 
-/** A queue over `slots` free slots: each lease takes one, named after the consumer it went to. */
-function harness(opts: { maxQueue?: number; timeoutMs?: number; laneBound?: (consumer: string) => number } = {}) {
+/**
+ * A queue over `slots` free slots: each lease takes one, named after the consumer it went to.
+ * Consumers in `held` always wait for a reason of their own (their points owed to others).
+ */
+function harness(opts: { maxQueue?: number; timeoutMs?: number; laneBound?: (consumer: string) => number; held?: Set<string> } = {}) {
   let slots = 0;
   const served: string[] = [];
   const lease = (name: string): Acquired => ({
@@ -20,6 +23,7 @@ function harness(opts: { maxQueue?: number; timeoutMs?: number; laneBound?: (con
   });
   const queue = createWaitQueue({
     attempt(acquire: AcquireOptions): Attempt {
+      if (opts.held?.has(acquire.consumer ?? '') === true) return { kind: 'wait', own: true };
       if (slots <= 0) return { kind: 'wait' };
       slots--;
       return lease(acquire.consumer ?? '-');
@@ -43,7 +47,11 @@ function harness(opts: { maxQueue?: number; timeoutMs?: number; laneBound?: (con
     }
     await Promise.resolve();
   };
-  return { queue, ask, free, served };
+  /** Slots that came back without telling the queue (points return with time: only a timer or a newcomer pumps). */
+  const returned = (count: number): void => {
+    slots += count;
+  };
+  return { queue, ask, free, returned, served };
 }
 
 afterEach(() => {
@@ -140,6 +148,33 @@ describe('the wait queue: weighted fair order by consumer', () => {
     expect(await ask('b')).toMatchObject({ kind: 'unavailable', reason: 'busy' });
     queue.close();
     for (const answer of await Promise.all(waiting)) expect(answer).toMatchObject({ kind: 'unavailable', reason: 'busy' });
+  });
+
+  it('a consumer whose head waits for a reason of its own (its points owed to others) holds up no other consumer', async () => {
+    const held = new Set(['held']);
+    const { ask, free, served, queue } = harness({ held });
+    const stuck = ask('held'); // first in line, smallest tag
+    const others = [ask('a'), ask('b')];
+    await free(2);
+    await Promise.all(others);
+    expect(served).toEqual(['a', 'b']);
+    held.clear();
+    await free(1);
+    expect(await stuck).toMatchObject({ kind: 'lease' });
+    expect(queue.length()).toBe(0);
+  });
+
+  it('a newcomer never takes what came back before the waiters had their turn', async () => {
+    const { ask, returned, served, queue } = harness();
+    const waiting = [ask('greedy'), ask('polite')];
+    returned(2); // two slots back, no pump yet (the wake-up timer has not fired)
+    const newcomer = ask('greedy');
+    await Promise.all(waiting);
+    expect(served).toEqual(['greedy', 'polite']);
+    expect(queue.length()).toBe(1); // the newcomer waits its turn
+    returned(1);
+    queue.pump();
+    expect(await newcomer).toMatchObject({ kind: 'lease' });
   });
 
   it('bounded per consumer: a flood fills only its own lane, and another consumer still waits its turn', async () => {

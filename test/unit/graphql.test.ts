@@ -9,7 +9,10 @@ import { canonicalJson, graphqlCacheKey, type GraphqlKeyInput } from '../../src/
 import { graphqlEndpoint, graphqlRequestPath } from '../../src/http/graphql-endpoint.js';
 import { documentTooBig, MAX_NESTING, MAX_TOKENS } from '../../src/paths/graphql/limits.js';
 import { pooledQuery, type PooledQuery, type Refusal } from '../../src/paths/graphql/operation.js';
-import { cacheableAnswer, isRateLimited, tokenStatus } from '../../src/pool/rules/graphql-rate-limit.js';
+import { isRateLimited, tokenStatus } from '../../src/pool/rules/graphql-rate-limit.js';
+import { storableData } from '../../src/cache/rules/graphql-tags.js';
+
+const cacheableAnswer = (status: number, type: string, answer: Buffer): boolean => storableData(status, type, answer) !== undefined;
 
 const call = (body: unknown): PooledQuery | Refusal => pooledQuery(typeof body === 'string' ? body : JSON.stringify(body));
 

@@ -23,6 +23,7 @@ import type { Validators } from './validators.js';
 import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
 import type { CacheRequest } from './request.js';
 import { parseSurrogateControl, withSurrogate } from './surrogate-control.js';
+import { asNegative, negativeLifetime } from './negative.js';
 
 /** What the upstream exchange produced: a fetch on a token (or without one), or no token to use. */
 export type Got =
@@ -119,6 +120,18 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
           varyStar: vary === undefined,
         });
   const transient = isTransient(fetched.status, fetched.headers);
+  // A 404 or 410 the GitHub policies keep for a while (negative.ts).
+  const negative = reason === 'status' ? negativeLifetime(req.policy, fetched.status, req.method) : undefined;
+  if (negative !== undefined)
+    return {
+      kind: 'entry',
+      entry: asNegative(entry, negative),
+      fwdStatus: fetched.status,
+      storeKey: key,
+      dropKey: undefined,
+      transient,
+      token,
+    };
   // A failure with explicit freshness (`rfc9111`) is stored, but never in place of a stored entry:
   // that entry stays the stale-if-error fallback.
   if (reason === null && !(transient && stale !== undefined))

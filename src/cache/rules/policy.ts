@@ -37,6 +37,8 @@ export interface FreshnessPolicy {
    * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/webhook-coverage.ts). Unset: none.
    */
   freshFloor?: number;
+  /** How long a 404 or 410 to a GET is stored under the GitHub policies, seconds (negative.ts); unset or 0: never. */
+  negativeSeconds?: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export function policyOf(cache: UpstreamConfig['cache']): FreshnessPolicy {
     staleIfError: cache.stale_if_error_seconds,
     staleWhileRevalidate: cache.stale_while_revalidate_seconds,
     heuristicFraction: cache.heuristic_fraction,
+    negativeSeconds: cache.negative_seconds,
   };
 }
 

@@ -27,7 +27,8 @@ export function refreshWindowMs(lifetime: number): number {
 
 /**
  * When to revalidate an entry read at `now`, or undefined when it is not refreshed ahead: no
- * validators (a refresh would be a full answer, never free), not a 200, or no freshness left.
+ * validators (a refresh would be a full answer, never free; `validators: false` for GraphQL
+ * answers, which have none and are refreshed in full), not a 200, or no freshness left.
  * `jitter` in [0, 1) places it within the first half of the window; a read already inside the
  * window refreshes at once.
  */
@@ -35,8 +36,9 @@ export function refreshAt(
   entry: Timed & Pick<CacheEntry, 'status' | 'etag' | 'lastModified'>,
   now: number,
   jitter: number,
+  validators = true,
 ): number | undefined {
-  if (entry.status !== 200 || (entry.etag === undefined && entry.lastModified === undefined)) return undefined;
+  if (entry.status !== 200 || (validators && entry.etag === undefined && entry.lastModified === undefined)) return undefined;
   if (entry.lifetime <= 0) return undefined;
   const until = freshUntil(entry);
   if (until <= now) return undefined;

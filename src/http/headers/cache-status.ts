@@ -9,6 +9,7 @@
  *   fwd=bypass                           not a cacheable request (method, Range, policy none)
  *   fwd=vary-miss; fwd-status=200; detail=coding   a stored entry in a coding the client refused (no-transform): forwarded
  *   fwd=miss; detail=only-if-cached      504: nothing usable stored
+ *   hit; ttl=42; key="gql:..."           a GraphQL answer names its key (a SHA-256: nothing of the query or credential)
  */
 
 import type { CacheOutcome } from '../../platform/metrics/quota-saved.js';
@@ -23,6 +24,8 @@ export interface CacheStatusInput {
   stored?: boolean;
   collapsed?: boolean;
   detail?: string;
+  /** The cache key (RFC 9211 `key`): GraphQL answers name theirs, for `etagere cache inspect --graphql`. */
+  key?: string;
 }
 
 export function cacheStatus(input: CacheStatusInput): string {
@@ -34,5 +37,6 @@ export function cacheStatus(input: CacheStatusInput): string {
   if (input.stored) value += '; stored';
   if (input.collapsed) value += '; collapsed';
   if (input.detail !== undefined) value += `; detail=${input.detail}`;
+  if (input.key !== undefined) value += `; key="${input.key}"`;
   return value;
 }

@@ -3,10 +3,15 @@
  *
  *   POST /admin/purge        JSON {"path": "/repos/o/r"} or {"prefix": "/repos/o/"}, optionally
  *                            "upstream": "github": marks every entry in the scope stale, on every
- *                            replica (Redis bus); answers with the entries marked here
+ *                            replica (Redis bus); answers with the entries marked here.
+ *                            {"tag": "repo:o/r"} (or owner:LOGIN, node:ID; also ?tag=): drops every
+ *                            GraphQL answer and stored 404 filed under the tag, on every replica
  *   GET  /admin/cache?path=/repos/o/r[&upstream=github][&body=1]
  *                            this process's L1 entries for that path (src/cache/rules/inspect.ts): no
  *                            secret ever; bodies only on request and only of anonymous and pool entries
+ *   GET  /admin/cache?graphql=KEY
+ *                            the GraphQL answer under KEY (its Cache-Status names it), in L1 or L2,
+ *                            and the tags it is filed under
  *   GET  /admin/cache/stats[?top=N]
  *                            entries, bytes, and the busiest paths by hits and by upstream spend
  *
@@ -18,9 +23,12 @@
  * prefix "/repos/o/" covers "/repos/o/r" and never "/repos/other").
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { entryView, keyParts, type EntryView } from '../../cache/rules/inspect.js';
+import { entryView, fetcherOf, keyParts, type EntryView } from '../../cache/rules/inspect.js';
 import { normalPath, type PathScope } from '../../cache/rules/path-scope.js';
 import type { Tiers } from '../../cache/store/tiers.js';
+import type { TagStore } from '../../cache/store/tags.js';
+import { isTag, normalTag } from '../../cache/rules/tags.js';
+import { currentAge } from '../../cache/rules/policy.js';
 import { readBody } from '../../http/body.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PathRow } from '../../platform/metrics/top-paths.js';
@@ -32,6 +40,8 @@ export interface CacheAdminDeps {
   readonly metrics: Metrics;
   /** Whether marks reach the other replicas (Redis configured). */
   readonly shared: boolean;
+  /** Where GraphQL answers and stored 404s are filed by tag. */
+  readonly tags?: TagStore | undefined;
 }
 
 export interface Answer {
@@ -66,6 +76,11 @@ export async function readCacheCall(req: IncomingMessage, path: string): Promise
     return path === '/admin/cache' ? { kind: 'inspect', query } : { kind: 'stats', query };
   }
   if (req.method !== 'POST') return notAllowed('POST');
+  const tag = new URLSearchParams(query).get('tag');
+  if (tag !== null && Number(req.headers['content-length'] ?? 0) === 0 && req.headers['transfer-encoding'] === undefined) {
+    req.resume();
+    return { kind: 'purge', body: { tag } };
+  }
   const read = await readBody(req, MAX_PURGE_BODY);
   if (read.kind !== 'read') return problem(read.kind === 'too-large' ? 413 : 400, 'the body must be a small JSON object');
   let body: unknown;
@@ -80,7 +95,58 @@ export async function readCacheCall(req: IncomingMessage, path: string): Promise
 
 const topOf = (query: URLSearchParams): number => Math.min(100, Math.max(1, Number.parseInt(query.get('top') ?? '10', 10) || 10));
 
-export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Answer {
+/** The GraphQL key form: `gql:` and 43 base64url characters (src/paths/graphql/cache-key.ts). */
+const GRAPHQL_KEY = /^gql:[A-Za-z0-9_-]{43}$/;
+
+/** Drops every entry filed under a tag, on every replica. */
+async function purgeTag(deps: CacheAdminDeps, body: Record<string, unknown>): Promise<Answer> {
+  if (Object.keys(body).length !== 1)
+    return problem(400, '"tag" goes alone (no path, prefix or upstream: a tag names entries of every upstream)');
+  const tag = body.tag;
+  if (typeof tag !== 'string' || !isTag(tag))
+    return problem(400, '"tag" must be repo:OWNER/NAME, owner:LOGIN or node:ID (a GraphQL global node id)');
+  if (deps.tags === undefined) return problem(404, 'no entry is filed by tag here');
+  const purged = await deps.tags.purge([normalTag(tag)]);
+  deps.metrics.cachePurges.inc({ scope: 'tag' });
+  deps.metrics.cacheTagPurges.inc({ source: 'purge' }, purged);
+  return {
+    status: 200,
+    value: { tag: normalTag(tag), purged, marked: 0, replicas: deps.shared ? 'every replica (Redis)' : 'this process' },
+  };
+}
+
+/** The GraphQL answer under a key: in this process's L1, else L2, and its tags. */
+async function inspectGraphql(deps: CacheAdminDeps, key: string): Promise<Answer> {
+  if (!GRAPHQL_KEY.test(key)) return problem(400, 'give ?graphql=KEY, the key="gql:..." of a GraphQL answer\'s Cache-Status');
+  let entry = deps.tiers.l1.peek(key);
+  let tier = 'L1';
+  if (entry === undefined && deps.tiers.shared !== undefined) {
+    const found = await deps.tiers.shared.l2.lookup(key);
+    if (found.kind === 'hit') [entry, tier] = [found.entry, 'L2'];
+  }
+  const filed = await deps.tags?.filed(key);
+  const note = 'GraphQL answers are never shown whole: the key, the tags and the figures are';
+  if (entry === undefined) return { status: 200, value: { path: '/graphql', key, entries: [], note } };
+  const age = currentAge(entry, Date.now());
+  const view = {
+    upstream: filed?.about?.upstream ?? null,
+    path: '/graphql',
+    key,
+    operation: filed?.about?.what ?? null,
+    partition: filed?.about?.partition ?? null,
+    tier,
+    status: entry.status,
+    age,
+    ttl: entry.lifetime - age,
+    size: entry.body.length,
+    fetched_by: fetcherOf(entry.fetchedBy),
+    stored_at: new Date(entry.storedAt).toISOString(),
+    tags: filed?.tags ?? [],
+  };
+  return { status: 200, value: { path: '/graphql', key, entries: [view], note } };
+}
+
+export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Answer | Promise<Answer> {
   const upstreamsOf = (named: unknown): string[] | Answer => {
     if (named === undefined || named === null) return [...deps.upstreams];
     if (typeof named !== 'string' || !deps.upstreams.includes(named))
@@ -88,9 +154,10 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
     return [named];
   };
 
-  const purge = (body: Record<string, unknown>): Answer => {
+  const purge = (body: Record<string, unknown>): Answer | Promise<Answer> => {
+    if (body.tag !== undefined) return purgeTag(deps, body);
     const unknown = Object.keys(body).filter((key) => key !== 'upstream' && key !== 'path' && key !== 'prefix');
-    if (unknown.length > 0) return problem(400, `unknown field "${unknown[0]!.slice(0, 40)}" (fields: upstream, path, prefix)`);
+    if (unknown.length > 0) return problem(400, `unknown field "${unknown[0]!.slice(0, 40)}" (fields: upstream, path, prefix; or tag)`);
     const prefix = body.prefix !== undefined;
     const given = prefix ? body.prefix : body.path;
     if ((body.path === undefined) === (body.prefix === undefined)) return problem(400, 'give exactly one of "path" and "prefix"');
@@ -113,7 +180,9 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
     };
   };
 
-  const inspect = (query: URLSearchParams): Answer => {
+  const inspect = (query: URLSearchParams): Answer | Promise<Answer> => {
+    const graphql = query.get('graphql');
+    if (graphql !== null) return inspectGraphql(deps, graphql);
     const given = query.get('path');
     if (given === null || !PATH.test(given))
       return problem(400, 'give ?path=/a/path (the path as requested through the proxy, without query)');
@@ -184,7 +253,8 @@ export function combineAnswers(call: CacheCall, answers: readonly Answer[]): Ans
   const sum = (name: string): number => values.reduce((total, value) => total + Number(value[name] ?? 0), 0);
   if (call.kind === 'purge') {
     const replicas = first.replicas === 'this process' ? "this machine's workers" : first.replicas;
-    return { status: 200, value: { ...first, marked: sum('marked'), replicas, workers: answers.length } };
+    const purged = first.tag === undefined ? {} : { purged: sum('purged') };
+    return { status: 200, value: { ...first, marked: sum('marked'), ...purged, replicas, workers: answers.length } };
   }
   if (call.kind === 'inspect') {
     const entries = values.flatMap((value, worker) => (value.entries as object[]).map((entry) => ({ ...entry, worker })));

@@ -1,41 +1,44 @@
 /**
  * The GraphQL request path (`POST <route>/graphql` on an upstream with `graphql: true`):
  *
- *   credential -> client's own: passed through unchanged (http-proxy-3)
- *              -> pool: body (capped) -> queries only (operation.ts) -> cache -> pool token -> answer
+ *   credential -> pool: body (capped) -> queries only (operation.ts) -> cached query (query.ts)
+ *              -> client's own: body (capped) -> a query: cached query, in the credential's partition
+ *                                            -> a mutation: sent as it is, then what it touches purged
+ *                                            -> anything else, or a body past the cap: sent as it is
+ *              -> none: passed through unchanged (GitHub answers 401)
  *
- * A pooled call goes upstream on a token chosen in the `graphql` resource, as JSON rebuilt from
- * what was checked (so the upstream runs exactly the query the proxy let through). Its answer
- * settles the token like a REST answer, except that a 200 whose errors say RATE_LIMITED counts as
- * a rate limit (rate-limited.ts): the token is paused or spent and the call is tried on another
- * one. The consumer sees the pool's x-ratelimit-* of the `graphql` resource. With
- * `graphql_cache_seconds`, answers without errors are kept that long under a key of the
- * normalised query, its variables, operation name and the pool's partition (cache-key.ts).
+ * A pooled call goes upstream on a token of the `graphql` resource (send.ts) and the consumer sees
+ * the pool's x-ratelimit-*. With `graphql_cache_seconds` 0, or a pool whose tokens are not
+ * equivalent (a token's answer is its own), nothing is cached. A mutation purges the answers filed
+ * under the ids of its input and of its answer (src/cache/rules/graphql-tags.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { POOL } from '../../cache/rules/key.js';
+import { mutationTags } from '../../cache/rules/graphql-tags.js';
+import { POOL, type Partitioner } from '../../cache/rules/key.js';
+import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import { cacheStatus } from '../../http/headers/cache-status.js';
-import { dropHopByHop, graphqlHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
+import { dropHopByHop } from '../../http/headers/hop-by-hop.js';
 import { headerValue } from '../../http/headers/value.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { answer, writeError } from '../../http/answer.js';
-import type { AnswerContext } from '../context.js';
 import { resolveCredential, type Credential, type CredentialRules } from '../../pool/consumers/credential.js';
 import { UNKNOWN_CONSUMER, type OidcPresented } from '../../pool/consumers/gate.js';
 import { errors } from '../../http/errors.js';
-import { NOT_SERVED, streamReply, type Reply, type Served } from '../../http/reply.js';
+import { NOT_SERVED, type Reply, type Served } from '../../http/reply.js';
 import type { UpstreamRuntime } from '../upstreams.js';
-import { consumerOf, fetchPooled, type PoolContext } from '../../pool/pooled-fetch.js';
-import { TOKEN_HEADER, type PoolHeaders } from '../../pool/rules/pool-headers.js';
+import type { PoolContext } from '../../pool/pooled-fetch.js';
 import { classifyUpstreamError } from '../../upstream/client.js';
 import { readBody } from '../../http/body.js';
-import { graphqlCacheKey } from './cache-key.js';
 import { MAX_BODY_BYTES } from './limits.js';
-import { pooledQuery, type PooledQuery } from './operation.js';
-import { cacheableAnswer, tokenStatus } from '../../pool/rules/graphql-rate-limit.js';
-import type { GraphqlAnswer, GraphqlCache, GraphqlRuntime } from './runtime.js';
-import { ATTR, SPANS, type SpanHandle } from '../../platform/trace/tracing.js';
+import { clientCall, pooledQuery, type ClientCall } from './operation.js';
+import type { GraphqlRuntime } from './runtime.js';
+import type { GraphqlAnswers } from './answer-cache.js';
+import { continued } from './client-body.js';
+import { createCachedQuery, type QueryCall } from './query.js';
+import { passedOn, type ReplyFor } from './replies.js';
+import { createSend, queryBody, type Send } from './send.js';
+import type { SpanHandle } from '../../platform/trace/tracing.js';
 
 /** A routed GraphQL request: what the handler knows when it hands it over. */
 export interface GraphqlRoute {
@@ -59,6 +62,9 @@ export interface GraphqlTrace {
 
 export interface GraphqlDeps {
   readonly pool: PoolContext | undefined;
+  readonly partitioner: Partitioner;
+  readonly answers: GraphqlAnswers;
+  readonly refreshAhead?: RefreshScheduler | undefined;
   readonly maxEntryBytes: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -66,89 +72,20 @@ export interface GraphqlDeps {
 
 export type GraphqlPath = (req: IncomingMessage, res: ServerResponse, route: GraphqlRoute, trace: GraphqlTrace) => Served | Promise<Served>;
 
-interface Call extends AnswerContext {
-  readonly route: string;
-  readonly path: string;
-  readonly cred: Credential & { kind: 'pool' };
-  readonly graphql: GraphqlRuntime;
-  readonly span: SpanHandle | undefined;
-}
+/** A call past its credential: what every step reads. */
+type Call = Omit<QueryCall, 'partition'>;
 
-/** Headers of a stored answer served again (the pool's x-ratelimit-* and Cache-Status are added then). */
-const STORED_HEADERS = ['content-type', 'x-github-media-type'] as const;
+export function createGraphqlPath(deps: GraphqlDeps): GraphqlPath {
+  const { pool, partitioner, answers, metrics, logger } = deps;
+  const send: Send = createSend(deps);
+  const cachedQuery = createCachedQuery({ answers, send, metrics, logger, refreshAhead: deps.refreshAhead });
 
-/** Headers of a request that select its answer, in the cache key's order. */
-const SELECTING = ['accept', 'graphql-features', 'x-github-api-version'] as const;
-
-export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: GraphqlDeps): GraphqlPath {
   const refused = (call: Call, reply: ReturnType<typeof errors.graphqlRefused>, reason: string): Served => {
     metrics.graphqlRefused.inc({ upstream: call.upstream.cfg.name, reason });
     return answer(call, reply);
   };
 
-  const fromCache = (call: Call, tokens: PoolContext, cache: GraphqlCache, key: string): Served | undefined => {
-    const hit = cache.get(key);
-    if (hit === undefined) return undefined;
-    const age = Math.max(0, Math.floor((Date.now() - hit.storedAt) / 1000));
-    const headers: Record<string, string> = { ...hit.headers, ...tokens.headers.forResource('graphql').record(), age: String(age) };
-    if (hit.token !== undefined) headers[TOKEN_HEADER] = hit.token;
-    headers['cache-status'] = cacheStatus({ hit: true, ttl: cache.ttlSeconds - age });
-    return answer(call, {
-      kind: 'body',
-      status: 200,
-      headers,
-      body: hit.body,
-      outcome: 'hit',
-      upstreamStatus: undefined,
-      token: hit.token,
-    });
-  };
-
-  /** The upstream's answer to the call, as a reply (and stored when the cache may keep it). */
-  const exchange = async (
-    call: Call,
-    tokens: PoolContext,
-    query: PooledQuery,
-    key: string | undefined,
-    parent = call.span,
-  ): Promise<Reply> => {
-    const headers = graphqlHeadersForUpstream(call.req.headers);
-    headers['content-type'] = 'application/json; charset=utf-8';
-    headers['x-request-id'] = call.id;
-    const body = Buffer.from(JSON.stringify({ query: query.query, variables: query.variables, operationName: query.operationName }));
-    const request = { method: 'POST' as const, path: call.graphql.upstreamPath(call.path), headers, body, tokenStatus, parent };
-    const got = await fetchPooled(call.upstream.client, request, maxEntryBytes, tokens.pool, undefined, consumerOf(tokens, call.cred));
-    const poolHeaders: PoolHeaders = tokens.headers.forResource('graphql');
-    if (got.kind === 'unavailable') return errors.poolUnavailable(got.reason, got.retryAfterSeconds, poolHeaders.record());
-    const { f: fetched, token } = got;
-    if (fetched.kind === 'failed') {
-      metrics.countUpstream(call.upstream.cfg.name, call.route, 'error');
-      logger.warn({ reqId: call.id, upstream: call.upstream.cfg.name, err: fetched.failure.detail }, 'upstream request failed');
-      return errors.upstreamFailed(call.upstream.cfg, fetched.failure, { outcome: 'error', upstreamStatus: undefined, token });
-    }
-    const seconds = fetched.kind === 'response' ? (fetched.responseTime - fetched.requestTime) / 1000 : undefined;
-    metrics.countUpstream(call.upstream.cfg.name, call.route, fetched.status, seconds);
-    const stored = key !== undefined && fetched.kind === 'response' && store(call.graphql.cache!, key, fetched, token);
-    const status = key === undefined ? cacheStatus({ fwd: 'bypass' }) : cacheStatus({ fwd: 'miss', fwdStatus: fetched.status, stored });
-    const parts = fetched.kind === 'response' ? { head: [fetched.body], rest: undefined } : { head: fetched.head, rest: fetched.rest };
-    const reply = streamReply({
-      status: fetched.status,
-      upstreamHeaders: fetched.headers,
-      cacheStatus: status,
-      pool: poolHeaders,
-      token,
-      ...parts,
-      headersOnly: false,
-      onBodyError: (err: unknown) => {
-        // Headers already went out (a body over cache.max_entry_bytes streams): the connection is cut.
-        logger.warn({ reqId: call.id, upstream: call.upstream.cfg.name, err: classifyUpstreamError(err).detail }, 'upstream body failed');
-      },
-    });
-    return key === undefined ? reply : { ...reply, outcome: 'miss' };
-  };
-
   const pooled = async (call: Call, tokens: PoolContext): Promise<Served> => {
-    dropHopByHop(call.req.headers);
     const read = await readBody(call.req, MAX_BODY_BYTES);
     if (read.kind === 'failed') return NOT_SERVED; // the client went away
     if (read.kind === 'too-large') {
@@ -157,18 +94,53 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
     }
     const query = pooledQuery(read.body.toString('utf8'));
     if (query.kind === 'refused') return refused(call, errors.graphqlRefused(query.status, query.message), query.reason);
-    const cache = tokens.pool.equivalent ? call.graphql.cache : undefined; // a token-specific answer is never shared
-    const key = cache === undefined ? undefined : keyOf(call, query);
-    const hit = cache === undefined || key === undefined ? undefined : fromCache(call, tokens, cache, key);
-    if (hit !== undefined) return hit;
-    const { tracing } = call.upstream.client;
-    if (!tracing.on) return answer(call, await exchange(call, tokens, query, key));
-    const attributes = {
-      'graphql.operation.type': 'query',
-      'graphql.operation.name': query.operationName?.slice(0, 128) ?? undefined,
-      [ATTR.upstream]: call.upstream.cfg.name,
-    };
-    return answer(call, await tracing.child(SPANS.graphql, call.span, attributes, (span) => exchange(call, tokens, query, key, span)));
+    // A token's answer is its own when the tokens are not equivalent: nothing is shared.
+    if (call.graphql.ttlSeconds === 0 || !tokens.pool.equivalent)
+      return answer(call, (await uncached(send, call, queryBody(query), 'query')).reply);
+    return cachedQuery({ ...call, partition: POOL }, query);
+  };
+
+  /**
+   * A mutation with a client's own credential: sent as it is, then what it touched is purged before
+   * its answer goes out (the client's next read, on this replica, shows its change).
+   */
+  const mutation = async (call: Call, body: Buffer, sent: Extract<ClientCall, { kind: 'mutation' }>): Promise<Served> => {
+    const { reply, data } = await uncached(send, call, body, 'as-sent');
+    const answered = data === undefined ? undefined : parsedData(data);
+    const tags = sent.mutations.flatMap((operation) => mutationTags(sent.document, operation, sent.variables, answered));
+    try {
+      metrics.cacheTagPurges.inc({ source: 'mutation' }, await answers.purge([...new Set(tags)]));
+    } catch (err) {
+      logger.warn({ reqId: call.id, err: (err as Error).message }, 'purge after a mutation failed');
+    }
+    return answer(call, reply);
+  };
+
+  const own = async (call: Call): Promise<Served> => {
+    const read = await readBody(call.req, MAX_BODY_BYTES, true);
+    if (read.kind === 'failed') return NOT_SERVED;
+    if (read.kind === 'too-large') return forward(call, read.head);
+    const sent = clientCall(read.body.toString('utf8'));
+    if (sent.kind === 'query' && call.graphql.ttlSeconds > 0)
+      return cachedQuery({ ...call, partition: partitioner.partitionOf(headerValue(call.req.headers.authorization)) }, sent);
+    if (sent.kind === 'mutation') return mutation(call, read.body, sent);
+    return answer(call, (await uncached(send, call, read.body, 'as-sent')).reply);
+  };
+
+  /** Streamed upstream unread (http-proxy-3): `head`, what was read of the body before the rest. */
+  const forward = (call: Call, head?: Buffer[]): Served => {
+    call.res.setHeader('x-request-id', call.id);
+    const { graphql, path } = call;
+    graphql.passThrough.forward(
+      call.req,
+      call.res,
+      path,
+      graphql.upstreamPath(path),
+      call.id,
+      call.span,
+      head && continued(head, call.req),
+    );
+    return NOT_SERVED;
   };
 
   return (req, res, route, trace) => {
@@ -181,43 +153,62 @@ export function createGraphqlPath({ pool, maxEntryBytes, metrics, logger }: Grap
       return NOT_SERVED;
     }
     trace.ctx = { upstream, cred, pathname: route.path.split('?', 1)[0]! };
-    if (cred.kind !== 'pool' || pool === undefined) {
-      // A client's own credential (or none): its call goes as it is, mutations included.
-      res.setHeader('x-request-id', id);
-      graphql.passThrough.forward(req, res, route.path, graphql.upstreamPath(route.path), id, route.span);
-      return NOT_SERVED;
-    }
-    const call: Call = { req, res, id, upstream, method: 'POST', route: trace.route, path: route.path, cred, graphql, span: route.span };
-    return pooled(call, pool).catch((err: unknown) => {
+    const onBodyError = (err: unknown): void => {
+      // Headers already went out (a body over cache.max_entry_bytes streams): the connection is cut.
+      logger.warn({ reqId: id, upstream: upstream.cfg.name, err: classifyUpstreamError(err).detail }, 'upstream body failed');
+    };
+    const tokens = cred.kind === 'pool' ? pool : undefined;
+    const to: ReplyFor = { cfg: upstream.cfg, pool: tokens?.headers.forResource('graphql'), onBodyError };
+    const call: Call = {
+      req,
+      res,
+      id,
+      upstream,
+      method: 'POST',
+      route: trace.route,
+      path: route.path,
+      cred,
+      graphql,
+      span: route.span,
+      headers: req.headers,
+      to,
+    };
+    // Without a credential (and no pool to lend one) the call goes as it is: GitHub answers it.
+    if (tokens === undefined && cred.kind !== 'client') return forward(call);
+    dropHopByHop(req.headers);
+    const path = tokens === undefined ? own(call) : pooled(call, tokens);
+    return path.catch((err: unknown) => {
       logger.error({ reqId: id, err: (err as Error).message }, 'graphql call failed');
       return answer(call, errors.internal(upstream.cfg));
     });
   };
 }
 
-function keyOf(call: Call, query: PooledQuery): string {
-  return graphqlCacheKey({
-    upstream: call.upstream.cfg.name,
-    partition: POOL,
-    document: query.document,
-    variables: query.variables,
-    operationName: query.operationName,
-    selecting: SELECTING.map((name) => headerValue(call.req.headers[name])),
-  });
+/** A call sent as it is (uncached): its answer passed on, with Cache-Status `fwd=bypass`, and its body when it was read. */
+async function uncached(
+  send: Send,
+  call: Call,
+  body: Buffer,
+  kind: 'query' | 'as-sent',
+): Promise<{ reply: Reply; data: Buffer | undefined }> {
+  const got = await send(call, body, kind, call.span, false);
+  if (got.kind === 'unavailable')
+    return { reply: errors.poolUnavailable(got.reason, got.retryAfterSeconds, call.to.pool?.record() ?? {}), data: undefined };
+  const { fetched, token } = got;
+  if (fetched.kind === 'failed') {
+    const served = { outcome: 'error' as const, upstreamStatus: undefined, token };
+    return { reply: errors.upstreamFailed(call.upstream.cfg, fetched.failure, served), data: undefined };
+  }
+  const data = fetched.kind === 'response' ? fetched.body : undefined;
+  return { reply: passedOn(call.to, fetched, token, cacheStatus({ fwd: 'bypass' })), data };
 }
 
-type StoredFrom = { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer };
-
-/** Keeps an answer without errors; returns whether it did. */
-function store(cache: GraphqlCache, key: string, fetched: StoredFrom, token: string | undefined): boolean {
-  const contentType = headerValue(fetched.headers['content-type']);
-  if (!cacheableAnswer(fetched.status, contentType, fetched.body)) return false;
-  const headers: Record<string, string> = {};
-  for (const name of STORED_HEADERS) {
-    const value = headerValue(fetched.headers[name]);
-    if (value !== undefined) headers[name] = value;
+/** A mutation answer's `data`, when it is JSON (its ids are purged). */
+function parsedData(body: Buffer): unknown {
+  try {
+    const value = JSON.parse(body.toString('utf8')) as { data?: unknown };
+    return value !== null && typeof value === 'object' ? value.data : undefined;
+  } catch {
+    return undefined;
   }
-  const entry: GraphqlAnswer = { headers, body: fetched.body, token, storedAt: Date.now() };
-  cache.set(key, entry);
-  return true;
 }

@@ -15,14 +15,31 @@
 import { Kind, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { documentTooBig, MAX_NESTING, MAX_TOKENS, nestsTooDeep } from './limits.js';
 
-/** A query the pool may run: what goes upstream, and the parsed document (for the cache key). */
+/** A query the pool may run: what goes upstream, and the parsed document (for the cache key and the tags). */
 export interface PooledQuery {
   readonly kind: 'query';
   readonly query: string;
   readonly variables: Readonly<Record<string, unknown>> | undefined;
   readonly operationName: string | undefined;
   readonly document: DocumentNode;
+  /** The operation the upstream runs. */
+  readonly operation: OperationDefinitionNode;
 }
+
+/**
+ * A call made with a client's own credential: a query (cached in its partition), a document that
+ * holds a mutation (sent as it is; what it touches is purged after: `mutations`), or anything else
+ * (a subscription, a body that does not parse: sent as it is, never cached).
+ */
+export type ClientCall =
+  | PooledQuery
+  | {
+      readonly kind: 'mutation';
+      readonly variables: Readonly<Record<string, unknown>> | undefined;
+      readonly document: DocumentNode;
+      readonly mutations: readonly OperationDefinitionNode[];
+    }
+  | { readonly kind: 'other' };
 
 /** Why a request was refused: a bounded set (a metric label). */
 export type RefusalReason = 'bad_json' | 'limits' | 'parse' | 'operation' | 'mutation' | 'subscription';
@@ -92,24 +109,44 @@ function refusedKind(kind: 'mutation' | 'subscription'): Refusal {
   );
 }
 
-/** A pooled consumer's request body as a query the pool may run, or why not. */
-export function pooledQuery(text: string): PooledQuery | Refusal {
+/** A body parsed within limits.ts's bounds, or why not. */
+function parsedBody(text: string): { body: Body; document: DocumentNode } | Refusal {
   const body = bodyOf(text);
   if (isRefusal(body)) return body;
   if (nestsTooDeep(body.variables)) return refuse(400, 'limits', `The GraphQL variables nest deeper than ${MAX_NESTING} levels`);
   const tooBig = documentTooBig(body.query);
   if (tooBig !== undefined) return refuse(400, 'limits', `The GraphQL document is too large for the proxy: ${tooBig}`);
-  let document: DocumentNode;
   try {
-    document = parse(body.query, { maxTokens: MAX_TOKENS, noLocation: true });
+    return { body, document: parse(body.query, { maxTokens: MAX_TOKENS, noLocation: true }) };
   } catch (err) {
     return refuse(400, 'parse', `The GraphQL document does not parse: ${(err as Error).message.slice(0, 200)}`);
   }
+}
+
+/** A pooled consumer's request body as a query the pool may run, or why not. */
+export function pooledQuery(text: string): PooledQuery | Refusal {
+  const parsed = parsedBody(text);
+  if (isRefusal(parsed)) return parsed;
+  const { body, document } = parsed;
   const operations = operationsOf(document);
   const picked = pick(operations, body.operationName);
   if (isRefusal(picked)) return picked;
   if (picked.operation !== 'query') return refusedKind(picked.operation);
   const writer = operations.find((operation) => operation.operation !== 'query');
   if (writer !== undefined) return refusedKind(writer.operation as 'mutation' | 'subscription');
-  return { kind: 'query', query: body.query, variables: body.variables, operationName: body.operationName, document };
+  return { kind: 'query', query: body.query, variables: body.variables, operationName: body.operationName, document, operation: picked };
+}
+
+/** What a call with a client's own credential is (nothing is refused: the upstream answers it). */
+export function clientCall(text: string): ClientCall {
+  const parsed = parsedBody(text);
+  if (isRefusal(parsed)) return { kind: 'other' };
+  const { body, document } = parsed;
+  const operations = operationsOf(document);
+  const mutations = operations.filter((operation) => operation.operation === 'mutation');
+  if (mutations.length > 0) return { kind: 'mutation', variables: body.variables, document, mutations };
+  const picked = pick(operations, body.operationName);
+  if (isRefusal(picked) || picked.operation !== 'query' || operations.some((operation) => operation.operation !== 'query'))
+    return { kind: 'other' };
+  return { kind: 'query', query: body.query, variables: body.variables, operationName: body.operationName, document, operation: picked };
 }

@@ -146,7 +146,7 @@ export function createPassThrough(
     });
   };
   return {
-    forward(req, res, pathname, path, requestId, span) {
+    forward(req, res, pathname, path, requestId, span, body) {
       (req as IncomingMessage & { etagerePathname?: string }).etagerePathname = pathname;
       // The target has no path of its own here: `path` already holds the upstream base path.
       req.url = path;
@@ -160,7 +160,7 @@ export function createPassThrough(
       dropHopByHop(req.headers);
       delete req.headers.connection;
       if (tracing.on) traced(req, res, path, span);
-      proxy.web(req, res, reuse ? {} : { agent: false });
+      proxy.web(req, res, { ...(reuse ? {} : { agent: false }), ...(body === undefined ? {} : { buffer: body }) });
     },
     close() {
       proxy.close();

@@ -14,6 +14,10 @@ import { classify, unselected304, type CacheResult, type Got } from '../../cache
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { CacheEntry } from '../../cache/rules/entry.js';
 import { ANONYMOUS, POOL, type Partitioner } from '../../cache/rules/key.js';
+import { acceptKeyPart } from '../../cache/rules/accept.js';
+import type { TagStore } from '../../cache/store/tags.js';
+import { apiPathname } from '../../http/route.js';
+import { fileNegative } from './negative-filing.js';
 import { planFor, type Plan } from '../../cache/rules/plan.js';
 import type { FreshnessPolicy } from '../../cache/rules/policy.js';
 import { keysFor, type CacheRequest, type Keys, type PoolMembers } from '../../cache/rules/request.js';
@@ -49,6 +53,8 @@ export interface CachedPathDeps {
   readonly metrics?: Metrics | undefined;
   /** L2 lookups, waits on a flight and background revalidations are spans of the request's trace. */
   readonly tracing?: Tracing | undefined;
+  /** Where stored 404s are filed for webhook purges (negative-filing.ts); without it they only expire. */
+  readonly tags?: TagStore | undefined;
 }
 
 /** Serves a GET/HEAD on a caching upstream; synchronous when L1 holds a fresh entry. */
@@ -138,7 +144,7 @@ function requestBuilder(partitioner: Partitioner, pool: PoolContext | undefined)
       upstream: ctx.upstream.cfg.name,
       pathname: ctx.pathname,
       search: ctx.search,
-      accept: headerValue(headers.accept),
+      accept: acceptKeyPart(headerValue(headers.accept), ctx.upstream.sharesAccept),
       apiVersion: headerValue(headers['x-github-api-version']),
       partition,
       selecting: partitioner.selectingDigest(header),
@@ -193,6 +199,10 @@ export function createCachedPath(deps: CachedPathDeps): CachedPath {
       logger.warn({ reqId: ctx.id, upstream: req.upstream, status: result.failure.status }, 'upstream body is not valid JSON');
     }
     tiers.apply(result, sentAt(got), req);
+    if (deps.tags !== undefined) {
+      const where = { upstream: req.upstream, apiPath: apiPathname(ctx.upstream.cfg, req.pathname), partition: req.credential };
+      fileNegative(deps.tags, tiers, logger, result, where, sentAt(got));
+    }
     return result;
   };
 

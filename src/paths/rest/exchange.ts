@@ -12,6 +12,8 @@ import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
 import { storedValidators, validatorsByToken } from '../../cache/rules/validators.js';
 import { CONDITIONAL_HEADERS } from '../../http/headers/conditional.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
+import { headerValue } from '../../http/headers/value.js';
+import { isEquivalentAccept } from '../../cache/rules/accept.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RequestContext } from '../context.js';
@@ -54,6 +56,8 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
     for (const name of CACHE_OWNED) delete headers[name];
     headers['x-request-id'] = ctx.id;
     headers['accept-encoding'] = 'gzip';
+    // Equivalent Accept values share an entry: the upstream sees one spelling (none: GitHub's default), whose validators it gave.
+    if (ctx.upstream.sharesAccept && isEquivalentAccept(headerValue(ctx.req.headers.accept))) delete headers.accept;
     const policy = ctx.upstream.policy.kind;
     // A shared cache in front of the origin: the origin may address it with Surrogate-Control.
     if (policy === 'rfc9111') headers['surrogate-capability'] = SURROGATE_CAPABILITY;

@@ -6,11 +6,13 @@
  * `webhooks.read_timeout_ms` and at a floor rate (408: intake.ts, pace.ts), its signature checked
  * over the raw bytes before anything else is looked at (401, counted, nothing marked), then:
  *
- *   an event the table does not name (events.ts)     202, ignored
+ *   an event the table does not name (events.ts)     202: no path marked; its tags purged
  *   no or a malformed X-GitHub-Delivery, bad payload  400
  *   a delivery id seen before (deliveries.ts)         200, acknowledged, not applied again
  *   otherwise                                         its scopes (scopes.ts) marked stale on every
- *                                                     upstream and every replica; 200 with the counts
+ *                                                     upstream and every replica, the entries filed
+ *                                                     under its tags (webhook-tags.ts) purged; 200
+ *                                                     with the counts
  *
  * The secret is never logged, exported or repeated; a refused delivery is logged without its body.
  */
@@ -26,13 +28,15 @@ import { errors } from '../../http/errors.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../../http/reply.js';
 import type { UpstreamRuntime } from '../upstreams.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
-import { createDeliveries, DELIVERY_ID } from './deliveries.js';
+import { createDeliveries, DELIVERY_ID, type Deliveries } from './deliveries.js';
 import { EVENT_TABLE, type ScopeTemplate } from '../../cache/rules/webhook-events.js';
 import { createIntake, type Intake } from './intake.js';
 import { GRACE_MS, MIN_BYTES_PER_SECOND } from './pace.js';
 import { clientPathOf } from '../../cache/rules/webhook-paths.js';
 import { actionOf, parsePayload } from './payload.js';
 import { scopesFor } from '../../cache/rules/webhook-scopes.js';
+import { deliveryTags } from '../../cache/rules/webhook-tags.js';
+import type { TagStore } from '../../cache/store/tags.js';
 import { verifySignature, wellFormedSignature } from './signature.js';
 
 export interface WebhookReceiver {
@@ -43,6 +47,8 @@ export interface WebhookReceiver {
 
 export interface ReceiverDeps {
   readonly tiers: Tiers;
+  /** GraphQL answers and stored 404s, purged by the tags a delivery names (src/cache/rules/webhook-tags.ts). */
+  readonly tags?: TagStore | undefined;
   readonly upstreams: readonly UpstreamRuntime[];
   readonly redis: RedisConnection | undefined;
   readonly logger: Logger;
@@ -63,9 +69,10 @@ type Outcome = 'applied' | 'duplicate' | 'ignored' | 'bad_signature' | 'too_larg
 export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps): WebhookReceiver | undefined {
   const secret = config.secret;
   if (secret === null) return undefined;
-  const { tiers, upstreams, metrics } = deps;
+  const { tiers, tags, upstreams, metrics } = deps;
   const logger = deps.logger.child({ component: 'webhooks' });
   const deliveries = createDeliveries(deps.redis, DELIVERY_MEMORY);
+  const purges = tags === undefined ? undefined : tagPurges(tags, deliveries, metrics, logger);
   const pace = { deadlineMs: config.read_timeout_ms, minBytesPerSecond: MIN_BYTES_PER_SECOND, graceMs: GRACE_MS };
   const intake = createIntake({ slots: MAX_READING, maxBytes: config.max_body_bytes, pace });
 
@@ -92,8 +99,10 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
     const event = typeof header === 'string' && EVENT_NAME.test(header) ? header : undefined;
     if (event === undefined) return refuse(res, id, errors.badRequest('X-GitHub-Event is missing or malformed'), 'other', 'bad_request');
     if (!Object.hasOwn(EVENT_TABLE, event)) {
+      // No path to mark (a discussion, a project item, ...), but what it carries may be in GraphQL answers.
+      const purged = (await purges?.unknownEvent(req, event, body)) ?? { tags: [], purged: 0 };
       count('other', 'ignored');
-      writeJson(res, 202, { message: `Accepted: the ${event} event marks nothing in the cache; ignored` }, id);
+      writeJson(res, 202, { message: `Accepted: the ${event} event marks no path in the cache`, ...purged }, id);
       return NOT_SERVED;
     }
     const delivery = req.headers['x-github-delivery'];
@@ -109,16 +118,18 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
     }
     const scopes = scopesFor(event, parsed.payload) ?? [];
     const marked = scopes.length === 0 ? 0 : tiers.markStale(onEveryUpstream(scopes), 'webhook');
+    const named = purges === undefined ? [] : deliveryTags(event, parsed.payload);
+    const purged = named.length === 0 ? 0 : await purges!.purge(named);
     const action = actionOf(parsed.payload);
-    count(event, scopes.length === 0 ? 'ignored' : 'applied');
-    logger.info({ event, action, delivery, scopes: scopes.length, marked }, 'webhook delivery applied');
+    count(event, scopes.length === 0 && named.length === 0 ? 'ignored' : 'applied');
+    logger.info({ event, action, delivery, scopes: scopes.length, marked, tags: named.length, purged }, 'webhook delivery applied');
     if (event === 'meta' && action === 'deleted')
       logger.warn(
         { delivery },
         'the webhook was deleted on GitHub: no more deliveries, so webhook_fresh_seconds is no longer backed by them',
       );
-    const message = scopes.length === 0 ? 'Nothing to mark' : 'Applied';
-    writeJson(res, 200, { message, event, delivery, scopes: scopes.map(describe), marked }, id);
+    const message = scopes.length === 0 && named.length === 0 ? 'Nothing to mark' : 'Applied';
+    writeJson(res, 200, { message, event, delivery, scopes: scopes.map(describe), marked, tags: named, purged }, id);
     return NOT_SERVED;
   };
 
@@ -159,6 +170,32 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
         return refuse(res, id, errors.webhookSignature(), '-', 'bad_signature');
       }
       return verified(req, res, id, read.body);
+    },
+  };
+}
+
+/** A delivery's tags purged (src/cache/rules/webhook-tags.ts): a failure is logged, never the delivery's. */
+function tagPurges(tags: TagStore, deliveries: Deliveries, metrics: Metrics, logger: Logger) {
+  const purge = async (named: readonly string[]): Promise<number> => {
+    try {
+      const purged = await tags.purge(named);
+      metrics.cacheTagPurges.inc({ source: 'webhook' }, purged);
+      return purged;
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "purging a delivery's tags failed");
+      return 0;
+    }
+  };
+  return {
+    purge,
+    /** An event the table does not name: its tags, purged when its delivery is well-formed and new (nothing is refused). */
+    async unknownEvent(req: IncomingMessage, event: string, body: Buffer): Promise<{ tags: string[]; purged: number }> {
+      const delivery = req.headers['x-github-delivery'];
+      const parsed = parsePayload(req.headers['content-type'], body);
+      if (!parsed.ok || typeof delivery !== 'string' || !DELIVERY_ID.test(delivery)) return { tags: [], purged: 0 };
+      const named = deliveryTags(event, parsed.payload);
+      if (named.length === 0 || !(await deliveries.firstSeen(delivery))) return { tags: [], purged: 0 };
+      return { tags: named, purged: await purge(named) };
     },
   };
 }

@@ -45,6 +45,8 @@ export const cachePolicySchema = z
     webhook_fresh_seconds: z.number().int().min(0).max(86_400).default(0),
     /** Revalidate an entry read during its freshness lifetime in the background shortly before it expires (src/cache/rules/refresh-ahead.ts). */
     refresh_ahead: z.boolean().default(false),
+    /** A 404 or 410 to a GET is stored this long under the GitHub policies (src/cache/rules/negative.ts); 0: never. */
+    negative_seconds: z.number().int().min(0).max(86_400).default(60),
   })
   .strict()
   .superRefine((cache, ctx) => {
@@ -101,14 +103,15 @@ export const upstreamSchema = z
      * Server /api/graphql upstream); pooled consumers may run queries only.
      */
     graphql: z.boolean().default(false),
-    /** Pooled GraphQL queries answered from a short-lived cache for this long (0: off). */
-    graphql_cache_seconds: z.number().int().min(0).max(3600).default(0),
+    /** GraphQL query answers cached for this long (src/paths/graphql/); unset: 60 with graphql: true, else 0 (off). */
+    graphql_cache_seconds: z.number().int().min(0).max(3600).optional(),
   })
   .strict()
   .superRefine((upstream, ctx) => {
-    if (upstream.graphql_cache_seconds > 0 && !upstream.graphql)
+    if (upstream.graphql_cache_seconds !== undefined && upstream.graphql_cache_seconds > 0 && !upstream.graphql)
       ctx.addIssue({ code: 'custom', path: ['graphql_cache_seconds'], message: 'needs graphql: true' });
-  });
+  })
+  .transform((upstream) => ({ ...upstream, graphql_cache_seconds: upstream.graphql_cache_seconds ?? (upstream.graphql ? 60 : 0) }));
 
 /** A name shown in logs, metrics and /admin: never the secret it stands for. */
 const secretName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/, 'must be 1-63 letters, digits, ".", "_" or "-"');

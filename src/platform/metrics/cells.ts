@@ -66,6 +66,11 @@ export class CellCounter<T extends string> extends Counter<T> {
     return this.cells.of(...values).cell;
   }
 
+  /** Removes the series whose first label value is `first` (a consumer label given up); cells held stop counting. */
+  forget(first: string): void {
+    this.cells.drop(first);
+  }
+
   override async get(): ReturnType<Counter<T>['get']> {
     return this.export() as unknown as Awaited<ReturnType<Counter<T>['get']>>;
   }

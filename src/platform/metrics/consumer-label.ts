@@ -5,7 +5,10 @@
  *   none        nobody: no per-consumer series
  * A label grants nothing: consumer keys alone decide pool access. User-Agents are the client's to
  * choose, so their labels are bounded: a safe charset and length, and at most MAX_AGENT_LABELS
- * distinct values per instance; later ones count as "other", empty or garbage ones as "unknown".
+ * values at a time, held by the agents with the most requests over the last hour. Labels are
+ * handed out first come while there is room, and re-ranked each minute: an agent that stopped
+ * (a flood of one-shot agents) gives its label up to one that sends steadily. The others count as
+ * "other", empty or garbage ones as "unknown". A label given up is `retired` (its series go).
  */
 export type ConsumerLabelMode = 'key' | 'user_agent' | 'none';
 
@@ -36,29 +39,109 @@ export interface ConsumerLabels {
    * key), `userAgent` its User-Agent header. undefined: no per-consumer label.
    */
   of(consumer: string | undefined, userAgent: string | readonly string[] | undefined): string | undefined;
-  /** Distinct User-Agent labels handed out so far ("other" and "unknown" not counted). */
+  /** User-Agent labels held now ("other" and "unknown" not counted). */
   readonly agents: number;
+  /** Bumped each time labels are retired: compare it to know whether `retired()` has anything. */
+  readonly generation: number;
+  /** The labels given up since the last call (their series are to be removed). */
+  retired(): readonly string[];
 }
 
-export function createConsumerLabels(mode: ConsumerLabelMode, maxAgents = MAX_AGENT_LABELS): ConsumerLabels {
-  const seen = new Set<string>();
-  const agentLabel = (userAgent: string | readonly string[] | undefined): string => {
-    const token = productToken(userAgent);
-    if (token === UNKNOWN_AGENT || token === OTHER_AGENT || seen.has(token)) return token;
-    if (seen.size >= maxAgents) return OTHER_AGENT;
-    seen.add(token);
+/** How far back an agent's requests count for its rank, in minutes. */
+export const RANK_MINUTES = 60;
+const MINUTE_MS = 60_000;
+const NONE: readonly string[] = Object.freeze([]);
+
+/**
+ * User-Agent labels by rank. Requests are counted per agent in the current minute (a map pruned to
+ * its busiest `countedPerMinute` agents whenever it holds twice as many, so a flood of one-shot
+ * agents costs bounded memory and work); the last RANK_MINUTES minutes are kept as such counts.
+ * At the first request of a new minute the labels go to the `max` agents with the most requests
+ * over them (labels kept on ties).
+ */
+class AgentLabels {
+  readonly #max: number;
+  readonly #counted: number;
+  readonly #now: () => number;
+  #minute = Number.NEGATIVE_INFINITY;
+  #current = new Map<string, number>();
+  /** The past minutes' counts (busiest agents first), oldest first. */
+  readonly #past: Array<{ minute: number; counts: ReadonlyArray<readonly [string, number]> }> = [];
+  #labels = new Set<string>();
+  #retired: string[] = [];
+  generation = 0;
+
+  constructor(max: number, now: () => number) {
+    this.#max = max;
+    this.#counted = Math.max(8, 4 * max);
+    this.#now = now;
+  }
+
+  get size(): number {
+    return this.#labels.size;
+  }
+
+  /** The label of a product token (not "unknown" nor "other"): counts the request, then its label or "other". */
+  label(token: string): string {
+    const minute = Math.floor(this.#now() / MINUTE_MS);
+    if (minute !== this.#minute) this.#rank(minute);
+    this.#current.set(token, (this.#current.get(token) ?? 0) + 1);
+    if (this.#current.size >= 2 * this.#counted) this.#current = new Map(busiest(this.#current, this.#counted));
+    if (this.#labels.has(token)) return token;
+    if (this.#labels.size >= this.#max) return OTHER_AGENT;
+    this.#labels.add(token);
     return token;
-  };
+  }
+
+  retired(): readonly string[] {
+    if (this.#retired.length === 0) return NONE;
+    const out = this.#retired;
+    this.#retired = [];
+    return out;
+  }
+
+  /** A new minute: the one that ended joins the past, and the labels go to the busiest agents of the last hour. */
+  #rank(minute: number): void {
+    if (this.#current.size > 0) this.#past.push({ minute: this.#minute, counts: busiest(this.#current, this.#counted) });
+    this.#current = new Map();
+    this.#minute = minute;
+    while (this.#past.length > 0 && this.#past[0]!.minute <= minute - RANK_MINUTES) this.#past.shift();
+    const totals = new Map<string, number>();
+    for (const { counts } of this.#past) for (const [token, count] of counts) totals.set(token, (totals.get(token) ?? 0) + count);
+    const held = this.#labels;
+    const ranked = [...totals].sort(
+      ([left, a], [right, b]) => b - a || Number(held.has(right)) - Number(held.has(left)) || (left < right ? -1 : 1),
+    );
+    const next = new Set(ranked.slice(0, this.#max).map(([token]) => token));
+    const before = this.#retired.length;
+    for (const token of held) if (!next.has(token)) this.#retired.push(token);
+    if (this.#retired.length > before) this.generation++;
+    this.#labels = next;
+  }
+}
+
+/** The `count` busiest entries of a count map, busiest first. */
+function busiest(counts: ReadonlyMap<string, number>, count: number): Array<[string, number]> {
+  return [...counts].sort(([, a], [, b]) => b - a).slice(0, count);
+}
+
+export function createConsumerLabels(mode: ConsumerLabelMode, maxAgents = MAX_AGENT_LABELS, now: () => number = Date.now): ConsumerLabels {
+  const agents = new AgentLabels(maxAgents, now);
   return {
     mode,
     of(consumer, userAgent) {
       if (mode === 'key') return consumer;
-      if (mode === 'user_agent') return agentLabel(userAgent);
-      return undefined;
+      if (mode !== 'user_agent') return undefined;
+      const token = productToken(userAgent);
+      return token === UNKNOWN_AGENT || token === OTHER_AGENT ? token : agents.label(token);
     },
     get agents() {
-      return seen.size;
+      return agents.size;
     },
+    get generation() {
+      return agents.generation;
+    },
+    retired: () => agents.retired(),
   };
 }
 

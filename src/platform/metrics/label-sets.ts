@@ -43,6 +43,25 @@ export class LabelSets<V> {
     return value;
   }
 
+  /**
+   * Forgets every label set whose first value is `first` (a consumer label given up): they are
+   * made anew if asked for again. Values are never Maps (the tree's nodes are).
+   */
+  drop(first: string): void {
+    const node = this.root.get(first);
+    if (node === undefined) return;
+    this.root.delete(first);
+    const gone = new Set<V>();
+    const collect = (at: Node<V> | V): void => {
+      if (at instanceof Map) for (const child of at.values()) collect(child);
+      else gone.add(at);
+    };
+    collect(node);
+    const kept = this.all.filter((value) => !gone.has(value));
+    this.all.length = 0;
+    this.all.push(...kept);
+  }
+
   /** Every value made so far, in the order their label sets were first seen. */
   values(): IterableIterator<V> {
     return this.all.values();

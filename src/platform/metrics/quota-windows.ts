@@ -7,7 +7,7 @@
  * Fixed memory: one ring of buckets per window (10 s x 30, 1 min x 60, 1 h x 24), each bucket
  * holding at most MAX_ROWS consumer x route rows; past that a bucket counts the rest in one
  * "other" row. Consumers and routes are bounded already (configured names or at most 50 agent
- * labels; route templates), so the cap only guards the worst case. Per process; pure apart from
+ * labels at a time; route templates), so the cap only guards the worst case. Per process; pure apart from
  * the clock it is given.
  */
 export const QUOTA_WINDOWS = {

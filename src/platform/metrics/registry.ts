@@ -49,6 +49,8 @@ type Observed =
   | 'webhookDeliveries'
   | 'cacheInvalidations'
   | 'cachePurges'
+  | 'cacheRequests'
+  | 'cacheTagPurges'
   | 'webhookStaleness';
 
 export interface Metrics extends RequestMetrics, Pick<BuiltMetrics, Observed> {
@@ -122,6 +124,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     webhookDeliveries: built.webhookDeliveries,
     cacheInvalidations: built.cacheInvalidations,
     cachePurges: built.cachePurges,
+    cacheRequests: built.cacheRequests,
+    cacheTagPurges: built.cacheTagPurges,
     webhookStaleness: built.webhookStaleness,
     watchPool: (source) => {
       sources.pool = source;

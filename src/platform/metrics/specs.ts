@@ -7,7 +7,8 @@
  * promtool and the deploy-file tests read them. Change them only together with those.
  *
  * Labels are bounded: upstream, consumer and GitHub App names come from the config (a consumer
- * labelled by its User-Agent is one of at most 50 values, consumer-label.ts), routes are
+ * labelled by its User-Agent is one of at most 50 at a time, whose series go when it drops out:
+ * consumer-label.ts), routes are
  * templates (route-template.ts), tokens are names (never values), and methods, status codes,
  * outcomes, operations and states are small fixed sets.
  */
@@ -369,9 +370,26 @@ export const METRIC_SPECS = {
   cachePurges: {
     type: 'counter',
     name: 'etagere_cache_purges_total',
-    help: 'Calls of POST /admin/purge that marked a scope stale, by scope: path (one path) or prefix (a path and everything below).',
+    help:
+      'Calls of POST /admin/purge, by scope: path (one path marked stale), prefix (a path and everything below) ' +
+      'or tag (every entry filed under a tag dropped).',
     labelNames: ['scope'],
-    initial: [['path'], ['prefix']],
+    initial: [['path'], ['prefix'], ['tag']],
+  },
+  cacheRequests: {
+    type: 'counter',
+    name: 'etagere_cache_requests_total',
+    help:
+      'GraphQL queries by cache result (hit, miss, coalesced) under route "/graphql", by operation name ' +
+      '(the first 50 names seen, then "other"; "anonymous" for an unnamed operation).',
+    labelNames: ['upstream', 'route', 'operation', 'result'],
+  },
+  cacheTagPurges: {
+    type: 'counter',
+    name: 'etagere_cache_tag_purges_total',
+    help: 'Cache entries dropped because a tag they were filed under was purged, by source: webhook, mutation, purge.',
+    labelNames: ['source'],
+    initial: [['webhook'], ['mutation'], ['purge']],
   },
   webhookStaleness: {
     type: 'histogram',

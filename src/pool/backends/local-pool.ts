@@ -21,7 +21,8 @@ import { changesAnything, diffMembers } from '../rules/membership.js';
 import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view } from './local-token.js';
 import { windowOf, write, type Token, type Window } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
-import { budgetOf, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-pace.js';
+import { budgetOf, heldUntil, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-pace.js';
+import { ConsumerPace } from './consumer-pace.js';
 import type { PaceKind } from '../rules/points.js';
 import { classify, mentionsRateLimit, readRateLimit } from '../rules/rate-limit.js';
 import { poolRateLimit } from '../rules/report.js';
@@ -78,6 +79,8 @@ interface Pool {
   scopesDue: boolean;
   /** The share of each points budget this process spends on its own (1, or 1/N while the shared budget is out of reach). */
   paceShare: number;
+  /** With consumer keys: what each consumer asked of the points and spent, for what it leaves the others (points-share.ts). */
+  readonly consumerPace: ConsumerPace | undefined;
 }
 
 function fail(token: Token, at: number, message: string): void {
@@ -155,12 +158,14 @@ function release(pool: Pool, token: Token, window: Window): void {
   changed(pool);
 }
 
-function lease(pool: Pool, token: Token, resource: Resource, switched: boolean, points: number): Lease {
+function lease(pool: Pool, token: Token, resource: Resource, switched: boolean, opts: AcquireOptions): Lease {
   const reserved = windowOf(token, resource);
   const kind = paceKindOf(resource);
   const budget = budgetOf(pool.settings.points, kind, pool.paceShare);
   if (budget !== undefined) {
-    const charge = spend(token, kind, points, budget, pool.now());
+    const at = pool.now();
+    const charge = spend(token, kind, pointsOfRequest(opts), budget, at, opts.consumer);
+    pool.consumerPace?.spend(opts.consumer, kind, charge, at);
     pool.events.spent?.(token.name, kind, charge);
   }
   token.inFlight++;
@@ -246,6 +251,26 @@ function pacedRefusal(pool: Pool, opts: AcquireOptions): Acquired | undefined {
   return { kind: 'unavailable', reason: 'paced', retryAfterSeconds: retryAfterSeconds(until, at) };
 }
 
+/** With consumer keys: when the request's consumer must leave the points it would spend to other consumers, until when (points-share.ts). */
+function heldBack(pool: Pool, opts: AcquireOptions, resource: Resource, at: number): number | undefined {
+  const kind = paceKindOf(resource);
+  const budget = budgetOf(pool.settings.points, kind, pool.paceShare);
+  return pool.consumerPace === undefined ? undefined : heldUntil(pool.tokens, pool.consumerPace, opts, budget, kind, at);
+}
+
+/**
+ * A waiter whose time ran out while the points left were owed to other consumers: its consumer's
+ * 429 (a consumer refusal: never handed to another consumer coalesced onto it), with the seconds
+ * until some come back.
+ */
+function heldRefusal(pool: Pool, opts: AcquireOptions): Acquired | undefined {
+  const at = pool.now();
+  const until = heldBack(pool, opts, opts.resource ?? 'core', at);
+  if (until === undefined) return undefined;
+  pool.events.rejected?.('paced');
+  return { kind: 'unavailable', reason: 'points', retryAfterSeconds: retryAfterSeconds(until, at) };
+}
+
 /** A lease, an answer that none is coming, or a wait (until a reservation comes back, or until `until`). */
 function attempt(pool: Pool, opts: AcquireOptions): Attempt {
   if (pool.closed) return busy();
@@ -264,8 +289,11 @@ function attempt(pool: Pool, opts: AcquireOptions): Attempt {
     pool.events.rejected?.(reason);
     return { kind: 'unavailable', reason, retryAfterSeconds: retryAfterSeconds(choice.retryAt, at) };
   }
+  // Points a token has, but other consumers are owed: this request waits, while others may go (`own`).
+  const held = heldBack(pool, opts, resource, at);
+  if (held !== undefined) return { kind: 'wait', until: held, own: true };
   if (pool.total >= upstreamConcurrency(pool.maxConcurrency, pool.hits, at)) return { kind: 'wait' };
-  return { kind: 'lease', lease: lease(pool, pool.byName.get(choice.name)!, resource, choice.switched, pointsOfRequest(opts)) };
+  return { kind: 'lease', lease: lease(pool, pool.byName.get(choice.name)!, resource, choice.switched, opts) };
 }
 
 /** The pool as one quota in a resource, computed at most once a second between changes. */
@@ -399,7 +427,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
       laneBound: settings.consumerWeights === undefined ? undefined : queueBounds(settings.maxQueue, settings.consumerWeights),
       now,
       events,
-      timedOut: (opts) => pacedRefusal(pool, opts),
+      timedOut: (opts) => pacedRefusal(pool, opts) ?? heldRefusal(pool, opts),
     }),
     maxConcurrency: settings.maxConcurrency,
     total: 0,
@@ -410,6 +438,8 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     scopesTold: '',
     scopesDue: false,
     paceShare: 1,
+    consumerPace:
+      settings.consumerWeights === undefined ? undefined : new ConsumerPace(settings.consumerWeights, settings.reserveFraction ?? 0),
   };
   return {
     get names() {
@@ -418,7 +448,11 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     get equivalent() {
       return pool.equivalent;
     },
-    acquire: (opts = {}) => pool.queue.acquire(opts),
+    acquire(opts = {}) {
+      // Each request asks once (its waits and retries in the queue do not): what its consumer is owed of the points.
+      if (opts.background !== true) pool.consumerPace?.ask(opts.consumer, paceKindOf(opts.resource ?? 'core'), now());
+      return pool.queue.acquire(opts);
+    },
     rateLimit: (resource = 'core') => rateLimit(pool, resource),
     rateLimits: () => rateLimits(pool),
     snapshot() {
@@ -456,7 +490,7 @@ export function createTokenPool(settings: PoolSettings): LocalTokenPool {
     },
     refundPoints(name, resource) {
       const token = pool.byName.get(name);
-      if (token !== undefined) refund(token, paceKindOf(resource));
+      if (token !== undefined) refund(token, paceKindOf(resource), pool.consumerPace);
     },
     close() {
       pool.closed = true;

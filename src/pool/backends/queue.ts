@@ -16,11 +16,19 @@
  * With consumers, each lane has a bound of its own (`laneBound`: pool.max_queue split by weight,
  * fair-share.ts `queueBounds`), so one consumer's burst never fills the room another needs to wait
  * its turn; without, `maxQueue` bounds the whole queue.
+ *
+ * A lane whose head waits for a reason of its own (its consumer's points are owed to other
+ * consumers: points-share.ts) holds up no other lane. A newcomer first lets the waiters take what
+ * came back since the last pump (points return with time, not with an event), then tries.
  */
 import type { AcquireOptions, Acquired, PoolEvents } from '../rules/types.js';
 
-/** One try at answering a request: an answer, or "wait" (until something frees up, or until `until`, epoch ms). */
-export type Attempt = Acquired | { kind: 'wait'; until?: number };
+/**
+ * One try at answering a request: an answer, or "wait" (until something frees up, or until
+ * `until`, epoch ms). `own`: what holds it is its own (its consumer's points are owed to others),
+ * so the waiters of other consumers may be served meanwhile.
+ */
+export type Attempt = Acquired | { kind: 'wait'; until?: number; own?: boolean };
 
 export interface WaitQueueSettings {
   attempt(opts: AcquireOptions): Attempt;
@@ -93,10 +101,11 @@ interface Lanes {
   count: number;
 }
 
-/** The waiter served next: the smallest tag over the lanes' heads (then the earlier arrival). */
-function next(lanes: Lanes): Waiter | undefined {
+/** The waiter served next: the smallest tag over the lanes' heads (then the earlier arrival), lanes held back in this pump aside. */
+function next(lanes: Lanes, held: ReadonlySet<Lane> | undefined): Waiter | undefined {
   let best: Waiter | undefined;
   for (const lane of lanes.byName.values()) {
+    if (held?.has(lane) === true) continue;
     const head = lane.waiters[0];
     if (head !== undefined && (best === undefined || head.tag < best.tag || (head.tag === best.tag && head.seq < best.seq))) best = head;
   }
@@ -152,11 +161,15 @@ export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
   };
 
   const pump = (): void => {
-    for (let waiter = next(lanes); waiter !== undefined; waiter = next(lanes)) {
+    /** Lanes whose head waits for a reason of its own (its consumer's points are owed to others): the next lanes go meanwhile. */
+    let held: Set<Lane> | undefined;
+    for (let waiter = next(lanes, held); waiter !== undefined; waiter = next(lanes, held)) {
       const tried = settings.attempt(waiter.opts);
       if (tried.kind === 'wait') {
         if (tried.until !== undefined) wakeAt(tried.until);
-        return;
+        if (tried.own !== true) return;
+        (held ??= new Set()).add(waiter.lane);
+        continue;
       }
       remove(lanes, waiter);
       lanes.virtual = Math.max(lanes.virtual, waiter.tag);
@@ -191,10 +204,15 @@ export function createWaitQueue(settings: WaitQueueSettings): WaitQueue {
     acquire(opts) {
       // Background work goes after waiting clients, and never waits itself.
       if (opts.background === true && lanes.count > 0) return Promise.resolve(skipped(settings));
+      // Waiters first: what came back since the last pump (points return with time) goes in their order, not to a newcomer.
+      if (lanes.count > 0) pump();
       const tried = settings.attempt(opts);
       if (tried.kind === 'wait' && opts.background === true) return Promise.resolve(skipped(settings));
       if (tried.kind !== 'wait') return Promise.resolve(tried);
       if (full(lanes, settings, opts.consumer ?? '') || settings.timeoutMs === 0) {
+        // No wait allowed: what a waiter gets when its time runs out (a 429 for points), else busy.
+        const answer = settings.timeoutMs === 0 ? settings.timedOut?.(opts) : undefined;
+        if (answer !== undefined) return Promise.resolve(answer);
         settings.events.rejected?.('queue_full');
         return Promise.resolve(busy());
       }

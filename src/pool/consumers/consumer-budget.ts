@@ -4,7 +4,9 @@
  * request waits for one, up to the pool's queue timeout), counts the request's unit in the
  * ledger (consumer-ledger.ts: local, or shared through Redis) and asks fair-share.ts whether the
  * consumer may spend it. A refused request is answered 429 with its own Retry-After while the
- * other consumers go on; an admitted one gives its unit back when it spent nothing.
+ * other consumers go on; an admitted one gives its unit back only when nothing went upstream. A
+ * request that went upstream keeps it whatever the answer (a 304 is free of quota, not of the
+ * token's secondary-limit points), and each further upstream request it sent (a retry) counts one more.
  *
  * Consumer names (operator-chosen, bounded) are all this module reports; never a key.
  */
@@ -29,7 +31,7 @@ export interface ConsumerLimits {
 /** What the pool holds of one resource: its quota over a window, what is left, its next reset (epoch s). */
 export type PoolFigures = (resource: Resource) => Pick<PoolRateLimit, 'limit' | 'remaining' | 'reset'> | undefined;
 
-/** What an admitted request did: the upstream requests it sent, and whether it spent quota. */
+/** What an admitted request did: the upstream requests it sent (each counts), and whether it spent quota (the quota metric). */
 export interface Outcome {
   readonly upstreamRequests: number;
   readonly spent: boolean;
@@ -42,6 +44,8 @@ export type Admission =
 /** What the request path needs: may this consumer spend a unit of this resource now? */
 export interface ConsumerGate {
   admit(consumer: string, resource: Resource): Promise<Admission>;
+  /** An admitted request the pool refused for its consumer (the points left are owed to others): counted as the gate's own refusals. */
+  refused(consumer: string, reason: ConsumerRefusal): void;
 }
 
 export interface ConsumerEvents {
@@ -217,7 +221,9 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
       settle(outcome) {
         if (done) return;
         done = true;
-        if (!outcome.spent) counted.refund();
+        const sent = Number.isFinite(outcome.upstreamRequests) ? Math.max(0, Math.floor(outcome.upstreamRequests)) : 1;
+        if (sent === 0) counted.refund();
+        else if (sent > 1) counted.add(sent - 1);
         slots.release(consumer);
         events.settled?.(consumer, resource, outcome);
       },
@@ -229,7 +235,14 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
     const seenResources = ledger.resources(at).flatMap((name) => resourceNamed(name) ?? []);
     for (const resource of new Set<Resource>(['core', ...seenResources])) {
       const seen = ledger.seen(resource, at);
-      const counted = { window: windowOf(resource, at), spent: seen.spent, hourSpent: 0, part: 1, refund: () => undefined };
+      const counted = {
+        window: windowOf(resource, at),
+        spent: seen.spent,
+        hourSpent: 0,
+        part: 1,
+        refund: () => undefined,
+        add: () => undefined,
+      };
       const input = shareInput(settings, weights, limit, counted, limit.name, resource, at);
       // shareInput takes one unit off for the request being decided; a report decides none.
       const spent = new Map(seen.spent);
@@ -250,6 +263,7 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
 
   return {
     admit,
+    refused: (consumer, reason) => events.refused?.(consumer, reason),
     report() {
       const at = now();
       return {

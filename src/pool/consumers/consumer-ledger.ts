@@ -1,8 +1,8 @@
 /**
  * What each consumer spent of the pool, per rate-limit resource and window (fair-share.ts has the
- * rules that read it). A request's unit is counted when it is admitted and given back when it
- * spent nothing (a free 304, no answer, no token), so a burst of concurrent requests is counted
- * before any of them returns.
+ * rules that read it). A request's unit is counted when it is admitted and given back when nothing
+ * went upstream (no token), so a burst of concurrent requests is counted before any of them
+ * returns; a request that sent more than one upstream request (retries) adds the others.
  *
  * - local: one process's counters (no Redis, or `redis.shared_tokens: false`); a cluster worker
  *   without Redis counts 1/workers of everything (its siblings count theirs).
@@ -67,8 +67,10 @@ export interface Counted {
   readonly hourSpent: number;
   /** 1 normally; 1/N while the shared counters are out of reach (this replica's part of everything). */
   readonly part: number;
-  /** Gives the unit back (it spent nothing, or it was refused). */
+  /** Gives the unit back (nothing went upstream, or it was refused). */
   refund(): void;
+  /** Counts `units` more (the request sent that many more upstream requests). */
+  add(units: number): void;
 }
 
 export type LedgerMode = 'local' | 'shared' | 'fallback';
@@ -102,6 +104,45 @@ function current(tallies: Map<string, Tally>, name: string, id: number): Tally {
 
 function add(tally: Tally, consumer: string, units: number): void {
   tally.units.set(consumer, Math.max(0, (tally.units.get(consumer) ?? 0) + units));
+}
+
+/** A counted unit's way back, and units added to it: in the tallies, and through `remote` (Redis) when given. */
+function unitsOf(
+  tally: Tally,
+  hourTally: Tally,
+  consumer: string,
+  remote?: Pick<Counted, 'refund' | 'add'>,
+): Pick<Counted, 'refund' | 'add'> {
+  return {
+    refund() {
+      add(tally, consumer, -1);
+      add(hourTally, consumer, -1);
+      remote?.refund();
+    },
+    add(units) {
+      add(tally, consumer, units);
+      add(hourTally, consumer, units);
+      remote?.add(units);
+    },
+  };
+}
+
+/** The Redis side of a unit: its window's and its hour's counters, which expire at these times (epoch ms). */
+function inRedis(conn: RedisConnection, keys: { window: string; hour: string }, expiries: { window: number; hour: number }) {
+  return {
+    refund: () => void conn.run('consumer-refund', (client) => define(client).etagereConsumerRefund(2, keys.window, keys.hour)),
+    // Plain commands in one slot ({consumers}), with the expiries SPEND set.
+    add: (units: number) =>
+      void conn.run('consumer-charge', (client) =>
+        client
+          .multi()
+          .incrby(keys.window, units)
+          .pexpireat(keys.window, expiries.window)
+          .incrby(keys.hour, units)
+          .pexpireat(keys.hour, expiries.hour)
+          .exec(),
+      ),
+  };
 }
 
 export interface LedgerSettings {
@@ -141,11 +182,7 @@ export function createLedger(settings: LedgerSettings): Ledger {
     for (const name of namesWith(consumer))
       spent.set(name, before(shared.windows, resource, window.id, name) + (tally.units.get(name) ?? 0));
     const hourSpent = before(shared.hours, '', hour.id, consumer) + (hourTally.units.get(consumer) ?? 0);
-    const refund = (): void => {
-      add(tally, consumer, -1);
-      add(hourTally, consumer, -1);
-    };
-    return { window, spent, hourSpent, part, refund };
+    return { window, spent, hourSpent, part, ...unitsOf(tally, hourTally, consumer) };
   };
 
   const countShared = async (conn: RedisConnection, consumer: string, resource: string, window: Window, hour: Window) => {
@@ -163,12 +200,8 @@ export function createLedger(settings: LedgerSettings): Ledger {
     for (const [name, units] of spent) tally.units.set(name, units);
     const hourSpent = Number(reply[names.length]) || 0;
     hourTally.units.set(consumer, hourSpent);
-    const refund = (): void => {
-      add(tally, consumer, -1);
-      add(hourTally, consumer, -1);
-      void conn.run('consumer-refund', (client) => define(client).etagereConsumerRefund(2, keys[own]!, keys.at(-1)!));
-    };
-    return { window, spent, hourSpent, part: 1, refund };
+    const remote = inRedis(conn, { window: keys[own]!, hour: keys.at(-1)! }, { window: args[1]!, hour: args[2]! });
+    return { window, spent, hourSpent, part: 1, ...unitsOf(tally, hourTally, consumer, remote) };
   };
 
   let probe: NodeJS.Timeout | undefined;

@@ -4,7 +4,8 @@
  * The token is verified with jose against the issuer its (unverified) `iss` names, matched exactly
  * against `consumers.oidc`: the signature against the issuer's JWKS (`jwks_url`, else the issuer's
  * discovery document), `iss`, `aud`, `exp` (required) and `nbf` with at most 60 s of leeway, and
- * asymmetric algorithms only (no `none`, no HMAC: a public key is never a shared secret).
+ * asymmetric algorithms only (no `none`, no HMAC: a public key is never a shared secret). The keys
+ * are oidc-keys.ts's: kept, fetched again for a rotated key, and a failed fetch remembered.
  *
  * A verified token is remembered until its `exp` under the SHA-256 of the token (never the token),
  * in a memo bounded in bytes: its next request costs one digest and one lookup. The consumer's
@@ -13,15 +14,12 @@
  * names per issuer per process label metrics (later ones are `<issuer>:other`).
  */
 import { hash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { createRemoteJWKSet, decodeJwt, errors as jose, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { readCapped } from '../../platform/capped-read.js';
-import { secureOrLoopbackUrl } from '../../platform/host.js';
+import { decodeJwt, errors as jose, jwtVerify, type JWTPayload } from 'jose';
 import { createMemo, type Memo } from '../../platform/memo.js';
 import type { OidcIssuerConfig } from '../../platform/config/schema.js';
 import { bindScope } from '../rules/allow.js';
 import type { ConsumerIdentity } from './consumers.js';
+import { IssuerKeys } from './oidc-keys.js';
 
 /** A configured issuer (consumers.oidc[]). */
 export type OidcIssuer = Pick<
@@ -55,10 +53,6 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*$/;
 /** A name claim's value as a consumer name: printable, no spaces, not too long. */
 const NAME_VALUE = /^[A-Za-z0-9._:@/-]{1,200}$/;
 export const OIDC_MEMO_BYTES = 4 * 1024 * 1024;
-const DISCOVERY_MAX_BYTES = 64 * 1024;
-const FETCH_TIMEOUT_MS = 5_000;
-/** How long a failed discovery is remembered before it is tried again. */
-const DISCOVERY_RETRY_MS = 30_000;
 
 interface Remembered {
   readonly result: OidcResult;
@@ -69,52 +63,10 @@ interface Remembered {
 export interface OidcOptions {
   /** Epoch ms (tests). */
   readonly now?: () => number;
-  /** jose's refetch cooldown after an unknown kid (default 30 s). */
+  /** The least time between two key fetches for unknown kids (default 30 s). */
   readonly cooldownMs?: number;
-}
-
-/** A response body read up to `max` bytes; more is an error. */
-async function boundedText(res: Response, max: number): Promise<string> {
-  if (res.body === null) return '';
-  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
-  const read = await readCapped(body, max);
-  if (read.kind === 'failed') throw read.error;
-  if (read.kind === 'over') {
-    body.destroy();
-    throw new Error('discovery document too large');
-  }
-  return Buffer.concat(read.chunks, read.size).toString('utf8');
-}
-
-/** The issuer's jwks_uri from its discovery document (which must name the same issuer). */
-async function discoverJwks(issuer: string): Promise<URL> {
-  const res = await fetch(`${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`, {
-    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-    redirect: 'error',
-  });
-  if (res.status !== 200) throw new Error(`discovery answered ${res.status}`);
-  const doc = JSON.parse(await boundedText(res, DISCOVERY_MAX_BYTES)) as { issuer?: unknown; jwks_uri?: unknown };
-  if (doc.issuer !== issuer) throw new Error('discovery names another issuer');
-  if (typeof doc.jwks_uri !== 'string' || !secureOrLoopbackUrl(doc.jwks_uri)) throw new Error('discovery has no usable jwks_uri');
-  return new URL(doc.jwks_uri);
-}
-
-/** An issuer's key set: from jwks_url, or found through discovery (a failure is tried again after a while). */
-function keySet(issuer: OidcIssuer, cooldownMs: number, now: () => number): () => Promise<JWTVerifyGetKey> {
-  const options = { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: cooldownMs, cacheMaxAge: 10 * 60_000 };
-  if (issuer.jwks_url != null) {
-    const set = createRemoteJWKSet(new URL(issuer.jwks_url), options);
-    return () => Promise.resolve(set);
-  }
-  let found: { at: number; set: Promise<JWTVerifyGetKey>; failed: boolean } | undefined;
-  return () => {
-    if (found === undefined || (found.failed && now() - found.at > DISCOVERY_RETRY_MS)) {
-      const entry = { at: now(), failed: false, set: discoverJwks(issuer.issuer).then((url) => createRemoteJWKSet(url, options)) };
-      entry.set.catch(() => (entry.failed = true));
-      found = entry;
-    }
-    return found.set;
-  };
+  /** Each key or discovery fetch's time limit (default 5 s). */
+  readonly timeoutMs?: number;
 }
 
 /** Which check a failed verification failed, in words that never quote the token. */
@@ -148,7 +100,17 @@ export function createOidcVerifier(issuers: readonly OidcIssuer[], options: Oidc
   const byIssuer = new Map(
     issuers.map((issuer) => [
       issuer.issuer,
-      { cfg: issuer, keys: keySet(issuer, options.cooldownMs ?? 30_000, now), names: new Set<string>() },
+      {
+        cfg: issuer,
+        keys: new IssuerKeys({
+          issuer: issuer.issuer,
+          jwksUrl: issuer.jwks_url,
+          cooldownMs: options.cooldownMs ?? 30_000,
+          timeoutMs: options.timeoutMs,
+          now,
+        }),
+        names: new Set<string>(),
+      },
     ]),
   );
   const memo: Memo<string, Remembered> = createMemo<string, Remembered>(OIDC_MEMO_BYTES, (key) => key.length * 2 + 1024);
@@ -180,8 +142,7 @@ export function createOidcVerifier(issuers: readonly OidcIssuer[], options: Oidc
   const check = async (token: string, digest: string, iss: string): Promise<OidcResult> => {
     const entry = byIssuer.get(iss)!;
     try {
-      const keys = await entry.keys();
-      const { payload } = await jwtVerify(token, keys, {
+      const { payload } = await jwtVerify(token, entry.keys.getKey, {
         issuer: entry.cfg.issuer,
         audience: entry.cfg.audience,
         algorithms: OIDC_ALGORITHMS,

@@ -163,7 +163,7 @@ export function standingOf(input: ShareInput): Standing {
 
 /** Whether a pool refusal was about one consumer's share or caps (others may still be served). */
 export function isConsumerRefusal(reason: string): reason is ConsumerRefusal {
-  return reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency';
+  return reason === 'share' || reason === 'max_per_hour' || reason === 'max_concurrency' || reason === 'points';
 }
 
 /** Requests that carry no consumer wait in one lane of their own, counted as a consumer of this weight. */

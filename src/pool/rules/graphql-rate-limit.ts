@@ -1,5 +1,6 @@
 /**
- * Pure: what a GraphQL answer says about the token that fetched it, and whether it may be cached.
+ * Pure: what a GraphQL answer says about the token that fetched it (whether it may be cached is
+ * src/cache/rules/graphql-tags.ts's `storableData`).
  *
  * GitHub announces GraphQL rate limits in the body: a primary limit is a 200 whose `errors` hold
  * `{"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID ..."}` with
@@ -60,13 +61,4 @@ export function tokenStatus(status: number, body: Buffer, header: HeaderLookup):
   if (limits.some((error) => SECONDARY.test(String(error.message)))) return 429;
   const remaining = header('x-ratelimit-remaining')?.trim();
   return remaining === undefined || remaining === '0' ? 429 : status;
-}
-
-/** Whether an answer may be cached: a 200 JSON body with `data` and no `errors`. */
-export function cacheableAnswer(status: number, contentType: string | undefined, body: Buffer): boolean {
-  if (status !== 200 || contentType === undefined || !/^application\/json\b/i.test(contentType.trim())) return false;
-  const value = parsed(body);
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const { data, errors } = value as { data?: unknown; errors?: unknown };
-  return data !== undefined && data !== null && errors === undefined;
 }

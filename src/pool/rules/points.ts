@@ -31,10 +31,11 @@ export const BURST_WINDOW_MS = 10_000;
 /** What a log must keep: everything the longer window can still see. */
 export const LOG_SPAN_MS = MINUTE_WINDOW_MS + MINUTE_MARGIN_MS;
 
-/** One request sent: when (epoch ms) and its points. */
+/** One request sent: when (epoch ms), its points, and the consumer it was for (consumer keys on). */
 export interface PaceEntry {
   readonly at: number;
   readonly points: number;
+  readonly consumer?: string | undefined;
 }
 
 /**
@@ -96,6 +97,19 @@ export function pruneLog(log: readonly PaceEntry[], now: number): PaceEntry[] {
   const from = now - LOG_SPAN_MS;
   const first = log.findIndex((entry) => entry.at > from);
   return first < 0 ? [] : log.slice(first);
+}
+
+/** Points spent in the `windowMs` up to `now`; and when the oldest of them leaves it (epoch ms), if any. */
+export function spentWithin(log: readonly PaceEntry[], now: number, windowMs: number): { spent: number; frees: number | undefined } {
+  const from = now - windowMs;
+  let spent = 0;
+  let frees: number | undefined;
+  for (const entry of log) {
+    if (entry.at <= from) continue;
+    frees ??= entry.at + windowMs;
+    spent += entry.points;
+  }
+  return { spent, frees };
 }
 
 /** Points spent in the last minute (what the report and metrics show). */

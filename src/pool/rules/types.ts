@@ -211,8 +211,13 @@ export interface PoolSettings {
   maxQueue: number;
   /** Secondary-limit points per minute of each token (pool.points_per_minute, pool.graphql_points_per_minute); absent: no pacing. */
   points?: { readonly rest: number; readonly graphql: number } | undefined;
-  /** Consumer keys on: each consumer's weight; max_queue is then split among them (fair-share.ts `queueBounds`). */
+  /**
+   * Consumer keys on: each consumer's weight; max_queue is then split among them (fair-share.ts
+   * `queueBounds`), and so are the points of each window (points-share.ts).
+   */
   consumerWeights?: ReadonlyMap<string, number> | undefined;
+  /** consumers.reserve_fraction: the part of a consumer's points share left for it while it is active (default 0). */
+  reserveFraction?: number | undefined;
   events?: PoolEvents;
   now?: () => number;
 }
