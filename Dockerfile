@@ -1,17 +1,19 @@
 # syntax=docker/dockerfile:1
 # etagere: caching, rate-limit-aware reverse proxy for the GitHub API.
 #
-#   docker build -t etagere:latest .
-#   docker run --rm -p 8080:8080 -p 127.0.0.1:9090:9090 etagere:latest           # no pool: anonymous
-#   docker run --rm -p 127.0.0.1:8080:8080 -e ETAGERE_TOKENS=ci-bot=<token> etagere:latest \
+#   docker build -t etagere:0.1.0 .
+#   docker run --rm -p 8080:8080 etagere:0.1.0                                    # no pool: anonymous
+#   docker run --rm -p 127.0.0.1:8080:8080 -p 127.0.0.1:9090:9090 -e ADMIN_HOST=0.0.0.0 \
+#     -e ETAGERE_TOKENS=ci-bot=<token> etagere:0.1.0 \
 #     node dist/src/main/cli.js serve --config config/container.yaml                      # a pool for this machine
 #
-# Inside the container both listeners bind 0.0.0.0 (HOST and ADMIN_HOST below): the published
-# ports decide who reaches them. A token pool on 0.0.0.0 refuses to start without consumer keys
-# unless the config says pool.open: true (config/container.yaml does, for loopback-published ports);
-# to serve other machines, turn on consumer keys instead (docs/token-pool.md).
-# The admin listener (/healthz, /readyz, /metrics, /admin/tokens) answers only to a loopback Host,
-# the container's own address, or admin.allowed_hosts; publish 9090 only where it should be reachable.
+# Inside the container the proxy binds 0.0.0.0 (HOST below): the published ports decide who
+# reaches it. A token pool on 0.0.0.0 refuses to start without consumer keys unless the config says
+# pool.open: true (config/container.yaml does, for loopback-published ports); to serve other
+# machines, turn on consumer keys instead (docs/token-pool.md).
+# The admin listener stays on the container's loopback (the HEALTHCHECK reaches it there): it
+# serves cached bodies and purges. To publish it, set ADMIN_HOST=0.0.0.0 and ETAGERE_ADMIN_TOKEN
+# (/admin/* then needs it; /healthz, /readyz, /metrics stay open), or admin.open: true on purpose.
 
 # ---- build: full install (dev dependencies included); `npm ci` runs `prepare`, which compiles to dist/
 FROM node:20-slim AS build
@@ -31,8 +33,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 # ---- runtime
 FROM node:20-slim AS runtime
 ENV NODE_ENV=production \
-    HOST=0.0.0.0 \
-    ADMIN_HOST=0.0.0.0
+    HOST=0.0.0.0
 WORKDIR /app
 # Files stay owned by root (read-only for the app); the process runs as the image's `node` user (uid 1000).
 COPY package.json ./

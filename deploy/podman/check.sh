@@ -10,7 +10,7 @@
 #
 # Registry images cannot be pulled here, so it builds stand-ins with mmdebstrap when they are
 # missing, tagged with the names the Dockerfile and compose use: node:20-slim (Debian trixie's
-# nodejs 20 and npm, a `node` user uid 1000) and redis:7-alpine (Debian's redis-server). The
+# nodejs 20 and npm, a `node` user uid 1000) and redis:7.4.2-alpine (Debian's redis-server). The
 # machine's CA bundle is copied in, for npm behind a TLS-inspecting proxy.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -41,7 +41,7 @@ export CONTAINERS_CONF="$work/containers.conf"
 export BUILDAH_ISOLATION=chroot BUILDAH_FORMAT=docker
 
 NODE_IMAGE=docker.io/library/node:20-slim
-REDIS_IMAGE=docker.io/library/redis:7-alpine
+REDIS_IMAGE=docker.io/library/redis:7.4.2-alpine
 IMAGE=localhost/etagere:latest
 PROJECT=etagere-check
 RUN=(podman run --ulimit host)

@@ -150,6 +150,14 @@ export const errors = {
     error(401, 'Requires a consumer key: send it as X-Etagere-Key, or in Authorization (token, Bearer, or Basic credentials)', {
       'www-authenticate': 'Basic realm="etagere"',
     }),
+  /** Consumer access control: X-Etagere-Key held a value that is no key of this proxy. */
+  consumerKeyUnknown: () =>
+    error(401, 'Unknown consumer key: the X-Etagere-Key sent is not a key of this proxy', { 'www-authenticate': 'Basic realm="etagere"' }),
+  /** Consumer access control: Authorization held neither a consumer key, nor a token of a configured issuer, nor a GitHub credential. */
+  credentialNotForwarded: () =>
+    error(401, 'Bad credentials: Authorization holds no consumer key of this proxy and no GitHub token; it was not sent upstream', {
+      'www-authenticate': 'Basic realm="etagere"',
+    }),
   /** A scoped consumer (src/pool/rules/allow.ts) asked for a method and path no rule of its scope allows. */
   scopeRefused: (consumer: string, method: string) =>
     error(403, `Forbidden: no rule of consumer "${consumer}"'s allow list allows ${method} on this path`),

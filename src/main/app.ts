@@ -18,7 +18,9 @@ import { answeredInTurn, beforeAnswer, hardenListener, owe } from './connections
 import { closed, listen, urlOf } from './listen.js';
 import type { AppTiming } from '../pool/members/app-members.js';
 import type { ReloadOutcome, ReloadTrigger } from '../pool/members/reload.js';
-import { watchFile } from '../pool/members/watch-file.js';
+import { watchFile, type FileWatch } from '../pool/members/watch-file.js';
+import { createConsumerKeysReloader, type ConsumerKeysReloader, type KeysReloadOutcome } from '../pool/consumers/keys-reload.js';
+import { consumerKeysFromFile } from '../platform/config/load.js';
 import { createListener, type TlsReload } from './tls.js';
 import { createTracing } from '../platform/trace/setup.js';
 
@@ -46,6 +48,8 @@ export interface App {
   reloadTokens(trigger?: ReloadTrigger): Promise<ReloadOutcome>;
   /** Reads listen.tls's pair again into the listener (false: refused, the old one stays; true without TLS). */
   reloadTls(): boolean;
+  /** Reloads consumers.keys_file (src/pool/consumers/keys-reload.ts); undefined without one. Never throws. */
+  reloadConsumerKeys(trigger: ReloadTrigger): KeysReloadOutcome | undefined;
   /** Purge, inspect or stats of this process's cache (what /admin/purge and /admin/cache answer; a cluster primary asks its workers). */
   cacheAdmin(call: CacheCall): Answer | Promise<Answer>;
   /**
@@ -133,6 +137,7 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     consumers: () => services.consumerBudget?.report(),
     redis: () => ({ configured: services.redis !== undefined, up: services.redis?.up() ?? false }),
     allowedHosts: config.admin.allowed_hosts,
+    token: config.admin.token,
     equivalentConfigured: config.pool.equivalent,
     consumerLabel: consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled),
     cache: (call) => Promise.resolve(cacheAdmin(call)),
@@ -141,17 +146,15 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
   await services.start();
   const addr = await listen(server, config.listen.port, config.listen.host);
   const adminAddr = opts.adminListener === false ? undefined : await listen(admin, config.admin.port, config.admin.host);
-  const tokensFile = config.pool.tokens_file;
-  const watch =
-    tokensFile === null || opts.watchTokensFile === false
-      ? undefined
-      : watchFile(tokensFile, () => void services.reloadTokens('file'), logger.child({ component: 'token-pool' }));
+  const watch = tokensFileWatch(config, services, opts, logger);
+  const keys = consumerKeysReload(config, services, { logger, metrics });
 
   let closing: Promise<void> | undefined;
   const close = (signal?: string): Promise<void> => {
     closing ??= (async () => {
       draining = true;
       watch?.close();
+      keys?.watch.close();
       tls?.close();
       const started = Date.now();
       const atStart = inFlight;
@@ -193,17 +196,58 @@ export async function startApp(config: Config, opts: AppOptions = {}): Promise<A
     tokens: () => services.pool?.pool.snapshot() ?? [],
     redisUp: () => (services.redis === undefined ? null : services.redis.up()),
     poolReady: () => services.pool?.ready() ?? true,
-    reloadTokens: reloadOnSignal(tls, (trigger) => services.reloadTokens(trigger)),
+    reloadTokens: reloadOnSignal(tls, keys?.reloader, (trigger) => services.reloadTokens(trigger)),
     reloadTls: () => tls?.reload('signal') ?? true,
+    reloadConsumerKeys: (trigger) => keys?.reloader.reload(trigger),
     cacheAdmin,
     close,
   };
 }
 
-/** What SIGHUP reloads: the tokens file, and the listener's certificate (the latter on a signal only: it has its own file watch). */
-function reloadOnSignal(tls: TlsReload | undefined, reloadTokens: (trigger: ReloadTrigger) => Promise<ReloadOutcome>) {
+/**
+ * What SIGHUP reloads: the tokens file, and the listener's certificate and the consumer keys file
+ * (those two on a signal only: each has its own file watch).
+ */
+function reloadOnSignal(
+  tls: TlsReload | undefined,
+  keys: ConsumerKeysReloader | undefined,
+  reloadTokens: (trigger: ReloadTrigger) => Promise<ReloadOutcome>,
+) {
   return (trigger: ReloadTrigger = 'signal'): Promise<ReloadOutcome> => {
-    if (trigger === 'signal') tls?.reload('signal');
+    if (trigger === 'signal') {
+      tls?.reload('signal');
+      keys?.reload('signal');
+    }
     return reloadTokens(trigger);
   };
+}
+
+/** The watch of pool.tokens_file (not in a cluster worker: the primary watches it). */
+function tokensFileWatch(config: Config, services: Services, opts: AppOptions, logger: Logger): FileWatch | undefined {
+  const file = config.pool.tokens_file;
+  if (file === null || opts.watchTokensFile === false) return undefined;
+  return watchFile(file, () => void services.reloadTokens('file'), logger.child({ component: 'token-pool' }));
+}
+
+/**
+ * consumers.keys_file's reloader and its file watch, when consumer keys come from a file. Every
+ * process (each cluster worker too) checks consumer keys itself, so each watches the file.
+ */
+function consumerKeysReload(
+  config: Config,
+  services: Services,
+  deps: { logger: Logger; metrics: Metrics },
+): { reloader: ConsumerKeysReloader; watch: FileWatch } | undefined {
+  const file = config.consumers.keys_file;
+  if (file === null || services.consumers === undefined) return undefined;
+  const log = deps.logger.child({ component: 'consumers' });
+  const reloader = createConsumerKeysReloader({
+    file,
+    configured: config.consumers.keys,
+    initial: consumerKeysFromFile(config),
+    consumers: services.consumers,
+    log,
+    metrics: deps.metrics,
+  });
+  return { reloader, watch: watchFile(file, () => void reloader.reload('file'), log, undefined, 'consumer keys file') };
 }

@@ -3,7 +3,8 @@
  * admin port (src/paths/admin/admin-cache.ts, admin-quota.ts), and their answers as text for a
  * terminal (`--json`: as JSON). The address is `--admin URL`, else the config's admin.host and
  * admin.port (the same file and ADMIN_HOST/ADMIN_PORT `etagere serve` reads; 0.0.0.0 and :: mean
- * this machine).
+ * this machine). The admin token goes as `Authorization: Bearer`: ETAGERE_ADMIN_TOKEN, else the
+ * config's admin.token, as `etagere serve` reads them.
  */
 import { request } from 'undici';
 import type { Config } from '../platform/config/schema.js';
@@ -12,6 +13,12 @@ import { QUOTA_WINDOWS, isQuotaWindow } from '../platform/metrics/quota-windows.
 export interface AdminAnswer {
   status: number;
   body: string;
+}
+
+/** Where a command calls: the admin port's URL, and the token it sends (null: none). */
+export interface AdminTarget {
+  readonly url: string;
+  readonly token: string | null;
 }
 
 /** The admin port's URL from a config. */
@@ -27,12 +34,14 @@ export class AdminUnreachable extends Error {
 }
 
 /** One call; a connection failure throws AdminUnreachable, naming the address and what to do. */
-export async function adminCall(adminUrl: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<AdminAnswer> {
-  const url = new URL(path, adminUrl);
+export async function adminCall(target: AdminTarget, method: 'GET' | 'POST', path: string, body?: unknown): Promise<AdminAnswer> {
+  const url = new URL(path, target.url);
+  const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
+  if (target.token !== null) headers.authorization = `Bearer ${target.token}`;
   try {
     const res = await request(url, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       headersTimeout: 10_000,
       bodyTimeout: 10_000,
@@ -68,7 +77,8 @@ export function answerError(answer: AdminAnswer): string {
     message = undefined;
   }
   const text = typeof message === 'string' ? message : answer.body.split('\n')[0]!.slice(0, 200);
-  return `the admin port answered ${answer.status}: ${printable(text)}`;
+  const hint = answer.status === 401 ? " (set ETAGERE_ADMIN_TOKEN to the admin port's admin.token)" : '';
+  return `the admin port answered ${answer.status}: ${printable(text)}${hint}`;
 }
 
 /** Rows under a header, each column as wide as its widest cell; numbers aligned right. */

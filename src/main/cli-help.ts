@@ -89,7 +89,10 @@ function placeholder(flag: string): string {
 
 const ADMIN_ROWS: ReadonlyArray<readonly [string, string]> = [
   ['--admin URL', "the running proxy's admin port, e.g. http://127.0.0.1:9090"],
-  ['-c, --config FILE', 'else: the admin.host and admin.port of this config (ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT apply)'],
+  [
+    '-c, --config FILE',
+    'else: the admin.host and admin.port of this config (ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT apply); its admin.token, or ETAGERE_ADMIN_TOKEN, is sent as the bearer token',
+  ],
   ['--upstream NAME', 'only this upstream (default: every upstream)'],
   ['--json', "the admin port's answer as JSON (default: text for a terminal)"],
 ];

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { stringify as toYaml } from 'yaml';
 import { startApp, type App } from './app.js';
 import { COMMANDS, USAGE, commandHelp, usageOf, version, type Command } from './cli-help.js';
-import { ConfigError, loadAdminConfig, loadConfig } from '../platform/config/load.js';
+import { ConfigError, loadAdminConfig, loadAdminToken, loadConfig } from '../platform/config/load.js';
 import { maskedConfig } from '../platform/config/masked.js';
 import { cluster, runPrimary, runWorker, workerCount } from './cluster.js';
 import type { Config } from '../platform/config/schema.js';
@@ -44,6 +44,7 @@ import {
   AdminUnreachable,
   adminCall,
   adminUrlOf,
+  type AdminTarget,
   answerError,
   inspectText,
   graphqlText,
@@ -303,16 +304,18 @@ async function demo(args: string[]): Promise<void> {
 
 /**
  * The admin port to talk to: --admin, else the config's admin.host and admin.port (--config,
- * ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT). Nothing else of the config is read: no token, no secret.
+ * ETAGERE_CONFIG, ADMIN_HOST, ADMIN_PORT), with its admin.token (ETAGERE_ADMIN_TOKEN). Nothing
+ * else of the config is read: no other secret.
  */
-function adminTarget(admin: string | undefined, file: string | undefined): string {
+function adminTarget(admin: string | undefined, file: string | undefined): AdminTarget {
   if (admin !== undefined) {
     if (!/^https?:\/\/[^\s/]+\/?$/i.test(admin) || !URL.canParse(admin))
       fail("--admin must be the admin port's URL, e.g. http://127.0.0.1:9090");
-    return admin;
+    return { url: admin, token: loadAdminToken({ file }) };
   }
   try {
-    return adminUrlOf(loadAdminConfig({ file }));
+    const config = loadAdminConfig({ file });
+    return { url: adminUrlOf(config), token: config.admin.token };
   } catch (err) {
     if (err instanceof ConfigError) fail(`${err.message} (or give the admin port's URL with --admin)`);
     throw err;

@@ -59,6 +59,8 @@ type Control =
   | { t: 'etagere:recent'; summary: RecentSummary; redisUp: boolean | null; tokens: TokenReport[]; poolReady: boolean }
   /** To every worker with a pool of its own (Redis): reload pool.tokens_file. */
   | { t: 'etagere:reload'; trigger: ReloadTrigger }
+  /** SIGHUP, to every worker: reload consumers.keys_file (each worker checks keys itself). */
+  | { t: 'etagere:reload-keys' }
   /** A purge, inspection or stats call on the admin port (src/paths/admin/admin-cache.ts), to every worker, and each one's answer. */
   | { t: 'etagere:cache'; id: number; call: CacheCall }
   | { t: 'etagere:cache-reply'; id: number; answer: Answer }
@@ -123,11 +125,19 @@ function primaryReloads(
   pools: ReadonlyMap<number, ReturnType<typeof servePool>>,
   deps: { logger: Logger; metrics: Metrics },
 ): { reload(trigger?: ReloadTrigger): Promise<void>; close(): void } {
+  /** On a signal, every worker reloads consumers.keys_file (a worker told to reload its pool does so with it). */
+  const reloadKeys = (trigger: ReloadTrigger): void => {
+    if (trigger !== 'signal' || config.consumers.keys_file === null) return;
+    for (const worker of Object.values(cluster.workers ?? {}))
+      if (worker?.isConnected() === true) worker.send({ t: 'etagere:reload-keys' } satisfies Control, ignoreSendError);
+  };
   const reload = async (trigger: ReloadTrigger = 'signal'): Promise<void> => {
     if (poolRt?.reload !== undefined) {
+      reloadKeys(trigger);
       await poolRt.reload(trigger);
       for (const poolServer of pools.values()) poolServer.members();
     } else if (!poolConfigured(config)) {
+      reloadKeys(trigger);
       reloadWithoutPool(config.pool.tokens_file, trigger, deps.logger.child({ component: 'token-pool' }), deps.metrics);
     } else {
       const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && w.isConnected());
@@ -214,6 +224,7 @@ export async function runPrimary(config: Config, logger: Logger = createLogger({
 
   const admin = createAdminServer(metrics, {
     allowedHosts: config.admin.allowed_hosts,
+    token: config.admin.token,
     equivalentConfigured: config.pool.equivalent,
     ready: () =>
       !draining && listening.size === clusterSize && (poolRt?.ready() ?? true) && [...recent.values()].every((worker) => worker.poolReady),
@@ -309,6 +320,7 @@ export async function runWorker(config: Config): Promise<App> {
   const app = await startApp(config, { adminListener: false, watchTokensFile: false, ...(pool === undefined ? {} : { pool }) });
   process.on('message', (message: unknown) => {
     if (isControl(message) && message.t === 'etagere:reload') void app.reloadTokens(message.trigger);
+    if (isControl(message) && message.t === 'etagere:reload-keys') app.reloadConsumerKeys('signal');
     if (isControl(message) && message.t === 'etagere:cache') {
       const { id, call } = message;
       void Promise.resolve(app.cacheAdmin(call)).then((answer) =>

@@ -105,7 +105,7 @@ export function createHandler(config: Config, services: Services, { logger, metr
     const isGraphql = graphqlRuntime?.serves(method, path) === true;
     const at: Routed = { upstream, pathname, search: target.search, path, index: match.index, graphql: isGraphql };
     // A consumer whose token fails or whose scope does not allow the request goes no further: no lookup, nothing upstream.
-    const gated = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname));
+    const gated = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname), upstream.cfg.token_pool);
     if (gated instanceof Promise)
       return gated.then((done) => routed(req, res, id, trace, at, done)).catch(() => refuse(req, res, id, errors.internal(upstream.cfg)));
     return routed(req, res, id, trace, at, gated);
@@ -254,16 +254,16 @@ interface Gated {
  */
 function consumerGate(consumers: Consumers | undefined, oidc: OidcVerifier | undefined, metrics: Metrics) {
   if (consumers === undefined) return undefined;
-  const judge = (identified: Identified, method: string, apiPath: string): Gated => {
-    const { refusal, oidc: presented } = verdict(identified, method, apiPath);
+  const judge = (identified: Identified, method: string, apiPath: string, githubLike: boolean): Gated => {
+    const { refusal, oidc: presented } = verdict(identified, method, apiPath, githubLike);
     if (refusal === undefined) return { oidc: presented };
     metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
     return { refusal: refusal.reply };
   };
-  return (req: IncomingMessage, method: string, apiPath: string): Gated | Promise<Gated> => {
+  return (req: IncomingMessage, method: string, apiPath: string, githubLike: boolean): Gated | Promise<Gated> => {
     const identified = identify(req.headers, consumers, oidc, req.socket);
-    if (identified instanceof Promise) return identified.then((done) => judge(done, method, apiPath));
-    return judge(identified, method, apiPath);
+    if (identified instanceof Promise) return identified.then((done) => judge(done, method, apiPath, githubLike));
+    return judge(identified, method, apiPath, githubLike);
   };
 }
 

@@ -13,6 +13,7 @@ import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
 import { createTiers, type Tiers } from '../cache/store/tiers.js';
 import type { Config, UpstreamConfig } from '../platform/config/schema.js';
+import { consumerKeysFromFile } from '../platform/config/load.js';
 import type { Logger } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../paths/upstreams.js';
@@ -24,7 +25,7 @@ import type { EntryForm } from '../cache/store/entry-form.js';
 import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consumer-budget.js';
-import { createConsumers, type Consumers } from '../pool/consumers/consumers.js';
+import { consumerKeysOf, createConsumers, type Consumers } from '../pool/consumers/consumers.js';
 import { createOidcVerifier, type OidcVerifier } from '../pool/consumers/oidc.js';
 import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
 import { createLogMemo } from '../platform/log/access.js';
@@ -197,7 +198,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     pool,
     upstreams,
     entrances,
-    consumers: config.consumers.enabled ? createConsumers(config.consumers.keys) : undefined,
+    consumers: config.consumers.enabled ? createConsumers(consumerKeysOf(config.consumers.keys, consumerKeysFromFile(config))) : undefined,
     oidc,
     consumerBudget,
     webhooks: createWebhookReceiver(config.webhooks, { tiers, tags, upstreams, redis, logger, metrics }),

@@ -8,7 +8,7 @@ import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { Duplex, Writable } from 'node:stream';
 import { pino } from 'pino';
 import { startApp, type App, type AppOptions } from '../../src/main/app.js';
-import { parseConfig } from '../../src/platform/config/load.js';
+import { consumerKeysFromFile, parseConfig } from '../../src/platform/config/load.js';
 import type { Config } from '../../src/platform/config/schema.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { atFileEnd, capture, capturing, inTestFile, registerOrigin } from './capture.js';
@@ -39,7 +39,8 @@ export async function startTestProxy(raw: Record<string, unknown>, options: Pick
   const logger = createLogger({ level: 'info', destination: dest as unknown as pino.DestinationStream });
   for (const token of config.pool.tokens)
     recordSecret(`pool token ${token.name ?? '(unnamed)'} of a test proxy${inTestFile()}`, token.value);
-  for (const key of config.consumers.keys) recordSecret(`consumer key ${key.name} of a test proxy${inTestFile()}`, key.value);
+  for (const key of [...config.consumers.keys, ...consumerKeysFromFile(config)])
+    if (key.value !== undefined) recordSecret(`consumer key ${key.name} of a test proxy${inTestFile()}`, key.value);
   for (const app of config.pool.apps) {
     const lines = (app.private_key ?? '').split('\n').filter((line) => line.length >= 40 && !line.startsWith('-----'));
     lines.forEach((line, index) =>
@@ -49,8 +50,9 @@ export async function startTestProxy(raw: Record<string, unknown>, options: Pick
   if (config.cache.partition_secret !== null)
     recordSecret(`cache.partition_secret of a test proxy${inTestFile()}`, config.cache.partition_secret);
   if (config.webhooks.secret !== null) recordSecret(`webhooks.secret of a test proxy${inTestFile()}`, config.webhooks.secret);
+  if (config.admin.token !== null) recordSecret(`admin.token of a test proxy${inTestFile()}`, config.admin.token);
   const app = await startApp(config, { logger, ...options });
-  if (capturing()) watchForScan(app, () => text);
+  if (capturing()) watchForScan(app, config, () => text);
   return Object.assign(app, {
     logs: () =>
       text
@@ -65,13 +67,13 @@ export async function startTestProxy(raw: Record<string, unknown>, options: Pick
 const ADMIN_PATHS = ['/metrics', '/admin/tokens', '/admin/consumers', '/admin/status', '/admin/cache/stats', '/readyz', '/healthz'];
 
 /** Registers the app's listeners and captures its logs and admin answers when it closes (or at the end of the file). */
-function watchForScan(app: App, logText: () => string): void {
+function watchForScan(app: App, config: Config, logText: () => string): void {
   registerOrigin(app.url, 'proxy');
   registerOrigin(app.adminUrl, 'admin');
   const where = `test proxy ${app.url}${inTestFile()}`;
   const captureAll = async (): Promise<void> => {
     capture(`${where}: log`, logText());
-    for (const path of ADMIN_PATHS) capture(`${where}: admin ${path}`, await renderAdmin(app.admin, path));
+    for (const path of ADMIN_PATHS) capture(`${where}: admin ${path}`, await renderAdmin(app.admin, path, config.admin.token));
   };
   const pending = atFileEnd(() => capture(`${where}: log (never closed)`, logText()));
   const close = app.close;
@@ -86,7 +88,7 @@ function watchForScan(app: App, logText: () => string): void {
 }
 
 /** The raw HTTP answer of a server's request handler to GET `path`, without the network. */
-async function renderAdmin(server: Server, path: string): Promise<string> {
+async function renderAdmin(server: Server, path: string, token: string | null): Promise<string> {
   const listener = server.listeners('request')[0] as ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
   if (listener === undefined) return '';
   const chunks: Buffer[] = [];
@@ -101,6 +103,7 @@ async function renderAdmin(server: Server, path: string): Promise<string> {
   req.method = 'GET';
   req.url = path;
   req.headers = { host: 'localhost' }; // the admin port answers only to a loopback Host
+  if (token !== null) req.headers.authorization = `Bearer ${token}`;
   req.push(null);
   const res = new ServerResponse(req);
   res.assignSocket(socket as unknown as Parameters<ServerResponse['assignSocket']>[0]);

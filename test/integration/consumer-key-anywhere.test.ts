@@ -4,7 +4,8 @@
  * of Basic credentials, or X-Etagere-Key. Each identifies its consumer and never leaves the proxy:
  * on the cached path (miss and hit), HEAD, the streaming forward (a Range request), pass-through
  * methods and GraphQL. A scripted upstream records every request it gets, headers and body.
- * Values that are near a key (a prefix, a suffix, another case) are not that key.
+ * Values that are near a key (a prefix, a suffix, another case) are not that key, and are refused:
+ * with consumer keys on, only a GitHub-shaped credential goes upstream as the client's own.
  */
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +21,8 @@ const KEYS = {
   web: testSecret('consumer-key-anywhere key web', 'anywhere_key_web_Qx7c41d0'),
   batch: testSecret('consumer-key-anywhere key batch', 'anywhere_key_batch_Rm92f6aa'),
 };
-const OWN = testSecret('consumer-key-anywhere client token', 'anywhere_own_token_c0ffee77');
+/** A client's own token: shaped like GitHub's (src/pool/rules/github-credential.ts), so it may go upstream. */
+const OWN = testSecret('consumer-key-anywhere client token', 'ghp_anywhereOwnTokenC0ffee77aa11bb22cc33');
 const RESET = Math.floor(Date.now() / 1000) + 3600;
 
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -234,18 +236,24 @@ describe('hostile: values near a key, and keys in two places', () => {
     expect(seenSince(from)).toHaveLength(0);
   });
 
-  it('a near-key in Authorization is the client’s own credential: it is not that consumer, and goes as it was sent', async () => {
+  it('a near-key in Authorization is not that consumer, and is refused with 401 JSON: it never goes upstream', async () => {
     for (const value of near(KEYS.web))
       for (const authorization of [`token ${value}`, `Bearer ${value}`, basic(value, ''), basic('octocat', value)]) {
         const from = upstream.seen.length;
         const moved = await countedAs(async () => {
-          const answered = await send('GET', fresh('near-auth'), { authorization });
-          expect(answered.status).toBe(200);
-          expect(answered.headers['x-etagere-token']).toBeUndefined();
+          for (const method of ['GET', 'POST']) {
+            const answered = await send(
+              method,
+              fresh('near-auth'),
+              { authorization, 'content-type': 'application/json' },
+              method === 'POST' ? '{}' : undefined,
+            );
+            expect(answered.status, `${method} ${authorization}`).toBe(401);
+            expect(JSON.parse(answered.body)).toMatchObject({ message: expect.stringMatching(/^Bad credentials: .*not sent upstream/) });
+          }
         });
         expect(moved, authorization).toEqual({});
-        const seen = upstream.seen.slice(from);
-        expect(seen.map((request) => request.headers.authorization)).toEqual([authorization]);
+        expect(upstream.seen.slice(from), authorization).toHaveLength(0);
       }
   });
 
@@ -268,24 +276,52 @@ describe('hostile: values near a key, and keys in two places', () => {
     for (const request of seenSince(from)) expect(request.headers.authorization).toBe(`token ${POOL_TOKEN}`);
   });
 
-  it('a wrong key in one place and the right key in another: the right one identifies, neither goes upstream', async () => {
+  it('a wrong X-Etagere-Key is refused whatever Authorization holds; a right key in Basic credentials next to a wrong one identifies', async () => {
     const from = upstream.seen.length;
     const moved = await countedAs(async () => {
       for (const headers of [
         { 'x-etagere-key': `${KEYS.web}x`, authorization: `token ${KEYS.batch}` } as Record<string, string>,
         { 'x-etagere-key': 'wrong-key', authorization: basic('wrong-key', KEYS.batch) },
-        { authorization: basic(`${KEYS.web}x`, KEYS.batch) },
-        { authorization: basic(KEYS.batch, `${KEYS.web}x`) },
+        { 'x-etagere-key': 'wrong-key', authorization: `token ${OWN}` },
       ]) {
+        const refused = await send('GET', fresh('mixed'), headers);
+        expect(refused.status, JSON.stringify(headers)).toBe(401);
+        expect(JSON.parse(refused.body)).toMatchObject({ message: expect.stringMatching(/^Unknown consumer key/) });
+      }
+      for (const headers of [{ authorization: basic(`${KEYS.web}x`, KEYS.batch) }, { authorization: basic(KEYS.batch, `${KEYS.web}x`) }]) {
         const answered = await send('GET', fresh('mixed'), headers);
         expect(answered.status, JSON.stringify(headers)).toBe(200);
       }
     });
-    expect(moved).toEqual({ batch: 4 });
+    expect(moved).toEqual({ batch: 2 });
     const seen = seenSince(from);
-    expect(seen).toHaveLength(4);
+    expect(seen).toHaveLength(2);
     for (const request of seen) expect(request.headers.authorization).toBe(`token ${POOL_TOKEN}`);
     for (const request of seen) expect(carries(request, 'wrong-key')).toBe(false);
+  });
+
+  it('GitHub credentials of every shape go upstream as the client’s own: tokens, Basic with a token, a GitHub App’s JWT', async () => {
+    const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const appJwt = `${b64({ alg: 'RS256', typ: 'JWT' })}.${b64({ iat: 1, exp: 2, iss: 4242 })}.c2lnbmF0dXJl`;
+    const forwarded = [
+      `token ${OWN}`,
+      `Bearer github_pat_11AAAAAAA0123456789abc_${'z'.repeat(59)}`,
+      'token a94a8fe5ccb19ba61c4c0873d391e987982fbbd3',
+      basic('x-access-token', `ghs_${'k'.repeat(36)}`),
+      `Bearer ${appJwt}`,
+    ];
+    const from = upstream.seen.length;
+    for (const authorization of forwarded) expect((await send('GET', fresh('shapes'), { authorization })).status, authorization).toBe(200);
+    expect(seenSince(from).map((request) => request.headers.authorization)).toEqual(forwarded);
+  });
+
+  it('a right X-Etagere-Key next to an Authorization that is neither a key nor a GitHub credential: 401, nothing upstream', async () => {
+    const from = upstream.seen.length;
+    for (const authorization of [`token ${KEYS.web}x`, 'Bearer not-a-github-token', basic('octocat', 'hunter2')]) {
+      const refused = await send('GET', fresh('key-and-foreign'), { 'x-etagere-key': KEYS.web, authorization });
+      expect(refused.status, authorization).toBe(401);
+    }
+    expect(seenSince(from)).toHaveLength(0);
   });
 
   it('two keys: X-Etagere-Key names the consumer, and the other key does not go upstream either', async () => {

@@ -15,7 +15,8 @@ import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { counterSum } from '../helpers/metrics-text.js';
 
 const TOKENS = { a: 'gql_pool_token_aaaa1111', b: 'gql_pool_token_bbbb2222' };
-const OWN = 'gql_own_token_octocat3333';
+/** A client's own token, shaped like GitHub's: with consumer keys on, only such a credential goes upstream as the client's. */
+const OWN = 'ghp_gqlOwnTokenOctocat3333aaaabbbbcccc11';
 const CONSUMER_KEY = 'gql_consumer_key_7c1e55';
 const FAKE_TOKENS = parseTokenSpec(`${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo,${OWN}@octocat:repo`);
 const LOGIN_OF: Record<string, string> = { a: 'alice', b: 'bob' };

@@ -260,12 +260,14 @@ describe('an OIDC consumer through the proxy', () => {
     expect(status).toBe(200);
     expect(data).toMatchObject({ full_name: '/repos/acme/widget' });
     await expect(octokit.rest.repos.get({ owner: 'acme', repo: 'other' })).rejects.toMatchObject({ status: 403 });
+    // Octokit still sends its auth in Authorization next to the header: neither goes upstream.
     const viaKeyHeader = await octokit.request('GET /repos/{owner}/{repo}/pulls', {
       owner: 'acme',
       repo: 'widget',
       headers: { authorization: '', 'x-etagere-key': token },
     });
     expect(viaKeyHeader.status).toBe(200);
+    expect(JSON.stringify(upstream.seen.at(-1)!.headers)).not.toContain(token);
   });
 
   it('answers a bad token 401 JSON naming the failed check, never the token, and sends nothing upstream', async () => {

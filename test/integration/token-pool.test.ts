@@ -18,8 +18,10 @@ import { deadPort } from '../helpers/upstream.js';
 import { counterSum } from '../helpers/metrics-text.js';
 
 const TOKENS = { a: 'pool_secret_token_aaaa1111', b: 'pool_secret_token_bbbb2222', c: 'pool_secret_token_cccc3333' };
+/** A client's own token, shaped like GitHub's: with consumer keys on, only such a credential goes upstream as the client's. */
+const OWN = 'ghp_poolTestOwnTokenOctocat0000111122223';
 const FAKE_TOKENS = parseTokenSpec(
-  `${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo,${TOKENS.c}@carol:public_repo,demo_token_octocat_repo@octocat:repo`,
+  `${TOKENS.a}@alice:public_repo,${TOKENS.b}@bob:public_repo,${TOKENS.c}@carol:public_repo,demo_token_octocat_repo@octocat:repo,${OWN}@octocat:repo`,
 );
 const BAD = 'pool_secret_token_revoked9999';
 const CONSUMER_KEY = 'consumer_key_web_5f2a9c';
@@ -298,12 +300,17 @@ describe('token pool', () => {
     expect(fake.stats().byCredential).toEqual({ alice: 3 });
     expect(fake.stats().byPath['/rate_limit']).toBe(1);
     // A client's own token needs no key and keeps its own partition and headers.
-    const own = await get(`${proxy.url}/users/octocat`, { authorization: 'token demo_token_octocat_repo' });
+    const own = await get(`${proxy.url}/users/octocat`, { authorization: `token ${OWN}` });
     expect(own.status).toBe(200);
+    // A credential that is neither a key nor GitHub-shaped (a mistyped key) is refused and never sent.
+    const before = fake.stats().total;
+    const typo = await get(`${proxy.url}/users/octocat`, { authorization: `token ${CONSUMER_KEY}x` });
+    expect(typo.status).toBe(401);
+    expect(fake.stats().total).toBe(before);
     expect(own.headers['x-ratelimit-limit']).toBe('5000');
     const metrics = (await get(`${proxy.adminUrl}/metrics`)).body;
     expect(counterSum(metrics, 'etagere_consumer_requests_total', { consumer: 'web' })).toBe(2);
-    expect(metrics).toContain('etagere_consumer_rejections_total{consumer="-",reason="key"} 2');
+    expect(metrics).toContain('etagere_consumer_rejections_total{consumer="-",reason="key"} 3');
 
     const lenient = await start(
       upstream(fake, { tokens: [{ name: 'a', value: TOKENS.a }] }, { consumers: { ...consumers, unknown: 'anonymous' } }),

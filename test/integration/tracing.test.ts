@@ -18,7 +18,8 @@ import { deadPort, startScriptedUpstream, type ScriptedUpstream } from '../helpe
 
 const POOL_TOKEN = testSecret('tracing pool token', 'tracing_pool_token_7c2e9a41');
 const KEY = testSecret('tracing consumer key', 'tracing_consumer_key_web_5d8b');
-const CLIENT_TOKEN = testSecret("tracing client's own token", 'tracing_client_own_token_3f61');
+/** Shaped like GitHub's: with consumer keys on, only such a credential goes upstream as the client's own. */
+const CLIENT_TOKEN = testSecret("tracing client's own token", 'ghp_tracingClientOwnToken3f61aaaabbbbccd');
 const RESET = Math.floor(Date.now() / 1000) + 3600;
 const LIMITS = {
   'x-ratelimit-limit': '5000',

@@ -23,7 +23,7 @@ describe('config', () => {
     const config = loadConfig({ env: {} });
     // Loopback by default: the Docker image and compose set HOST=0.0.0.0 themselves.
     expect(config.listen).toEqual({ host: '127.0.0.1', port: 8080, tls: null });
-    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, allowed_hosts: [] });
+    expect(config.admin).toEqual({ host: '127.0.0.1', port: 9090, allowed_hosts: [], token: null, open: false });
     expect(config.redis.url).toBeNull();
     expect(config.pool.tokens).toEqual([]);
     expect(config.upstreams).toHaveLength(1);

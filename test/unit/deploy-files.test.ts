@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { ENV_VARS } from '../../src/platform/config/load.js';
 
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
 
@@ -133,9 +134,10 @@ describe('docker-compose.yml', () => {
       const got = ports(service(name));
       for (const [host, container] of mappings) expect(got, `${name} publishes ${host}:${container}`).toContainEqual({ host, container });
     }
-    expect(service('redis').image).toBe('redis:7-alpine');
-    expect(service('prometheus').image).toMatch(/^prom\/prometheus(:|$)/);
-    expect(service('grafana').image).toMatch(/^grafana\/grafana-oss(:|$)/);
+    // Pulled images are pinned by tag (what compose pulls today is what it pulls next year).
+    expect(service('redis').image).toBe('redis:7.4.2-alpine');
+    expect(service('prometheus').image).toMatch(/^prom\/prometheus:v\d+\.\d+\.\d+$/);
+    expect(service('grafana').image).toMatch(/^grafana\/grafana-oss:\d+\.\d+\.\d+$/);
   });
 
   it('publishes every port on the host loopback only', () => {
@@ -176,6 +178,7 @@ describe('docker-compose.yml', () => {
     for (const name of Object.keys(env)) expect(known, `${name} is in ENV_VARS (src/platform/config/load.ts)`).toContain(name);
     expect(env.REDIS_URL).toBe('redis://redis:6379/0');
     expect(env.ADMIN_HOST).toBe('0.0.0.0'); // otherwise Prometheus cannot scrape the admin port
+    expect(env.ETAGERE_ADMIN_TOKEN).toBe('${ETAGERE_ADMIN_TOKEN}'); // blank: admin.open in config/container.yaml
     // Plain ${VAR}: unset gives a blank value, which the app reads as unset (no pool, api.github.com).
     expect(env.ETAGERE_TOKENS).toBe('${ETAGERE_TOKENS}');
     expect(env.UPSTREAM_URL).toBe('${UPSTREAM_URL}');
@@ -365,7 +368,7 @@ describe('Dockerfile', () => {
       .map((i) => i.args)
       .join(' ');
     expect(env).toMatch(/NODE_ENV=production/);
-    expect(env).toMatch(/ADMIN_HOST=0\.0\.0\.0/);
+    expect(env).not.toMatch(/ADMIN_HOST/); // the admin port stays on the container's loopback unless told
     const exposed = runtime.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
     expect(exposed).toEqual(expect.arrayContaining(['8080', '9090']));
     const copies = runtime
@@ -447,9 +450,9 @@ describe('deploy/kubernetes/sidecar.yaml', () => {
   it('has a Deployment with an app container and the etagere sidecar', () => {
     expect(deployment).toBeDefined();
     expect(etagere).toBeDefined();
-    expect(etagere!.image).toBe('etagere:latest');
+    expect(etagere!.image).toBe(`etagere:${PACKAGE_VERSION}`);
     const app = containers.find((c) => c !== etagere);
-    expect(app?.image).toMatch(/^curlimages\/curl/);
+    expect(app?.image).toMatch(/^curlimages\/curl:\d+\.\d+\.\d+$/);
     expect(JSON.stringify([app?.command, app?.args])).toContain('http://127.0.0.1:8080/rate_limit');
     // The Deployment's selector matches its pod template.
     const selector = obj(obj(obj(deployment!.spec, 'spec').selector, 'selector').matchLabels, 'matchLabels');
@@ -467,6 +470,20 @@ describe('deploy/kubernetes/sidecar.yaml', () => {
     const env = envOf(etagere!);
     expect(env.ADMIN_HOST).toBe('0.0.0.0');
     for (const name of Object.keys(env)) expect(Object.keys(ENV_VARS), `${name} is in ENV_VARS`).toContain(name);
+    // Beyond loopback /admin/* needs a token: from the Secret of the same manifest.
+    const token = arr(etagere!.env, 'env')
+      .map((e) => obj(e, 'env[]'))
+      .find((e) => e.name === 'ETAGERE_ADMIN_TOKEN');
+    const ref = obj(obj(token?.valueFrom, 'valueFrom').secretKeyRef, 'secretKeyRef');
+    const secret = ofKind('Secret').find((s) => obj(s.metadata, 'metadata').name === ref.name)!;
+    expect(Object.keys(obj(secret.stringData, 'stringData'))).toContain(ref.key);
+  });
+
+  it('starts, drains and updates like a production pod: a startupProbe, a preStop sleep before SIGTERM', () => {
+    expect(obj(obj(etagere!.startupProbe, 'startupProbe').httpGet, 'httpGet')).toMatchObject({ path: '/healthz', port: 9090 });
+    const preStop = obj(obj(etagere!.lifecycle, 'lifecycle').preStop, 'preStop');
+    expect(obj(preStop.exec, 'exec').command).toEqual(['sleep', '5']);
+    expect(Number(podSpec.terminationGracePeriodSeconds)).toBeGreaterThan(5 + 10); // preStop + the drain timeout
   });
 
   it('has Prometheus scrape annotations on the pod that match the admin port', () => {

@@ -20,17 +20,19 @@ import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitorin
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { DASHBOARD_CONFIGMAP, DASHBOARD_JSON, dashboardConfigMap } from '../../deploy/kubernetes/grafana-dashboard.js';
-import { ENV_VARS, loadConfig } from '../../src/platform/config/load.js';
+import { ENV_VARS, consumerKeysFromFile, loadConfig } from '../../src/platform/config/load.js';
 import { METRIC_SPECS } from '../../src/platform/metrics/specs.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
+const PACKAGE_VERSION = (JSON.parse(read('package.json')) as { version: string }).version;
 const DIR = 'deploy/kubernetes';
 
 type Obj = Record<string, unknown>;
@@ -63,6 +65,7 @@ const MODELS: Record<string, new (data: never) => Model<unknown>> = {
   'apps/v1/Deployment': Deployment,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
   'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
@@ -90,6 +93,22 @@ describe('deploy/kubernetes: every manifest against the Kubernetes and Prometheu
       }
     });
   }
+
+  it("pins every image by tag: no :latest, no untagged image; etagere at package.json's version", () => {
+    const images = manifestFiles.flatMap((file) =>
+      resourcesOf(`${DIR}/${file}`)
+        .filter((r) => r.kind === 'Deployment')
+        .flatMap((deployment) => {
+          const pod = obj(obj(obj(deployment.spec, 'spec').template, 'template').spec, 'pod spec');
+          return [...objs(pod.containers, 'containers'), ...objs(pod.initContainers, 'initContainers')].map((c) => String(c.image));
+        }),
+    );
+    expect(images.length).toBeGreaterThan(2);
+    for (const image of images) expect(image, image).toMatch(/^[a-z0-9./-]+:(?!latest$)[A-Za-z0-9._-]+$/);
+    expect(images.filter((image) => image.startsWith('etagere:'))).toEqual(
+      images.filter((image) => image === `etagere:${PACKAGE_VERSION}`),
+    );
+  });
 
   it('the schemas do catch a wrong type and a missing required field', () => {
     const [deployment] = resourcesOf(`${DIR}/shared.yaml`).filter((r) => r.kind === 'Deployment');
@@ -139,11 +158,23 @@ describe('deploy/kubernetes/shared.yaml', () => {
   const secret = named('Secret', 'etagere-shared');
   const secretKeys = Object.keys(obj(secret.stringData, 'stringData'));
   const env = objs(etagere.env, 'env');
-  const plainEnv = Object.fromEntries(env.filter((e) => typeof e.value === 'string').map((e) => [String(e.name), String(e.value)]));
+  const stringData = obj(secret.stringData, 'stringData');
+  /** An env entry's value: plain, or from the Secret of the manifest (a placeholder here). */
+  const valueOf = (entry: Obj): string =>
+    typeof entry.value === 'string'
+      ? entry.value
+      : String(stringData[String(obj(obj(entry.valueFrom, 'valueFrom').secretKeyRef, 'secretKeyRef').key)]);
+  /** The container's environment as the kubelet makes it: `$(NAME)` replaced by an earlier variable's value. */
+  const envOf = (entries: Obj[]): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const entry of entries) out[String(entry.name)] = valueOf(entry).replace(/\$\(([A-Z_]+)\)/g, (_, name: string) => out[name] ?? '');
+    return out;
+  };
+  const plainEnv = envOf(env);
 
   it('runs etagere as 2 replicas, each Deployment selecting its own pod template only', () => {
     expect(spec(deployment).replicas).toBe(2);
-    expect(etagere.image).toBe('etagere:latest');
+    expect(etagere.image).toBe(`etagere:${PACKAGE_VERSION}`);
     for (const each of ofKind('Deployment')) expect(selects(matchLabels(spec(each).selector), podLabels(each))).toBe(true);
     expect(selects(matchLabels(spec(deployment).selector), podLabels(redis))).toBe(false);
     expect(selects(matchLabels(spec(redis).selector), podLabels(deployment))).toBe(false);
@@ -151,6 +182,7 @@ describe('deploy/kubernetes/shared.yaml', () => {
 
   it('shares one Redis: REDIS_URL names the Redis Service, which selects the Redis pods on a port they declare', () => {
     const url = new URL(plainEnv.REDIS_URL!);
+    expect(url.password).toBe(stringData['redis-password']);
     const redisService = named('Service', url.hostname);
     expect(selects(obj(spec(redisService).selector, 'selector'), podLabels(redis))).toBe(true);
     const servicePort = objs(spec(redisService).ports, 'ports').find((p) => p.port === Number(url.port));
@@ -176,10 +208,67 @@ describe('deploy/kubernetes/shared.yaml', () => {
     expect(containerPorts).toContainEqual(expect.objectContaining({ name: 'http', containerPort: 8080 }));
   });
 
-  it('probes /healthz and /readyz on the admin port', () => {
+  it('probes /healthz and /readyz on the admin port, with a startupProbe, and sleeps in preStop before SIGTERM', () => {
     const probe = (name: string): Obj => obj(obj(etagere[name], name).httpGet, `${name}.httpGet`);
     expect(probe('livenessProbe')).toMatchObject({ path: '/healthz', port: 'admin' });
     expect(probe('readinessProbe')).toMatchObject({ path: '/readyz', port: 'admin' });
+    expect(probe('startupProbe')).toMatchObject({ path: '/healthz', port: 'admin' });
+    const startup = obj(etagere.startupProbe, 'startupProbe');
+    expect(Number(startup.periodSeconds) * Number(startup.failureThreshold)).toBeGreaterThanOrEqual(30);
+    const preStop = obj(obj(etagere.lifecycle, 'lifecycle').preStop, 'preStop');
+    expect(obj(preStop.exec, 'exec').command).toEqual(['sleep', '5']);
+    // preStop, then the drain (shutdown.drain_timeout_ms, 10 s), within the grace period.
+    expect(Number(podSpec(deployment).terminationGracePeriodSeconds)).toBeGreaterThan(5 + 10);
+  });
+
+  it('keeps Redis closed: a password from the Secret (requirepass), the same one in REDIS_URL and the probe', () => {
+    const redisContainer = containers(redis)[0]!;
+    const args = arr(redisContainer.args, 'args').map(String);
+    const redisEnv = envOf(objs(redisContainer.env, 'env'));
+    expect(args[args.indexOf('--requirepass') + 1]).toBe('$(REDIS_PASSWORD)');
+    expect(redisEnv.REDIS_PASSWORD).toBe(stringData['redis-password']);
+    expect(redisEnv.REDISCLI_AUTH).toBe(stringData['redis-password']);
+    expect(new URL(plainEnv.REDIS_URL!).password).toBe(redisEnv.REDIS_PASSWORD);
+    expect(String(stringData['redis-password'])).toMatch(/^[A-Za-z0-9]{16,}$/); // used in a URL as it is
+  });
+
+  it('lets only etagere reach Redis, and only the monitoring namespace reach the admin port (NetworkPolicies)', () => {
+    const policies = ofKind('NetworkPolicy');
+    const selecting = (pod: Obj): Obj[] => policies.filter((p) => selects(matchLabels(spec(p).podSelector), podLabels(pod)));
+    const [redisPolicy] = selecting(redis);
+    expect(selecting(redis)).toHaveLength(1);
+    expect(spec(redisPolicy!).policyTypes).toEqual(['Ingress']);
+    const redisRules = objs(spec(redisPolicy!).ingress, 'ingress');
+    expect(redisRules).toHaveLength(1);
+    const from = objs(redisRules[0]!.from, 'from');
+    expect(from).toHaveLength(1);
+    expect(selects(matchLabels(from[0]!.podSelector), podLabels(deployment))).toBe(true);
+    expect(from[0]!.namespaceSelector).toBeUndefined();
+    expect(objs(redisRules[0]!.ports, 'ports').map((p) => p.port)).toEqual(['redis']);
+
+    const [proxyPolicy] = selecting(deployment);
+    expect(selecting(deployment)).toHaveLength(1);
+    const rules = objs(spec(proxyPolicy!).ingress, 'ingress');
+    const rulesFor = (port: string): Obj[] => rules.filter((rule) => objs(rule.ports, 'ports').some((p) => p.port === port));
+    expect(rulesFor('http').map((rule) => rule.from)).toEqual([undefined]); // every pod: consumer keys decide
+    const adminFrom = rulesFor('admin').flatMap((rule) => objs(rule.from, 'from'));
+    expect(adminFrom).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    for (const name of ['http', 'admin']) expect(portNames).toContain(name);
+  });
+
+  it('takes the admin token, the pool tokens and the consumer keys from the Secret, the files mounted as a directory', () => {
+    expect(plainEnv.ADMIN_HOST).toBe('0.0.0.0');
+    expect(plainEnv.ETAGERE_ADMIN_TOKEN).toBe(stringData['admin-token']);
+    const mount = objs(etagere.volumeMounts, 'volumeMounts').find((m) => m.name === 'secret')!;
+    expect(mount.subPath).toBeUndefined(); // a subPath mount is never updated: no reload
+    const items = objs(obj(objs(podSpec(deployment).volumes, 'volumes').find((v) => v.name === 'secret')!.secret, 'secret').items, 'items');
+    for (const variable of ['ETAGERE_TOKENS_FILE', 'ETAGERE_CONSUMER_KEYS_FILE']) {
+      const file = plainEnv[variable]!;
+      expect(file.startsWith(`${String(mount.mountPath)}/`), variable).toBe(true);
+      const item = items.find((i) => i.path === file.slice(String(mount.mountPath).length + 1));
+      expect(item, variable).toBeDefined();
+      expect(Object.keys(stringData)).toContain(item!.key);
+    }
   });
 
   it('keeps one pod through voluntary disruptions: the PodDisruptionBudget selects the etagere pods', () => {
@@ -223,7 +312,7 @@ describe('deploy/kubernetes/shared.yaml', () => {
     const secretVolume = volumes.find((v) => isObj(v.secret))!;
     expect(obj(secretVolume.secret, 'secret').secretName).toBe('etagere-shared');
     for (const item of objs(obj(secretVolume.secret, 'secret').items, 'items')) expect(secretKeys).toContain(item.key);
-    for (const entry of env.filter((e) => e.valueFrom !== undefined)) {
+    for (const entry of [...env, ...objs(containers(redis)[0]!.env, 'env')].filter((e) => e.valueFrom !== undefined)) {
       const ref = obj(obj(entry.valueFrom, 'valueFrom').secretKeyRef, 'secretKeyRef');
       expect(ref.name).toBe('etagere-shared');
       expect(secretKeys).toContain(ref.key);
@@ -236,7 +325,9 @@ describe('deploy/kubernetes/shared.yaml', () => {
     const text = String(obj(configMap.data, 'data')['etagere.yaml']);
     const config = parse(text) as { consumers: { keys: Array<{ env?: string }> } };
     const keyEnvs = config.consumers.keys.map((k) => k.env).filter((e): e is string => e !== undefined);
-    for (const entry of env) expect([...Object.keys(ENV_VARS), ...keyEnvs], String(entry.name)).toContain(entry.name);
+    // A variable the app does not read is there only to build another one (REDIS_PASSWORD into REDIS_URL).
+    const referenced = env.flatMap((e) => [...String(e.value ?? '').matchAll(/\$\(([A-Z_]+)\)/g)].map((m) => m[1]!));
+    for (const entry of env) expect([...Object.keys(ENV_VARS), ...keyEnvs, ...referenced], String(entry.name)).toContain(entry.name);
 
     // The args point at the file the ConfigMap becomes.
     const args = arr(etagere.args, 'args').map(String);
@@ -247,23 +338,23 @@ describe('deploy/kubernetes/shared.yaml', () => {
     const dir = mkdtempSync(join(tmpdir(), 'etagere-k8s-'));
     try {
       writeFileSync(join(dir, 'etagere.yaml'), text);
-      writeFileSync(join(dir, 'tokens'), String(obj(secret.stringData, 'stringData').tokens));
-      const secretEnv = Object.fromEntries(
-        env
-          .filter((e) => e.valueFrom !== undefined)
-          .map((entry) => {
-            const key = String(obj(obj(entry.valueFrom, 'valueFrom').secretKeyRef, 'secretKeyRef').key);
-            return [String(entry.name), String(obj(secret.stringData, 'stringData')[key])];
-          }),
-      );
-      // The image's ENV, then the Deployment's, with the tokens file where this test wrote it.
+      writeFileSync(join(dir, 'tokens'), String(stringData.tokens));
+      writeFileSync(join(dir, 'consumer-keys'), String(stringData['consumer-keys']));
+      // The image's ENV, then the Deployment's, with the Secret's files where this test wrote them.
       const loaded = loadConfig({
         file: join(dir, 'etagere.yaml'),
-        env: { HOST: '0.0.0.0', ADMIN_HOST: '0.0.0.0', ...plainEnv, ...secretEnv, ETAGERE_TOKENS_FILE: join(dir, 'tokens') },
+        env: {
+          HOST: '0.0.0.0',
+          ...plainEnv,
+          ETAGERE_TOKENS_FILE: join(dir, 'tokens'),
+          ETAGERE_CONSUMER_KEYS_FILE: join(dir, 'consumer-keys'),
+        },
       });
       expect(loaded.listen.host).toBe('0.0.0.0');
+      expect(loaded.admin).toMatchObject({ host: '0.0.0.0', token: stringData['admin-token'], open: false });
       expect(loaded.consumers.enabled).toBe(true);
-      expect(loaded.redis.url).toBe('redis://etagere-redis:6379/0');
+      expect(consumerKeysFromFile(loaded).map((line) => line.name)).toEqual(['web']);
+      expect(loaded.redis.url).toBe(`redis://:${String(stringData['redis-password'])}@etagere-redis:6379/0`);
       expect(loaded.admin.allowed_hosts).toContain(obj(service.metadata, 'metadata').name);
     } finally {
       rmSync(dir, { recursive: true, force: true });

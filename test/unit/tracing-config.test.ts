@@ -105,8 +105,30 @@ describe('tracing settings', () => {
     expect(() => loadConfig({ env: {}, file: withFile('tracing:\n  sampler: random\n') })).toThrow(/tracing\.sampler: /);
   });
 
-  it('never log the user and password of an endpoint URL', () => {
-    expect(shownUrl('https://user:secret@otel.example/v1/traces')).toBe('https://otel.example/v1/traces');
+  it('never log the password or query values of an endpoint URL: masked as check-config masks them', () => {
+    expect(shownUrl('https://user:secret@otel.example/v1/traces')).toBe('https://user:***@otel.example/v1/traces');
+    expect(shownUrl('https://otel.example/v1/traces?api-key=secret&x=1')).toBe('https://otel.example/v1/traces?api-key=***&x=***');
+  });
+
+  it('put the signal path onto the endpoint path, before its query', () => {
+    expect(settingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/?api-key=secret' })?.url).toBe(
+      'https://otel.example/v1/traces?api-key=secret',
+    );
+    expect(settingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/otlp//?api-key=s&t=1' })?.url).toBe(
+      'https://otel.example/otlp/v1/traces?api-key=s&t=1',
+    );
+  });
+
+  it("log the start-up line with the endpoint's query masked", async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+    const tracing = await createTracing(
+      loadConfig({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9/?api-key=hunter2secret' } }).tracing,
+      logger,
+    );
+    await tracing.shutdown();
+    expect(lines.join('')).toContain('v1/traces?api-key=***');
+    expect(lines.join('')).not.toContain('hunter2secret');
   });
 
   it('build no SDK when off', async () => {

@@ -5,7 +5,8 @@
  * equivalent), /admin/consumers (each consumer's share and
  * figures, by name), /admin/quota (who spent the quota on what: admin-quota.ts), and the cache's
  * purge, inspection and stats (admin-cache.ts).
- * Nothing here ever prints a token. It answers only to a loopback Host (127.0.0.1, localhost,
+ * Nothing here ever prints a token. With admin.token, every path but /, /healthz, /readyz and
+ * /metrics needs it (headers/admin-token.ts: 401 otherwise). It answers only to a loopback Host (127.0.0.1, localhost,
  * [::1]), one of admin.allowed_hosts, or the address the connection arrived on: a page elsewhere
  * that rebinds its own name to this address (DNS rebinding) gets a 403, never the metrics or the
  * token report. A write (any method but GET, HEAD, OPTIONS) must be JSON and come from no other
@@ -14,6 +15,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RecentSummary } from '../../platform/metrics/recent.js';
 import { adminWriteRefusal, isAdminWrite } from '../../http/headers/admin-write.js';
+import { adminTokenRefusal, adminTokenRule, type AdminTokenRule } from '../../http/headers/admin-token.js';
 import { adminHostAllowed } from '../../platform/host.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { DOCUMENTATION_URL } from '../../http/errors.js';
@@ -49,6 +51,8 @@ export interface AdminState {
   quota?(window: QuotaWindow, top: number): Promise<QuotaReport>;
   /** admin.allowed_hosts: Host names answered besides the loopback ones. */
   allowedHosts?: readonly string[];
+  /** admin.token: every path but /, /healthz, /readyz and /metrics needs it as `Authorization: Bearer`; null: open. */
+  token?: string | null;
   /** /admin/purge, /admin/cache, /admin/cache/stats (admin-cache.ts): this process's cache, or a cluster primary's workers'. */
   cache?(call: CacheCall): Promise<Answer>;
 }
@@ -69,22 +73,36 @@ function equivalence(state: AdminState, tokens: readonly ScopesRow[] | undefined
   return tokens === undefined ? null : equivalenceReport(state.equivalentConfigured ?? true, tokens);
 }
 
+/**
+ * Answers a request the admin port refuses, in this order: a Host it does not answer to (403), a
+ * missing or wrong admin token (401), a write a web page could have sent (403/415). True when it did.
+ */
+function refused(req: IncomingMessage, res: ServerResponse, allowed: ReadonlySet<string>, tokenRule: AdminTokenRule | undefined): boolean {
+  if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
+    json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
+    return true;
+  }
+  const denied = adminTokenRefusal(tokenRule, req.url ?? '/', req.headers.authorization);
+  if (denied !== undefined) {
+    for (const [name, value] of Object.entries(denied.headers)) res.setHeader(name, value);
+    json(res, denied.status, { message: denied.message, documentation_url: DOCUMENTATION_URL });
+    return true;
+  }
+  const refusal = isAdminWrite(req.method) ? adminWriteRefusal(req.headers) : undefined;
+  if (refusal === undefined) return false;
+  json(res, refusal.status, { message: refusal.message, documentation_url: DOCUMENTATION_URL });
+  return true;
+}
+
 export function createAdminServer(metrics: Metrics, state: AdminState): Server {
   const allowed = new Set((state.allowedHosts ?? []).map((name) => name.toLowerCase()));
+  const tokenRule = adminTokenRule(state.token);
   const quota = async (window: QuotaWindow, top: number): Promise<QuotaAnswer> => ({
     consumer_label: state.consumerLabel ?? 'none',
     ...(await (state.quota?.(window, top) ?? Promise.resolve(metrics.quota.report(window, top)))),
   });
   return createServer((req: IncomingMessage, res: ServerResponse) => {
-    if (!adminHostAllowed(req.headers.host, allowed, req.socket.localAddress)) {
-      json(res, 403, { message: 'Host not allowed: the admin port answers to 127.0.0.1, localhost, [::1] and admin.allowed_hosts' });
-      return;
-    }
-    const refusal = isAdminWrite(req.method) ? adminWriteRefusal(req.headers) : undefined;
-    if (refusal !== undefined) {
-      json(res, refusal.status, { message: refusal.message, documentation_url: DOCUMENTATION_URL });
-      return;
-    }
+    if (refused(req, res, allowed, tokenRule)) return;
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const cache = state.cache;
     if (servesCacheAdmin(path) && cache !== undefined) {

@@ -5,7 +5,8 @@
  * they differ: one cache partition per token then); the hit ratio and quota saved over the
  * last minutes; each consumer's figures and share (consumer keys on); the consumer x route rows
  * that sent the most requests upstream in the last hour (/admin/quota); and Redis and upstream health. Token names only: the JSON never holds a value,
- * and every string is put in the page with textContent.
+ * and every string is put in the page with textContent. With admin.token the page asks for it and
+ * sends it as `Authorization: Bearer` (kept in the tab's sessionStorage only).
  */
 export const STATUS_PAGE = `<!doctype html>
 <html lang="en">
@@ -31,6 +32,7 @@ export const STATUS_PAGE = `<!doctype html>
 </head>
 <body>
 <h1>etagere <span class="muted" id="updated"></span></h1>
+<form id="login" hidden><label>admin token <input id="token" type="password" autocomplete="off"></label> <button>show</button></form>
 <div class="tiles">
   <div class="tile">hit ratio <b id="hit-ratio">-</b><span class="muted" id="window"></span></div>
   <div class="tile">quota saved <b id="quota-saved">-</b><span class="muted">requests that spent none</span></div>
@@ -65,6 +67,14 @@ export const STATUS_PAGE = `<!doctype html>
 'use strict';
 let last = null;
 const $ = (id) => document.getElementById(id);
+// With admin.token the page's data needs it: asked once, kept for this tab only.
+let token = sessionStorage.getItem('etagere-admin-token') || '';
+$('login').addEventListener('submit', (event) => {
+  event.preventDefault();
+  token = $('token').value.trim();
+  sessionStorage.setItem('etagere-admin-token', token);
+  refresh();
+});
 function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td); return td; }
 function countdown(reset) {
   if (reset === null) return '-';
@@ -173,7 +183,12 @@ function renderQuota(rows) {
 }
 async function refresh() {
   try {
-    const res = await fetch('/admin/status', { cache: 'no-store' });
+    const res = await fetch('/admin/status', { cache: 'no-store', headers: token ? { authorization: 'Bearer ' + token } : {} });
+    $('login').hidden = res.status !== 401;
+    if (res.status === 401) {
+      $('updated').textContent = token ? 'wrong admin token' : 'the admin port needs its token (admin.token)';
+      return;
+    }
     last = await res.json();
     render(last);
   } catch (err) {

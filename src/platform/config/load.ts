@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
 import { configSchema, type Config } from './schema.js';
+import { consumerKeysProblem, parseConsumerKeysFile, type ConsumerKeyLine } from './keys-file.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -22,11 +23,13 @@ export const ENV_VARS = {
   ETAGERE_TLS_KEY_FILE: 'listen.tls.key_file: the HTTPS private key (PEM; give the certificate too)',
   ADMIN_PORT: 'admin.port',
   ADMIN_HOST: 'admin.host',
+  ETAGERE_ADMIN_TOKEN: 'admin.token: the bearer token of /admin/* (also what etagere purge, cache and quota send)',
   PUBLIC_URL: 'public_url',
   REDIS_URL: 'redis.url',
   REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
   ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
   ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
+  ETAGERE_CONSUMER_KEYS_FILE: 'consumers.keys_file: a file of "name=key" lines, the keys of the consumers of consumers.keys',
   ETAGERE_APP_ID: 'pool.apps: one GitHub App named "app", with this app_id',
   ETAGERE_APP_PRIVATE_KEY_FILE: "pool.apps[0].private_key_file: that App's private key (PEM)",
   ETAGERE_APP_INSTALLATIONS: 'pool.apps[0].installations: "all" (the default) or comma-separated installation ids',
@@ -110,6 +113,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_TLS_KEY_FILE, (v) => (obj(obj(raw, 'listen'), 'tls').key_file = v));
   set(env.ADMIN_PORT, (v) => (obj(raw, 'admin').port = intFromEnv('ADMIN_PORT', v)));
   set(env.ADMIN_HOST, (v) => (obj(raw, 'admin').host = v));
+  set(env.ETAGERE_ADMIN_TOKEN, (v) => (obj(raw, 'admin').token = v.trim()));
   set(env.PUBLIC_URL, (v) => (raw.public_url = v));
   set(env.REDIS_URL, (v) => (obj(raw, 'redis').url = v));
   set(
@@ -125,6 +129,7 @@ export function applyEnv(raw: Raw, env: Env): Raw {
   set(env.ETAGERE_PARTITION_SECRET, (v) => (obj(raw, 'cache').partition_secret = v));
   set(env.ETAGERE_TOKENS, (v) => (obj(raw, 'pool').tokens = parseSecretList(v.split(','), (index) => `ETAGERE_TOKENS entry ${index + 1}`)));
   set(env.ETAGERE_TOKENS_FILE, (v) => (obj(raw, 'pool').tokens_file = v));
+  set(env.ETAGERE_CONSUMER_KEYS_FILE, (v) => (obj(raw, 'consumers').keys_file = v));
   set(env.ETAGERE_WEBHOOK_SECRET, (v) => (obj(raw, 'webhooks').secret = v.trim()));
   set(env.ETAGERE_WEBHOOK_SECRET_FILE, (v) => (obj(raw, 'webhooks').secret_file = v));
   applyAppEnv(raw, env);
@@ -298,7 +303,8 @@ export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
 
 /**
  * Turns secret references into values before validation: `{ env: NAME }` items of pool.tokens and
- * consumers.keys read the environment, and pool.tokens_file adds its lines to pool.tokens.
+ * consumers.keys read the environment, pool.tokens_file adds its lines to pool.tokens, and
+ * consumers.keys_file's lines are kept beside consumers.keys (consumerKeysFromFile).
  * Errors name the key and the variable or file, never a value.
  */
 export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): Raw {
@@ -320,6 +326,7 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
   };
   resolveList(raw.pool, 'tokens', 'pool.tokens');
   resolveList(raw.consumers, 'keys', 'consumers.keys');
+  resolveConsumerKeysFile(raw, readFile);
   resolveAppKeys(raw.pool, env, readFile);
   resolveWebhookSecret(raw.webhooks, readFile);
   const pool = raw.pool as Raw | undefined;
@@ -331,6 +338,47 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
     pool.tokens = [...existing, ...fromFile];
   }
   return raw;
+}
+
+/** The lines of consumers.keys_file, kept on the raw config and then on the parsed one (never enumerated). */
+const FILE_KEYS = Symbol('keys from consumers.keys_file');
+type WithFileKeys = { [FILE_KEYS]?: readonly ConsumerKeyLine[] };
+
+/** The keys consumers.keys_file gave at load (none without a file). */
+export function consumerKeysFromFile(config: Config): readonly ConsumerKeyLine[] {
+  return (config as Config & WithFileKeys)[FILE_KEYS] ?? [];
+}
+
+/** A consumer keys file's lines, checked against the configured consumers; a ConfigError names the file or the line, never a value. */
+export function readConsumerKeysFile(
+  path: string,
+  configured: ReadonlyArray<{ readonly name: string; readonly value?: string | undefined }>,
+  readFile: (path: string) => string = (f) => readFileSync(f, 'utf8'),
+): ConsumerKeyLine[] {
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    throw new ConfigError(`consumers.keys_file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  const lines = parseConsumerKeysFile(text);
+  const problem = typeof lines === 'string' ? lines : consumerKeysProblem(lines, configured);
+  if (problem !== undefined) throw new ConfigError(`consumers.keys_file: ${problem}`);
+  return lines as ConsumerKeyLine[];
+}
+
+/** Reads consumers.keys_file, when set, against the raw consumers.keys (their names, and values given there). */
+function resolveConsumerKeysFile(raw: Raw, readFile: (path: string) => string): void {
+  const consumers = raw.consumers;
+  if (consumers === null || typeof consumers !== 'object' || Array.isArray(consumers)) return;
+  const file = (consumers as Raw).keys_file;
+  if (typeof file !== 'string' || file.length === 0) return;
+  const keys = (consumers as Raw).keys;
+  const configured = (Array.isArray(keys) ? keys : []).flatMap((key: unknown) => {
+    const { name, value } = (key ?? {}) as Raw;
+    return typeof name === 'string' ? [{ name, value: typeof value === 'string' ? value : undefined }] : [];
+  });
+  (raw as Raw & WithFileKeys)[FILE_KEYS] = readConsumerKeysFile(file, configured, readFile);
 }
 
 /**
@@ -432,6 +480,8 @@ export function parseConfig(raw: unknown, source = 'config', sources: ReadonlyMa
   const config = parseWith(configSchema, raw, source, sources);
   const fromFile = (raw as WithFileTokens | null)?.[FILE_TOKENS];
   if (fromFile !== undefined) Object.defineProperty(config, FILE_TOKENS, { value: fromFile });
+  const keysFromFile = (raw as WithFileKeys | null)?.[FILE_KEYS];
+  if (keysFromFile !== undefined) Object.defineProperty(config, FILE_KEYS, { value: keysFromFile });
   return config;
 }
 
@@ -537,14 +587,29 @@ function checkTlsFiles(files: TlsFiles): void {
 }
 
 /**
- * Only the admin address (admin.host, admin.port; ADMIN_HOST, ADMIN_PORT), for the commands that
- * call a running proxy (etagere purge, cache): no secret is read and no other key is checked.
+ * Only the admin section (admin.host, admin.port, admin.token; ADMIN_HOST, ADMIN_PORT,
+ * ETAGERE_ADMIN_TOKEN), for the commands that call a running proxy (etagere purge, cache, quota):
+ * no other secret is read and no other key is checked.
  */
 export function loadAdminConfig(opts: LoadOptions = {}): Pick<Config, 'admin'> {
   const env = opts.env ?? process.env;
   const { raw, source } = readRaw(opts, env);
-  const adminEnv = { ADMIN_HOST: env.ADMIN_HOST, ADMIN_PORT: env.ADMIN_PORT };
+  const adminEnv = { ADMIN_HOST: env.ADMIN_HOST, ADMIN_PORT: env.ADMIN_PORT, ETAGERE_ADMIN_TOKEN: env.ETAGERE_ADMIN_TOKEN };
   const admin = { admin: raw.admin };
   applyEnv(admin, adminEnv);
   return parseWith(adminSchema, admin, source, envSources(adminEnv));
+}
+
+/**
+ * The admin token a command sends when given the admin port's URL itself (--admin): the admin
+ * section's (ETAGERE_ADMIN_TOKEN, else the config's admin.token), or null when there is none or
+ * the config cannot be read (the admin port then says what it needs).
+ */
+export function loadAdminToken(opts: LoadOptions = {}): string | null {
+  try {
+    return loadAdminConfig(opts).admin.token;
+  } catch (err) {
+    if (err instanceof ConfigError) return null;
+    throw err;
+  }
 }

@@ -16,6 +16,26 @@ const httpUrl = z
   .url()
   .refine((u) => /^https?:\/\//i.test(u), 'must be an http:// or https:// URL');
 
+/**
+ * The proxy's base URL as clients see it: written into every rewritten Link, Location and body
+ * address, so it may carry no user, password, query or fragment (messages never repeat it).
+ */
+const publicUrl = httpUrl.superRefine((url, ctx) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return; // url() has said so
+  }
+  if (parsed.username !== '' || parsed.password !== '')
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must not carry a user or password: it is written into every link clients get (value not shown)',
+    });
+  else if (parsed.search !== '' || parsed.hash !== '')
+    ctx.addIssue({ code: 'custom', message: 'must be a base URL without a query or fragment (value not shown)' });
+});
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** How responses of one upstream are cached. The rules live in src/cache/rules/policy.ts. */
@@ -250,6 +270,8 @@ const allowRuleSchema = (placeholders: boolean) =>
 export const consumerKeySchema = secretSchema
   .extend({
     name: secretName,
+    /** The key; unset when consumers.keys_file gives this consumer's keys. */
+    value: secretSchema.shape.value.optional(),
     /** Its share of the pool's quota is weight / (sum of the weights), per resource and window. */
     weight: z.number().min(0.001).max(1000).default(1),
     /** At most this many upstream requests on the pool per clock hour (every resource); null: no cap. */
@@ -296,6 +318,11 @@ export const consumersSchema = z
     enabled: z.boolean().default(false),
     /** Consumer keys: { name, value } or { name, env }. Sent in any credential position (src/pool/consumers/consumers.ts). */
     keys: z.array(consumerKeySchema).default([]),
+    /**
+     * A file of `name=key` lines giving the keys of consumers listed in `keys` (several per consumer
+     * allowed), reloaded when it changes or on SIGHUP (src/platform/config/keys-file.ts).
+     */
+    keys_file: z.string().min(1).nullable().default(null),
     /** Trusted OIDC issuers: a token of one is a consumer credential like a key (src/pool/consumers/oidc.ts). */
     oidc: z.array(oidcIssuerSchema).default([]),
     /** What a request without a known key gets: a 401 (reject) or plain anonymous upstream access. */
@@ -449,11 +476,22 @@ export const configSchema = z
             z.string().regex(/^(?:[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]+\])$/, 'must be a host name or address, without port'),
           )
           .default([]),
+        /**
+         * The bearer token every /admin/* call must send (`Authorization: Bearer`); /, /healthz,
+         * /readyz and /metrics stay open. Required when admin.host is not a loopback address.
+         */
+        token: z
+          .string()
+          .regex(/^[\x21-\x7e]{16,1024}$/, 'must be 16-1024 printable characters without spaces (value not shown)')
+          .nullable()
+          .default(null),
+        /** Serve /admin/* without a token on a non-loopback admin.host, on purpose (as pool.open). */
+        open: z.boolean().default(false),
       })
       .strict()
       .prefault({}),
     /** The proxy's address as clients see it (used to rewrite Link headers). */
-    public_url: httpUrl.nullable().default(null),
+    public_url: publicUrl.nullable().default(null),
     /** Trust X-Forwarded-Host/-Proto to build the public URL when public_url is unset. */
     trust_forwarded: z.boolean().default(false),
     redis: redisSchema.prefault({}),
@@ -547,6 +585,15 @@ export const configSchema = z
           'Turn on consumer keys (consumers.enabled), listen on loopback (HOST=127.0.0.1), or set pool.open: true to serve the pool openly on purpose',
       });
     }
+    if (config.admin.token === null && !config.admin.open && !isLoopbackAddress(config.admin.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['admin', 'token'],
+        message:
+          `is not set and admin.host is ${config.admin.host}, not a loopback address: anyone who reaches the admin port could read cached bodies and purge. ` +
+          'Set admin.token (ETAGERE_ADMIN_TOKEN), listen on loopback (ADMIN_HOST=127.0.0.1), or set admin.open: true to serve it openly on purpose',
+      });
+    }
     const tokenNames = new Map<string, number>();
     const tokenValues = new Map<string, number>();
     config.pool.tokens.forEach((token, index) => {
@@ -574,6 +621,12 @@ export const configSchema = z
     checkWebhookFreshness(config, ctx);
     const names = new Set<string>();
     config.consumers.keys.forEach((key, index) => {
+      if (key.value === undefined && config.consumers.keys_file === null)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['consumers', 'keys', index, 'value'],
+          message: `consumer "${key.name}" has no key: give value or env, or set consumers.keys_file with a line "${key.name}=<key>"`,
+        });
       if (names.has(key.name))
         ctx.addIssue({ code: 'custom', path: ['consumers', 'keys', index, 'name'], message: `duplicate consumer name "${key.name}"` });
       names.add(key.name);

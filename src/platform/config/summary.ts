@@ -3,6 +3,7 @@
  * and addresses only: URLs lose their credentials, query and fragment; tokens are counted, never
  * shown.
  */
+import { maskedUrl } from './masked.js';
 import type { Config } from './schema.js';
 
 /** A URL without its user, password, query or fragment; the text unchanged when it is not a URL. */
@@ -55,7 +56,7 @@ export function startupSummary(config: Config): StartupSummary {
     upstreams: config.upstreams.map((upstream) => `${upstream.name} ${upstream.prefix} -> ${withoutCredentials(upstream.url)}`),
     pool: poolSummary(config),
     redis,
-    public_url: config.public_url ?? 'none (from each request)',
+    public_url: config.public_url === null ? 'none (from each request)' : maskedUrl(config.public_url),
     workers: config.workers,
     webhooks: config.webhooks.secret === null ? 'off (no secret)' : `on at ${config.webhooks.path}`,
   };

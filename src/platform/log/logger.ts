@@ -81,15 +81,66 @@ export function createLogger(opts: LoggerOptions): Logger {
   );
 }
 
-const SENSITIVE_QUERY = /([?&](?:access_token|client_secret|token|code|state|password)=)[^&#]*/gi;
-/** The same parameters, found (not replaced): most queries (page, per_page, q) have none. */
-const HAS_SENSITIVE = /[?&](?:access_token|client_secret|token|code|state|password)=/i;
+/**
+ * Words of a query parameter's name that make its value a secret (GitHub once took ?access_token=;
+ * other APIs take api_key, X-Amz-Signature, sig, an OAuth code and state). A word stands between
+ * "_", "-", ".", spaces or the name's ends (`client_secret`, `X-API-KEY`), or starts with a capital
+ * after a lower-case letter or digit (`apiKey`, `refreshToken`); `mytoken`, `tokens` and `keyword`
+ * hold none.
+ */
+const SECRET_WORD = /(?:^|[^A-Za-z0-9])(?:token|secret|key|apikey|password|passwd|pwd|signature|sig|code|state)(?![A-Za-z0-9])/i;
+const SECRET_CAMEL_WORD = /[a-z0-9](?:Token|Secret|Key|Password|Passwd|Pwd|Signature|Sig|Code|State)(?![a-z])/;
+/** A cheap first look from a query's start: none of the words' beginnings and no escape means nothing to mask. */
+const MAYBE_SECRET = /token|secret|key|pass|pwd|sig|code|state|%/gi;
+const REDACTED = '[REDACTED]';
+
+/** Percent-escapes decoded where they are valid ("+" as space), the rest kept as it is: a hostile name never throws. */
+function decodeLoosely(text: string): string {
+  const spaced = text.indexOf('+') === -1 ? text : text.replace(/\+/g, ' ');
+  if (spaced.indexOf('%') === -1) return spaced;
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
+  }
+}
+
+/** Whether a raw parameter name names a secret, once decoded (up to three times: `access%255Ftoken` too). */
+export function secretParameter(rawName: string): boolean {
+  let name = rawName;
+  for (let round = 0; round < 3 && (name.indexOf('%') !== -1 || name.indexOf('+') !== -1); round++) {
+    const decoded = decodeLoosely(name);
+    if (decoded === name) break;
+    name = decoded;
+  }
+  return SECRET_WORD.test(name) || SECRET_CAMEL_WORD.test(name);
+}
 
 /**
- * Masks credential-bearing query parameters (GitHub once accepted ?access_token=). A URL without
- * one is returned as it is, after a test that costs about a third less than a replace that finds
- * nothing (on every logged request with a query).
+ * Masks the values of credential-bearing query parameters (`secretParameter`), whatever the
+ * names' case or percent-encoding. A URL without a query, or whose query holds none of the words
+ * and no escape, is returned as it is after one search: the common case on every logged request.
  */
 export function redactQuery(url: string): string {
-  return url.indexOf('=') === -1 || !HAS_SENSITIVE.test(url) ? url : url.replace(SENSITIVE_QUERY, '$1[REDACTED]');
+  const mark = url.indexOf('?');
+  if (mark === -1 || url.indexOf('=', mark) === -1) return url;
+  MAYBE_SECRET.lastIndex = mark;
+  if (!MAYBE_SECRET.test(url)) return url;
+  const hash = url.indexOf('#', mark);
+  const query = hash === -1 ? url.slice(mark + 1) : url.slice(mark + 1, hash);
+  let masked = false;
+  const parts = query.split(/([&;])/).map((part) => {
+    const equals = part.indexOf('=');
+    if (equals === -1 || !secretParameter(part.slice(0, equals))) return part;
+    masked = true;
+    return `${part.slice(0, equals + 1)}${REDACTED}`;
+  });
+  if (!masked) return url;
+  return `${url.slice(0, mark + 1)}${parts.join('')}${hash === -1 ? '' : url.slice(hash)}`;
 }

@@ -23,6 +23,7 @@ type Observed =
   | 'cacheEvictions'
   | 'tokenEvents'
   | 'tokenReloads'
+  | 'consumerKeyReloads'
   | 'appMints'
   | 'appLists'
   | 'appInstallations'
@@ -98,6 +99,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     cacheEvictions: built.cacheEvictions,
     tokenEvents: built.tokenEvents,
     tokenReloads: built.tokenReloads,
+    consumerKeyReloads: built.consumerKeyReloads,
     appMints: built.appMints,
     appLists: built.appLists,
     appInstallations: built.appInstallations,

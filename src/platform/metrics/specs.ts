@@ -218,6 +218,15 @@ export const METRIC_SPECS = {
     labelNames: ['result'],
     initial: [['ok'], ['failed']],
   },
+  consumerKeyReloads: {
+    type: 'counter',
+    name: 'etagere_consumer_key_reloads_total',
+    help:
+      "Reloads of consumers.keys_file (SIGHUP, or the file changed): ok (the consumers' keys are the file's now), " +
+      'failed (unreadable, malformed, an unknown consumer, a key twice, or emptied: the keys stayed as they were).',
+    labelNames: ['result'],
+    initial: [['ok'], ['failed']],
+  },
   appMints: {
     type: 'counter',
     name: 'etagere_app_token_mints_total',

@@ -3,6 +3,7 @@
  * applied over it by src/platform/config/load.ts): where spans go, the sampler, the resource.
  * Pure: no OpenTelemetry code here.
  */
+import { maskedUrl } from '../config/masked.js';
 import type { TracingConfig } from '../config/schema.js';
 
 export type SamplerName = TracingConfig['sampler'];
@@ -17,9 +18,19 @@ export interface TraceSettings {
   readonly resource: Readonly<Record<string, string>>;
 }
 
-/** The traces URL of a base endpoint: `/v1/traces` under its path, as OTEL_EXPORTER_OTLP_ENDPOINT means it. */
+/**
+ * The traces URL of a base endpoint: `/v1/traces` under its path, as OTEL_EXPORTER_OTLP_ENDPOINT
+ * means it; the endpoint's query (a collector's `?api-key=`) stays after the path.
+ */
 export function tracesUrl(base: string): string {
-  return `${base.replace(/\/+$/, '')}/v1/traces`;
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    return `${base.replace(/\/+$/, '')}/v1/traces`;
+  }
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/traces`;
+  return url.toString();
 }
 
 /** The settings, or undefined when no endpoint is configured (tracing off). */
@@ -35,13 +46,8 @@ export function traceSettings(config: TracingConfig): TraceSettings | undefined 
   };
 }
 
-/** A URL as it may be logged: no user or password. */
-export function shownUrl(url: string): string {
-  const parsed = new URL(url);
-  parsed.username = '';
-  parsed.password = '';
-  return parsed.toString();
-}
+/** A URL as it may be logged: masked as `etagere check-config` masks it (password, query values). */
+export const shownUrl = maskedUrl;
 
 /**
  * Whether a request is sampled (recorded and exported), as OpenTelemetry's samplers decide:

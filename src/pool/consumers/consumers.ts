@@ -89,7 +89,30 @@ export interface Consumers {
    * own credential). The same value as the last one on `connection`: one constant-time comparison.
    */
   inAuthorization(authorization: string, connection?: object): Identity;
+  /**
+   * Makes these the keys, at once (a reloaded consumers.keys_file): a key no longer listed matches
+   * nothing from the next request on, also on a connection where it matched before.
+   */
+  replace(keys: readonly ConsumerKey[]): void;
+  /** How many keys there are. */
   readonly size: number;
+}
+
+/**
+ * The keys of the configured consumers: those consumers.keys gives itself, and the lines of
+ * consumers.keys_file, each with its consumer's allow list.
+ */
+export function consumerKeysOf(
+  configured: ReadonlyArray<{
+    readonly name: string;
+    readonly value?: string | undefined;
+    readonly allow?: readonly AllowRule[] | undefined;
+  }>,
+  lines: ReadonlyArray<{ readonly name: string; readonly value: string }>,
+): ConsumerKey[] {
+  const byName = new Map(configured.map((key) => [key.name, key]));
+  const own = configured.flatMap((key) => (key.value === undefined ? [] : [{ name: key.name, value: key.value, allow: key.allow }]));
+  return [...own, ...lines.map((line) => ({ name: line.name, value: line.value, allow: byName.get(line.name)?.allow }))];
 }
 
 const UNKNOWN: Identity = { kind: 'unknown' };
@@ -123,24 +146,44 @@ function remember(memo: WeakMap<object, LastMatch>, connection: object, key: str
   }
 }
 
-/** `digestOf`: SHA-256 unless a test counts the digests. */
-export function createConsumers(keys: readonly ConsumerKey[], digestOf: (value: string) => string = digest): Consumers {
+/** Digest of each key -> its consumer (one shared identity per consumer name). */
+function tableOf(keys: readonly ConsumerKey[], digestOf: (value: string) => string): Map<string, Identity> {
   const table = new Map<string, Identity>();
+  const identities = new Map<string, Identity>();
   for (const key of keys) {
     const at = digestOf(key.value);
-    // Two consumers with one value: the first one listed wins.
-    if (!table.has(at))
-      table.set(
-        at,
+    // Two consumers with one value: the first one listed wins (the config refuses it: keys-file.ts).
+    if (table.has(at)) continue;
+    let identity = identities.get(key.name);
+    if (identity === undefined) {
+      identity =
         key.allow === undefined
           ? { kind: 'consumer', name: key.name }
-          : { kind: 'consumer', name: key.name, scope: compileScope(key.allow) },
-      );
+          : { kind: 'consumer', name: key.name, scope: compileScope(key.allow) };
+      identities.set(key.name, identity);
+    }
+    table.set(at, identity);
   }
-  const lastMatch = new WeakMap<object, LastMatch>();
-  const lastAuthorization = new WeakMap<object, LastMatch>();
+  return table;
+}
+
+/** `digestOf`: SHA-256 unless a test counts the digests. */
+export function createConsumers(keys: readonly ConsumerKey[], digestOf: (value: string) => string = digest): Consumers {
+  let table = tableOf(keys, digestOf);
+  let size = keys.length;
+  let lastMatch = new WeakMap<object, LastMatch>();
+  let lastAuthorization = new WeakMap<object, LastMatch>();
   return {
-    size: keys.length,
+    get size() {
+      return size;
+    },
+    replace(next) {
+      table = tableOf(next, digestOf);
+      size = next.length;
+      // What each connection remembers may be a key that is gone: forgotten with the old table.
+      lastMatch = new WeakMap();
+      lastAuthorization = new WeakMap();
+    },
     match(presented, connection) {
       const last = connection === undefined ? undefined : lastMatch.get(connection);
       if (last !== undefined && sameKey(presented, last.key)) return last.identity;

@@ -84,9 +84,10 @@ export function resolveCredential(
     return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
   }
   let consumer: Named | undefined = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
-  if (consumer === undefined && oidc !== undefined) {
-    consumer = oidc.identity;
+  if (oidc !== undefined) {
+    // A token of a configured issuer in Authorization never goes upstream, whoever the request is for.
     if (oidc.inAuthorization) removeHeader(headers, 'authorization', how);
+    consumer ??= oidc.identity;
   }
   if (headers.authorization !== undefined) return CLIENT;
   if (!rules.pooled) return ANONYMOUS_CREDENTIAL;

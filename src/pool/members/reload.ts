@@ -12,8 +12,6 @@
  * line, never its text. Reloads run one at a time. Logs and the etagere_token_reloads_total
  * metric name tokens by name only.
  */
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { ConfigError, parseTokensFile, type TokensFileEntry } from '../../platform/config/load.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -21,6 +19,7 @@ import { changesAnything, diffMembers, membersProblem, type SourcedToken } from 
 import { tokenName } from '../../platform/config/token-name.js';
 import type { RateLimitAnswer } from './probe.js';
 import type { MembershipChange, PoolToken } from '../rules/types.js';
+import { createReread } from './reread.js';
 
 /** What asked for the reload: SIGHUP (or a caller acting for it), or a change of the file. */
 export type ReloadTrigger = 'signal' | 'file';
@@ -58,8 +57,6 @@ export interface ReloaderDeps {
 export interface TokenReloader {
   reload(trigger: ReloadTrigger): Promise<ReloadOutcome>;
 }
-
-const digest = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /** The pool's next members from the file's text, or why the text cannot be (names the line, never a value). */
 function nextMembers(text: string, beside: ReloaderDeps['beside'], hadFromFile: number): SourcedToken[] | string {
@@ -103,11 +100,10 @@ async function probeJoining(
 }
 
 export function createTokenReloader(deps: ReloaderDeps): TokenReloader {
-  const readFile = deps.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const reread = createReread(deps.file, deps.readFile);
   const log = deps.log;
   let current: readonly PoolToken[] = deps.initial;
   let fromFile = Math.max(0, deps.initial.length - deps.beside.length);
-  let lastDigest: string | undefined;
   let queue: Promise<unknown> = Promise.resolve();
 
   const failed = (trigger: ReloadTrigger, why: string): ReloadOutcome => {
@@ -117,16 +113,10 @@ export function createTokenReloader(deps: ReloaderDeps): TokenReloader {
   };
 
   const run = async (trigger: ReloadTrigger): Promise<ReloadOutcome> => {
-    let text: string;
-    try {
-      text = readFile(deps.file);
-    } catch (err) {
-      return failed(trigger, `cannot read ${deps.file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
-    }
-    const textDigest = digest(text);
-    if (trigger === 'file' && textDigest === lastDigest) return { result: 'unchanged' };
-    lastDigest = textDigest; // the same bad bytes are reported once per signal, not once per file event
-    const next = nextMembers(text, deps.beside, fromFile);
+    const read = reread(trigger);
+    if ('why' in read) return failed(trigger, read.why);
+    if ('unchanged' in read) return { result: 'unchanged' };
+    const next = nextMembers(read.text, deps.beside, fromFile);
     if (typeof next === 'string') return failed(trigger, next);
     const members = next.map(({ name, value }) => ({ name, value }));
     const preview = diffMembers(current, members);
