@@ -2,16 +2,19 @@
  * ESLint configuration (flat config, loaded through jiti): `npm run lint` runs it with Prettier's check.
  *
  * ESLint's and typescript-eslint's recommended rules, without type-aware rules so that a lint of the
- * whole tree stays fast, plus the local rule `local/no-short-names` (eslint/rules/no-short-names.ts).
+ * whole tree stays fast, plus the local rule `local/no-short-names` (eslint/rules/no-short-names.ts),
+ * the floors of src/ and no import cycle (eslint/floors.ts; test/unit/import-rules.test.ts plants
+ * violations to see them fire).
  * Formatting is Prettier's job (.prettierrc.json); no rule here is about layout.
  */
+import { fileURLToPath } from 'node:url';
 import js from '@eslint/js';
 import { defineConfig, globalIgnores } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import noShortNames from './eslint/rules/no-short-names.ts';
-import { floorRules } from './eslint/floors.ts';
+import { cycleRules, floorRules } from './eslint/floors.ts';
 
 export default defineConfig(
   globalIgnores(['dist/', 'coverage/', 'bench/results/']),
@@ -32,10 +35,20 @@ export default defineConfig(
     },
   },
   {
-    // Imports run only downward (eslint/floors.ts), and no module imports itself back through others.
-    files: ['src/**/*.ts', 'fake-github/**/*.ts'],
+    // No module imports itself back through others, anywhere in the tree. The import-x settings make
+    // its module map read TypeScript: without them it skips every .ts file it reaches, and finds no cycle.
+    files: ['**/*.ts'],
     plugins: { 'import-x': importX },
-    settings: { 'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })] },
+    settings: {
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: fileURLToPath(new URL('tsconfig.json', import.meta.url)) })],
+      'import-x/extensions': ['.ts'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+    },
+    rules: cycleRules,
+  },
+  {
+    // Imports run only downward in src/, and the products import no test, bench or script (eslint/floors.ts).
+    files: ['src/**/*.ts', 'fake-github/**/*.ts'],
     rules: floorRules,
   },
   {

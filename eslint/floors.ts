@@ -7,6 +7,8 @@
  * another, and the paths' shared modules (src/paths/*.ts) import no path. The fake GitHub
  * (fake-github/) and src/ know nothing of each other, but for the CLI's commands in src/main/.
  */
+import { fileURLToPath } from 'node:url';
+
 type Zone = { target: string | string[]; from: string | string[]; message: string };
 
 const FLOORS = ['main', 'paths', 'cache|pool', 'upstream', 'http', 'platform'] as const;
@@ -63,7 +65,24 @@ const fakeZones: Zone[] = [
   },
 ];
 
+/** What ships (src/, fake-github/) never imports what only runs beside it. */
+const productZones: Zone[] = [
+  {
+    target: ['./src', './fake-github'],
+    from: ['./test', './bench', './scripts', './eslint'],
+    message: 'the product imports no test, bench or script',
+  },
+];
+
 export const floorRules = {
-  'import-x/no-restricted-paths': ['error', { zones: [...floorZones(), ...insideZones(), ...fakeZones] }],
+  'import-x/no-restricted-paths': [
+    'error',
+    // The zones' paths are the repository's (this folder's parent), wherever lint runs from.
+    { basePath: fileURLToPath(new URL('..', import.meta.url)), zones: [...floorZones(), ...insideZones(), ...fakeZones, ...productZones] },
+  ],
+} as const;
+
+/** Anywhere in the tree. A cycle through type-only imports is not one at run time: the rule skips it. */
+export const cycleRules = {
   'import-x/no-cycle': ['error', { ignoreExternal: true }],
 } as const;

@@ -10,8 +10,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { AppSpecError, type FakeAppInput, type FakeInstallationInput } from './app-spec.js';
-import type { FakeApp, FakeInstallation } from './apps.js';
-import { HttpError, methodGuard, onlyKeys, readJsonObject } from './control.js';
+import type { FakeApp, FakeInstallation } from './app-records.js';
+import { HttpError, methodGuard, onlyKeys, readJsonObject } from './control-input.js';
 import type { FakeState } from './state.js';
 import { announce, installationChanged } from './webhook-payloads.js';
 

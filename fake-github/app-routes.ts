@@ -26,8 +26,8 @@ import { bodyHash } from './etag.js';
 import { errorJson, JSON_TYPE, JWT_REQUIRED_BODY, NOT_FOUND_BODY, REQUIRES_AUTH_BODY } from './headers.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { accountSummary, repoJson, type ApiVersion } from './render.js';
-import type { ApiResult } from './routes.js';
-import type { FakeApp, FakeInstallation } from './apps.js';
+import type { ApiResult } from './route-context.js';
+import type { FakeApp, FakeInstallation } from './app-records.js';
 import type { FakeState } from './state.js';
 
 export interface AppRouteContext {

@@ -8,7 +8,7 @@
  * Access: a private repository is visible only to a token that has the `repo` scope AND whose
  * login owns the repository or is a member of the owning organization.
  */
-import type { FakeApp } from './apps.js';
+import type { FakeApp } from './app-records.js';
 import type { Repo } from './data.js';
 import type { FakeToken } from './tokens.js';
 

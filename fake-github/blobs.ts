@@ -8,10 +8,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Repo } from './data.js';
-import { bodyHash } from './etag.js';
+import { bodyHash, type Rendered } from './etag.js';
 import { blobSha, readmeText } from './readme.js';
 import { DEFAULT_API_VERSION, type ApiVersion } from './render.js';
-import type { Rendered } from './state.js';
 
 /** GitHub's limit for the blob API. */
 export const MAX_BLOB_BYTES = 100 * 1024 * 1024;

@@ -5,7 +5,7 @@
  * result kept beside it, so a hot resource costs one compression, not one per request.
  */
 import { gzipSync } from 'node:zlib';
-import type { Rendered } from './state.js';
+import type { Rendered } from './etag.js';
 
 /** The q-value an Accept-Encoding value gives `coding` (else `*`); undefined when it names neither. */
 function acceptedQuality(header: string, coding: string): number | undefined {

@@ -25,6 +25,7 @@ import { apiPathOf } from './base-path.js';
 import { mutateAccount, mutateCity, mutateRepo, type Change, type Repo } from './data.js';
 import { faultSeed, FaultSpecError, parseFaultRules } from './faults.js';
 import { MAX_BLOB_BYTES } from './blobs.js';
+import { HttpError, methodGuard, onlyKeys, readJsonObject } from './control-input.js';
 import { JSON_TYPE } from './headers.js';
 import { RenameError, renameRepo } from './rename.js';
 import { announce, FAKE_SENDER, ping, renamed, starred } from './webhook-payloads.js';
@@ -34,18 +35,6 @@ import { FAKE_HOOK_ID } from './webhooks.js';
 import type { FakeState, RuntimeConfig } from './state.js';
 
 export const CONTROL_PREFIX = '/__fake';
-const MAX_BODY = 64 * 1024;
-
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
-
 function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.destroy();
@@ -61,54 +50,6 @@ function sendJson(res: ServerResponse, status: number, value: unknown, headers: 
   res.end(body);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        failed = true;
-        reject(new HttpError(413, `Request body larger than ${MAX_BODY} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!failed) resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-    req.on('error', (err) => {
-      if (!failed) reject(err);
-    });
-  });
-}
-
-export async function readJsonObject(req: IncomingMessage, allowEmpty: boolean): Promise<Record<string, unknown>> {
-  const text = await readBody(req);
-  if (text.trim() === '') {
-    if (allowEmpty) return {};
-    throw new HttpError(400, 'A JSON object body is required');
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'Problems parsing JSON');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new HttpError(400, 'The body must be a JSON object');
-  }
-  return value as Record<string, unknown>;
-}
-
-export function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw new HttpError(400, `Unknown field "${key}" (allowed: ${allowed.join(', ')})`);
-  }
-}
-
 function intField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
   const value = body[key];
   if (value === undefined) return undefined;
@@ -116,12 +57,6 @@ function intField(body: Record<string, unknown>, key: string, min: number, max: 
     throw new HttpError(400, `"${key}" must be an integer from ${min} to ${max}`);
   }
   return value;
-}
-
-export function methodGuard(req: IncomingMessage, allowed: string[]): void {
-  if (!allowed.includes(req.method ?? '')) {
-    throw new HttpError(405, `Method ${req.method ?? ''} not allowed here`, { allow: allowed.join(', ') });
-  }
 }
 
 export async function handleControl(state: FakeState, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {

@@ -5,6 +5,16 @@
  */
 import { createHash } from 'node:crypto';
 
+/** A cached, fully rendered response body with its validators. */
+export interface Rendered {
+  body: Buffer;
+  /** The body gzipped, made on the first request that accepts gzip and kept beside it (compression.ts). */
+  gzipped?: Buffer;
+  hash: string;
+  lastModified: number;
+  link: string | null;
+}
+
 export function bodyHash(body: Buffer | string): string {
   return createHash('sha1').update(body).digest('hex');
 }

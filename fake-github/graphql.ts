@@ -35,6 +35,7 @@ import { operationCost } from './graphql-cost.js';
 import { ROOT, SCHEMA, type GraphqlContext } from './graphql-schema.js';
 import { errorJson, type RateView } from './headers.js';
 import { spendUnits, type QuotaWindow } from './quota.js';
+import { readCappedBody } from './request-body.js';
 
 /** Largest request body read (GitHub does not document one). */
 export const MAX_BODY = 1024 * 1024;
@@ -88,31 +89,6 @@ function starsOf(world: World): Set<string> {
     starsByWorld.set(world, stars);
   }
   return stars;
-}
-
-type BodyRead = { kind: 'ok'; text: string } | { kind: 'too-large' } | { kind: 'failed' };
-
-/** Reads the request body up to MAX_BODY bytes. */
-function readBody(req: IncomingMessage): Promise<BodyRead> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const finish = (read: BodyRead): void => {
-      req.removeAllListeners('data');
-      resolve(read);
-    };
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        finish({ kind: 'too-large' });
-        req.resume();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => finish({ kind: 'ok', text: Buffer.concat(chunks).toString('utf8') }));
-    req.once('error', () => finish({ kind: 'failed' }));
-  });
 }
 
 /** A call's request: the query, its variables and the operation to run. */
@@ -222,7 +198,7 @@ export function answerGraphql(
 ): void {
   const viewer = call.viewer;
   if (viewer === null) throw new Error('answerGraphql needs credentials'); // the server answers 401 first
-  readBody(req)
+  readCappedBody(req, MAX_BODY)
     .then((read) => {
       if (read.kind !== 'ok') {
         const status = read.kind === 'too-large' ? 413 : 400;

@@ -8,10 +8,10 @@
  */
 import type { Account, World } from './data.js';
 import { iso } from './data.js';
-import { bodyHash } from './etag.js';
+import { bodyHash, type Rendered } from './etag.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { accountSummary, type ApiVersion } from './render.js';
-import type { FakeState, Rendered } from './state.js';
+import type { FakeState } from './state.js';
 
 export interface OrgContext {
   state: FakeState;

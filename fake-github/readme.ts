@@ -12,11 +12,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { Repo } from './data.js';
-import { bodyHash } from './etag.js';
+import { bodyHash, type Rendered } from './etag.js';
 import { JSON_TYPE } from './headers.js';
 import { JSON_MEDIA, type MediaChoice } from './media-type.js';
 import { DEFAULT_API_VERSION, webBaseOf, type ApiVersion } from './render.js';
-import type { Rendered } from './state.js';
 
 export const README_NAME = 'README.md';
 

@@ -3,49 +3,19 @@
  * status, body and, for cacheable 200s, a body hash and Last-Modified time from which the
  * server derives ETag and conditional answers. Quota, headers and 304s are the server's job.
  */
-import type { Viewer } from './auth.js';
 import { canSee, isAffiliated, permissionClass } from './auth.js';
 import type { Account, Repo, World } from './data.js';
 import { isBlobSha } from './blobs.js';
-import { bodyHash } from './etag.js';
+import { bodyHash, type Rendered } from './etag.js';
 import { JSON_TYPE, NOT_FOUND_BODY, REQUIRES_AUTH_BODY, TEXT_TYPE } from './headers.js';
 import { orgMembers, orgRecord } from './orgs.js';
 import { customMedia } from './media-type.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { readmeAnswer } from './readme.js';
-import { privateAccount, publicAccount, repoJson, type ApiVersion } from './render.js';
+import { privateAccount, publicAccount, repoJson } from './render.js';
 import { movedBody, movedRepo, repoById } from './rename.js';
+import type { ApiResult, RouteContext } from './route-context.js';
 import { searchRoute } from './search.js';
-import type { FakeState, Rendered } from './state.js';
-
-export interface RouteContext {
-  state: FakeState;
-  world: World;
-  viewer: Viewer | null;
-  base: string;
-  version: ApiVersion;
-  path: string;
-  query: string;
-  /** The request's Accept (custom media types choose a representation). */
-  accept: string;
-}
-
-export interface ApiResult {
-  status: number;
-  body: Buffer;
-  contentType: string;
-  /** Set on cacheable 200 answers: the server derives ETag/Last-Modified and 304s from it. */
-  rendered: Rendered | null;
-  acceptedScopes: string;
-  /** Cache-Control of an answer that has no validators (search: no-cache). */
-  cacheControl?: string;
-  /** Link of an answer that has no validators (search pages). */
-  link?: string | null;
-  /** Location of a redirect (a renamed repository's old name). */
-  location?: string;
-  /** X-GitHub-Media-Type, when not the plain JSON one. */
-  mediaType?: string;
-}
 
 /** `acceptedScopes`: the route's, which GitHub sends on its 404s too (a repository's: `repo`). */
 const notFound = (acceptedScopes = ''): ApiResult => ({

@@ -12,7 +12,7 @@ import type { Account, Repo } from './data.js';
 import { errorJson, JSON_TYPE, REQUIRES_AUTH_BODY } from './headers.js';
 import { linkHeader, pageRequest, paginate } from './pagination.js';
 import { accountSummary, repoJson } from './render.js';
-import type { ApiResult, RouteContext } from './routes.js';
+import type { ApiResult, RouteContext } from './route-context.js';
 
 const SEARCH_DOCS_URL = 'https://docs.github.com/rest/search/search';
 const NO_CACHE = 'no-cache';

@@ -43,7 +43,8 @@ import {
 } from './headers.js';
 import { anonymousKey, remaining, resourceOfPath, spend, tokenKey, type QuotaWindow } from './quota.js';
 import { API_VERSIONS, DEFAULT_API_VERSION, type ApiVersion } from './render.js';
-import { route, type ApiResult } from './routes.js';
+import type { ApiResult } from './route-context.js';
+import { route } from './routes.js';
 import { acceptsGzip, gzippedBody } from './compression.js';
 import { answerGraphql, rateLimitedBody } from './graphql.js';
 import { announce, starred } from './webhook-payloads.js';

@@ -13,6 +13,7 @@ import { Faults } from './faults.js';
 import { Quotas } from './quota.js';
 import { Secondary } from './secondary.js';
 import { Stats } from './stats.js';
+import type { Rendered } from './etag.js';
 import type { FakeToken } from './tokens.js';
 
 export interface RuntimeConfig {
@@ -78,16 +79,6 @@ export const RESOURCE_DEFAULTS: Pick<RuntimeConfig, ResourceSettings> = {
   graphqlPointsPerMinute: 2000,
   noTransform: false,
 };
-
-/** A cached, fully rendered response body with its validators. */
-export interface Rendered {
-  body: Buffer;
-  /** The body gzipped, made on the first request that accepts gzip and kept beside it (compression.ts). */
-  gzipped?: Buffer;
-  hash: string;
-  lastModified: number;
-  link: string | null;
-}
 
 const LIST_CACHE_MAX = 5000;
 

@@ -9,7 +9,7 @@
  *   installation (created, deleted, suspend, unsuspend)  POST|DELETE /__fake/installations
  *   ping                                                 POST /__fake/webhooks (a webhook configured)
  */
-import type { FakeInstallation } from './apps.js';
+import type { FakeInstallation } from './app-records.js';
 import { iso, SEED_ORG, ZEN, type Repo, type World } from './data.js';
 import { accountSummary, DEFAULT_API_VERSION, repoRecord } from './render.js';
 import type { WebhookSender } from './webhooks.js';

@@ -3,6 +3,7 @@
  * whole before anything goes upstream (it must be parsed and checked first).
  */
 import type { IncomingMessage } from 'node:http';
+import { readCapped } from '../platform/capped-read.js';
 
 export type BodyRead =
   | { kind: 'read'; body: Buffer }
@@ -15,38 +16,15 @@ export type BodyRead =
  * dropped unread, or with `keep` left in the paused request behind what was read (`head`), for
  * the caller to send on as it is. `failed`: the client went away.
  */
-export function readBody(req: IncomingMessage, maxBytes: number, keep = false): Promise<BodyRead> {
+export async function readBody(req: IncomingMessage, maxBytes: number, keep = false): Promise<BodyRead> {
   const declared = Number(req.headers['content-length']);
-  if (!keep && Number.isFinite(declared) && declared > maxBytes) return Promise.resolve({ kind: 'too-large' });
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (read: BodyRead): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('aborted', onError);
-      resolve(read);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        if (keep) {
-          req.pause();
-          done({ kind: 'too-large', head: [...chunks, chunk] });
-          return;
-        }
-        done({ kind: 'too-large' });
-        req.resume(); // the rest is read and dropped while the 413 goes out
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => done({ kind: 'read', body: Buffer.concat(chunks, size) });
-    const onError = (): void => done({ kind: 'failed' });
-    req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('error', onError);
-    req.once('aborted', onError);
-  });
+  if (!keep && Number.isFinite(declared) && declared > maxBytes) return { kind: 'too-large' };
+  const read = await readCapped(req, maxBytes, ['error', 'aborted']);
+  if (read.kind === 'failed') return { kind: 'failed' };
+  if (read.kind === 'over') {
+    if (keep) return { kind: 'too-large', head: read.chunks }; // the request stays paused behind them
+    req.resume(); // the rest is read and dropped while the 413 goes out
+    return { kind: 'too-large' };
+  }
+  return { kind: 'read', body: Buffer.concat(read.chunks, read.size) };
 }

@@ -8,6 +8,7 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
+import { readCapped } from '../platform/capped-read.js';
 import { ownedConcat } from '../platform/owned-bytes.js';
 import type { UpstreamFailure } from '../http/errors.js';
 import { ATTR, pathOnly, upstreamSpanName, type SpanHandle } from '../platform/trace/tracing.js';
@@ -134,8 +135,8 @@ async function fetchOnce(
   const responseTime = Date.now();
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) return tooLarge(res, []);
-  const read = await readUpTo(res.body, maxBytes);
-  if (read.kind === 'error') return { kind: 'failed', failure: classifyUpstreamError(read.error) };
+  const read = await readCapped(res.body, maxBytes);
+  if (read.kind === 'failed') return { kind: 'failed', failure: classifyUpstreamError(read.error) };
   if (read.kind === 'over') return tooLarge(res, read.chunks);
   const { chunks, size } = read;
   if (req.method !== 'HEAD' && Number.isFinite(declared) && declared !== size) {
@@ -156,39 +157,4 @@ async function fetchOnce(
 function tooLarge(res: Dispatcher.ResponseData, head: Buffer[]): Fetched {
   res.body.on('error', () => undefined);
   return { kind: 'too-large', status: res.statusCode, headers: res.headers, head, rest: res.body };
-}
-
-type ReadResult = { kind: 'done'; chunks: Buffer[]; size: number } | { kind: 'over'; chunks: Buffer[] } | { kind: 'error'; error: unknown };
-
-/** Reads a stream to its end, or pauses it (unconsumed, still usable) once it exceeds `max` bytes. */
-function readUpTo(stream: Readable, max: number): Promise<ReadResult> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = (): void => {
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('error', onError);
-    };
-    const onData = (chunk: Buffer): void => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size > max) {
-        stream.pause();
-        cleanup();
-        resolve({ kind: 'over', chunks });
-      }
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve({ kind: 'done', chunks, size });
-    };
-    const onError = (error: unknown): void => {
-      cleanup();
-      resolve({ kind: 'error', error });
-    };
-    stream.on('data', onData);
-    stream.once('end', onEnd);
-    stream.once('error', onError);
-  });
 }

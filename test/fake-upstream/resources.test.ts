@@ -5,6 +5,7 @@
  * answer 401 to a perfectly good token, and revoking a token at runtime.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { RESOURCES } from '../../fake-github/quota.js';
 import { ALICE_REPO, BOB_PUBLIC, auth, get, post, rate, useFake, type ErrorBody, type JsonObject } from './helpers.js';
 
 interface Budget {
@@ -19,26 +20,13 @@ interface RateLimitAll {
   rate?: Budget;
 }
 
-const ALL = [
-  'core',
-  'search',
-  'code_search',
-  'graphql',
-  'integration_manifest',
-  'dependency_snapshots',
-  'code_scanning_upload',
-  'actions_runner_registration',
-  'source_import',
-  'audit_log',
-];
-
 describe('fake upstream: rate-limit resources', () => {
   const fake = useFake({ tokenLimit: 50, searchLimit: 3, codeSearchLimit: 2 });
   afterEach(() => fake.reset());
 
   it('GET /rate_limit lists every resource, each GitHub-shaped, and rate is core', async () => {
     const body = (await get(`${fake.url}/rate_limit`, auth(ALICE_REPO))).json<RateLimitAll>();
-    expect(Object.keys(body.resources)).toEqual(ALL);
+    expect(Object.keys(body.resources)).toEqual(RESOURCES);
     for (const [name, budget] of Object.entries(body.resources)) {
       expect(budget.resource).toBe(name);
       expect(budget.limit).toBe(budget.remaining + budget.used);

@@ -9,7 +9,8 @@ import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.
 import { createTokenPool } from '../../src/pool/backends/local-pool.js';
 import { createPoolHeaders, poolRateLimitBody } from '../../src/pool/rules/pool-headers.js';
 import { rateLimitsFromBody, unauthorizedKind } from '../../src/pool/rules/rate-limit.js';
-import { resourceNamed, resourceOf } from '../../src/pool/rules/resource.js';
+import { RESOURCES, resourceNamed, resourceOf } from '../../src/pool/rules/resource.js';
+import { RESOURCES as FAKE_RESOURCES } from '../../fake-github/quota.js';
 import type { Acquired, Confirmation, LocalTokenPool } from '../../src/pool/rules/types.js';
 import { until } from '../helpers/proxy.js';
 import { channelPair } from '../helpers/ipc-channel.js';
@@ -96,6 +97,11 @@ describe('rate-limit resources: classification', () => {
     expect(resourceNamed('code_scanning_upload')).toBe('code_scanning_upload');
     for (const hostile of ['', 'evil', 'core\r\nx', '__proto__', 'constructor', 'x'.repeat(10_000)])
       expect(resourceNamed(hostile)).toBeUndefined();
+  });
+
+  // Each product keeps its own list (the fake GitHub imports nothing of the proxy): this keeps them equal.
+  it("knows every resource the fake GitHub's GET /rate_limit lists, in GitHub's order, and no other", () => {
+    expect([...RESOURCES]).toEqual([...FAKE_RESOURCES]);
   });
 
   it('reads every resource of GET /rate_limit, and nothing hostile', () => {

@@ -13,6 +13,7 @@ import { describesToken, responseHeadersForClient } from '../../http/headers/hop
 import { isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
 import type { Unavailable } from '../../http/errors.js';
 import type { UpstreamFailure } from '../../http/errors.js';
+import type { CheckedBody } from '../../upstream/decode.js';
 import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
 import { parseCacheControl, type Directives } from '../../http/headers/cache-control.js';
 import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
@@ -31,8 +32,8 @@ export type Got =
       fetched: Fetched;
       token: string | undefined;
       fetchedBy: FetchedBy;
-      /** The body decoded (src/upstream/decode.ts): the body itself for identity, undefined for a coding the proxy does not decode. */
-      decoded?: Buffer | undefined;
+      /** The body decoded (src/upstream/decode.ts): the body itself for identity, checked as it decoded for gzip, undefined for a coding the proxy does not decode. */
+      decoded?: Buffer | CheckedBody | undefined;
     }
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
@@ -102,7 +103,8 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   }
   const vary = varySelection(headerValue(fetched.headers.vary), (name) => req.header(name), req.policy.kind === 'rfc9111');
   const res = responseDirectives(req, fetched.headers['cache-control'], fetched.headers['surrogate-control']);
-  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, plain?.length ?? fetched.body.length, pairOf);
+  const decodedSize = plain === undefined ? fetched.body.length : Buffer.isBuffer(plain) ? plain.length : plain.size;
+  const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, decodedSize, pairOf);
   const reason =
     fetched.status === 304
       ? 'unsolicited-304'
@@ -169,11 +171,17 @@ export function unselected304(got: Got, stale: CacheEntry | undefined, req: Cach
 /** GitHub's message for an unknown or revoked token, on every endpoint. */
 const BAD_CREDENTIALS = /"message"\s*:\s*"Bad credentials"/;
 
-function rejection(req: CacheRequest, key: string, fetched: Response, transient: boolean, body: Buffer): Rejection | undefined {
+function rejection(
+  req: CacheRequest,
+  key: string,
+  fetched: Response,
+  transient: boolean,
+  body: Buffer | CheckedBody,
+): Rejection | undefined {
   if (req.credential === 'anonymous') return undefined;
   if (fetched.status !== 401 && (fetched.status !== 403 || transient)) return undefined;
-  const badCredentials =
-    req.credential === 'client' && fetched.status === 401 && BAD_CREDENTIALS.test(body.subarray(0, 1024).toString('utf8'));
+  const start = (Buffer.isBuffer(body) ? body : body.head).subarray(0, 1024);
+  const badCredentials = req.credential === 'client' && fetched.status === 401 && BAD_CREDENTIALS.test(start.toString('utf8'));
   return { key, partition: badCredentials ? req.keys.partition : undefined };
 }
 

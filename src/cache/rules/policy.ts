@@ -17,6 +17,7 @@ import type { Directives } from '../../http/headers/cache-control.js';
 import { REPRESENTATION_FRAMING } from '../../http/headers/framing.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import type { CacheEntry } from './entry.js';
+import type { CheckedBody } from '../../upstream/decode.js';
 
 export type PolicyKind = 'max-age' | 'revalidate' | 'ttl' | 'rfc9111' | 'none';
 
@@ -124,9 +125,12 @@ function rfcNotStorableReason(policy: FreshnessPolicy, input: StoreInput): strin
  * Content-Length). Such an answer is an upstream failure: never stored, never served as the
  * resource (a stored entry is served instead, stale-if-error). Other types, GitHub's media types with
  * a parameter (`application/vnd.github.raw+json`: src/http/headers/media-type.ts) among them, are not inspected.
+ * A gzip body comes already checked, as it was decoded a chunk at a time.
  */
-export function corruptBody(status: number, contentType: string | undefined, body: Buffer): boolean {
-  if (status < 200 || status >= 300 || body.length === 0 || !isJsonMediaType(contentType)) return false;
+export function corruptBody(status: number, contentType: string | undefined, body: Buffer | CheckedBody): boolean {
+  const whole = Buffer.isBuffer(body);
+  if (status < 200 || status >= 300 || (whole ? body.length : body.size) === 0 || !isJsonMediaType(contentType)) return false;
+  if (!whole) return body.json === false; // src/upstream/decode.ts
   try {
     JSON.parse(body.toString('utf8'));
     return false;

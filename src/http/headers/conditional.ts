@@ -5,6 +5,9 @@
  */
 import { parseHttpDate } from './http-date.js';
 
+/** The request's preconditions (RFC 9110 section 13.1): what makes a request conditional. */
+export const CONDITIONAL_HEADERS = ['if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since', 'if-range'] as const;
+
 function opaque(tag: string): string {
   const trimmed = tag.trim();
   return trimmed.startsWith('W/') ? trimmed.slice(2) : trimmed;

@@ -8,6 +8,7 @@
  * forwards only POOL_FORWARDED: the pool's credential never travels with headers the upstream
  * would read as the client's (method overrides, X-Original-URL, Forwarded, X-Forwarded-*, Cookie).
  */
+import { CONDITIONAL_HEADERS } from './conditional.js';
 
 export type HeaderValue = string | string[] | undefined;
 export type HeaderMap = Record<string, HeaderValue>;
@@ -41,11 +42,7 @@ export const POOL_FORWARDED: ReadonlySet<string> = new Set([
   'accept-encoding',
   'user-agent',
   'x-github-api-version',
-  'if-none-match',
-  'if-modified-since',
-  'if-match',
-  'if-unmodified-since',
-  'if-range',
+  ...CONDITIONAL_HEADERS,
   'range',
 ]);
 

@@ -10,6 +10,7 @@ import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/
 import type { Partitioner } from '../../cache/rules/key.js';
 import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
 import { storedValidators, validatorsByToken } from '../../cache/rules/validators.js';
+import { CONDITIONAL_HEADERS } from '../../http/headers/conditional.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import { headerValue } from '../../http/headers/value.js';
 import { isEquivalentAccept } from '../../cache/rules/accept.js';
@@ -20,17 +21,7 @@ import { decodeFetched } from '../../upstream/decode.js';
 import { consumerOf, fetchPooled, type PoolContext } from '../../pool/pooled-fetch.js';
 
 /** Request headers never forwarded on cached fetches: the cache sets its own validators and coding. */
-const CACHE_OWNED = [
-  'if-none-match',
-  'if-modified-since',
-  'if-match',
-  'if-unmodified-since',
-  'if-range',
-  'range',
-  'cache-control',
-  'pragma',
-  'accept-encoding',
-];
+const CACHE_OWNED = [...CONDITIONAL_HEADERS, 'range', 'cache-control', 'pragma', 'accept-encoding'];
 
 /** How much larger than the entry cap a decoded body may be (JSON gzips about 10:1; more is a bomb). */
 const DECODED_PER_ENCODED = 32;

@@ -8,6 +8,7 @@
  * pace within about a second anyway.
  */
 import type { IncomingMessage } from 'node:http';
+import { CappedReader } from '../../platform/capped-read.js';
 import { paceOf, type PaceRules } from './pace.js';
 
 export type Intake =
@@ -45,38 +46,25 @@ export function createIntake(settings: IntakeSettings, now: () => number = Date.
       if (reads.size >= settings.slots) reads.values().next().value!({ kind: 'evicted' });
       return new Promise((resolve) => {
         const startedAt = now();
-        const chunks: Buffer[] = [];
-        let size = 0;
+        const reader = new CappedReader(req, settings.maxBytes, ['error', 'close']);
         const stop = (outcome: Intake): void => {
           if (!reads.delete(stop)) return;
           clearInterval(ticker);
-          req.off('data', onData);
-          req.off('end', onEnd);
-          req.off('error', onFailed);
-          req.off('close', onFailed);
+          reader.stop();
           resolve(outcome);
         };
-        const onData = (chunk: Buffer): void => {
-          size += chunk.length;
-          if (size > settings.maxBytes) {
-            stop({ kind: 'too-large' });
-            req.resume(); // the rest is read and dropped while the 413 goes out
-            return;
-          }
-          chunks.push(chunk);
-        };
-        const onEnd = (): void => stop({ kind: 'read', body: Buffer.concat(chunks, size) });
-        const onFailed = (): void => stop({ kind: 'failed' });
+        void reader.done.then((read) => {
+          if (read.kind === 'failed') return stop({ kind: 'failed' });
+          if (read.kind === 'read') return stop({ kind: 'read', body: Buffer.concat(read.chunks, read.size) });
+          stop({ kind: 'too-large' });
+          req.resume(); // the rest is read and dropped while the 413 goes out
+        });
         const ticker = setInterval(() => {
-          const pace = paceOf(now() - startedAt, size, settings.pace);
+          const pace = paceOf(now() - startedAt, reader.size, settings.pace);
           if (pace !== 'on-pace') stop({ kind: 'too-slow', why: pace === 'past-deadline' ? 'deadline' : 'rate' });
         }, TICK_MS);
         ticker.unref();
         reads.add(stop);
-        req.on('data', onData);
-        req.once('end', onEnd);
-        req.once('error', onFailed);
-        req.once('close', onFailed);
       });
     },
     get reading() {

@@ -10,7 +10,10 @@
  * naming the issuer therefore cannot aim one fetch per request at an identity provider that is
  * already struggling; tokens signed by keys already held still verify meanwhile.
  */
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createLocalJWKSet, errors as jose, type JWTVerifyGetKey } from 'jose';
+import { readCapped } from '../../platform/capped-read.js';
 import { secureOrLoopbackUrl } from '../../platform/host.js';
 
 /** How long fetched keys are used before they are fetched again. */
@@ -31,21 +34,15 @@ export class KeysUnavailable extends Error {
 
 /** A response body read up to `max` bytes; more is an error. */
 async function boundedText(res: Response, max: number): Promise<string> {
-  const reader = res.body?.getReader();
-  if (reader === undefined) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new Error('document too large');
-    }
-    chunks.push(value);
+  if (res.body === null) return '';
+  const body = Readable.fromWeb(res.body as WebReadableStream<Uint8Array>);
+  const read = await readCapped(body, max);
+  if (read.kind === 'failed') throw read.error;
+  if (read.kind === 'over') {
+    body.destroy();
+    throw new Error('document too large');
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(read.chunks, read.size).toString('utf8');
 }
 
 /** A JSON document from `url`: 200 only, within `timeoutMs` and the size cap. */

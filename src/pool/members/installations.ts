@@ -9,6 +9,7 @@
  * message names the App and the installation, never the key, the JWT or a token.
  */
 import { request, type Dispatcher } from 'undici';
+import { readCapped } from '../../platform/capped-read.js';
 import {
   classifyAppAnswer,
   nextPage,
@@ -80,19 +81,15 @@ async function exchange(upstream: AppUpstream, url: URL, method: 'GET' | 'POST',
       bodyTimeout: timeoutMs,
       signal: AbortSignal.timeout(timeoutMs),
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_BODY) {
-        res.body.destroy();
-        throw new AppRequestError('upstream', `${what}: the answer is larger than ${MAX_BODY} bytes`, res.statusCode);
-      }
-      chunks.push(chunk);
+    const read = await readCapped(res.body, MAX_BODY);
+    if (read.kind === 'failed') throw read.error;
+    if (read.kind === 'over') {
+      res.body.destroy();
+      throw new AppRequestError('upstream', `${what}: the answer is larger than ${MAX_BODY} bytes`, res.statusCode);
     }
     let body: unknown;
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      body = JSON.parse(Buffer.concat(read.chunks, read.size).toString('utf8'));
     } catch {
       body = undefined;
     }

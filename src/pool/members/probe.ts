@@ -8,6 +8,7 @@
  * (reload.ts) before they join.
  */
 import { headerReader } from '../../http/headers/value.js';
+import { readCapped } from '../../platform/capped-read.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { UpstreamClient } from '../../upstream/client.js';
 import { rateLimitingOff, rateLimitsFromBody, readRateLimit } from '../rules/rate-limit.js';
@@ -34,11 +35,10 @@ export async function askRateLimit(client: UpstreamClient, authorization: string
       path: `${client.basePrefix}/rate_limit`,
       headers: { authorization, accept: 'application/vnd.github+json' },
     });
-    let body = '';
-    for await (const chunk of res.body) {
-      body += (chunk as Buffer).toString('utf8');
-      if (body.length > PROBE_BODY_LIMIT) break;
-    }
+    const read = await readCapped(res.body, PROBE_BODY_LIMIT);
+    if (read.kind === 'failed') throw read.error;
+    if (read.kind === 'over') res.body.destroy(); // the rest is not read: a cut body parses as nothing, and the headers tell
+    const body = Buffer.concat(read.chunks, read.size).toString('utf8');
     const fromBody = res.statusCode === 200 ? rateLimitsFromBody(body) : [];
     const fromHeaders = readRateLimit(headerReader(res.headers));
     const observations = fromBody.length > 0 ? fromBody : fromHeaders === undefined ? [] : [fromHeaders];

@@ -19,10 +19,9 @@ import { changesAnything, diffMembers, membersProblem, type SourcedToken } from 
 import { tokenName } from '../../platform/config/token-name.js';
 import type { RateLimitAnswer } from './probe.js';
 import type { MembershipChange, PoolToken } from '../rules/types.js';
-import { createReread } from './reread.js';
+import { createReread, type ReloadTrigger } from './reread.js';
 
-/** What asked for the reload: SIGHUP (or a caller acting for it), or a change of the file. */
-export type ReloadTrigger = 'signal' | 'file';
+export type { ReloadTrigger } from './reread.js';
 
 export type ReloadOutcome =
   /** The file was read and the pool is its membership now (`change` may change nothing). */

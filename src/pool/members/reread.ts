@@ -6,7 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { ReloadTrigger } from './reload.js';
+
+/** What asked for the reload: SIGHUP (or a caller acting for it), or a change of the file. */
+export type ReloadTrigger = 'signal' | 'file';
 
 export type Reread = { readonly text: string } | { readonly unchanged: true } | { readonly why: string };
 

@@ -13,6 +13,7 @@
 import { graphqlEndpoint } from '../../http/graphql-endpoint.js';
 import { basePrefixOf } from '../../http/route.js';
 
+/** In GET /rate_limit's order; the fake GitHub has its own list, kept equal by test/unit/token-resources.test.ts. */
 export const RESOURCES = [
   'core',
   'search',
