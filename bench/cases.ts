@@ -42,6 +42,8 @@ export type ServerSpec =
       readonly workers?: number;
       /** The load generator sends `Accept-Encoding: gzip`, as Octokit, PyGithub, gh and browsers do (wrk sends none). */
       readonly gzipClients?: boolean;
+      /** Another checkout to run etagere from (`--before DIR`): its src/ or dist/, with its own node_modules. */
+      readonly root?: string;
     };
 
 export type EtagereSpec = Extract<ServerSpec, { readonly kind: 'etagere' }>;
@@ -229,10 +231,10 @@ export const CASES: readonly BenchCase[] = [
   {
     id: 'l1-hot-allon-2w',
     name: 'etagere L1 hot, all on, 2 workers',
-    measures: 'as l1-hot-allon with workers: 2 (one Redis shared by both workers), compared with nginx proxy_cache',
+    measures: 'as l1-hot-allon with workers: 2 (one Redis shared by both workers), compared with the 2-worker ceiling (nginx beside it)',
     server: { ...ALL_ON, workers: 2 },
     workload: { kind: 'single', path: REPO_PATH },
-    compareTo: 'nginx',
+    compareTo: 'ceiling-2w',
   },
   {
     id: 'l1-zipf10k',
@@ -291,6 +293,19 @@ export const CASES: readonly BenchCase[] = [
 ];
 
 /** Cases selected by `--only` (ids or names, comma-separated); all cases when `only` is undefined. */
+/**
+ * With `before` (another checkout), each etagere case is followed by the same case run from that
+ * checkout (`<id>-before`), measured in the same rounds; its `vs ref` is before / after.
+ */
+export function withBefore(cases: readonly BenchCase[], before: string | undefined): BenchCase[] {
+  if (before === undefined) return [...cases];
+  return cases.flatMap((benchCase) => {
+    const { server, id, name } = benchCase;
+    if (server.kind !== 'etagere') return [benchCase];
+    return [benchCase, { ...benchCase, id: `${id}-before`, name: `${name} (before)`, server: { ...server, root: before }, compareTo: id }];
+  });
+}
+
 export function selectCases(only: string | undefined): BenchCase[] {
   if (only === undefined || only.trim() === '') return [...CASES];
   const wanted = only

@@ -4,11 +4,13 @@
  * kernel, no load generator sharing the cores: what is left is the JavaScript of a hit (etagere's
  * steps and Node's response code), per request, which a wrk run mixes with the kernel's work.
  *
- *   npm run bench:hit -- [--requests N] [--rounds R] [--gzip] [--zipf] [--log-level L] [--all-on] [--tracing T] > /dev/null
+ *   npm run bench:hit -- [--requests N] [--rounds R] [--gzip] [--zipf] [--log-level L] [--all-on] [--tracing T] [--root DIR] > /dev/null
  *
  * Prints µs per request of each, per round (the two interleaved), the fastest round of each
  * (interference on a shared machine only adds time), the medians, and the ratio of the fastest.
  * Access lines go to stdout, as etagere writes them: redirect it; results go to stderr.
+ * --root DIR runs the etagere of another checkout (its src/, with its own node_modules) against the
+ * same harness and fake: "before" and "after" with one script.
  * --zipf requests the l1-zipf10k sequence (bench/zipf.ts) after fetching all 10,000 URLs once,
  * against a ceiling holding 10,000 responses of its own (as ceiling-zipf10k-distinct). --all-on:
  * the l1-hot-allon configuration without Redis (50 tokens not equivalent, consumer keys).
@@ -25,8 +27,8 @@ import { IncomingMessage, ServerResponse, type Server } from 'node:http';
 import { setImmediate as tick } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { startApp } from '../src/main/app.js';
-import { parseConfig } from '../src/platform/config/load.js';
+import { resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startFakeUpstream } from '../fake-github/index.js';
 import { parseTokenSpec } from '../fake-github/tokens.js';
 import { fakeTokenSpec, poolTokensEnv } from './bench-tokens.js';
@@ -161,6 +163,7 @@ async function main(): Promise<void> {
       'log-level': { type: 'string', default: 'info' },
       tracing: { type: 'string', default: 'off' },
       ratio: { type: 'string', default: '0.01' },
+      root: { type: 'string' },
     },
     strict: true,
   });
@@ -172,9 +175,13 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const allOn = values['all-on'];
   const fake = await startFakeUpstream({ anonymousLimit: 1e9, tokenLimit: 1e9, tokens: parseTokenSpec(fakeTokenSpec()) });
-  if (allOn) process.env.ETAGERE_TOKENS = poolTokensEnv(50);
+  const root = resolve(values.root ?? fileURLToPath(new URL('..', import.meta.url)));
+  const { startApp } = (await import(pathToFileURL(`${root}/src/main/app.ts`).href)) as typeof import('../src/main/app.js');
+  const { applyEnv, parseConfig } = (await import(
+    pathToFileURL(`${root}/src/platform/config/load.ts`).href
+  )) as typeof import('../src/platform/config/load.js');
   const sink = values.tracing === 'off' ? undefined : await startSink();
-  const config = parseConfig({
+  const raw = {
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     log: { level: values['log-level'] },
@@ -183,7 +190,9 @@ async function main(): Promise<void> {
       ? { pool: { equivalent: false }, consumers: { enabled: true, keys: [{ name: CONSUMER_KEY.name, value: CONSUMER_KEY.value }] } }
       : {}),
     ...tracingFor(values.tracing, Number(values.ratio), sink?.url),
-  });
+  };
+  // The pool's 50 tokens as ETAGERE_TOKENS gives them (parseConfig alone reads no environment).
+  const config = parseConfig(allOn ? applyEnv(raw, { ETAGERE_TOKENS: poolTokensEnv(50) }) : raw);
   const app = await startApp(config);
   const headers: Array<[string, string]> = [['Host', new URL(app.url).host]];
   if (allOn) headers.push(['X-Etagere-Key', CONSUMER_KEY.value]);

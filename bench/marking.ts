@@ -1,5 +1,5 @@
 /**
- * What marking a path scope stale costs, by the size of L1 and of the scope. L1 (tiers,
+ * What marking a path scope stale costs, by the size of L1 and of the scope. L1 (the cache,
  * one process, no Redis) is filled with `--entries` keys over `--repos` repositories (each key one
  * path, partition and query of one repository); then one repository's exact path, one repository's
  * prefix, and an owner's prefix are marked, and the cost of keeping the path index on every store
@@ -12,7 +12,7 @@ import type { CacheEntry } from '../src/cache/rules/entry.js';
 import { cacheKey } from '../src/cache/rules/key.js';
 import { createMemoryStore } from '../src/cache/store/memory-store.js';
 import { createPathIndex } from '../src/cache/store/path-index.js';
-import { createTiers } from '../src/cache/store/tiers.js';
+import { Cache } from '../src/cache/store/cache.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { createMetrics } from '../src/platform/metrics/registry.js';
 
@@ -82,17 +82,17 @@ storeCost(true); // warm-up
 const bare = storeCost(false);
 const indexed = storeCost(true);
 
-const tiers = createTiers(
+const cache = new Cache(
   { l1: true, maxBytes: 1 << 30, maxEntryBytes: 1 << 20, lockMs: 1000 },
   createMetrics({ defaultMetrics: false }),
   createLogger({ level: 'silent' }),
   undefined,
 );
-for (const key of keys) tiers.promote(key, one);
+for (const key of keys) cache.promote(key, one);
 /** Marks one scope: the entries, the longest turn the marking held the event loop, and the time until all were marked. */
 const mark = async (path: string, prefix: boolean): Promise<string> => {
   const started = process.hrtime.bigint();
-  const marked = tiers.markStale([{ upstream: 'github', path, prefix }], 'purge');
+  const marked = cache.validity.markStale([{ upstream: 'github', path, prefix }], 'purge');
   let longest = ms(started);
   // Marking goes on in later turns past 2,000 entries: wait for each.
   for (let turn = 1; turn * 2_000 < marked; turn++) {
@@ -106,7 +106,7 @@ const rss = Math.round(process.memoryUsage().rss / 2 ** 20);
 await mark('/repos/org-1/repo-1', true); // warm-up
 process.stdout.write(
   [
-    `L1: ${ENTRIES.toLocaleString('en-US')} entries over ${REPOS.toLocaleString('en-US')} repositories (path index: ${tiers.marking.index.size.toLocaleString('en-US')} keys; RSS ${rss} MiB)`,
+    `L1: ${ENTRIES.toLocaleString('en-US')} entries over ${REPOS.toLocaleString('en-US')} repositories (path index: ${cache.validity.marking.index.size.toLocaleString('en-US')} keys; RSS ${rss} MiB)`,
     `store into L1: ${bare.toFixed(2)} µs a key without the path index, ${indexed.toFixed(2)} µs with it`,
     `mark one path:             ${await mark('/repos/org-7/repo-7', false)}`,
     `mark one repository (/**): ${await mark('/repos/org-8/repo-8', true)}`,
@@ -115,4 +115,4 @@ process.stdout.write(
     `mark a path nobody holds:  ${await mark('/repos/nobody/nothing', true)}`,
   ].join('\n') + '\n',
 );
-tiers.close();
+cache.close();

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CASES, REPO_PATH, selectCases, type BenchCase } from './cases.js';
+import { CASES, REPO_PATH, selectCases, withBefore, type BenchCase } from './cases.js';
 import { detectLoadTool, type ToolName } from './load.js';
 import { measureAll, type Started } from './measure.js';
 import { formatResults, poolGoalFailures, runPoolSimulation, type SimResult } from './pool-sim.js';
@@ -34,6 +34,8 @@ const USAGE = `usage: npm run bench -- [options]
   --tool T           wrk or autocannon (default: wrk when available, else autocannon)
   --log-level L      etagere log level (default info: one access log line per request)
   --dist             run etagere from dist/ (npm run build first) instead of src/ through tsx
+  --before DIR       also run each etagere case from the checkout DIR (its own node_modules; with --dist, its
+                     dist/ built), in the same rounds: "<case> (before)", whose vs ref is before / after
   --pin              servers on CPU 0, the load generator, fake upstream and harness on CPU 1 (taskset)
   --list             list the cases and exit
   -h, --help
@@ -53,6 +55,7 @@ interface Options {
   tool: ToolName | undefined;
   logLevel: string;
   useDist: boolean;
+  before: string | undefined;
   pin: boolean;
   list: boolean;
 }
@@ -82,6 +85,7 @@ function parseOptions(argv: string[]): Options {
       tool: { type: 'string' },
       'log-level': { type: 'string' },
       dist: { type: 'boolean', default: false },
+      before: { type: 'string' },
       pin: { type: 'boolean', default: false },
       list: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -106,6 +110,7 @@ function parseOptions(argv: string[]): Options {
     tool,
     logLevel: values['log-level'] ?? 'info',
     useDist: values.dist,
+    before: values.before === undefined ? undefined : resolve(values.before),
     pin: values.pin,
     list: values.list,
   };
@@ -175,7 +180,7 @@ async function main(): Promise<number> {
   const throughputOnly = only?.filter((s) => !SIMULATIONS.includes(s));
   let cases: BenchCase[] = [];
   try {
-    if (throughputOnly === undefined || throughputOnly.length > 0) cases = selectCases(throughputOnly?.join(','));
+    if (throughputOnly === undefined || throughputOnly.length > 0) cases = withBefore(selectCases(throughputOnly?.join(',')), opts.before);
   } catch (err) {
     fail((err as Error).message);
   }

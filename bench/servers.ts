@@ -298,8 +298,9 @@ async function startEtagere(ctx: ServerContext, fakeOrigin: string, spec: Etager
   try {
     proc = await spawnServer({
       name: `etagere (policy ${spec.cache.policy})`,
-      ...serverCommand(ctx, process.execPath, cliArgs(ctx, ['serve', '--config', configFile])),
-      cwd: ctx.root,
+      // `root`: another checkout's etagere (--before), with that checkout's modules.
+      ...serverCommand(ctx, process.execPath, cliArgs({ ...ctx, root: spec.root ?? ctx.root }, ['serve', '--config', configFile])),
+      cwd: spec.root ?? ctx.root,
       // Pool cases: the fake's tokens (never real ones), through the environment.
       env: spec.pool === undefined ? cleanEnv() : { ...cleanEnv(), ETAGERE_TOKENS: poolTokensEnv(spec.pool.tokens) },
       logFile: join(ctx.tmpDir, `etagere-${serial}.log`),

@@ -2,8 +2,10 @@
  * The one place that writes a client response. `answer(ctx, reply)` writes a reply value (see
  * reply.ts) and hands back what the log line and the metrics record.
  *
- * The hit path is one writeHead with a header list flattened once per form of a stored response
- * (its per-request values written into slots at its end), and one end(buffer). The form (coding,
+ * The hit path is one head written as a block made once per form of a stored response, with this
+ * request's fields appended (header-block.ts), and one end(buffer); where a form has no block, or
+ * the self-test of blocks failed, one writeHead with a header list flattened once per form (its
+ * per-request values written into slots at its end). The form (coding,
  * Link and Location, body URLs) is resolved for this client before answer() is called
  * (src/cache/store/entry-form.ts); a client that already holds the representation
  * (If-None-Match / If-Modified-Since) gets a 304. Streamed answers have their Link, Location and
@@ -23,6 +25,7 @@ import { rewriteBodyUrls, weakened } from './representation/body-urls.js';
 import type { PublicAddresses } from './representation/public-addresses.js';
 import { errorBody } from './errors.js';
 import type { ErrorReply, FormReply, Reply, Representation, Served, StreamReply } from './reply.js';
+import type { HeadBlocks } from './header-block.js';
 
 /**
  * What `answer()` needs of a request: its request and response, id and method, and where its
@@ -34,6 +37,8 @@ export interface AnswerContext {
   readonly id: string;
   readonly method: string;
   readonly upstream: { readonly addresses: PublicAddresses };
+  /** Heads written as one block per form (header-block.ts), when the self-test passed; else writeHead. */
+  readonly heads?: HeadBlocks | undefined;
 }
 
 export function answer(ctx: AnswerContext, reply: Reply): Served {
@@ -248,6 +253,11 @@ function writeForm(ctx: AnswerContext, reply: FormReply): void {
   if (req.headers.range !== undefined && !form.decode && reply.ranges && rangeServed(ctx, form)) {
     const range = byteRange(req.headers.range, form.body.length);
     if (range.kind !== 'whole') return writeRange(ctx, form, range, [...perRequestFields(age, status, ctx.id), ...(extra ?? [])]);
+  }
+  // A GET of a form with a block: its head and this request's fields, handed to Node whole (header-block.ts).
+  if (ctx.method === 'GET' && ctx.heads?.write(res, form, { extra, age, cacheStatus: status, id: ctx.id }) === true) {
+    res.end(form.body);
+    return;
   }
   const list = outgoingList(form, extra);
   const end = list.length;

@@ -74,6 +74,17 @@ export interface Representation {
   readonly lastModified: string | undefined;
   /** answer()'s header list for this form (answer.ts, `outgoingList`): none until the form is first sent. */
   outgoing: Outgoing | undefined;
+  /** Its head as one block (header-block.ts): undefined until first sent, null when it has none. */
+  block?: Block | null | undefined;
+}
+
+/** A form's status line and fields, checked once (header-block.ts); `length` is its Content-Length. */
+export interface Block {
+  readonly head: string;
+  readonly length: number;
+  /** The last `extra` list seen and its fields as text (the pool's headers change about once a second). */
+  extra: readonly string[] | undefined;
+  extraText: string;
 }
 
 /** `headers`, the `extra` list last seen, then slots for the fields of each request. */

@@ -49,7 +49,7 @@ function rawError(status: string, message: string, extra = ''): string {
  * already stopped at the end of that request: what the client pipelined behind it was dropped
  * and the connection then waited for nothing. Such a connection is closed after its answer.
  */
-export function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
+function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
   if (req.headers.upgrade !== undefined) res.shouldKeepAlive = false;
 }
 
@@ -59,7 +59,7 @@ export function beforeAnswer(req: IncomingMessage, res: ServerResponse): void {
  * nothing: its bytes are ahead of anything written to the connection later, so it is not tracked
  * (no Set entry, no 'close' listener on the hit path).
  */
-export function owe(req: IncomingMessage, res: ServerResponse): void {
+function owe(req: IncomingMessage, res: ServerResponse): void {
   const socket = req.socket as Tracked;
   let owed = socket[OWED];
   if (owed === undefined) {
@@ -86,7 +86,7 @@ export function owe(req: IncomingMessage, res: ServerResponse): void {
  * fails to parse, the connection just closes, as for an owed response already answered, rather
  * than appending a 400.
  */
-export function answeredInTurn(req: IncomingMessage): void {
+function answeredInTurn(req: IncomingMessage): void {
   (req.socket as Tracked)[ANSWERED] = req;
 }
 
@@ -150,10 +150,69 @@ function onConnect(_req: IncomingMessage, socket: Duplex): void {
   );
 }
 
+/** What the listener hands a request to: true when it answered it whole in this turn (src/main/handler.ts). */
+interface RequestHandler {
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
+}
+
+/**
+ * The proxy listener's 'request' listener (`serve`): the connection rules above around the handler,
+ * the requests in flight, and, once `draining`, a 503 for every new request on a connection that
+ * then closes. A response the handler wrote whole in its turn (a hit) is out already: neither in
+ * flight nor owed.
+ */
+export class RequestListener {
+  /** Shutting down: new requests are refused and their connections closed. */
+  draining = false;
+  #inFlight = 0;
+  #onIdle: (() => void) | undefined = undefined;
+
+  constructor(
+    private readonly handler: RequestHandler,
+    private readonly requestId: (fromClient: string | string[] | undefined) => string,
+  ) {}
+
+  /** The listener (bound: given to the server as it is). */
+  readonly serve = (req: IncomingMessage, res: ServerResponse): void => {
+    beforeAnswer(req, res);
+    if (this.draining) {
+      // While draining, answered keep-alive connections are closed instead of reused.
+      res.shouldKeepAlive = false;
+      writeError(res, errors.shuttingDown(), this.requestId(req.headers['x-request-id']));
+      if (res.writableFinished) answeredInTurn(req);
+      else owe(req, res);
+      return;
+    }
+    if (this.handler.handle(req, res)) return answeredInTurn(req);
+    this.#inFlight++;
+    owe(req, res);
+    res.once('close', () => {
+      if (--this.#inFlight === 0) this.#onIdle?.();
+    });
+  };
+
+  /** Requests being answered. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Resolves once no request is in flight, or after `ms` at most. */
+  async idle(ms: number): Promise<void> {
+    if (this.#inFlight === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.#onIdle = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Installs the behaviour above on the proxy listener (created with requireHostHeader: false: see
- * checkHost in src/http/target.ts). Its 'request' listener calls `beforeAnswer` before its
- * handler and `owe` after it for a response not out yet (src/main/app.ts).
+ * checkHost in src/http/target.ts). Its 'request' listener is a `RequestListener`'s `serve`
+ * (src/main/app.ts), which calls `beforeAnswer` before the handler and `owe` after it for a
+ * response not out yet.
  */
 export function hardenListener(server: Server): void {
   // Undocumented but long-standing: answer requests whose client has already sent its FIN.

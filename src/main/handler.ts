@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../platform/config/schema.js';
 import { dropHopByHop, keepPoolHeaders } from '../http/headers/hop-by-hop.js';
-import { createAccessLog } from '../platform/log/access.js';
+import { AccessLog } from '../platform/log/access.js';
 import { consumerLabelMode, createConsumerLabels } from '../platform/metrics/consumer-label.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createGraphqlPath } from '../paths/graphql/exchange.js';
@@ -19,22 +19,24 @@ import type { ServiceDeps, Services } from './services.js';
 import { isRateLimitPath, poolRateLimitBody } from '../pool/rules/pool-headers.js';
 import { createUpstreamExchange } from '../paths/rest/exchange.js';
 import { answer, writeError } from '../http/answer.js';
-import { createCachedPath } from '../paths/rest/cached.js';
+import type { HeadBlocks } from '../http/header-block.js';
+import { CachedPath } from '../paths/rest/cached.js';
 import type { RequestContext } from '../paths/context.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../pool/consumers/credential.js';
-import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented } from '../pool/consumers/gate.js';
+import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented, type Presented } from '../pool/consumers/gate.js';
 import type { OidcVerifier } from '../pool/consumers/oidc.js';
 import type { UpstreamRuntime } from '../paths/upstreams.js';
+import type { Credential } from '../pool/consumers/credential.js';
+import type { SpanHandle } from '../platform/trace/tracing.js';
 import type { Consumers } from '../pool/consumers/consumers.js';
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
 import { NOT_SERVED, type ErrorReply, type Served } from '../http/reply.js';
 import { apiPathname, createRouter, enterpriseForm, upstreamPath } from '../http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../http/target.js';
-import { recorder, type RecordFn, type Trace } from './recorder.js';
+import { Recorder, Trace } from './recorder.js';
 
-/** Handles one request; true when its answer was written whole to the socket in this turn (and is already logged and counted). */
-export type Handler = (req: IncomingMessage, res: ServerResponse) => boolean;
+export type HandlerDeps = Pick<ServiceDeps, 'logger' | 'metrics'> & { readonly heads?: HeadBlocks | undefined };
 
 /** The ways in the handler runs itself: the streaming forward, the cached path and GraphQL. */
 function buildPaths(config: Config, services: Services, { logger, metrics }: Pick<ServiceDeps, 'logger' | 'metrics'>) {
@@ -47,8 +49,8 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
     metrics,
     logger,
   });
-  const cached = createCachedPath({ ...services, exchange, logger, metrics, forward });
-  const answers = new GraphqlAnswers(services.tiers, services.coalescer, services.tags, logger);
+  const cached = new CachedPath({ ...services, exchange, logger, metrics, forward });
+  const answers = new GraphqlAnswers(services.cache, services.coalescer, services.tags, logger);
   const { partitioner, refreshAhead } = services;
   const graphql = createGraphqlPath({
     pool,
@@ -62,76 +64,158 @@ function buildPaths(config: Config, services: Services, { logger, metrics }: Pic
   return { forward, cached, graphql };
 }
 
-export function createHandler(config: Config, services: Services, { logger, metrics }: ServiceDeps): Handler {
-  const router = createRouter(config.upstreams);
-  const access = createAccessLog(logger, services.memos.accessLog);
-  const { pool, consumers, upstreams, entrances, webhooks, tracing } = services;
-  const { forward, cached, graphql } = buildPaths(config, services, { logger, metrics });
-  const rules = credentialRules(config, services);
-  const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
-  const byAgent = labels.mode === 'user_agent';
-  const record = recorder(metrics, access, labels);
-  const gate = consumerGate(consumers, services.oidc, metrics);
+/**
+ * A routed GET or HEAD as the paths see it (src/paths/context.ts): its route label is the trace's,
+ * matched on first use (a hit takes its stored form's instead: recorder.ts).
+ */
+class RoutedContext implements RequestContext {
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly id: string,
+    readonly upstream: UpstreamRuntime,
+    readonly pathname: string,
+    readonly search: string,
+    readonly path: string,
+    readonly method: 'GET' | 'HEAD',
+    readonly cred: Credential,
+    readonly span: SpanHandle | undefined,
+    readonly heads: HeadBlocks | undefined,
+    private readonly trace: Trace,
+  ) {}
+  get route(): string {
+    return this.trace.route;
+  }
+}
+
+/**
+ * The request handler: `handle` routes one request, runs its path and has it recorded. Built once
+ * by the app from the services; per request it builds only the request's own values.
+ */
+export class Handler {
+  readonly #services: Services;
+  readonly #router: ReturnType<typeof createRouter>;
+  readonly #paths: ReturnType<typeof buildPaths>;
+  readonly #rules: CredentialRules[];
+  readonly #gate: ReturnType<typeof consumerGate>;
+  readonly #recorder: Recorder;
+  readonly #byAgent: boolean;
+  readonly #metrics: Metrics;
+  readonly #heads: HeadBlocks | undefined;
+
+  /** `heads`: answer heads written as blocks (src/http/header-block.ts), when their self-test passed at start-up. */
+  constructor(config: Config, services: Services, { logger, metrics, heads }: HandlerDeps) {
+    this.#services = services;
+    this.#router = createRouter(config.upstreams);
+    this.#paths = buildPaths(config, services, { logger, metrics });
+    this.#rules = credentialRules(config, services);
+    const labels = createConsumerLabels(consumerLabelMode(config.metrics.consumer_label, config.consumers.enabled));
+    this.#byAgent = labels.mode === 'user_agent';
+    this.#recorder = new Recorder(metrics, new AccessLog(logger, services.memos.accessLog), labels, config.log);
+    this.#gate = consumerGate(services.consumers, services.oidc, metrics);
+    this.#metrics = metrics;
+    this.#heads = heads;
+  }
+
+  /** One request: routed and run, then recorded in its own turn (a hit) or when it closes. True when recorded now. */
+  handle(req: IncomingMessage, res: ServerResponse): boolean {
+    const started = performance.now();
+    const socket = req.socket;
+    let bytesBefore = socket.bytesWritten;
+    const id = this.#services.requestId(req.headers['x-request-id']);
+    const { tracing } = this.#services;
+    // The client's trace context is read before any header is dropped; the path's spans descend from this one.
+    const trace = new Trace(
+      this.#byAgent ? req.headers['user-agent'] : undefined,
+      tracing.on ? tracing.request(req.headers, req.method ?? '-') : undefined,
+    );
+    trace.served = this.#route(req, res, id, trace);
+    // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
+    // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
+    // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
+    // been emitted yet: Node emits it on a later tick.
+    if (writtenWhole(res, trace.served)) {
+      this.#recorder.record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
+      return true;
+    }
+    // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
+    // ones gets it once they are out) to when it finishes, before Node hands the connection to the
+    // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
+    let bytesAfter: number | undefined;
+    if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
+    res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
+    res.once('close', () => this.#recorder.record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
+    return false;
+  }
+
+  /** Hands the access lines waiting to the log (shutdown). */
+  flush(): void {
+    this.#recorder.flush();
+  }
 
   /** Errors before a request is routed: no upstream, nothing served. */
-  const refuse = (req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served => {
+  #refuse(req: IncomingMessage, res: ServerResponse, id: string, reply: ErrorReply): Served {
     drain(req);
     writeError(res, reply, id);
     return NOT_SERVED;
-  };
+  }
 
   /** Routes a request and runs its path; returns what was served (a promise once the path waits). */
-  const route = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace): Served | Promise<Served> => {
+  #route(req: IncomingMessage, res: ServerResponse, id: string, trace: Trace): Served | Promise<Served> {
     const target =
       checkHost(req.rawHeaders, req.httpVersionMajor === 1 && req.httpVersionMinor === 1) ??
       checkFraming(req.headers['transfer-encoding']) ??
       parseTarget(req.url);
     if (target.ok === false) {
       if (target.close === true) res.shouldKeepAlive = false;
-      return refuse(req, res, id, errors.badRequest(target.reason));
+      return this.#refuse(req, res, id, errors.badRequest(target.reason));
     }
+    const { upstreams, entrances, webhooks } = this.#services;
     if (target.pathname === webhooks?.path) return webhooks.receive(req, res, id);
-    const match = router.match(target.pathname);
-    if (match === undefined) return refuse(req, res, id, errors.noRoute());
+    const match = this.#router.match(target.pathname);
+    if (match === undefined) return this.#refuse(req, res, id, errors.noRoute());
     // GitHub Enterprise Server's paths on a GitHub upstream (gh with GH_HOST): the same request, one cache entry.
     const enterprise = upstreams[match.index]!.enterprise;
     const stripped = enterprise === undefined ? undefined : enterpriseForm(target.pathname);
     const upstream = stripped === undefined ? upstreams[match.index]! : enterprise!;
     const pathname = stripped ?? target.pathname;
     const graphqlRuntime = entrances[match.index]!.graphql;
-    trace.route = upstream.routes.match(apiPathname(upstream.cfg, pathname));
+    trace.routed(upstream, pathname);
     const path = upstreamPath(upstream.cfg, upstream.client.basePath, pathname, target.search);
     const method = req.method;
     const isGraphql = graphqlRuntime?.serves(method, path) === true;
     const at: Routed = { upstream, pathname, search: target.search, path, index: match.index, graphql: isGraphql };
     // A consumer whose token fails or whose scope does not allow the request goes no further: no lookup, nothing upstream.
-    const gated = gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname), upstream.cfg.token_pool);
+    const gated = this.#gate?.(req, method ?? '?', isGraphql ? '/graphql' : apiPathname(upstream.cfg, pathname), upstream.cfg.token_pool);
     if (gated instanceof Promise)
-      return gated.then((done) => routed(req, res, id, trace, at, done)).catch(() => refuse(req, res, id, errors.internal(upstream.cfg)));
-    return routed(req, res, id, trace, at, gated);
-  };
+      return gated
+        .then((done) => this.#routed(req, res, id, trace, at, done))
+        .catch(() => this.#refuse(req, res, id, errors.internal(upstream.cfg)));
+    return this.#routed(req, res, id, trace, at, gated);
+  }
 
   /** A routed request past the consumer gate: GraphQL, the pass-through, or a GET or HEAD. */
-  const routed = (
+  #routed(
     req: IncomingMessage,
     res: ServerResponse,
     id: string,
     trace: Trace,
     at: Routed,
     gated: Gated | undefined,
-  ): Served | Promise<Served> => {
-    if (gated?.refusal !== undefined) return refuse(req, res, id, gated.refusal);
+  ): Served | Promise<Served> {
+    if (gated?.refusal !== undefined) return this.#refuse(req, res, id, gated.refusal);
     const { upstream, pathname, path, index } = at;
+    const { entrances, consumers, pool } = this.#services;
     const oidc = gated?.oidc;
     if (at.graphql) {
-      const call = { id, upstream, graphql: entrances[index]!.graphql!, path, rules: rules[index]!, oidc, span: trace.span };
-      return graphql(req, res, call, trace);
+      const call = { id, upstream, graphql: entrances[index]!.graphql!, path, rules: this.#rules[index]!, oidc, span: trace.span };
+      return this.#paths.graphql(req, res, call, trace);
     }
     const method = req.method;
     if (method !== 'GET' && method !== 'HEAD') {
       dropConsumerKeys(req.headers, consumers, req.socket, oidc); // never forwarded; unsafe methods never use the pool
       const { passThrough } = entrances[index]!;
-      if (passThrough === undefined) return refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
+      if (passThrough === undefined) return this.#refuse(req, res, id, errors.methodNotAllowed(method ?? '?'));
       res.setHeader('x-request-id', id);
       passThrough.forward(req, res, pathname, path, id, trace.span);
       return NOT_SERVED;
@@ -142,80 +226,22 @@ export function createHandler(config: Config, services: Services, { logger, metr
 
     // A GET or HEAD's headers go upstream only as a copy that skips undefined values: what is
     // taken out is set to undefined, not deleted (a delete makes the header map a dictionary).
-    const cred = resolveCredential(req.headers, rules[index]!, 'blank', req.socket, oidc);
+    const cred = resolveCredential(req.headers, this.#rules[index]!, 'blank', req.socket, oidc, gated?.key);
     if (cred === undefined) {
-      metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
-      return refuse(req, res, id, errors.consumerKeyRequired());
+      this.#metrics.consumerRejections.labels(UNKNOWN_CONSUMER, 'key').inc();
+      return this.#refuse(req, res, id, errors.consumerKeyRequired());
     }
     if (cred.kind === 'pool') keepPoolHeaders(req.headers, 'blank');
-    const ctx: RequestContext = {
-      req,
-      res,
-      id,
-      upstream,
-      pathname,
-      search: at.search,
-      path,
-      method,
-      route: trace.route,
-      cred,
-      span: trace.span,
-    };
+    const ctx = new RoutedContext(req, res, id, upstream, pathname, at.search, path, method, cred, trace.span, this.#heads, trace);
     trace.ctx = ctx;
     if (cred.kind === 'pool' && pool !== undefined && isRateLimitPath(path, upstream.client.basePath)) {
       return answer(ctx, { kind: 'body', ...poolRateLimitBody(pool.headers, pool.pool.rateLimits()), ...NOT_SERVED });
     }
     // Range requests stream through, except under rfc9111: a part of the stored response (answer.ts).
     const policy = upstream.policy.kind;
-    if (policy === 'none' || (req.headers.range !== undefined && policy !== 'rfc9111')) return forward(ctx);
-    return cached(ctx);
-  };
-
-  return (req, res) => handle(req, res, route, record, services.requestId, byAgent, tracing);
-}
-
-type Route = (req: IncomingMessage, res: ServerResponse, id: string, trace: Trace) => Served | Promise<Served>;
-
-/** One request: routed and run, then recorded in its own turn (a hit) or when it closes. */
-function handle(
-  req: IncomingMessage,
-  res: ServerResponse,
-  route: Route,
-  record: RecordFn,
-  requestId: Services['requestId'],
-  byAgent: boolean,
-  tracing: Services['tracing'],
-): boolean {
-  const started = performance.now();
-  const socket = req.socket;
-  let bytesBefore = socket.bytesWritten;
-  const id = requestId(req.headers['x-request-id']);
-  const trace: Trace = {
-    ctx: undefined,
-    route: '-',
-    served: NOT_SERVED,
-    agent: byAgent ? req.headers['user-agent'] : undefined,
-    span: undefined,
-  };
-  // The client's trace context is read before any header is dropped; the path's spans descend from this one.
-  if (tracing.on) trace.span = tracing.request(req.headers, req.method ?? '-');
-  trace.served = route(req, res, id, trace);
-  // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,
-  // its bytes on the wire known. Anything else (a wait upstream, a stream, a slow client, a
-  // response queued behind a pipelined one) is recorded when it closes. No 'close' can have
-  // been emitted yet: Node emits it on a later tick.
-  if (writtenWhole(res, trace.served)) {
-    record(req, res, id, trace, started, socket.bytesWritten - bytesBefore);
-    return true;
+    if (policy === 'none' || (req.headers.range !== undefined && policy !== 'rfc9111')) return this.#paths.forward(ctx);
+    return this.#paths.cached.serve(ctx);
   }
-  // Its bytes on the wire: from when it has the connection (a response queued behind pipelined
-  // ones gets it once they are out) to when it finishes, before Node hands the connection to the
-  // next one (a 'finish' listener ahead of Node's own); up to its 'close' if it never finishes.
-  let bytesAfter: number | undefined;
-  if (res.socket === null) res.once('socket', () => (bytesBefore = socket.bytesWritten));
-  res.prependOnceListener('finish', () => (bytesAfter = socket.bytesWritten));
-  res.once('close', () => record(req, res, id, trace, started, (bytesAfter ?? socket.bytesWritten) - bytesBefore));
-  return false;
 }
 
 /**
@@ -242,10 +268,11 @@ interface Routed {
   readonly graphql: boolean;
 }
 
-/** The gate's verdict: refused (the reply), or go on, with the OIDC consumer when the request presented one. */
+/** The gate's verdict: refused (the reply), or go on, with the consumer it found (an OIDC token's, or a key's: matched once). */
 interface Gated {
   readonly refusal?: ErrorReply | undefined;
   readonly oidc?: OidcPresented | undefined;
+  readonly key?: Presented | undefined;
 }
 
 /**
@@ -255,8 +282,9 @@ interface Gated {
 function consumerGate(consumers: Consumers | undefined, oidc: OidcVerifier | undefined, metrics: Metrics) {
   if (consumers === undefined) return undefined;
   const judge = (identified: Identified, method: string, apiPath: string, githubLike: boolean): Gated => {
-    const { refusal, oidc: presented } = verdict(identified, method, apiPath, githubLike);
-    if (refusal === undefined) return { oidc: presented };
+    const found = verdict(identified, method, apiPath, githubLike);
+    const { refusal } = found;
+    if (refusal === undefined) return { oidc: found.oidc, key: found.key };
     metrics.consumerRejections.labels(refusal.consumer, refusal.reason).inc();
     return { refusal: refusal.reply };
   };

@@ -1,6 +1,6 @@
 /**
  * Everything a proxy process serves with, built once from the config: the Redis connection, the
- * cache tiers and coalescing, the token pool, the upstreams and the consumers. The request handler
+ * cache (L1, L2) and coalescing, the token pool, the upstreams and the consumers. The request handler
  * receives these and builds nothing; `close()` releases them in order.
  */
 import { randomBytes } from 'node:crypto';
@@ -11,7 +11,7 @@ import { createTagStore, type TagStore } from '../cache/store/tags.js';
 import { createRefreshScheduler, type RefreshScheduler } from '../cache/store/refresh-scheduler.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
 import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
-import { createTiers, type Tiers } from '../cache/store/tiers.js';
+import { Cache } from '../cache/store/cache.js';
 import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import { consumerKeysFromFile } from '../platform/config/load.js';
 import type { Logger } from '../platform/log/logger.js';
@@ -66,7 +66,8 @@ export interface Entrances {
 
 export interface Services {
   readonly redis: RedisConnection | undefined;
-  readonly tiers: Tiers;
+  /** L1 and L2, and what may still be used (src/cache/store/cache.ts, validity.ts). */
+  readonly cache: Cache;
   readonly coalescer: Coalescer;
   /** What GraphQL answers and stored 404s are filed under, for purges by webhooks, mutations and /admin/purge. */
   readonly tags: TagStore;
@@ -125,10 +126,10 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   // Decoded forms of gzip entries, for clients that do not take gzip: up to an eighth of
   // cache.max_bytes, counted within it (L1 gives way to them; an entry that leaves L1 takes its
   // form along), so a hot set is decoded once (src/cache/store/entry-form.ts; BENCHMARKS.md).
-  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / DECODED_SHARE), () => tiers.l1.fit());
+  const decodedForms = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / DECODED_SHARE), () => cache.l1?.fit());
   // Header fields common to many entries, held once for this process's cache (src/cache/store/header-intern.ts).
   const headerTable = createHeaderTable();
-  const tiers = createTiers(
+  const cache = new Cache(
     {
       l1: config.cache.l1,
       headerTable,
@@ -143,8 +144,8 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     logger,
     redis,
   );
-  const coalescer = createCoalescer(tiers, metrics, config.redis.wait_ms, tracing);
-  const tags = createTagStore(tiers, redis, logger);
+  const coalescer = createCoalescer(cache, metrics, config.redis.wait_ms, tracing);
+  const tags = createTagStore(cache, redis, logger);
   const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
@@ -165,19 +166,19 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       (reason, outcome) => metrics.upstreamRetries.inc({ upstream: cfg.name, reason, outcome }),
     ),
   );
-  const entrances = buildEntrances(config, upstreams, tiers, links, tracing);
+  const entrances = buildEntrances(config, upstreams, cache, links, tracing);
   metrics.watchCache({
-    l1Entries: () => tiers.l1.size,
-    l1Bytes: () => tiers.l1.bytes,
+    l1Entries: () => cache.l1?.size ?? 0,
+    l1Bytes: () => cache.l1?.bytes ?? 0,
     waiters: () => coalescer.waiters,
-    l1BodyBytes: () => tiers.l1.bodyBytes,
+    l1BodyBytes: () => cache.l1?.bodyBytes ?? { stored: 0, decoded: 0 },
     memoBytes: () => ({
       partition: partitioner.memoBytes,
       routes: upstreams.reduce((sum, rt) => sum + rt.routes.memoBytes, 0),
-      tokens: tiers.tokenMemoBytes,
+      tokens: cache.validity.tokens.bytes,
       rewrittenBodies: rewrittenBodies.bytes,
       decodedBodies: decodedForms.bytes,
-      l2Memo: tiers.shared?.l2.memoBytes ?? 0,
+      l2Memo: cache.shared?.l2.memoBytes ?? 0,
       sharedHeaders: headerTable.bytes,
       logMemo: memos.accessLog.bytes,
       credentialMemo: memos.credentials.bytes,
@@ -190,7 +191,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
 
   return {
     redis,
-    tiers,
+    cache,
     coalescer,
     tags,
     refreshAhead,
@@ -201,14 +202,14 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
     consumers: config.consumers.enabled ? createConsumers(consumerKeysOf(config.consumers.keys, consumerKeysFromFile(config))) : undefined,
     oidc,
     consumerBudget,
-    webhooks: createWebhookReceiver(config.webhooks, { tiers, tags, upstreams, redis, logger, metrics }),
+    webhooks: createWebhookReceiver(config.webhooks, { validity: cache.validity, tags, upstreams, redis, logger, metrics }),
     memos,
     requestId: createRequestIds(),
     tracing,
     async start() {
       if (redis !== undefined && config.cache.partition_secret === null) await agreeOnPartitionSecret(redis, partitioner, logger);
       await pool?.start();
-      await tiers.loadMarks();
+      await cache.validity.loadMarks();
       if (pool !== undefined && probeTarget !== undefined && config.pool.probe_at_start) await pool.probe(probeTarget.client);
     },
     reloadTokens(trigger) {
@@ -221,7 +222,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
       consumerBudget?.close();
       pool?.close();
       tags.close();
-      tiers.close();
+      cache.close();
       await redis?.close();
       for (const entrance of entrances) {
         entrance.passThrough?.close();
@@ -234,10 +235,10 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
 }
 
 /** Each upstream's pass-through and GraphQL entrance (the handler picks them). */
-function buildEntrances(config: Config, upstreams: UpstreamRuntime[], tiers: Tiers, links: LinkSettings, tracing: Tracing): Entrances[] {
+function buildEntrances(config: Config, upstreams: UpstreamRuntime[], cache: Cache, links: LinkSettings, tracing: Tracing): Entrances[] {
   // RFC 9111 section 4.4: a non-error response to an unsafe method invalidates the target URI.
   const invalidate = (upstream: UpstreamConfig, pathname: string, status: number): void => {
-    if (status >= 200 && status < 400) tiers.invalidatePath(upstream.name, pathname);
+    if (status >= 200 && status < 400) cache.validity.invalidatePath(upstream.name, pathname);
   };
   return upstreams.map((rt): Entrances => {
     const passThrough = rt.cfg.pass_through ? createPassThrough(rt.cfg, invalidate, links, tracing) : undefined;

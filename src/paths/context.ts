@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import type { Credential } from '../pool/consumers/credential.js';
 import type { UpstreamRuntime } from './upstreams.js';
 import type { SpanHandle } from '../platform/trace/tracing.js';
+import type { HeadBlocks } from '../http/header-block.js';
 
 export interface RequestContext {
   readonly req: IncomingMessage;
@@ -25,6 +26,8 @@ export interface RequestContext {
   readonly cred: Credential;
   /** The span the request's own spans descend from (its server span), when tracing is on. */
   readonly span?: SpanHandle | undefined;
+  /** Heads written as one block per form (src/http/header-block.ts), when its self-test passed. */
+  readonly heads?: HeadBlocks | undefined;
 }
 
 /**
@@ -32,7 +35,7 @@ export interface RequestContext {
  * what `answer()` takes (src/http/answer.ts) and more. A routed GET or HEAD (`RequestContext`) is
  * one; so is a GraphQL POST (src/paths/graphql/exchange.ts).
  */
-export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstream'> & { readonly method: string };
+export type AnswerContext = Pick<RequestContext, 'req' | 'res' | 'id' | 'upstream' | 'heads'> & { readonly method: string };
 
 /** A request streamed to the upstream as it is (http-proxy-3): the pass-through path, and GraphQL with a client's own credential. */
 export interface PassThrough {

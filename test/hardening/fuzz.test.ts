@@ -508,7 +508,7 @@ function kinds(variant: Variant, port: number): Record<string, fc.Arbitrary<Req>
           'Basic ====',
           `Basic ${b64('nocolon')}`,
           `Basic ${b64(':')}`,
-          `Basic ${b64(':password')}`,
+          `Basic ${b64(':no-such-pass-0')}`,
           `Basic ${b64('\xff\xfe:\x00')}`,
           `basic    ${b64(`${CONSUMER_KEY}:x`)}   `,
           `BASIC ${b64(`${CONSUMER_KEY}`)}`,

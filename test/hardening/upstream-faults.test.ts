@@ -396,7 +396,15 @@ describe('proxy under 10,000 faulted requests', () => {
       admin: { host: '127.0.0.1', port: 0 },
       cache: { max_entry_bytes: MAX_ENTRY },
       upstreams: [
-        { name: 'gh', prefix: '/', url: fake.url, connections: CONNECTIONS, timeouts: TIMEOUTS, cache: { max_age_cap_seconds: 0 } },
+        // negative_seconds 0: the COLD paths' 404s are never stored, so every request of theirs goes upstream to be faulted.
+        {
+          name: 'gh',
+          prefix: '/',
+          url: fake.url,
+          connections: CONNECTIONS,
+          timeouts: TIMEOUTS,
+          cache: { max_age_cap_seconds: 0, negative_seconds: 0 },
+        },
       ],
     });
     app = await startApp(config, { logger });
@@ -416,7 +424,7 @@ describe('proxy under 10,000 faulted requests', () => {
     '/orgs/etagere-org/repos?per_page=5',
     '/bicyclists/helsinki',
   ];
-  /** Never stored (the fake answers 404): a fault reaches the client as an error. */
+  /** Never stored (the fake answers 404, and 404s are not kept here): a fault reaches the client as an error. */
   const COLD = Array.from({ length: 50 }, (_, i) => `/repos/etagere-org/missing-${i}`);
   const pathOf = (i: number): string => (i % 4 === 3 ? COLD[i % COLD.length]! : WARM[i % WARM.length]!);
 

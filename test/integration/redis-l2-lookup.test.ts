@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { POOL } from '../../src/cache/rules/key.js';
 import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/rules/request.js';
-import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
+import { Cache } from '../../src/cache/store/cache.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import type { RedisConnection } from '../../src/platform/redis/connection.js';
@@ -50,12 +50,12 @@ async function writesDuring<T>(conn: RedisConnection, during: () => Promise<T>):
 describe('L2 lookups of several candidate keys', () => {
   let redis: TestRedis;
   let conn: RedisConnection;
-  let tiers: Tiers;
+  let tiers: Cache;
 
   beforeAll(async () => {
     redis = await startRedis();
     conn = await connectProxyRedis({ url: redis.url, key_prefix: 'etagere-lookup-test:' });
-    tiers = createTiers(
+    tiers = new Cache(
       { l1: false, maxBytes: 1 << 26, maxEntryBytes: 1 << 16, lockMs: 1000 },
       createMetrics({ defaultMetrics: false }),
       createLogger({ level: 'silent' }),

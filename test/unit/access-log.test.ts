@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { DestinationStream } from 'pino';
-import { createAccessLog } from '../../src/platform/log/access.js';
+import { ACCESS_FLUSH_MS, AccessLog } from '../../src/platform/log/access.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 
 function capture(level = 'info') {
@@ -13,7 +13,8 @@ function capture(level = 'info') {
     },
   });
   const logger = createLogger({ level, destination: dest as unknown as DestinationStream });
-  return { access: createAccessLog(logger), text: () => text };
+  const log = new AccessLog(logger);
+  return { access: (fields: Parameters<AccessLog['write']>[0]) => log.write(fields), log, text: () => text };
 }
 
 const base = {
@@ -93,14 +94,15 @@ describe('access log', () => {
     }
   });
 
-  it("batches lines into one write per event-loop turn on pino's own destination", async () => {
+  it("hands lines to pino's own destination together, after a short wait or once enough wait, not every turn", async () => {
     const writes: string[] = [];
     const dest = { write: (s: string) => void writes.push(s), flushSync: () => undefined };
     const logger = createLogger({ level: 'info', destination: dest as unknown as DestinationStream });
-    const access = createAccessLog(logger);
-    for (let i = 0; i < 5; i++) access({ ...base, reqId: `r${i}` });
-    expect(writes).toHaveLength(0);
+    const access = new AccessLog(logger);
+    for (let i = 0; i < 5; i++) access.write({ ...base, reqId: `r${i}` });
     await new Promise((r) => setImmediate(r));
+    expect(writes).toHaveLength(0); // not at the end of the turn
+    await new Promise((r) => setTimeout(r, ACCESS_FLUSH_MS + 50));
     expect(writes).toHaveLength(1);
     expect(
       writes[0]!
@@ -108,5 +110,24 @@ describe('access log', () => {
         .split('\n')
         .map((l) => (JSON.parse(l) as { reqId: string }).reqId),
     ).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
+    // Enough waiting (64 KiB) goes at once; flush() hands over the rest (shutdown).
+    for (let i = 0; i < 400; i++) access.write({ ...base, reqId: `big-${i}`, path: `/repos/a/b/${'x'.repeat(100)}` });
+    expect(writes.length).toBeGreaterThan(1);
+    const before = writes.length;
+    access.write({ ...base, reqId: 'last' });
+    access.flush();
+    expect(writes).toHaveLength(before + 1);
+    expect(writes.at(-1)).toContain('"reqId":"last"');
+  });
+
+  it('writes the lines of a template exactly as the lines of their fields', () => {
+    const captured = capture();
+    const fields = { ...base, path: '/repos/o/r?access_token=ghp_secretsecretsecret&per_page=2', route: '/repos/{owner}/{repo}' };
+    captured.access(fields);
+    captured.log.writeFrom(captured.log.template(fields), fields);
+    const [fromFields, fromTemplate] = captured.text().trim().split('\n');
+    const drop = (line: string) => line.replace(/"time":\d+,/, '');
+    expect(drop(fromTemplate!)).toBe(drop(fromFields!));
+    expect(captured.text()).not.toContain('ghp_secret');
   });
 });

@@ -15,7 +15,7 @@ import { keysFor, type CacheRequest } from '../../src/cache/rules/request.js';
 import { isTag, normalTag } from '../../src/cache/rules/tags.js';
 import { deliveryTags } from '../../src/cache/rules/webhook-tags.js';
 import { createTagStore, PURGE_MARGIN_MS } from '../../src/cache/store/tags.js';
-import { createTiers } from '../../src/cache/store/tiers.js';
+import { Cache } from '../../src/cache/store/cache.js';
 import { cachePolicySchema } from '../../src/platform/config/schema.js';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { createLogger } from '../../src/platform/log/logger.js';
@@ -240,7 +240,7 @@ describe('the tags of a webhook delivery', () => {
 
 describe('the tag store (one process)', () => {
   const tiersOf = () =>
-    createTiers(
+    new Cache(
       { l1: true, maxBytes: 1 << 20, maxEntryBytes: 1 << 16, lockMs: 1000 },
       createMetrics({ defaultMetrics: false }),
       createLogger({ level: 'silent' }),
@@ -251,12 +251,12 @@ describe('the tag store (one process)', () => {
     const tiers = tiersOf();
     const tags = createTagStore(tiers, undefined, createLogger({ level: 'silent' }));
     const now = Date.now();
-    for (const key of ['gql:a', 'gql:b', 'gql:c']) tiers.l1.set(key, testEntry({ storedAt: now }), 60_000);
+    for (const key of ['gql:a', 'gql:b', 'gql:c']) tiers.l1!.set(key, testEntry({ storedAt: now }), 60_000);
     expect(await tags.file('gql:a', ['repo:o/r', 'node:MDEwOlJlcG9zaXRvcnkx'], 60_000, now)).toBe(true);
     expect(await tags.file('gql:b', ['node:MDEwOlJlcG9zaXRvcnkx'], 60_000, now)).toBe(true);
     expect(await tags.file('gql:c', ['owner:o'], 60_000, now)).toBe(true);
     expect(await tags.purge(['node:MDEwOlJlcG9zaXRvcnkx'])).toBe(2);
-    expect([tiers.l1.peek('gql:a'), tiers.l1.peek('gql:b'), tiers.l1.peek('gql:c') !== undefined]).toEqual([undefined, undefined, true]);
+    expect([tiers.l1!.peek('gql:a'), tiers.l1!.peek('gql:b'), tiers.l1!.peek('gql:c') !== undefined]).toEqual([undefined, undefined, true]);
     expect((await tags.filed('gql:c'))?.tags).toEqual(['owner:o']);
     expect(await tags.filed('gql:a')).toBeUndefined();
   });
@@ -265,10 +265,10 @@ describe('the tag store (one process)', () => {
     const tiers = tiersOf();
     const tags = createTagStore(tiers, undefined, createLogger({ level: 'silent' }));
     const now = Date.now();
-    tiers.l1.set('gql:held', testEntry({ storedAt: now }), 60_000);
+    tiers.l1!.set('gql:held', testEntry({ storedAt: now }), 60_000);
     expect(tags.hold('gql:held', ['repo:o/r'], now + 60_000, now)).toBe(true);
     expect(await tags.purge(['repo:o/r'])).toBe(1);
-    expect(tiers.l1.peek('gql:held')).toBeUndefined();
+    expect(tiers.l1!.peek('gql:held')).toBeUndefined();
     expect(tags.hold('gql:late', ['repo:o/r'], now + 60_000, now - 10)).toBe(false);
   });
 

@@ -12,11 +12,11 @@ import type { Got } from '../../src/cache/rules/classify.js';
 import { createCoalescer } from '../../src/cache/store/coalesce.js';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { createPartitioner } from '../../src/cache/rules/key.js';
-import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
+import { Cache } from '../../src/cache/store/cache.js';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
-import { createCachedPath, type CachedPath } from '../../src/paths/rest/cached.js';
+import { CachedPath } from '../../src/paths/rest/cached.js';
 import type { RequestContext } from '../../src/paths/context.js';
 import type { Credential } from '../../src/pool/consumers/credential.js';
 import type { CodingForward } from '../../src/paths/rest/forward.js';
@@ -79,7 +79,7 @@ function response(status: number, body: string, headers: Record<string, string> 
 }
 
 describe('cached path orchestration (in-memory tiers, scripted exchange)', () => {
-  let tiers: Tiers;
+  let tiers: Cache;
   let upstream: UpstreamRuntime;
   let script: Script;
   let exchanges: Array<CacheEntry | undefined>;
@@ -87,14 +87,14 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
   let chargedTo: Array<string | undefined>;
   /** What the path handed to the streaming forward (a client that refused a stored coding). */
   let forwarded: Array<{ accept: string | undefined; coding: CodingForward | undefined }>;
-  let serve: CachedPath;
+  let serve: (ctx: RequestContext) => Served | Promise<Served>;
 
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const config = parseConfig({ upstreams: [{ name: 'github', prefix: '/', url: 'http://127.0.0.1:9' }] });
     const metrics = createMetrics({ defaultMetrics: false });
     const logger = createLogger({ level: 'silent' });
-    tiers = createTiers({ l1: true, maxBytes: 1 << 20, maxEntryBytes: 1 << 16, lockMs: 1000 }, metrics, logger, undefined);
+    tiers = new Cache({ l1: true, maxBytes: 1 << 20, maxEntryBytes: 1 << 16, lockMs: 1000 }, metrics, logger, undefined);
     upstream = createUpstreamRuntime(
       config.upstreams[0]!,
       { publicUrl: null, trustForwarded: false },
@@ -104,8 +104,8 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     chargedTo = [];
     forwarded = [];
     script = () => response(200, '{"v":1}');
-    serve = createCachedPath({
-      tiers,
+    const path = new CachedPath({
+      cache: tiers,
       coalescer: createCoalescer(tiers, metrics, 0),
       exchange: async (ctx, stale) => {
         exchanges.push(stale);
@@ -122,6 +122,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
         return { outcome: 'bypass', upstreamStatus: 200, token: undefined };
       },
     });
+    serve = (ctx) => path.serve(ctx);
   });
 
   afterEach(async () => {
@@ -258,7 +259,7 @@ describe('cached path orchestration (in-memory tiers, scripted exchange)', () =>
     expect(firstResult.served.outcome).toBe('bypass');
     expect(firstResult.res.headers['cache-status']).toContain('detail=too-large');
     expect(exchanges).toHaveLength(2);
-    expect(tiers.l1.size).toBe(0);
+    expect(tiers.l1!.size).toBe(0);
   });
 
   it('answers 429 with Retry-After when no pool token can take the request, or the stale entry when there is one', async () => {

@@ -6,8 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { requestDirectives } from '../../src/http/headers/cache-control.js';
 import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../../src/cache/rules/client-directives.js';
-import { planFor } from '../../src/cache/rules/plan.js';
-import { decide } from '../../src/cache/rules/policy.js';
+import { decide, planFor } from '../../src/cache/rules/policy.js';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 
 const NOW = 1_700_000_000_000;

@@ -9,7 +9,7 @@ import { createCoalescer } from '../../src/cache/store/coalesce.js';
 import type { CacheRequest } from '../../src/cache/rules/request.js';
 import { keysFor } from '../../src/cache/rules/request.js';
 import { POOL } from '../../src/cache/rules/key.js';
-import type { Tiers } from '../../src/cache/store/tiers.js';
+import type { Cache } from '../../src/cache/store/cache.js';
 import type { Metrics } from '../../src/platform/metrics/registry.js';
 
 const input = { upstream: 'github', pathname: '/repos/o/r', search: '', accept: undefined, apiVersion: undefined, partition: POOL };
@@ -26,7 +26,7 @@ function setup() {
         },
       },
     },
-  } as unknown as Tiers;
+  } as unknown as Cache;
   const metrics = { flightLocks: { inc: () => undefined } } as unknown as Metrics;
   return { acquired, coalescer: createCoalescer(tiers, metrics, 0) };
 }

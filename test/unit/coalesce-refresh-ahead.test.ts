@@ -10,7 +10,7 @@ import type { CacheRequest } from '../../src/cache/rules/request.js';
 import { keysFor } from '../../src/cache/rules/request.js';
 import { POOL } from '../../src/cache/rules/key.js';
 import type { LockResult } from '../../src/cache/store/flight-lock.js';
-import type { Tiers } from '../../src/cache/store/tiers.js';
+import type { Cache } from '../../src/cache/store/cache.js';
 import type { Metrics } from '../../src/platform/metrics/registry.js';
 
 const input = { upstream: 'github', pathname: '/repos/o/r', search: '', accept: undefined, apiVersion: undefined, partition: POOL };
@@ -36,12 +36,12 @@ function setup(lock: LockResult['kind'], inL2: CacheEntry | undefined) {
           );
         },
       },
-      l2: { lookup: () => Promise.resolve(inL2 === undefined ? { kind: 'miss' } : { kind: 'hit', entry: inL2 }) },
+      l2: { get: () => Promise.resolve(inL2 === undefined ? { kind: 'miss' } : { kind: 'hit', entry: inL2 }) },
     },
     usable: (_req: CacheRequest, found: CacheEntry | undefined) => found,
     promote: (_key: string, found: CacheEntry) => found,
     written: () => Promise.resolve(),
-  } as unknown as Tiers;
+  } as unknown as Cache;
   const metrics = { flightLocks: { inc: () => undefined } } as unknown as Metrics;
   return { calls, waitedNewerThan, coalescer: createCoalescer(tiers, metrics, 100) };
 }

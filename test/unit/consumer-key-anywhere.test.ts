@@ -9,7 +9,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { requestHeadersForUpstream } from '../../src/http/headers/hop-by-hop.js';
 import { dropConsumerKeys, resolveCredential, type CredentialRules } from '../../src/pool/consumers/credential.js';
-import { authorizationValues, createConsumers } from '../../src/pool/consumers/consumers.js';
+import { authorizationValues, createConsumers, type Consumers } from '../../src/pool/consumers/consumers.js';
+import { identify, verdict, type Identified } from '../../src/pool/consumers/gate.js';
 
 const WEB = 'key-web-0123456789';
 const BATCH = 'key-batch-abcdef';
@@ -168,5 +169,57 @@ describe('whose credential: a key anywhere uses the pool and never goes upstream
     const off: IncomingHttpHeaders = { authorization: `token ${WEB}`, 'x-etagere-key': WEB };
     dropConsumerKeys(off, undefined);
     expect(off).toEqual({ authorization: `token ${WEB}` }); // consumer keys off: nothing is a key
+  });
+});
+
+describe('a key the consumer gate matched', () => {
+  /** Consumers whose `match` and `inAuthorization` calls are counted. */
+  function matchCounted() {
+    const consumers = createConsumers(KEYS);
+    const calls = { match: 0, inAuthorization: 0 };
+    const counting: Consumers = {
+      ...consumers,
+      match: (key: string, connection?: object) => (calls.match++, consumers.match(key, connection)),
+      inAuthorization: (value: string, connection?: object) => (calls.inAuthorization++, consumers.inAuthorization(value, connection)),
+    };
+    return { consumers: counting, calls };
+  }
+  const rules = (consumers: CredentialRules['consumers']): CredentialRules => ({ pooled: true, consumers, unknown: 'reject' });
+
+  it('is matched once a request: the gate finds it, the credential takes the gate’s consumer', () => {
+    const { consumers, calls } = matchCounted();
+    const connection = {};
+    for (let request = 0; request < 3; request++) {
+      const headers: IncomingHttpHeaders = { 'x-etagere-key': WEB };
+      const identified = identify(headers, consumers, undefined, connection);
+      const found = verdict(identified as Identified, 'GET', '/repos/o/r');
+      expect(resolveCredential(headers, rules(consumers), 'blank', connection, found.oidc, found.key)).toEqual({
+        kind: 'pool',
+        consumer: 'web',
+      });
+      expect(requestHeadersForUpstream(headers, true)).not.toHaveProperty('x-etagere-key');
+    }
+    expect(calls.match).toBe(3);
+    expect(calls.inAuthorization).toBe(0);
+  });
+
+  it('hostile: another key in Authorization next to it still never goes upstream; a key in Authorization is taken out', () => {
+    const { consumers } = matchCounted();
+    const both: IncomingHttpHeaders = { 'x-etagere-key': WEB, authorization: `token ${BATCH}` };
+    const found = verdict(identify(both, consumers, undefined, {}) as Identified, 'GET', '/');
+    expect(resolveCredential(both, rules(consumers), 'blank', {}, found.oidc, found.key)).toEqual({ kind: 'pool', consumer: 'web' });
+    expect(requestHeadersForUpstream(both, false)).not.toHaveProperty('authorization');
+    const inAuthorization: IncomingHttpHeaders = { authorization: basic(BATCH, '') };
+    const again = verdict(identify(inAuthorization, consumers, undefined, {}) as Identified, 'GET', '/');
+    expect(resolveCredential(inAuthorization, rules(consumers), 'blank', {}, again.oidc, again.key)).toEqual({
+      kind: 'pool',
+      consumer: 'batch',
+    });
+    expect(requestHeadersForUpstream(inAuthorization, false)).not.toHaveProperty('authorization');
+    // A client's own token next to a key stays the client's: it goes upstream, the key does not.
+    const own: IncomingHttpHeaders = { 'x-etagere-key': WEB, authorization: `token ${OWN}` };
+    const mine = verdict(identify(own, consumers, undefined, {}) as Identified, 'GET', '/');
+    expect(resolveCredential(own, rules(consumers), 'blank', {}, mine.oidc, mine.key)).toEqual({ kind: 'client' });
+    expect(requestHeadersForUpstream(own, false)).toEqual({ authorization: `token ${OWN}` });
   });
 });

@@ -13,9 +13,10 @@ import {
   productToken,
 } from '../../src/platform/metrics/consumer-label.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
-import { createAccessLog } from '../../src/platform/log/access.js';
+import { AccessLog } from '../../src/platform/log/access.js';
 import { createLogger } from '../../src/platform/log/logger.js';
-import { recorder, type Trace } from '../../src/main/recorder.js';
+import { Recorder, Trace } from '../../src/main/recorder.js';
+import type { UpstreamRuntime } from '../../src/paths/upstreams.js';
 import type { RequestContext } from '../../src/paths/context.js';
 
 /** A clock the test moves: the start of a minute, so that a whole minute passes before the next rank. */
@@ -164,19 +165,17 @@ describe('createConsumerLabels', () => {
     const time = clock();
     const metrics = createMetrics({ defaultMetrics: false });
     const labels = createConsumerLabels('user_agent', 1, time.now);
-    const record = recorder(metrics, createAccessLog(createLogger({ level: 'silent' })), labels);
+    const recorder = new Recorder(metrics, new AccessLog(createLogger({ level: 'silent' })), labels, { access: 'all', access_ratio: 0.01 });
+    const upstream = { cfg: { name: 'github', prefix: '/' }, routes: { match: () => '/users/:user' } } as unknown as UpstreamRuntime;
     const send = (agent: string): void => {
-      const ctx = { upstream: { cfg: { name: 'github' } }, cred: { kind: 'anonymous' }, pathname: '/users/x' } as unknown as RequestContext;
-      const trace: Trace = {
-        ctx,
-        route: '/users/:user',
-        served: { outcome: 'hit', upstreamStatus: undefined, token: undefined },
-        agent,
-        span: undefined,
-      };
+      const ctx = { upstream, cred: { kind: 'anonymous' }, pathname: '/users/x' } as unknown as RequestContext;
+      const trace = new Trace(agent, undefined);
+      trace.routed(upstream, '/users/x');
+      trace.ctx = ctx;
+      trace.served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
       const req = { method: 'GET', url: '/users/x' } as IncomingMessage;
       const res = { statusCode: 200, writableFinished: true } as ServerResponse;
-      record(req, res, 'id', trace, performance.now(), 2);
+      recorder.record(req, res, 'id', trace, performance.now(), 2);
     };
     send('squatter/1');
     expect(await metrics.registry.metrics()).toContain('etagere_consumer_requests_total{consumer="squatter",route="/users/:user"} 1');

@@ -27,11 +27,11 @@ describe('two apps in one process share no tables', () => {
     const one = servicesOf();
     const other = servicesOf();
     try {
-      expect(one.services.tiers.headerTable).not.toBe(other.services.tiers.headerTable);
-      const pair = one.services.tiers.headerTable.pair('content-type', 'application/json');
-      expect(one.services.tiers.headerTable.pair('content-type', 'application/json')).toBe(pair);
-      expect(one.services.tiers.headerTable.size).toBe(1);
-      expect(other.services.tiers.headerTable.size).toBe(0);
+      expect(one.services.cache.headerTable).not.toBe(other.services.cache.headerTable);
+      const pair = one.services.cache.headerTable.pair('content-type', 'application/json');
+      expect(one.services.cache.headerTable.pair('content-type', 'application/json')).toBe(pair);
+      expect(one.services.cache.headerTable.size).toBe(1);
+      expect(other.services.cache.headerTable.size).toBe(0);
       expect(await sharedHeaderBytes(one.metrics)).toBeGreaterThan(0);
       expect(await sharedHeaderBytes(other.metrics)).toBe(0);
     } finally {

@@ -54,7 +54,7 @@ function storeWith(memoBytes: number): { store: RedisStore; redis: ReturnType<ty
 }
 
 async function hitOf(store: RedisStore, key: string): Promise<CacheEntry> {
-  const found = await store.lookup(key);
+  const found = await store.get(key);
   if (found.kind !== 'hit') throw new Error(`expected a hit, got ${found.kind}`);
   return found.entry;
 }
@@ -89,17 +89,17 @@ describe('L2 decoded-value memo (L1 off)', () => {
     await hitOf(store, 'k');
     // Same stamp, a longer (garbled) value: decoded as it is, a corrupt value is a miss.
     redis.values.set(store.entryKey('k'), Buffer.concat([value.subarray(0, ENTRY_HEAD_BYTES), Buffer.from('garbage, not JSON')]));
-    expect((await store.lookup('k')).kind).toBe('corrupt');
+    expect((await store.get('k')).kind).toBe('corrupt');
     // Same stamp and total length, a garbled metadata length: decoded as it is, so corrupt.
     const garbled = Buffer.from(value);
     garbled.writeUInt32BE(0xffffffff, 7);
     redis.values.set(store.entryKey('k'), value);
     await hitOf(store, 'k');
     redis.values.set(store.entryKey('k'), garbled);
-    expect((await store.lookup('k')).kind).toBe('corrupt');
+    expect((await store.get('k')).kind).toBe('corrupt');
     // Same stamp, truncated below the head: corrupt too.
     redis.values.set(store.entryKey('k'), value.subarray(0, 5));
-    expect((await store.lookup('k')).kind).toBe('corrupt');
+    expect((await store.get('k')).kind).toBe('corrupt');
   });
 
   it('reads a deleted or expired key as a miss, and forgets it', async () => {
@@ -107,7 +107,7 @@ describe('L2 decoded-value memo (L1 off)', () => {
     redis.values.set(store.entryKey('k'), encodeEntry(entry('{"v":1}')));
     await hitOf(store, 'k');
     redis.values.delete(store.entryKey('k'));
-    expect((await store.lookup('k')).kind).toBe('miss');
+    expect((await store.get('k')).kind).toBe('miss');
     expect(store.memoBytes).toBe(0);
   });
 
@@ -119,7 +119,7 @@ describe('L2 decoded-value memo (L1 off)', () => {
     redis.values.set(store.entryKey('k'), encodeEntry(entry('{"theirs":true}')));
     expect((await hitOf(store, 'k')).body.toString()).toBe('{"theirs":true}');
     await store.delete('k');
-    expect((await store.lookup('k')).kind).toBe('miss');
+    expect((await store.get('k')).kind).toBe('miss');
   });
 
   it('stays within its byte bound: an entry larger than the bound is decoded per hit, not kept', async () => {

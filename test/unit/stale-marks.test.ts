@@ -1,7 +1,7 @@
 /**
  * Marking stale by path scope: the normal form and scope ids (path-scope.ts), the index of L1's
- * keys (path-index.ts) kept by the memory store's hooks, the marks (stale-marks.ts) and the tiers
- * that use them (marking.ts, tiers.ts), and the webhook signature (src/paths/webhooks/signature.ts).
+ * keys (path-index.ts) kept by the memory store's hooks, the marks (stale-marks.ts) and the cache
+ * that uses them (marking.ts, validity.ts, cache.ts), and the webhook signature (src/paths/webhooks/signature.ts).
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import { createMemoryStore } from '../../src/cache/store/memory-store.js';
 import { createPathIndex } from '../../src/cache/store/path-index.js';
 import { coveringScopeIds, keyPath, normalPath, parseScopeId, scopeId } from '../../src/cache/rules/path-scope.js';
 import { createStaleMarks, markedStale, originOf } from '../../src/cache/rules/stale-marks.js';
-import { createTiers } from '../../src/cache/store/tiers.js';
+import { Cache } from '../../src/cache/store/cache.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { signatureOf, verifySignature } from '../../src/paths/webhooks/signature.js';
@@ -138,9 +138,9 @@ describe('stale marks', () => {
   });
 });
 
-describe('tiers.markStale (one process)', () => {
+describe('markStale (one process)', () => {
   const tiersFor = () =>
-    createTiers(
+    new Cache(
       { l1: true, maxBytes: 1 << 26, maxEntryBytes: 1 << 16, lockMs: 1000 },
       createMetrics({ defaultMetrics: false }),
       createLogger({ level: 'silent' }),
@@ -151,7 +151,7 @@ describe('tiers.markStale (one process)', () => {
     const tiers = tiersFor();
     const keys = [key('/repos/o/r'), key('/repos/o/r', 'c:client', '?a=1'), key('/repos/o/r/issues/1', 'pool'), key('/repos/o/x')];
     for (const one of keys) tiers.promote(one, entry());
-    const marked = tiers.markStale(
+    const marked = tiers.validity.markStale(
       [
         { upstream: 'github', path: '/repos/o/r', prefix: false },
         { upstream: 'github', path: '/repos/o/r', prefix: true },
@@ -159,9 +159,9 @@ describe('tiers.markStale (one process)', () => {
       'webhook',
     );
     expect(marked).toBe(3);
-    for (const one of keys.slice(0, 3)) expect(tiers.l1.peek(one)?.lifetime).toBe(0);
-    expect(tiers.l1.peek(keys[3]!)?.lifetime).toBe(600);
-    expect(tiers.l1.size).toBe(4);
+    for (const one of keys.slice(0, 3)) expect(tiers.l1!.peek(one)?.lifetime).toBe(0);
+    expect(tiers.l1!.peek(keys[3]!)?.lifetime).toBe(600);
+    expect(tiers.l1!.size).toBe(4);
     tiers.close();
   });
 
@@ -169,8 +169,8 @@ describe('tiers.markStale (one process)', () => {
     const tiers = tiersFor();
     const keys = Array.from({ length: 5_000 }, (_, index) => key(`/repos/big/r${index}`));
     for (const one of keys) tiers.promote(one, entry({ storedAt: Date.now() - 1_000 }));
-    expect(tiers.markStale([{ upstream: 'github', path: '/repos/big', prefix: true }], 'purge')).toBe(5_000);
-    const markedNow = keys.filter((one) => tiers.l1.peek(one)?.lifetime === 0).length;
+    expect(tiers.validity.markStale([{ upstream: 'github', path: '/repos/big', prefix: true }], 'purge')).toBe(5_000);
+    const markedNow = keys.filter((one) => tiers.l1!.peek(one)?.lifetime === 0).length;
     expect(markedNow).toBe(2_000); // the first turn
     const refetched = keys[4_999]!;
     tiers.apply(
@@ -186,14 +186,14 @@ describe('tiers.markStale (one process)', () => {
       Date.now() + 5,
     );
     for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
-    expect(keys.slice(0, 4_999).every((one) => tiers.l1.peek(one)?.lifetime === 0)).toBe(true);
-    expect(tiers.l1.peek(refetched)?.lifetime).toBe(600); // fetched after the mark: fresh
+    expect(keys.slice(0, 4_999).every((one) => tiers.l1!.peek(one)?.lifetime === 0)).toBe(true);
+    expect(tiers.l1!.peek(refetched)?.lifetime).toBe(600); // fetched after the mark: fresh
     tiers.close();
   });
 
   it('an entry arriving later from before the mark is kept stale; one from after it is fresh', () => {
     const tiers = tiersFor();
-    tiers.markStale([{ upstream: 'github', path: '/repos/o/r', prefix: true }], 'purge');
+    tiers.validity.markStale([{ upstream: 'github', path: '/repos/o/r', prefix: true }], 'purge');
     const before = tiers.promote(key('/repos/o/r/pulls'), entry({ storedAt: Date.now() - 5_000 }));
     expect(before.lifetime).toBe(0);
     const after = tiers.promote(key('/repos/o/r/tags'), entry({ storedAt: Date.now() + 1_000 }));

@@ -1,6 +1,7 @@
 /**
- * A hit on a pool of non-equivalent tokens costs one key and one L1 probe,
- * whatever the number of tokens (src/cache/store/token-memo.ts). The memo points at the token whose entry
+ * A hit on a pool of non-equivalent tokens costs one key and at most one L1 probe, whatever the
+ * number of tokens (src/cache/store/token-memo.ts): none while L1 and the members have not changed
+ * since the flight key was last answered (one map lookup). The memo points at the token whose entry
  * was last stored or chosen; a removed member's entry is never served, a stale or missing memoized
  * entry falls back to every member's, and the memo is bounded.
  */
@@ -8,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { POOL, cacheKey, keyAround, type KeyInput } from '../../src/cache/rules/key.js';
 import { keysFor, type CacheRequest, type PoolMembers } from '../../src/cache/rules/request.js';
-import { createTiers, type Tiers } from '../../src/cache/store/tiers.js';
+import { Cache } from '../../src/cache/store/cache.js';
 import { createTokenMemo } from '../../src/cache/store/token-memo.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
@@ -20,15 +21,22 @@ const NAMES = Array.from({ length: 50 }, (_, index) => `t${String(index + 1).pad
 function members(names: readonly string[] = NAMES) {
   const current = new Set(names);
   let listed = 0;
+  let generation = 0;
   const view: PoolMembers & { remove(name: string): void; readonly listed: number } = {
     get names() {
       listed++;
       return [...current];
     },
     has: (name) => current.has(name),
-    remove: (name) => void current.delete(name),
+    remove: (name) => {
+      current.delete(name);
+      generation++;
+    },
     get listed() {
       return listed;
+    },
+    get generation() {
+      return generation;
     },
   };
   return view;
@@ -57,16 +65,16 @@ function request(pool: PoolMembers, pathname?: string, headers: Record<string, s
   };
 }
 
-/** Tiers whose L1 counts its probes. */
-function countingTiers(): { tiers: Tiers; probes: () => number } {
-  const tiers = createTiers(
+/** A cache whose L1 counts its probes. */
+function countingTiers(): { tiers: Cache; probes: () => number } {
+  const tiers = new Cache(
     { l1: true, maxBytes: 1 << 26, maxEntryBytes: 1 << 16, lockMs: 1000 },
     createMetrics({ defaultMetrics: false }),
     createLogger({ level: 'silent' }),
     undefined,
   );
   let count = 0;
-  const get = tiers.l1.get.bind(tiers.l1);
+  const get = tiers.l1!.get.bind(tiers.l1);
   (tiers.l1 as { get: typeof get }).get = (key) => {
     count++;
     return get(key);
@@ -110,7 +118,7 @@ describe('per-token keys (non-equivalent pool tokens)', () => {
 });
 
 describe('the token memo on the L1 hit path', () => {
-  it('a hit after a store probes one key, whatever the number of tokens', () => {
+  it('a hit after a store probes one key, whatever the number of tokens, then none while nothing changed', () => {
     const { tiers, probes } = countingTiers();
     const pool = members();
     const first = request(pool);
@@ -118,10 +126,34 @@ describe('the token memo on the L1 hit path', () => {
     for (let round = 0; round < 3; round++) {
       const before = probes();
       const again = request(pool);
-      expect(bodyOf(tiers.fromL1(again))).toBe('{"by":"t37"}');
-      expect(probes() - before).toBe(1);
+      expect(bodyOf(tiers.held(again))).toBe('{"by":"t37"}');
+      expect(probes() - before).toBe(round === 0 ? 1 : 0);
     }
     expect(pool.listed).toBe(0); // the 50 candidate keys were never built
+  });
+
+  it('an entry stored, replaced or gone anywhere in L1, or a member gone, ends the lookup-free hits', () => {
+    const { tiers, probes } = countingTiers();
+    const pool = members();
+    const req = request(pool);
+    tiers.apply(storedBy(req, 't37', poolEntry('t37')), undefined, req);
+    tiers.held(request(pool));
+    let before = probes();
+    tiers.held(request(pool));
+    expect(probes() - before).toBe(0);
+    // Another path stored: L1 changed, so the next hit looks again (one probe), and is lookup-free after.
+    const other = request(pool, '/users/dave');
+    tiers.apply(storedBy(other, 't02', poolEntry('t02')), undefined, other);
+    before = probes();
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t37"}');
+    expect(probes() - before).toBe(1);
+    // A newer entry of another token replaces what the hit found: the next hit serves it.
+    tiers.apply(storedBy(req, 't09', poolEntry('t09', { storedAt: Date.now() + 1 })), undefined, req);
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t09"}');
+    // The token leaves the pool: its entry is never served again, though nothing in L1 changed.
+    tiers.held(request(pool));
+    pool.remove('t09');
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t37"}');
   });
 
   it('without a memo it looks in every member once, then remembers the winner', () => {
@@ -129,11 +161,11 @@ describe('the token memo on the L1 hit path', () => {
     const pool = members();
     const req = request(pool);
     tiers.promote(req.keys.store('t12'), poolEntry('t12')); // as a flight lock follows another replica: no token known
-    expect(bodyOf(tiers.fromL1(req))).toBe('{"by":"t12"}');
+    expect(bodyOf(tiers.held(req))).toBe('{"by":"t12"}');
     expect(probes()).toBe(50);
-    expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t12"}');
-    expect(probes()).toBe(51);
-    expect(tiers.tokenMemoBytes).toBeGreaterThan(0);
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t12"}');
+    expect(probes()).toBe(50); // found by the last lookup, nothing changed since: no probe
+    expect(tiers.validity.tokens.bytes).toBeGreaterThan(0);
   });
 
   it('the newest store wins: another token storing later is what the next hit serves', () => {
@@ -142,7 +174,7 @@ describe('the token memo on the L1 hit path', () => {
     const req = request(pool);
     tiers.apply(storedBy(req, 't01', poolEntry('t01', { storedAt: Date.now() - 1_000 })), undefined, req);
     tiers.apply(storedBy(req, 't02', poolEntry('t02')), undefined, req);
-    expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t02"}');
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t02"}');
   });
 
   it('hostile: the memoized token removed from the pool is never served, even with its entry still in L1', () => {
@@ -150,13 +182,13 @@ describe('the token memo on the L1 hit path', () => {
     const pool = members();
     const req = request(pool);
     tiers.apply(storedBy(req, 't05', poolEntry('t05')), undefined, req);
-    expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t05"}');
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t05"}');
     pool.remove('t05');
-    expect(tiers.l1.peek(req.keys.store('t05'))).toBeDefined();
-    expect(tiers.fromL1(request(pool))).toBeUndefined();
+    expect(tiers.l1!.peek(req.keys.store('t05'))).toBeDefined();
+    expect(tiers.held(request(pool))).toBeUndefined();
     // Another member's entry (older than t05's) is what there is to use.
     tiers.promote(req.keys.store('t06'), poolEntry('t06', { storedAt: Date.now() - 1_000 }));
-    expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t06"}');
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t06"}');
   });
 
   it('a stale memoized entry falls back to a fresher entry of another token, and remembers it', () => {
@@ -165,10 +197,10 @@ describe('the token memo on the L1 hit path', () => {
     const req = request(pool);
     tiers.apply(storedBy(req, 't20', poolEntry('t20', { storedAt: Date.now() - 120_000, lifetime: 60 })), undefined, req);
     tiers.promote(req.keys.store('t21'), poolEntry('t21')); // fresh, but the memo does not know it yet
-    expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t21"}');
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t21"}');
     const before = probes();
-    expect(bodyOf(tiers.fromL1(request(pool)))).toBe('{"by":"t21"}');
-    expect(probes() - before).toBe(1);
+    expect(bodyOf(tiers.held(request(pool)))).toBe('{"by":"t21"}');
+    expect(probes() - before).toBe(0);
   });
 
   it('hostile: a memoized entry this request may not use (Vary) is not served through the memo', () => {
@@ -179,9 +211,9 @@ describe('the token memo on the L1 hit path', () => {
     tiers.promote(req.keys.store('t31'), poolEntry('t31', { storedAt: Date.now() - 5_000 }));
     const sour = request(pool, undefined, { 'x-flavour': 'sour' });
     // The scan's freshest is t30's again; usable() then refuses it for this request, as before the memo.
-    expect(bodyOf(tiers.fromL1(sour))).toBe('{"by":"t30"}');
-    expect(tiers.usable(sour, tiers.fromL1(sour))).toBeUndefined();
-    expect(bodyOf(tiers.fromL1(request(pool, undefined, { 'x-flavour': 'sweet' })))).toBe('{"by":"t30"}');
+    expect(bodyOf(tiers.held(sour))).toBe('{"by":"t30"}');
+    expect(tiers.usable(sour, tiers.held(sour))).toBeUndefined();
+    expect(bodyOf(tiers.held(request(pool, undefined, { 'x-flavour': 'sweet' })))).toBe('{"by":"t30"}');
   });
 
   it('is bounded in bytes: many request keys start it over instead of growing it', () => {
@@ -203,7 +235,7 @@ describe('the token memo on the L1 hit path', () => {
       const other = request(pool, `/users/${long}${index}`);
       tiers.apply(storedBy(other, 'b', poolEntry('b')), undefined, other);
     }
-    expect(tiers.tokenMemoBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
-    expect(bodyOf(tiers.fromL1(request(pool, '/users/x')))).toBe('{"by":"a"}');
+    expect(tiers.validity.tokens.bytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+    expect(bodyOf(tiers.held(request(pool, '/users/x')))).toBe('{"by":"a"}');
   });
 });

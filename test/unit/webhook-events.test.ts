@@ -1,6 +1,6 @@
 /**
  * The event table (src/cache/rules/webhook-events.ts), its expansion from payloads (scopes.ts), the paths it
- * covers (coverage.ts), and docs/webhooks.md's copy of the table.
+ * covers (webhook-coverage.ts), and docs/webhooks.md's copy of the table.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

@@ -3,7 +3,7 @@
  * the policy allows), a 304 refreshes the stored entry (RFC 9111 section 4.3.4), a transient
  * failure keeps the stored entry as the fallback, a changed or vanished resource replaces or drops
  * it, and a body that contradicts its JSON Content-Type is a failure. The caller applies the
- * result to the tiers (`Tiers.apply`) and turns it into a reply.
+ * result to the cache (`Cache.apply`) and turns it into a reply.
  */
 import type { Readable } from 'node:stream';
 import { parseHttpDate } from '../../http/headers/http-date.js';
@@ -65,7 +65,7 @@ export type CacheResult =
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
 
 /**
- * An upstream refusal of a credential: what it drops and what the tiers remember
+ * An upstream refusal of a credential: what it drops and what the cache remembers
  * so that no stale-serving path (max-stale, only-if-cached, stale-if-error) uses an older entry.
  *   key         the entry of this credential for this request (any 401, a 403 without rate-limit meaning)
  *   partition   every entry of this client credential, when the 401 says "Bad credentials" (GitHub's
@@ -101,7 +101,7 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
   if (plain !== undefined && corruptBody(fetched.status, headerValue(fetched.headers['content-type']), plain)) {
     return { kind: 'failed', failure: { status: 502, detail: 'invalid JSON body' }, token, corrupt: true };
   }
-  const vary = varySelection(headerValue(fetched.headers.vary), req.header, req.policy.kind === 'rfc9111');
+  const vary = varySelection(headerValue(fetched.headers.vary), (name) => req.header(name), req.policy.kind === 'rfc9111');
   const res = responseDirectives(req, fetched.headers['cache-control'], fetched.headers['surrogate-control']);
   const decodedSize = plain === undefined ? fetched.body.length : Buffer.isBuffer(plain) ? plain.length : plain.size;
   const entry = entryFrom(req, fetched, res, fetchedBy, vary ?? null, decodedSize, pairOf);

@@ -13,7 +13,7 @@
  *
  * `normalPath` lives in src/http/normal-path.ts (consumer scopes use it too).
  *
- * A scope's id, the form the tiers remember, publish and persist:  <upstream> \n <x|p> \n <path>
+ * A scope's id, the form the cache remembers, publishes and persists:  <upstream> \n <x|p> \n <path>
  */
 
 import { normalPath } from '../../http/normal-path.js';

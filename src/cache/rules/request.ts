@@ -3,9 +3,12 @@
  * its keys, its Cache-Control directives, a reader of its headers, and the upstream's policy.
  * Plain data (no socket, no response), so the cache's steps are testable without a server.
  */
-import type { Directives } from '../../http/headers/cache-control.js';
-import { POOL, cacheKey, keyAround, type KeyInput } from './key.js';
-import type { FreshnessPolicy } from './policy.js';
+import { requestDirectives, type Directives } from '../../http/headers/cache-control.js';
+import { headerValue } from '../../http/headers/value.js';
+import { acceptKeyPart } from './accept.js';
+import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
+import { ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';
+import type { FreshnessPolicy, UpstreamPolicy } from './policy.js';
 
 /** The key a request is coalesced under, the keys it may be stored under, and the keys to look in. */
 export interface Keys {
@@ -25,12 +28,16 @@ export interface Keys {
   isMemberKey(key: string): boolean;
   /** The credential partition of the request (ANONYMOUS, POOL or a client's keyed hash): never a credential. */
   readonly partition: string;
+  /** Changes whenever the pool's members change (per-token keys; 0 otherwise): what a hit found for them may not be served. */
+  readonly membersGeneration: number;
 }
 
 /** The members of a pool of non-equivalent tokens, as the keys see them. */
 export interface PoolMembers {
   /** The members now (the candidates of a request). */
   readonly names: readonly string[];
+  /** Changes whenever the members change; without one, nothing found for them is kept for the next hit (token-memo.ts). */
+  readonly generation?: number;
   /** Whether `name` is a member now: a hash lookup. */
   has(name: string): boolean;
 }
@@ -49,6 +56,9 @@ class SingleKey implements Keys {
   }
   isMemberKey(): boolean {
     return false;
+  }
+  get membersGeneration(): number {
+    return 0;
   }
   get candidates(): readonly string[] {
     return [this.flight];
@@ -91,6 +101,9 @@ class PerTokenKeys implements Keys {
   get candidateTokens(): readonly string[] {
     return (this.tokens ??= this.members.names);
   }
+  get membersGeneration(): number {
+    return this.members.generation ?? Number.NaN; // NaN equals nothing
+  }
   get candidates(): readonly string[] {
     return (this.keys ??= this.candidateTokens.map((token) => this.store(token)));
   }
@@ -107,11 +120,137 @@ export interface CacheRequest {
   readonly pathname: string;
   readonly method: 'GET' | 'HEAD';
   readonly directives: Readonly<Directives>;
-  /** Reads one request header (first value), by lower-case name. */
-  readonly header: (name: string) => string | undefined;
+  /** Reads one request header (its lines joined), by lower-case name. A method: pass `(name) => req.header(name)`. */
+  header(name: string): string | undefined;
   /** Whose credential goes upstream. */
   readonly credential: 'client' | 'pool' | 'anonymous';
   readonly policy: FreshnessPolicy;
   /** The Cache-Status detail of a request directive the cache did not act on (client-directives.ts), if any. */
   readonly detail?: string;
+}
+
+type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+/** The directives of a request that sends neither Cache-Control nor Pragma. */
+const NO_DIRECTIVES: Readonly<Directives> = Object.freeze({});
+
+/** A header's value: Node joins repeated request headers into one string, so a list is rare (headerValue joins it). */
+const textOf = (value: string | string[] | undefined): string | undefined =>
+  value === undefined || typeof value === 'string' ? value : headerValue(value);
+
+/** Where a routed request goes and whose credential it carries: what its keys and policy depend on beside its headers. */
+export interface Routing {
+  /** The upstream's name. */
+  readonly upstream: string;
+  readonly pathname: string;
+  /** The raw query including "?", or "". */
+  readonly search: string;
+  readonly method: 'GET' | 'HEAD';
+  readonly credential: 'client' | 'pool' | 'anonymous';
+  /** The upstream's freshness policy (its kind, and the policy of one path). */
+  readonly policy: UpstreamPolicy;
+  /** Whether a client's no-cache counts, as configured (`cache.client_no_cache`; unset: the policy's default, client-directives.ts). */
+  readonly noCache: ClientNoCache | undefined;
+  /** Non-equivalent pool tokens, when the request uses the pool: a key per member. */
+  readonly members: PoolMembers | undefined;
+  /** GitHub's REST API: the Accept values that select its default JSON share one entry (accept.ts). */
+  readonly sharesAccept: boolean;
+}
+
+/**
+ * A routed request as the cache sees it, over the request's own header map (which the handler has
+ * already cut to what goes upstream). Its keys, directives and path policy are worked out on first
+ * use and kept: a hit reads its keys and directives, never its path's policy. (Getters on the
+ * prototype: one on an object literal made every request's object slow.)
+ */
+export class RoutedRequest implements CacheRequest {
+  #keys: Keys | undefined = undefined;
+  #directives: Readonly<Directives> | undefined = undefined;
+  #detail: string | undefined = undefined;
+  #policy: FreshnessPolicy | undefined = undefined;
+  readonly #headers: RequestHeaders;
+  readonly #partitioner: Partitioner;
+
+  constructor(
+    readonly routing: Routing,
+    headers: RequestHeaders,
+    partitioner: Partitioner,
+  ) {
+    this.#headers = headers;
+    this.#partitioner = partitioner;
+  }
+
+  get upstream(): string {
+    return this.routing.upstream;
+  }
+  get pathname(): string {
+    return this.routing.pathname;
+  }
+  get method(): 'GET' | 'HEAD' {
+    return this.routing.method;
+  }
+  get credential(): 'client' | 'pool' | 'anonymous' {
+    return this.routing.credential;
+  }
+
+  header(name: string): string | undefined {
+    return textOf(this.#headers[name]);
+  }
+
+  get keys(): Keys {
+    return (this.#keys ??= this.#keysNow());
+  }
+
+  get directives(): Readonly<Directives> {
+    if (this.#directives === undefined) this.#directivesNow();
+    return this.#directives!;
+  }
+
+  get detail(): string | undefined {
+    if (this.#directives === undefined) this.#directivesNow();
+    return this.#detail;
+  }
+
+  get policy(): FreshnessPolicy {
+    return (this.#policy ??= this.routing.policy.at(this.routing.pathname));
+  }
+
+  #keysNow(): Keys {
+    const { routing } = this;
+    const headers = this.#headers;
+    const credential = routing.credential;
+    const partition =
+      credential === 'pool'
+        ? POOL
+        : credential === 'anonymous'
+          ? ANONYMOUS
+          : this.#partitioner.partitionOf(headerValue(headers.authorization));
+    const input: KeyInput = {
+      upstream: routing.upstream,
+      pathname: routing.pathname,
+      search: routing.search,
+      accept: routing.sharesAccept ? acceptKeyPart(textOf(headers.accept), true) : textOf(headers.accept),
+      apiVersion: textOf(headers['x-github-api-version']),
+      partition,
+      selecting: this.#partitioner.selectingDigest((name) => this.header(name)),
+    };
+    return keysFor(input, credential === 'pool' ? routing.members : undefined);
+  }
+
+  #directivesNow(): void {
+    const headers = this.#headers;
+    const cacheControl = headers['cache-control'];
+    const pragma = headers.pragma;
+    if (cacheControl === undefined && pragma === undefined) {
+      // Most requests: no directive to read or drop.
+      this.#directives = NO_DIRECTIVES;
+      return;
+    }
+    const asked = requestDirectives(cacheControl, pragma);
+    const conditional = headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined;
+    const { noCache, policy } = this.routing;
+    const directives = clientDirectives(asked, clientNoCacheMode(policy.kind, noCache), conditional);
+    this.#directives = directives;
+    this.#detail = directives === asked ? undefined : NO_CACHE_IGNORED;
+  }
 }

@@ -4,7 +4,7 @@
  * next request revalidates it (a free 304 on GitHub when nothing relevant changed) and falls back
  * on it if the upstream fails (stale-if-error).
  *
- * L1 entries are marked when the mark is made (tiers.ts, through the path index). The marks are
+ * L1 entries are marked when the mark is made (validity.ts, through the path index). The marks are
  * remembered for the entries that arrive later from elsewhere: read from L2, or fetched by an
  * exchange that started before the mark (its answer may predate the change). Such an entry is
  * stale when its representation is from before a mark that covers its path: its origin, when its

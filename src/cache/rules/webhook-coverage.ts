@@ -1,7 +1,7 @@
 /**
  * Pure: the paths webhooks keep current, where `cache.webhook_fresh_seconds` applies. A path is
  * covered when every change GitHub makes to what it serves comes with an event that marks it
- * (events.ts): the repository, its code and refs, issues, pull requests, labels, milestones,
+ * (webhook-events.ts): the repository, its code and refs, issues, pull requests, labels, milestones,
  * releases, stargazers, comments, statuses and checks, deployments, Actions runs; the owner's
  * repository lists, members and teams. test/unit/webhook-events.test.ts checks that each
  * pattern here is marked by some event of the table.
@@ -46,7 +46,7 @@ const REPO_PARTS = [
   '/actions/jobs/**',
 ];
 
-/** Covered paths, as templates of events.ts ({repo}: by name and by id; {owner}: one of webhooks.owners). */
+/** Covered paths, as templates of webhook-events.ts ({repo}: by name and by id; {owner}: one of webhooks.owners). */
 export const COVERED: readonly string[] = [
   ...REPO_PARTS.map((part) => `{repo}${part}`),
   '/orgs/{owner}/repos',

@@ -1,6 +1,6 @@
 /**
  * Pure: the API-path scopes one delivery makes stale, from its event name and payload, by the
- * table of events.ts. Returns undefined for an event the table does not name (unknown: ignored).
+ * table of webhook-events.ts. Returns undefined for an event the table does not name (unknown: ignored).
  */
 import { normalPath } from './path-scope.js';
 import { EVENT_TABLE, parseTemplate, type ScopeTemplate } from './webhook-events.js';
@@ -74,7 +74,7 @@ function varsOf(payload: unknown): Vars {
   return vars;
 }
 
-/** The other repositories and accounts a payload names (see events.ts), each as variables of its own. */
+/** The other repositories and accounts a payload names (see webhook-events.ts), each as variables of its own. */
 function othersOf(payload: unknown, vars: Vars): Vars[] {
   const out: Vars[] = [];
   const withRepo = (repo: RepoRef | undefined): void => {

@@ -10,7 +10,7 @@ import type { CacheResult } from '../rules/classify.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { CacheRequest } from '../rules/request.js';
 import { createSingleFlight } from './single-flight.js';
-import type { Tiers } from './tiers.js';
+import type { Cache } from './cache.js';
 
 export interface Coalescer {
   /**
@@ -36,7 +36,12 @@ export interface Coalescer {
 const newer = (entry: CacheEntry, than: number | undefined): boolean => than === undefined || entry.storedAt > than;
 
 /** `tracing`: a wait on another replica's flight is a span (a wait in this process is the cached path's). */
-export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, tracing: Tracing = NO_TRACING): Coalescer {
+export function createCoalescer(
+  cache: Pick<Cache, 'shared' | 'promote' | 'usable' | 'written'>,
+  metrics: Metrics,
+  waitMs: number,
+  tracing: Tracing = NO_TRACING,
+): Coalescer {
   const flights = createSingleFlight<CacheResult>();
 
   /** `newerThan`: a refresh ahead follows only an entry stored after the one it revalidates. */
@@ -46,12 +51,12 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, 
     parent: SpanHandle | undefined,
     newerThan: number | undefined,
   ): Promise<CacheResult> => {
-    const shared = tiers.shared!;
+    const shared = cache.shared!;
     const key = req.keys.flight;
     /** Another replica's entry, found in L2: served as that replica's fetch. */
     const followed = (entry: CacheEntry): CacheResult => {
       metrics.flightLocks.inc({ result: 'followed' });
-      tiers.promote(key, entry);
+      cache.promote(key, entry);
       return { kind: 'followed', entry };
     };
     const lock = await shared.lock.acquire(key);
@@ -60,13 +65,13 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, 
         // Checked again under the lock: a winner that finished between our L2 miss and our lock
         // has left its entry in L2. (One this request may not use, such as an entry of a
         // credential the upstream has since rejected, is no answer: fetch.)
-        const again = await shared.l2.lookup(key);
-        if (again.kind === 'hit' && newer(again.entry, newerThan) && tiers.usable(req, again.entry) !== undefined)
+        const again = await shared.l2.get(key);
+        if (again.kind === 'hit' && newer(again.entry, newerThan) && cache.usable(req, again.entry) !== undefined)
           return followed(again.entry);
         metrics.flightLocks.inc({ result: 'won' });
         return await fetch();
       } finally {
-        void tiers.written(key).finally(() => lock.release());
+        void cache.written(key).finally(() => lock.release());
       }
     }
     if (lock.kind === 'lost') {
@@ -78,7 +83,7 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, 
             span.set('etagere.flight.result', found.kind);
             return found;
           });
-      if (waited.kind === 'entry' && tiers.usable(req, waited.entry) !== undefined) return followed(waited.entry);
+      if (waited.kind === 'entry' && cache.usable(req, waited.entry) !== undefined) return followed(waited.entry);
       metrics.flightLocks.inc({ result: waited.kind === 'entry' ? 'gone' : waited.kind });
     } else {
       metrics.flightLocks.inc({ result: 'unavailable' });
@@ -90,7 +95,7 @@ export function createCoalescer(tiers: Tiers, metrics: Metrics, waitMs: number, 
     run(req, stale, redisAnswered, fetch, parent, ahead = false) {
       // Only a plain miss (or a refresh ahead) whose key is the one it is stored under is locked across
       // replicas: a revalidation is a free 304, and per-token keys are not known before a token is chosen.
-      const locked = tiers.shared !== undefined && redisAnswered && (stale === undefined || ahead) && !req.keys.perToken;
+      const locked = cache.shared !== undefined && redisAnswered && (stale === undefined || ahead) && !req.keys.perToken;
       const newerThan = ahead ? stale?.storedAt : undefined;
       const { promise, shared } = flights.run(req.keys.flight, locked ? () => acrossReplicas(req, fetch, parent, newerThan) : fetch);
       return { promise, joined: shared };

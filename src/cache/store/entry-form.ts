@@ -74,7 +74,17 @@ interface Plain {
 
 /** A form of `entry`: its headers and body as one client gets them (one shape for all). */
 function newForm(entry: CacheEntry, base: string, headers: string[], body: Buffer, decode: boolean): EntryForm {
-  return { status: entry.status, headers, body, decode, etag: entry.etag, lastModified: entry.lastModified, outgoing: undefined, base };
+  return {
+    status: entry.status,
+    headers,
+    body,
+    decode,
+    etag: entry.etag,
+    lastModified: entry.lastModified,
+    outgoing: undefined,
+    block: undefined,
+    base,
+  };
 }
 
 /** The memo key of a form: its coding (`stored` or `identity`) and its public base ('' for none). */
@@ -103,7 +113,8 @@ export class EntryForms {
     const accept = headers['accept-encoding'];
     // A client without Accept-Encoding takes any coding.
     if (plain.fixed !== undefined && accept !== undefined && refusesCoding(accept, plain.fixed)) return undefined;
-    return this.clientForm(headers, entry, plain, plain.gzip && !acceptsGzip(accept));
+    // No Accept-Encoding: the proxy may choose, and gives identity (coding.ts).
+    return this.clientForm(headers, entry, plain, plain.gzip && (accept === undefined || !acceptsGzip(accept)));
   }
 
   private plainOf(entry: CacheEntry): Plain {

@@ -55,7 +55,7 @@ function shareable(name: string, value: string): boolean {
 /** The pair a field is stored as (classify takes the table's as its `pairOf`). */
 export type StorePair = (name: string, value: string) => [string, string];
 
-/** The shared pairs of one process's cache (built by src/main/services.ts, held by the tiers). */
+/** The shared pairs of one process's cache (built by src/main/services.ts, held by the cache). */
 export interface HeaderTable {
   /** The pair to store for a field: the shared one when the table has it (or takes it now), else a pair of the entry's own. */
   readonly pair: StorePair;

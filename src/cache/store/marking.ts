@@ -2,7 +2,7 @@
  * Stale marks as L1 sees them: the path index of its keys (path-index.ts) and the marks
  * remembered (stale-marks.ts). A mark turns every L1 entry in its scopes stale at once, through the
  * index; entries that reach L1 later (read from L2, or stored by an exchange that began before the
- * mark) are checked as they arrive. The hit path (tiers.fromL1) does not change: a marked entry is
+ * mark) are checked as they arrive. The hit path (cache.ts `hit`) does not change: a marked entry is
  * simply an entry with no freshness left.
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -41,8 +41,8 @@ const MARKED_PER_TURN = 2_000;
 
 export const DEFAULT_MARK_SETTINGS: StaleMarksSettings = { horizonMs: 3_600_000, maxScopes: 100_000, maxPending: 100_000 };
 
-/** `l1` is resolved lazily: the store is built with the index's hooks, after the index. */
-export function createMarking(settings: StaleMarksSettings, metrics: Metrics, l1: () => MemoryStore): Marking {
+/** `l1` is resolved lazily: the store is built with the index's hooks, after the index (none with `cache.l1: false`). */
+export function createMarking(settings: StaleMarksSettings, metrics: Metrics, l1: () => MemoryStore | undefined): Marking {
   const index = createPathIndex();
   const marks = createStaleMarks(settings);
   return {
@@ -53,6 +53,7 @@ export function createMarking(settings: StaleMarksSettings, metrics: Metrics, l1
     mark(ids, mark) {
       marks.remember(ids, mark);
       const store = l1();
+      if (store === undefined) return 0;
       // Scopes of one delivery overlap (a repository and its issues): each entry counts once.
       const keys = new Set<string>();
       for (const id of ids) {

@@ -26,15 +26,23 @@ export interface MemoryStoreOptions {
   onKeys?: { added(key: string): void; removed(key: string): void };
 }
 
-/** The small interface the request path needs of L1 (undici's cache stores are the model). */
-export interface MemoryStore {
-  get(key: string): CacheEntry | undefined;
+/**
+ * A store of entries by key, knowing nothing of HTTP (undici's cache stores are the model): L1 here,
+ * in memory and synchronous; L2 in Redis (redis-store.ts), asynchronous. The cache (cache.ts) sits
+ * over one or both.
+ */
+export interface Store<Got, Done> {
+  get(key: string): Got;
+  set(key: string, entry: CacheEntry, ttlMs: number): Done;
+  delete(key: string): Done;
+}
+
+/** L1: a synchronous store, bounded in bytes, with what the path index and the gauges read of it. */
+export interface MemoryStore extends Store<CacheEntry | undefined, void> {
   /** The entry without touching its recency (undefined once expired). */
   peek(key: string): CacheEntry | undefined;
-  set(key: string, entry: CacheEntry, ttlMs: number): void;
   /** Replaces a held entry, keeping its expiry (a stale mark); nothing when the key is not held. */
   replace(key: string, entry: CacheEntry): void;
-  delete(key: string): void;
   readonly size: number;
   readonly bytes: number;
   /** Body bytes of the entries held: as stored (encoded) and decoded (the compression metric). */
@@ -43,6 +51,8 @@ export interface MemoryStore {
   clear(): void;
   /** Evicts the least recently used entries until the store and what is beside it fit in maxBytes (after the memo grew). */
   fit(): void;
+  /** Changes whenever an entry is stored, replaced or leaves: what was found before may no longer be held (token-memo.ts). */
+  readonly generation: number;
 }
 
 export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
@@ -57,6 +67,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     allowStale: false,
     updateAgeOnGet: false,
     dispose: (entry: CacheEntry, key: string, reason: LRUCache.DisposeReason) => {
+      store.generation++;
       opts.beside?.forget(entry);
       if (counted.delete(entry)) {
         bodyBytes.stored -= entry.body.length;
@@ -87,10 +98,11 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     const room = opts.maxBytes - beside.bytes;
     while (lru.size > 0 && lru.calculatedSize > room) lru.pop();
   };
-  return {
+  const store: MemoryStore & { generation: number } = {
     get: (key) => lru.get(key),
     peek: (key) => lru.peek(key),
     set: (key, entry, ttlMs) => {
+      store.generation++;
       lru.set(key, entry, { ttl: Math.max(1, Math.ceil(ttlMs)) });
       if (opts.onKeys !== undefined && !lru.has(key)) opts.onKeys.removed(key);
       countIn(key, entry);
@@ -98,6 +110,7 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     },
     replace: (key, entry) => {
       if (!lru.has(key)) return;
+      store.generation++;
       lru.set(key, entry, { noUpdateTTL: true });
       countIn(key, entry);
       fit();
@@ -117,22 +130,8 @@ export function createMemoryStore(opts: MemoryStoreOptions): MemoryStore {
     keys: () => lru.keys(),
     clear: () => lru.clear(),
     fit,
+    // A field, not a getter: the token memo reads it on every per-token hit without a call here.
+    generation: 0,
   };
-}
-
-/** An L1 that keeps nothing (cache.l1: false): every lookup goes to L2. */
-export function createDisabledStore(): MemoryStore {
-  return {
-    get: () => undefined,
-    peek: () => undefined,
-    set: () => undefined,
-    replace: () => undefined,
-    delete: () => undefined,
-    size: 0,
-    bytes: 0,
-    bodyBytes: { stored: 0, decoded: 0 },
-    keys: () => [][Symbol.iterator](),
-    clear: () => undefined,
-    fit: () => undefined,
-  };
+  return store;
 }

@@ -10,7 +10,7 @@
  * (entry-codec.ts), bounded in bytes: a hit still reads the value from Redis (one GET, so it sees
  * every write and every expiry at once), and while the value carries the same stamp and lengths it
  * gives the entry decoded before (the stamp is trusted as the write's identity: the bytes are not compared): the same object, so the memos keyed by the entry (its flattened
- * headers, its gunzipped form: proxy/entry-form.ts) hold too. Its body is a copy, pinning nothing
+ * headers, its gunzipped form: entry-form.ts) hold too. Its body is a copy, pinning nothing
  * of a reply buffer; without the memo the body is a view into the reply (no copy).
  */
 import { createHash } from 'node:crypto';
@@ -22,6 +22,7 @@ import { ownedCopy } from '../../platform/owned-bytes.js';
 import { decodeEntry, encodeEntry, entryMetaLength, entrySize, entryStamp } from './entry-codec.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { HeaderTable } from './header-intern.js';
+import type { Store } from './memory-store.js';
 
 export type L2Lookup =
   | { kind: 'hit'; entry: CacheEntry }
@@ -30,10 +31,8 @@ export type L2Lookup =
   /** Redis unavailable (disconnected, breaker open, error, or no answer within lookup_timeout_ms). */
   | { kind: 'skipped' };
 
-export interface RedisStore {
-  lookup(key: string): Promise<L2Lookup>;
-  set(key: string, entry: CacheEntry, ttlMs: number): Promise<void>;
-  delete(key: string): Promise<void>;
+/** L2: an asynchronous store (memory-store.ts `Store`) whose reads say why they found nothing. */
+export interface RedisStore extends Store<Promise<L2Lookup>, Promise<void>> {
   /** The Redis key of an entry, and the tag its companions share. */
   entryKey(key: string): string;
   lockKey(key: string): string;
@@ -75,7 +74,7 @@ export function createRedisStore(
     skipped: metrics.l2Lookups.labels('skipped'),
   };
   const entryKey = (key: string): string => `${conn.prefix}{${keyTag(key)}}:e`;
-  const lookup = async (key: string): Promise<L2Lookup> => {
+  const get = async (key: string): Promise<L2Lookup> => {
     const known = memo?.get(key);
     const redisKey = known?.redisKey ?? entryKey(key);
     const raw = await conn.read('get', (r) => r.getBuffer(redisKey));
@@ -114,7 +113,7 @@ export function createRedisStore(
     return { kind: 'hit', entry };
   };
   return {
-    lookup,
+    get,
     set: async (key, entry, ttlMs) => {
       const value = encodeEntry(entry);
       const redisKey = entryKey(key);

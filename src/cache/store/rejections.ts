@@ -7,7 +7,7 @@
  * Rejections travel to the other replicas as path-invalidation notices whose scope starts with a
  * NUL (a path scope starts with an upstream name): `scopesOf` builds them, `remember` takes them
  * back. Bounded: the oldest is forgotten past MAX_REJECTIONS, without ever pushing out a path
- * invalidation (those have their own map in tiers.ts). Pure (time passed in).
+ * invalidation (those have their own map in validity.ts). Pure (time passed in).
  */
 import type { Rejection } from '../rules/classify.js';
 

@@ -23,7 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { keyTag } from './redis-store.js';
-import type { Tiers } from './tiers.js';
+import type { Cache } from './cache.js';
 
 /** What `cache inspect --graphql` shows of an entry besides its tags. */
 export interface TaggedAbout {
@@ -263,13 +263,13 @@ class SharedTags {
   }
 }
 
-export function createTagStore(tiers: Tiers, redis: RedisConnection | undefined, logger: Logger): TagStore {
+export function createTagStore(cache: Pick<Cache, 'l1' | 'shared'>, redis: RedisConnection | undefined, logger: Logger): TagStore {
   const local = new LocalTags();
   const shared = redis === undefined ? undefined : new SharedTags(redis);
   /** Drops from L1 what a purge names (filed here under its tags, or listed); returns the keys. */
   const dropHere = (tags: readonly string[], keys: readonly string[], at: number): Set<string> => {
     const dropped = local.purge(tags, keys, at);
-    for (const key of dropped) tiers.l1.delete(key);
+    for (const key of dropped) cache.l1?.delete(key);
     return dropped;
   };
   const unlisten = shared?.listen(logger, dropHere);
@@ -297,7 +297,7 @@ export function createTagStore(tiers: Tiers, redis: RedisConnection | undefined,
       if (shared === undefined) return dropped.size;
       for (const key of dropHere([], await shared.purge(tags, at), at)) dropped.add(key);
       const keys = [...dropped];
-      await Promise.all(keys.map((key) => tiers.shared?.l2.delete(key)));
+      await Promise.all(keys.map((key) => cache.shared?.l2.delete(key)));
       shared.announce(tags, keys, at);
       return dropped.size;
     },

@@ -25,7 +25,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { entryView, fetcherOf, keyParts, type EntryView } from '../../cache/rules/inspect.js';
 import { normalPath, type PathScope } from '../../cache/rules/path-scope.js';
-import type { Tiers } from '../../cache/store/tiers.js';
+import type { Cache } from '../../cache/store/cache.js';
 import type { TagStore } from '../../cache/store/tags.js';
 import { isTag, normalTag } from '../../cache/rules/tags.js';
 import { currentAge } from '../../cache/rules/policy.js';
@@ -34,7 +34,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PathRow } from '../../platform/metrics/top-paths.js';
 
 export interface CacheAdminDeps {
-  readonly tiers: Tiers;
+  readonly cache: Pick<Cache, 'l1' | 'shared' | 'validity'>;
   /** The configured upstream names, in config order. */
   readonly upstreams: readonly string[];
   readonly metrics: Metrics;
@@ -118,10 +118,10 @@ async function purgeTag(deps: CacheAdminDeps, body: Record<string, unknown>): Pr
 /** The GraphQL answer under a key: in this process's L1, else L2, and its tags. */
 async function inspectGraphql(deps: CacheAdminDeps, key: string): Promise<Answer> {
   if (!GRAPHQL_KEY.test(key)) return problem(400, 'give ?graphql=KEY, the key="gql:..." of a GraphQL answer\'s Cache-Status');
-  let entry = deps.tiers.l1.peek(key);
+  let entry = deps.cache.l1?.peek(key);
   let tier = 'L1';
-  if (entry === undefined && deps.tiers.shared !== undefined) {
-    const found = await deps.tiers.shared.l2.lookup(key);
+  if (entry === undefined && deps.cache.shared !== undefined) {
+    const found = await deps.cache.shared.l2.get(key);
     if (found.kind === 'hit') [entry, tier] = [found.entry, 'L2'];
   }
   const filed = await deps.tags?.filed(key);
@@ -167,7 +167,7 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
     if (!Array.isArray(names)) return names;
     const path = normalPath(given);
     const scopes: PathScope[] = names.map((upstream) => ({ upstream, path, prefix }));
-    const marked = deps.tiers.markStale(scopes, 'purge');
+    const marked = deps.cache.validity.markStale(scopes, 'purge');
     deps.metrics.cachePurges.inc({ scope: prefix ? 'prefix' : 'path' });
     return {
       status: 200,
@@ -192,8 +192,8 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
     const now = Date.now();
     const entries: EntryView[] = [];
     for (const upstream of names) {
-      for (const key of deps.tiers.marking.index.keysIn({ upstream, path: normalPath(given), prefix: false })) {
-        const entry = deps.tiers.l1.peek(key);
+      for (const key of deps.cache.validity.marking.index.keysIn({ upstream, path: normalPath(given), prefix: false })) {
+        const entry = deps.cache.l1?.peek(key);
         const parts = keyParts(key);
         if (entry !== undefined && parts !== undefined && entries.length < MAX_LISTED) entries.push(entryView(parts, entry, now, withBody));
       }
@@ -206,13 +206,13 @@ export function createCacheAdmin(deps: CacheAdminDeps): (call: CacheCall) => Ans
 
   const stats = (query: URLSearchParams): Answer => {
     const top = topOf(query);
-    const { tiers, metrics } = deps;
+    const { cache, metrics } = deps;
     return {
       status: 200,
       value: {
-        entries: tiers.l1.size,
-        bytes: tiers.l1.bytes,
-        marked_scopes: tiers.marking.scopes,
+        entries: cache.l1?.size ?? 0,
+        bytes: cache.l1?.bytes ?? 0,
+        marked_scopes: cache.validity.marking.scopes,
         top_by_hits: metrics.topPaths.top('hits', top),
         top_by_upstream: metrics.topPaths.top('spent', top),
       },

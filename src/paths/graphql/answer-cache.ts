@@ -1,5 +1,5 @@
 /**
- * GraphQL answers in the cache REST uses: the one place the GraphQL path touches the tiers, the
+ * GraphQL answers in the cache REST uses: the one place the GraphQL path touches the cache, the
  * coalescer and the tags, so that it reads as "look up, fly, store, purge".
  *
  *   lookup   L1 (synchronous), then L2 (every replica's answers)
@@ -19,13 +19,14 @@ import type { CacheRequest, Keys } from '../../cache/rules/request.js';
 import type { Directives } from '../../http/headers/cache-control.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { TaggedAbout, TagStore } from '../../cache/store/tags.js';
-import type { Found, Tiers } from '../../cache/store/tiers.js';
+import type { Cache, Found } from '../../cache/store/cache.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { SpanHandle } from '../../platform/trace/tracing.js';
 
 /** The one key of a GraphQL request (no per-token keys: a non-equivalent pool caches nothing). */
 class GraphqlKeys implements Keys {
   readonly perToken = false;
+  readonly membersGeneration = 0;
   readonly candidateTokens: readonly (string | undefined)[] = [undefined];
   readonly candidates: readonly string[];
   constructor(
@@ -42,7 +43,7 @@ class GraphqlKeys implements Keys {
   }
 }
 
-/** A GraphQL query as the tiers and the coalescer see it: one key, on the upstream's `/graphql`. */
+/** A GraphQL query as the cache and the coalescer see it: one key, on the upstream's `/graphql`. */
 export class GraphqlCacheRequest implements CacheRequest {
   readonly keys: Keys;
   readonly pathname = '/graphql';
@@ -84,13 +85,13 @@ export interface Answered {
 }
 
 export class GraphqlAnswers {
-  readonly #tiers: Tiers;
+  readonly #cache: Cache;
   readonly #coalescer: Coalescer;
   readonly #tags: TagStore;
   readonly #logger: Logger;
 
-  constructor(tiers: Tiers, coalescer: Coalescer, tags: TagStore, logger: Logger) {
-    this.#tiers = tiers;
+  constructor(cache: Cache, coalescer: Coalescer, tags: TagStore, logger: Logger) {
+    this.#cache = cache;
     this.#coalescer = coalescer;
     this.#tags = tags;
     this.#logger = logger;
@@ -98,17 +99,17 @@ export class GraphqlAnswers {
 
   /** This process's entry for the request, if any (synchronous: the hit path). */
   inL1(req: CacheRequest): CacheEntry | undefined {
-    return this.#tiers.usable(req, this.#tiers.fromL1(req));
+    return this.#cache.usable(req, this.#cache.held(req));
   }
 
   /** Whether L2 is there to ask (a replica's answers are shared through it). */
   get shared(): boolean {
-    return this.#tiers.shared !== undefined;
+    return this.#cache.shared !== undefined;
   }
 
   async lookup(req: CacheRequest): Promise<Found> {
-    const found = await this.#tiers.lookup(req);
-    return { entry: this.#tiers.usable(req, found.entry), answered: found.answered };
+    const found = await this.#cache.lookup(req);
+    return { entry: this.#cache.usable(req, found.entry), answered: found.answered };
   }
 
   /** Runs `fetch` unless a flight of the key is under way (here or on another replica): `joined` when this call waits on another's. */
@@ -124,7 +125,7 @@ export class GraphqlAnswers {
 
   /** An answer as an entry of the request's policy (for the calls coalesced on it, stored or not). */
   entryOf(req: CacheRequest, answered: Answered): CacheEntry {
-    const pair = this.#tiers.headerTable.pair;
+    const pair = this.#cache.headerTable.pair;
     return {
       status: answered.status,
       headers: answered.headers.map(([name, value]) => pair(name, value)),
@@ -151,10 +152,10 @@ export class GraphqlAnswers {
   store(req: CacheRequest, entry: CacheEntry, tags: readonly string[], sentAt: number, about: TaggedAbout): boolean {
     if (this.#tags.purgedSince(tags, sentAt)) return false;
     const key = req.keys.flight;
-    this.#tiers.apply(answerResult(entry, key, undefined), sentAt, req);
-    this.#tags.file(key, tags, req.policy.ttl * 1000, sentAt, about, this.#tiers.written(key)).then(
+    this.#cache.apply(answerResult(entry, key, undefined), sentAt, req);
+    this.#tags.file(key, tags, req.policy.ttl * 1000, sentAt, about, this.#cache.written(key)).then(
       (kept) => {
-        if (!kept) this.#tiers.apply({ ...answerResult(entry, undefined, undefined), dropKey: key });
+        if (!kept) this.#cache.apply({ ...answerResult(entry, undefined, undefined), dropKey: key });
       },
       (err: unknown) => this.#logger.warn({ err: (err as Error).message }, 'filing a GraphQL answer failed'),
     );
@@ -171,7 +172,7 @@ export class GraphqlAnswers {
     const key = req.keys.flight;
     const until = entry.storedAt + entry.lifetime * 1000;
     if (this.#tags.hold(key, tags, until, entry.currentAt ?? entry.storedAt)) return entry;
-    this.#tiers.l1.delete(key);
+    this.#cache.l1?.delete(key);
     return undefined;
   }
 

@@ -54,7 +54,7 @@ export interface GraphqlRoute {
   readonly oidc?: OidcPresented | undefined;
 }
 
-/** What the close handler records of it (handle.ts's trace). */
+/** What the recorder reads of it (src/main/recorder.ts `Trace`). */
 export interface GraphqlTrace {
   ctx: { readonly upstream: UpstreamRuntime; readonly cred: Credential; readonly pathname: string } | undefined;
   readonly route: string;

@@ -1,15 +1,14 @@
 /**
- * The reply for a request on the cached path, from the plan made before going upstream and what
- * the upstream exchange (its own, or the one it was coalesced onto) produced. Stale entries stand
+ * The reply for a request on the cached path after an upstream exchange (its own, or the one it
+ * was coalesced onto); a hit's reply is the cache's (src/cache/store/cache.ts `hit`). Stale entries stand
  * in for failures while stale-if-error allows; Cache-Status (RFC 9211) says what happened. An
  * entry's form for this client (its coding, Link and Location, body URLs) is resolved here, once
  * (src/cache/store/entry-form.ts): `answer()` writes it as it is.
  */
 import type { CacheResult } from '../../cache/rules/classify.js';
-import { NO_CACHE_IGNORED } from '../../cache/rules/client-directives.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
-import type { Plan } from '../../cache/rules/plan.js';
-import { currentAge, usableOnError } from '../../cache/rules/policy.js';
+import { STALE } from '../../cache/store/cache.js';
+import { currentAge, usableOnError, type Plan } from '../../cache/rules/policy.js';
 import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RequestContext } from '../context.js';
@@ -34,11 +33,11 @@ export interface RefusedCoding {
 export type CachedReply = Reply | RefusedCoding;
 
 /** The pool's headers for pool consumers, in the request's rate-limit resource; undefined for everyone else. */
-function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
+export function poolHeadersFor(ctx: RequestContext, pool: PoolHeaders | undefined): PoolHeaders | undefined {
   return ctx.cred.kind === 'pool' ? pool?.forResource(resourceOf(ctx.path, ctx.upstream.client.basePath)) : undefined;
 }
 
-/** A stored entry as the reply: `status` is its Cache-Status. */
+/** A stored entry as the reply, in this client's form (none when it refused the stored coding: the request is forwarded). */
 function entryReply(
   ctx: RequestContext,
   pool: PoolHeaders | undefined,
@@ -47,68 +46,13 @@ function entryReply(
   age: number,
   served: Served,
 ): CachedReply {
-  return entryReplyWith(ctx, pool, entry, cacheStatus(status), age, served);
-}
-
-/** The entry in this client's form (none when it refused the stored coding: the request is forwarded). */
-function entryReplyWith(
-  ctx: RequestContext,
-  pool: PoolHeaders | undefined,
-  entry: CacheEntry,
-  status: string,
-  age: number,
-  served: Served,
-): CachedReply {
   const form = ctx.upstream.forms.formFor(ctx.req.headers, entry);
   if (form === undefined) return { kind: 'refused-coding', prefer: poolTokenOf(entry.fetchedBy) };
   const extra = poolHeadersFor(ctx, pool)?.flat(poolTokenOf(entry.fetchedBy));
   const ranges = ctx.upstream.policy.kind === 'rfc9111';
-  return { kind: 'form', form, cacheStatus: status, age, extra, ranges, ...served };
+  return { kind: 'form', form, cacheStatus: cacheStatus(status), age, extra, ranges, ...served };
 }
 
-/** Fresh hits' Cache-Status values are kept for ttls up to this many seconds. */
-const HIT_STATUS_MEMO_SECONDS = 3600;
-
-/**
- * A fresh hit's Cache-Status by its whole seconds of ttl: made once per value (up to an hour), not per
- * hit; the same with the detail of an ignored request directive (a fetch poll's no-cache). One per
- * cached path (cached.ts).
- */
-export class HitStatuses {
-  private readonly plain = new Map<number, string>();
-  private readonly ignored = new Map<number, string>();
-
-  of(ttl: number, detail: string | undefined): string {
-    const seconds = Math.trunc(ttl);
-    const memo = detail === undefined ? this.plain : detail === NO_CACHE_IGNORED ? this.ignored : undefined;
-    let status = memo?.get(seconds);
-    if (status === undefined) {
-      status = cacheStatus({ hit: true, ttl: seconds, detail });
-      if (seconds >= 0 && seconds <= HIT_STATUS_MEMO_SECONDS) memo?.set(seconds, status);
-    }
-    return status;
-  }
-}
-
-/**
- * The reply for a plan that needs no upstream exchange (fresh, stale, or only-if-cached).
- * `requestDetail`: the request's own (an ignored directive), shown unless what happened has one of its own.
- */
-export function planReply(
-  ctx: RequestContext,
-  pool: PoolHeaders | undefined,
-  hits: HitStatuses,
-  plan: Exclude<Plan, { kind: 'fetch' }>,
-  requestDetail?: string,
-): CachedReply {
-  if (plan.kind === 'only-if-cached') return errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' }));
-  if (plan.kind === 'fresh') return entryReplyWith(ctx, pool, plan.entry, hits.of(plan.ttl, requestDetail), plan.age, HIT);
-  const detail = plan.background ? 'stale-while-revalidate' : 'max-stale';
-  return entryReply(ctx, pool, plan.entry, { hit: true, ttl: plan.ttl, detail }, plan.age, STALE);
-}
-
-const HIT: Served = { outcome: 'hit', upstreamStatus: undefined, token: undefined };
-const STALE: Served = { outcome: 'stale', upstreamStatus: undefined, token: undefined };
 const COALESCED: Served = { outcome: 'coalesced', upstreamStatus: undefined, token: undefined };
 
 export interface Fetch {

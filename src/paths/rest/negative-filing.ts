@@ -8,13 +8,13 @@ import type { CacheResult } from '../../cache/rules/classify.js';
 import { isNegativeStatus, pathTags } from '../../cache/rules/negative.js';
 import { retentionSeconds } from '../../cache/rules/policy.js';
 import type { TaggedAbout, TagStore } from '../../cache/store/tags.js';
-import type { Tiers } from '../../cache/store/tiers.js';
+import type { Cache } from '../../cache/store/cache.js';
 import type { Logger } from '../../platform/log/logger.js';
 
 /** Files `result`'s entry when it is a stored negative one; `where.apiPath`: its path below the API root. */
 export function fileNegative(
   tags: TagStore,
-  tiers: Tiers,
+  cache: Pick<Cache, 'l1' | 'shared' | 'written'>,
   logger: Logger,
   result: CacheResult,
   where: { readonly upstream: string; readonly apiPath: string; readonly partition: TaggedAbout['partition'] },
@@ -26,12 +26,12 @@ export function fileNegative(
   const key = result.storeKey;
   const about: TaggedAbout = { upstream: where.upstream, what: where.apiPath.slice(0, 200), partition: where.partition };
   const since = sentAt ?? result.entry.storedAt;
-  const filing = tags.file(key, names, retentionSeconds(result.entry) * 1000, since, about, tiers.written(key));
+  const filing = tags.file(key, names, retentionSeconds(result.entry) * 1000, since, about, cache.written(key));
   filing.then(
     (kept) => {
       if (kept) return;
-      tiers.l1.delete(key);
-      tiers.shared?.drop(key);
+      cache.l1?.delete(key);
+      cache.shared?.drop(key);
     },
     (err: unknown) => logger.warn({ err: (err as Error).message }, 'filing a negative entry failed'),
   );

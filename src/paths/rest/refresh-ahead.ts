@@ -19,7 +19,7 @@ import { freshUntil, refreshAt } from '../../cache/rules/refresh-ahead.js';
 import type { CacheRequest } from '../../cache/rules/request.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
-import type { Tiers } from '../../cache/store/tiers.js';
+import type { Cache } from '../../cache/store/cache.js';
 import { requestDirectives } from '../../http/headers/cache-control.js';
 import { headerReader } from '../../http/headers/value.js';
 import type { Logger } from '../../platform/log/logger.js';
@@ -41,7 +41,7 @@ export type FetchAndStore = (
 
 export interface RefreshAheadDeps {
   readonly scheduler: RefreshScheduler;
-  readonly tiers: Tiers;
+  readonly cache: Cache;
   readonly coalescer: Coalescer;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -84,12 +84,12 @@ function copyOf(ctx: RequestContext, req: CacheRequest): { ctx: ExchangeContext;
   };
 }
 
-export function createRefreshAhead({ scheduler, tiers, coalescer, metrics, logger, pool, fetchAndStore }: RefreshAheadDeps): NoteRead {
+export function createRefreshAhead({ scheduler, cache, coalescer, metrics, logger, pool, fetchAndStore }: RefreshAheadDeps): NoteRead {
   const count = (result: RefreshResult): void => metrics.refreshAhead.inc({ result });
 
   const refresh = async (ctx: ExchangeContext, req: CacheRequest, read: CacheEntry): Promise<void> => {
-    const held = tiers.fromL1(req);
-    const entry = held === undefined ? undefined : tiers.usable(req, held);
+    const held = cache.held(req);
+    const entry = cache.usable(req, held);
     if (entry === undefined || entry.storedAt !== read.storedAt)
       return count(held !== undefined && held.storedAt > read.storedAt ? 'coalesced' : 'skipped');
     const token = poolTokenOf(entry.fetchedBy);

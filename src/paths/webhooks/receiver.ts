@@ -6,20 +6,20 @@
  * `webhooks.read_timeout_ms` and at a floor rate (408: intake.ts, pace.ts), its signature checked
  * over the raw bytes before anything else is looked at (401, counted, nothing marked), then:
  *
- *   an event the table does not name (events.ts)     202: no path marked; its tags purged
- *   no or a malformed X-GitHub-Delivery, bad payload  400
- *   a delivery id seen before (deliveries.ts)         200, acknowledged, not applied again
- *   otherwise                                         its scopes (scopes.ts) marked stale on every
- *                                                     upstream and every replica, the entries filed
- *                                                     under its tags (webhook-tags.ts) purged; 200
- *                                                     with the counts
+ *   an event the table does not name (webhook-events.ts)  202: no path marked; its tags purged
+ *   no or a malformed X-GitHub-Delivery, bad payload      400
+ *   a delivery id seen before (deliveries.ts)             200, acknowledged, not applied again
+ *   otherwise                                             its scopes (webhook-scopes.ts) marked stale
+ *                                                         on every upstream and every replica, the
+ *                                                         entries filed under its tags (webhook-tags.ts)
+ *                                                         purged; 200 with the counts
  *
  * The secret is never logged, exported or repeated; a refused delivery is logged without its body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { PathScope } from '../../cache/rules/path-scope.js';
 import { normalPath } from '../../cache/rules/path-scope.js';
-import type { Tiers } from '../../cache/store/tiers.js';
+import type { Validity } from '../../cache/store/validity.js';
 import type { WebhooksConfig } from '../../platform/config/schema.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -46,7 +46,8 @@ export interface WebhookReceiver {
 }
 
 export interface ReceiverDeps {
-  readonly tiers: Tiers;
+  /** Where scopes are marked stale (src/cache/store/validity.ts), here and on every replica. */
+  readonly validity: Pick<Validity, 'markStale'>;
   /** GraphQL answers and stored 404s, purged by the tags a delivery names (src/cache/rules/webhook-tags.ts). */
   readonly tags?: TagStore | undefined;
   readonly upstreams: readonly UpstreamRuntime[];
@@ -69,7 +70,7 @@ type Outcome = 'applied' | 'duplicate' | 'ignored' | 'bad_signature' | 'too_larg
 export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps): WebhookReceiver | undefined {
   const secret = config.secret;
   if (secret === null) return undefined;
-  const { tiers, tags, upstreams, metrics } = deps;
+  const { validity, tags, upstreams, metrics } = deps;
   const logger = deps.logger.child({ component: 'webhooks' });
   const deliveries = createDeliveries(deps.redis, DELIVERY_MEMORY);
   const purges = tags === undefined ? undefined : tagPurges(tags, deliveries, metrics, logger);
@@ -117,7 +118,7 @@ export function createWebhookReceiver(config: WebhooksConfig, deps: ReceiverDeps
       return NOT_SERVED;
     }
     const scopes = scopesFor(event, parsed.payload) ?? [];
-    const marked = scopes.length === 0 ? 0 : tiers.markStale(onEveryUpstream(scopes), 'webhook');
+    const marked = scopes.length === 0 ? 0 : validity.markStale(onEveryUpstream(scopes), 'webhook');
     const named = purges === undefined ? [] : deliveryTags(event, parsed.payload);
     const purged = named.length === 0 ? 0 : await purges!.purge(named);
     const action = actionOf(parsed.payload);

@@ -53,8 +53,3 @@ export function appJwt(appId: number, key: KeyObject, nowMs: number): string {
   const unsigned = `${HEADER}.${Buffer.from(JSON.stringify(appJwtClaims(appId, nowMs))).toString('base64url')}`;
   return `${unsigned}.${sign('RSA-SHA256', Buffer.from(unsigned), key).toString('base64url')}`;
 }
-
-/** When a JWT made at `nowMs` stops being accepted (epoch ms); the source makes a new one well before. */
-export function appJwtExpiresAt(nowMs: number): number {
-  return appJwtClaims(0, nowMs).exp * 1000;
-}

@@ -524,7 +524,13 @@ export const configSchema = z
     webhooks: webhooksSchema.prefault({}),
     tracing: tracingSchema.prefault({}),
     log: z
-      .object({ level: z.enum(LOG_LEVELS).default('info') })
+      .object({
+        level: z.enum(LOG_LEVELS).default('info'),
+        /** Which requests get an access line: all, misses (every request but a fresh cache hit), or sampled (misses, and hits at access_ratio). */
+        access: z.enum(['all', 'misses', 'sampled']).default('all'),
+        /** Under `access: sampled`, the share of fresh hits that get a line (0.01: one in a hundred). */
+        access_ratio: z.number().gt(0).lte(1).default(0.01),
+      })
       .strict()
       .prefault({}),
     metrics: z
@@ -665,14 +671,10 @@ function checkWebhookFreshness(
 }
 
 export type Config = z.infer<typeof configSchema>;
-export type PoolConfig = z.infer<typeof poolSchema>;
 export type RedisConfig = z.infer<typeof redisSchema>;
-export type ConsumersConfig = z.infer<typeof consumersSchema>;
 export type ConsumerKeyConfig = z.infer<typeof consumerKeySchema>;
 export type OidcIssuerConfig = z.infer<typeof oidcIssuerSchema>;
-export type SecretConfig = z.infer<typeof secretSchema>;
 export type AppConfig = z.infer<typeof appSchema>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
-export type CachePolicyConfig = z.infer<typeof cachePolicySchema>;
 export type WebhooksConfig = z.infer<typeof webhooksSchema>;
 export type TracingConfig = z.infer<typeof tracingSchema>;

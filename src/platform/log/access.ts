@@ -2,8 +2,9 @@
  * The access log: one JSON line per request, in the same shape pino writes (level, time, service,
  * msg), assembled directly and written to the logger's destination. On the hit path this costs a
  * fraction of a generic pino call: the fields are known, so there is no object walk and no
- * redaction pass. Credentials never reach it: it takes no headers, and the path's sensitive query
- * parameters are masked with `redactQuery`.
+ * redaction pass, and a stored form's hits share a template (the query masked once). Credentials
+ * never reach it: it takes no headers, and the path's sensitive query parameters are masked with
+ * `redactQuery`.
  */
 import { pino, type Logger } from 'pino';
 import { createBoundedMemo, type BoundedMemo } from '../memo.js';
@@ -28,8 +29,6 @@ export interface AccessFields {
   traceId?: string | undefined;
   spanId?: string | undefined;
 }
-
-export type AccessLog = (fields: AccessFields) => void;
 
 interface Destination {
   write(line: string): unknown;
@@ -67,52 +66,111 @@ function quoter(memo: BoundedMemo): (text: string) => string {
   };
 }
 
-/** Beyond this many characters pending, lines are handed over at once rather than at the end of the tick. */
+/** Beyond this many characters pending, lines are handed over at once rather than when the timer fires. */
 const BATCH_CHARS = 64 * 1024;
+/** Lines wait at most this long before they are handed to the destination (which itself buffers: logger.ts). */
+export const ACCESS_FLUSH_MS = 200;
 
-/** `memo`: where the repeated values are kept quoted (a memo of its own when not given). */
-export function createAccessLog(logger: Logger, memo: BoundedMemo = createLogMemo()): AccessLog {
-  if (!logger.isLevelEnabled('info')) return () => undefined;
-  const quoted = quoter(memo);
-  const dest = (logger as unknown as Record<symbol, Destination | undefined>)[pino.symbols.streamSym];
-  if (dest === undefined || typeof dest.write !== 'function') {
-    return ({ traceId, spanId, ...fields }) =>
-      logger.info(
-        { ...fields, path: redactQuery(fields.path), ...(traceId === undefined ? {} : { trace_id: traceId, span_id: spanId }) },
+/** The fields a stored form's hits share (its template, `AccessLog.template`). */
+export type TemplateFields = Pick<AccessFields, 'method' | 'path' | 'upstream' | 'route' | 'status' | 'cache'>;
+
+/**
+ * The access log of one handler. `write` assembles a line from its fields; a stored form's hits,
+ * whose lines differ only in id, time, duration and bytes, are written from a template made once
+ * (`template`, `writeFrom`): no quoting, escaping or query masking per line. On pino's own
+ * destination lines are handed over together, by size or after ACCESS_FLUSH_MS, not every turn;
+ * `flush` hands over what waits (shutdown). Other destinations (the tests' streams) get each line as it comes.
+ */
+export class AccessLog {
+  /** Lines are written (info is enabled). */
+  readonly on: boolean;
+  readonly #logger: Logger;
+  readonly #dest: Destination | undefined;
+  readonly #quoted: (text: string) => string;
+  readonly #batched: boolean;
+  #pending = '';
+  #timer: NodeJS.Timeout | undefined = undefined;
+
+  /** `memo`: where the repeated values are kept quoted (a memo of its own when not given). */
+  constructor(logger: Logger, memo: BoundedMemo = createLogMemo()) {
+    this.on = logger.isLevelEnabled('info');
+    this.#logger = logger;
+    const dest = (logger as unknown as Record<symbol, Destination | undefined>)[pino.symbols.streamSym];
+    this.#dest = dest !== undefined && typeof dest.write === 'function' ? dest : undefined;
+    this.#batched = typeof this.#dest?.flushSync === 'function';
+    this.#quoted = quoter(memo);
+  }
+
+  /** One line from its fields. */
+  write(fields: AccessFields): void {
+    if (!this.on) return;
+    if (this.#dest === undefined) {
+      const { traceId, spanId, ...rest } = fields;
+      this.#logger.info(
+        { ...rest, path: redactQuery(fields.path), ...(traceId === undefined ? {} : { trace_id: traceId, span_id: spanId }) },
         'request',
       );
-  }
-  // On pino's own destination, the lines of one event-loop turn are handed over in one write: the
-  // destination's per-write cost, not the line itself, dominated the access log on the hit path.
-  // (Other destinations, such as the tests' in-memory stream, get each line as it comes.)
-  let pending = '';
-  let scheduled = false;
-  const flush = (): void => {
-    scheduled = false;
-    if (pending.length === 0) return;
-    const out = pending;
-    pending = '';
-    dest.write(out);
-  };
-  const emit =
-    typeof dest.flushSync === 'function'
-      ? (line: string): void => {
-          pending += line;
-          if (pending.length >= BATCH_CHARS) flush();
-          else if (!scheduled) {
-            scheduled = true;
-            setImmediate(flush);
-          }
-        }
-      : (line: string): void => void dest.write(line);
-  return (fields) => {
-    let line = `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${jsonString(fields.reqId)},"method":${quoted(fields.method)},"path":${jsonString(redactQuery(fields.path))},"upstream":${quoted(fields.upstream)}${fields.route === undefined ? '' : `,"route":${quoted(fields.route)}`},"status":${fields.status}`;
-    if (fields.cache !== undefined) line += `,"cache":"${fields.cache}"`;
+      return;
+    }
+    let line = this.template(fields);
     if (fields.upstreamStatus !== undefined) line += `,"upstreamStatus":${fields.upstreamStatus}`;
     if (fields.token !== undefined) line += `,"tokenName":${jsonString(fields.token)}`;
-    line += `,"durationMs":${fields.durationMs},"bytes":${fields.bytes}`;
-    if (fields.aborted) line += ',"aborted":true';
-    if (fields.traceId !== undefined) line += `,"trace_id":"${fields.traceId}","span_id":"${fields.spanId}"`;
-    emit(`${line},"msg":"request"}\n`);
-  };
+    this.#emit(this.#head(fields.reqId) + line + this.#tail(fields));
+  }
+
+  /** What the lines of one stored form's hits share, from `method` to `cache`: quoted, and the query masked, once. */
+  template(fields: TemplateFields): string {
+    const quoted = this.#quoted;
+    let line = `,"method":${quoted(fields.method)},"path":${jsonString(redactQuery(fields.path))},"upstream":${quoted(fields.upstream)}`;
+    if (fields.route !== undefined) line += `,"route":${quoted(fields.route)}`;
+    line += `,"status":${fields.status}`;
+    if (fields.cache !== undefined) line += `,"cache":"${fields.cache}"`;
+    return line;
+  }
+
+  /** Whether `writeFrom` may be used (lines go to pino's destination, not through the logger). */
+  get direct(): boolean {
+    return this.#dest !== undefined;
+  }
+
+  /** One line from a template (`template`) and the fields of this request. */
+  writeFrom(template: string, fields: Pick<AccessFields, 'reqId' | 'durationMs' | 'bytes' | 'aborted' | 'traceId' | 'spanId'>): void {
+    if (this.on) this.#emit(this.#head(fields.reqId) + template + this.#tail(fields));
+  }
+
+  /** Hands the lines waiting to the destination. */
+  flush(): void {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#pending.length === 0) return;
+    const out = this.#pending;
+    this.#pending = '';
+    this.#dest?.write(out);
+  }
+
+  #head(reqId: string): string {
+    return `{"level":"info","time":${Date.now()},"service":"etagere","reqId":${jsonString(reqId)}`;
+  }
+
+  #tail(fields: Pick<AccessFields, 'durationMs' | 'bytes' | 'aborted' | 'traceId' | 'spanId'>): string {
+    let tail = `,"durationMs":${fields.durationMs},"bytes":${fields.bytes}`;
+    if (fields.aborted) tail += ',"aborted":true';
+    if (fields.traceId !== undefined) tail += `,"trace_id":"${fields.traceId}","span_id":"${fields.spanId}"`;
+    return `${tail},"msg":"request"}\n`;
+  }
+
+  #emit(line: string): void {
+    if (!this.#batched) {
+      this.#dest!.write(line);
+      return;
+    }
+    this.#pending += line;
+    if (this.#pending.length >= BATCH_CHARS) this.flush();
+    else if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => this.flush(), ACCESS_FLUSH_MS);
+      this.#timer.unref();
+    }
+  }
 }

@@ -16,6 +16,18 @@ export interface CountCell {
   value: number;
 }
 
+/** A counter's series worked out at scrape time from another table: label values (in `labelNames` order) and value. */
+export type CountRows = () => Iterable<readonly [readonly string[], number]>;
+/** A histogram's series worked out at scrape time: label values, counts per bucket (not cumulative, the last above every bound) and sum. */
+export type HistogramRows = () => Iterable<readonly [readonly string[], readonly number[], number]>;
+
+/** Label values in `names` order as the registry's label record. */
+function labelRecord(names: readonly string[], values: readonly string[]): Labels {
+  const labels: Labels = {};
+  names.forEach((name, index) => (labels[name] = values[index] ?? ''));
+  return labels;
+}
+
 export interface HistogramCell {
   /** Per bucket (not cumulative); the last slot counts observations above every bound (+Inf only). */
   readonly counts: number[];
@@ -53,12 +65,20 @@ export class CellCounter<T extends string> extends Counter<T> {
   private readonly cells: LabelSets<Labelled<CountCell>>;
   private readonly metricName: string;
   private readonly metricHelp: string;
+  private readonly names: readonly string[];
+  private rows: CountRows | undefined = undefined;
 
   constructor(config: CounterConfiguration<T>) {
     super(config);
-    this.cells = cellsByLabels(config.labelNames ?? [], () => ({ value: 0 }));
+    this.names = config.labelNames ?? [];
+    this.cells = cellsByLabels(this.names, () => ({ value: 0 }));
     this.metricName = config.name;
     this.metricHelp = config.help;
+  }
+
+  /** From now on the series are `rows`, worked out at scrape time (a view of another table), not cells of its own. */
+  derive(rows: CountRows): void {
+    this.rows = rows;
   }
 
   /** The cell of one label set (label values in `labelNames` order). Resolve once, keep it. */
@@ -87,7 +107,8 @@ export class CellCounter<T extends string> extends Counter<T> {
 
   private export(): Exported {
     const values: Exported['values'] = [];
-    for (const { labels, cell } of this.cells.values()) values.push({ labels, value: cell.value });
+    if (this.rows !== undefined) for (const [labels, value] of this.rows()) values.push({ labels: labelRecord(this.names, labels), value });
+    else for (const { labels, cell } of this.cells.values()) values.push({ labels, value: cell.value });
     return { name: this.metricName, help: this.metricHelp, type: 'counter', aggregator: 'sum', values };
   }
 }
@@ -97,14 +118,27 @@ export class CellHistogram<T extends string> extends Histogram<T> {
   private readonly bounds: number[];
   private readonly metricName: string;
   private readonly metricHelp: string;
+  private readonly names: readonly string[];
+  private rows: HistogramRows | undefined = undefined;
 
   constructor(config: HistogramConfiguration<T> & { buckets: number[] }) {
     super(config);
     const bounds = [...config.buckets].sort((a, b) => a - b);
     this.bounds = bounds;
-    this.cells = cellsByLabels(config.labelNames ?? [], () => newCell(bounds));
+    this.names = config.labelNames ?? [];
+    this.cells = cellsByLabels(this.names, () => newCell(bounds));
     this.metricName = config.name;
     this.metricHelp = config.help;
+  }
+
+  /** Its bucket bounds, ascending (a table feeding `derive` counts in these). */
+  bucketBounds(): readonly number[] {
+    return this.bounds;
+  }
+
+  /** From now on the series are `rows`, worked out at scrape time (a view of another table), not cells of its own. */
+  derive(rows: HistogramRows): void {
+    this.rows = rows;
   }
 
   /** The cell of one label set (label values in `labelNames` order). Resolve once, keep it. */
@@ -130,18 +164,24 @@ export class CellHistogram<T extends string> extends Histogram<T> {
 
   private export(): Exported {
     const values: Exported['values'] = [];
-    const bucket = `${this.metricName}_bucket`;
-    for (const { labels, cell } of this.cells.values()) {
-      let acc = 0;
-      this.bounds.forEach((le, index) => {
-        acc += cell.counts[index]!;
-        values.push({ labels: { le, ...labels }, value: acc, metricName: bucket });
-      });
-      values.push({ labels: { le: '+Inf', ...labels }, value: cell.count, metricName: bucket });
-      values.push({ labels, value: cell.sum, metricName: `${this.metricName}_sum` });
-      values.push({ labels, value: cell.count, metricName: `${this.metricName}_count` });
-    }
+    if (this.rows !== undefined)
+      for (const [labels, counts, sum] of this.rows()) this.series(values, labelRecord(this.names, labels), counts, sum);
+    else for (const { labels, cell } of this.cells.values()) this.series(values, labels, cell.counts, cell.sum);
     return { name: this.metricName, help: this.metricHelp, type: 'histogram', aggregator: 'sum', values };
+  }
+
+  /** One label set's buckets (cumulative), sum and count. */
+  private series(values: Exported['values'], labels: Labels, counts: readonly number[], sum: number): void {
+    const bucket = `${this.metricName}_bucket`;
+    let acc = 0;
+    this.bounds.forEach((le, index) => {
+      acc += counts[index]!;
+      values.push({ labels: { le, ...labels }, value: acc, metricName: bucket });
+    });
+    const count = acc + counts[this.bounds.length]!;
+    values.push({ labels: { le: '+Inf', ...labels }, value: count, metricName: bucket });
+    values.push({ labels, value: sum, metricName: `${this.metricName}_sum` });
+    values.push({ labels, value: count, metricName: `${this.metricName}_count` });
   }
 }
 

@@ -6,12 +6,13 @@
 export const BUCKET_MS = 10_000;
 export const BUCKETS = 30;
 
-interface Bucket {
-  at: number;
+/** One 10-second bucket: what requests add to (request-metrics.ts keeps the current one and adds to it directly). */
+export interface Bucket {
+  readonly at: number;
   requests: number;
   saved: number;
   hits: number;
-  upstream: Map<string, { requests: number; errors: number }>;
+  readonly upstream: Map<string, { requests: number; errors: number }>;
 }
 
 export interface UpstreamHealth {
@@ -33,6 +34,8 @@ export interface RecentSummary {
 
 export interface RecentStats {
   request(saved: boolean, hit: boolean, now?: number): void;
+  /** The bucket of `now` (it covers BUCKET_MS from its `at`). */
+  bucketOf(now: number): Bucket;
   upstream(name: string, status: number | 'error', now?: number): void;
   summary(now?: number): RecentSummary;
 }
@@ -51,6 +54,7 @@ export function createRecentStats(): RecentStats {
     return current;
   };
   return {
+    bucketOf: bucket,
     request(saved, hit, now = Date.now()) {
       const current = bucket(now);
       current.requests++;

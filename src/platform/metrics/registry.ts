@@ -88,7 +88,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const sources: GaugeSources = {};
   const built = buildMetrics(registry, sources);
   const recent = createRecentStats();
-  const { countUpstream, observeRequest } = createRequestMetrics(built, recent);
+  const { countUpstream, observeRequest, requestCell, observeCell } = createRequestMetrics(built, recent);
   return {
     registry,
     recent,
@@ -96,6 +96,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     quota: createQuotaWindows(),
     countUpstream,
     observeRequest,
+    requestCell,
+    observeCell,
     cacheEvictions: built.cacheEvictions,
     tokenEvents: built.tokenEvents,
     tokenReloads: built.tokenReloads,

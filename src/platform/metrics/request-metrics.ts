@@ -1,24 +1,41 @@
 /**
- * The per-request metrics (hot path): every answered request goes through `observeRequest`, and
- * every request sent upstream through `countUpstream`. They feed the request, duration, cache
- * outcome, quota-saved and upstream series of specs.ts, and the status page's recent window.
+ * The per-request metrics (hot path): every answered request goes through `observeRequest` (or,
+ * with its cell resolved once, `observeCell`), and every request sent upstream through
+ * `countUpstream`. They feed the request, duration, cache outcome, quota-saved and upstream
+ * series of specs.ts, and the status page's recent window.
  *
- * Cost matters here (see BENCHMARKS.md, "Per-request metrics as number cells"): the children of
- * a label set are resolved once (LabelSets) and kept, and an observation on the hit path is one
- * label-set lookup (a Map lookup per label value), then additions to plain number cells (cells.ts).
+ * Cost matters here (see BENCHMARKS.md): an answered request is one cell of one table, by
+ * upstream, route, method, status, cache outcome and whether it was authorised, and recording it
+ * is one bucket increment and one addition. etagere_requests_total, etagere_request_duration_seconds,
+ * etagere_cache_outcomes_total and etagere_quota_saved_total are views of that table, summed by
+ * their own labels when they are scraped (cells.ts `derive`): the same text as four sets of cells.
  */
 import { savedQuota } from './quota-saved.js';
 import type { BuiltMetrics } from './build.js';
-import type { CountCell, HistogramCell } from './cells.js';
 import { LabelSets } from './label-sets.js';
-import type { RecentStats } from './recent.js';
+import { BUCKET_MS, type Bucket, type RecentStats } from './recent.js';
+
+/** One label set of answered requests: its counts per duration bucket (the last above every bound) and their sum. */
+export interface RequestCell {
+  readonly upstream: string;
+  readonly route: string;
+  readonly method: string;
+  readonly status: string;
+  /** The cache outcome, or '' for a request without one. */
+  readonly outcome: string;
+  /** It spent no upstream quota (quota-saved.ts). */
+  readonly saved: boolean;
+  readonly hit: boolean;
+  readonly counts: number[];
+  sum: number;
+}
 
 export interface RequestMetrics {
   /** Counts one request sent upstream, by its status (or "error" when none came back), and its time to headers. */
   countUpstream(upstream: string, route: string, status: number | 'error', seconds?: number): void;
   /**
-   * Records one answered request (hot path: label children are looked up once and reused).
-   * `authorized`: the upstream exchange, if any, carried a credential (its 304s are free).
+   * Records one answered request. `authorized`: the upstream exchange, if any, carried a
+   * credential (its 304s are free).
    */
   observeRequest(
     upstream: string,
@@ -29,6 +46,17 @@ export interface RequestMetrics {
     seconds: number,
     authorized: boolean,
   ): void;
+  /** The cell of one label set, to keep and feed with `observeCell` (a stored form's hits: src/main/recorder.ts). */
+  requestCell(
+    upstream: string,
+    route: string,
+    method: string,
+    status: number,
+    outcome: string | undefined,
+    authorized: boolean,
+  ): RequestCell;
+  /** Records one answered request in its cell: one bucket increment. */
+  observeCell(cell: RequestCell, seconds: number): void;
 }
 
 /** The metrics this module feeds. */
@@ -37,24 +65,79 @@ export type RequestSeries = Pick<
   'requests' | 'requestDuration' | 'cacheOutcomes' | 'quotaSaved' | 'upstreamRequests' | 'upstreamDuration'
 >;
 
-interface PerRequest {
-  requests: CountCell;
-  duration: HistogramCell;
-  outcome: CountCell | undefined;
-  saved: CountCell | undefined;
+/** A view's series: the table's cells grouped by some of their labels (`key`; undefined: not in the view), folded by `add`. */
+function grouped<V>(
+  cells: Iterable<RequestCell>,
+  key: (cell: RequestCell) => string[] | undefined,
+  add: (into: V | undefined, cell: RequestCell) => V,
+): Array<[string[], V]> {
+  const out = new Map<string, [string[], V]>();
+  for (const cell of cells) {
+    const labels = key(cell);
+    if (labels === undefined) continue;
+    const id = labels.join('\0');
+    const known = out.get(id);
+    if (known === undefined) out.set(id, [labels, add(undefined, cell)]);
+    else known[1] = add(known[1], cell);
+  }
+  return [...out.values()];
+}
+
+const countOf = (cell: RequestCell): number => cell.counts.reduce((total, count) => total + count, 0);
+const addCount = (into: number | undefined, cell: RequestCell): number => (into ?? 0) + countOf(cell);
+const addSaved = (into: number | undefined, cell: RequestCell): number => (into ?? 0) + (cell.saved ? countOf(cell) : 0);
+
+/** Wires the four request metrics to the table as views of it. */
+function deriveFrom(series: RequestSeries, table: LabelSets<RequestCell>): void {
+  const slots = series.requestDuration.bucketBounds().length + 1;
+  series.requests.derive(() => grouped(table.values(), (c) => [c.upstream, c.route, c.method, c.status], addCount));
+  series.cacheOutcomes.derive(() =>
+    grouped(table.values(), (c) => (c.outcome === '' ? undefined : [c.upstream, c.route, c.outcome]), addCount),
+  );
+  series.quotaSaved.derive(() => grouped(table.values(), (c) => (c.outcome === '' ? undefined : [c.upstream]), addSaved));
+  const addDuration = (into: { counts: number[]; sum: number } | undefined, cell: RequestCell) => {
+    const acc = into ?? { counts: new Array<number>(slots).fill(0), sum: 0 };
+    cell.counts.forEach((count, slot) => (acc.counts[slot]! += count));
+    acc.sum += cell.sum;
+    return acc;
+  };
+  series.requestDuration.derive(() =>
+    grouped(table.values(), (c) => [c.upstream, c.route], addDuration).map(([labels, { counts, sum }]) => [labels, counts, sum] as const),
+  );
 }
 
 export function createRequestMetrics(series: RequestSeries, recent: RecentStats): RequestMetrics {
-  // One label-set lookup per request: its request and duration cells, and, for a cached path's
-  // request (outcome not ''), its outcome and quota-saved cells.
-  const perRequest = new LabelSets((upstream, route, method, status, outcome): PerRequest => ({
-    requests: series.requests.cell(upstream, route, method, status),
-    duration: series.requestDuration.cell(upstream, route),
-    outcome: outcome === '' ? undefined : series.cacheOutcomes.cell(upstream, route, outcome),
-    saved: outcome === '' ? undefined : series.quotaSaved.cell(upstream),
+  const bounds = series.requestDuration.bucketBounds();
+  const table = new LabelSets((upstream, route, method, status, outcome, authorized): RequestCell => ({
+    upstream,
+    route,
+    method,
+    status,
+    outcome,
+    saved: savedQuota(outcome === '' ? undefined : outcome, authorized === 'y'),
+    hit: outcome === 'hit',
+    counts: new Array<number>(bounds.length + 1).fill(0),
+    sum: 0,
   }));
+  deriveFrom(series, table);
   const upstreamCount = new LabelSets((upstream, route, status) => series.upstreamRequests.labels(upstream, route, status));
   const upstreamTime = new LabelSets((upstream, route) => series.upstreamDuration.labels(upstream, route));
+
+  // The status page's current 10-second bucket, kept: a request adds to it without a lookup.
+  let bucket: Bucket = recent.bucketOf(Date.now());
+  const observeCell = (cell: RequestCell, seconds: number): void => {
+    let slot = 0;
+    while (slot < bounds.length && seconds > bounds[slot]!) slot++;
+    cell.counts[slot]!++;
+    cell.sum += seconds;
+    const now = Date.now();
+    if (now - bucket.at >= BUCKET_MS || now < bucket.at) bucket = recent.bucketOf(now);
+    bucket.requests++;
+    if (cell.saved) bucket.saved++;
+    if (cell.hit) bucket.hits++;
+  };
+  const requestCell: RequestMetrics['requestCell'] = (upstream, route, method, status, outcome, authorized) =>
+    table.of(upstream, route, method, String(status), outcome ?? '', authorized ? 'y' : 'n');
 
   return {
     countUpstream(upstream, route, status, seconds) {
@@ -63,13 +146,9 @@ export function createRequestMetrics(series: RequestSeries, recent: RecentStats)
       if (seconds !== undefined) upstreamTime.of(upstream, route).observe(seconds);
     },
     observeRequest(upstream, route, method, status, outcome, seconds, authorized) {
-      const cells = perRequest.of(upstream, route, method, String(status), outcome ?? '');
-      cells.requests.value++;
-      cells.duration.observe(seconds);
-      const saved = savedQuota(outcome, authorized);
-      if (cells.outcome !== undefined) cells.outcome.value++;
-      if (saved && cells.saved !== undefined) cells.saved.value++;
-      recent.request(saved, outcome === 'hit');
+      observeCell(requestCell(upstream, route, method, status, outcome, authorized), seconds);
     },
+    requestCell,
+    observeCell,
   };
 }

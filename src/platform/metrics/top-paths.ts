@@ -10,7 +10,8 @@
  * an account. Per process.
  */
 
-interface PathCounts {
+/** One path's counts; a hit adds one to `hits`. */
+export interface PathCounts {
   hits: number;
   fetches: number;
   spent: number;
@@ -29,6 +30,13 @@ export interface TopPaths {
   record(upstream: string, path: string, hit: boolean, upstreamCall: boolean, spent: boolean): void;
   /** Records one answered request by its cache outcome (`authorized`: its upstream exchange carried a credential). */
   served(upstream: string, path: string, outcome: string | undefined, authorized: boolean): void;
+  /**
+   * One path's counts, made when missing, to keep and add hits to while `generation` stays the
+   * same (a stored form's hits: src/main/recorder.ts); undefined for a path too long to count.
+   */
+  countsOf(upstream: string, path: string): PathCounts | undefined;
+  /** Changes whenever counts made before are no longer the ones counted (the busier half kept). */
+  readonly generation: number;
   /** The `count` busiest paths by hits, or by quota spent (then upstream requests). */
   top(by: 'hits' | 'spent', count: number): PathRow[];
   readonly size: number;
@@ -53,6 +61,7 @@ export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
 
   /** Keeps the busier half. */
   const prune = (): void => {
+    self.generation++;
     const all = rows().sort((left, right) => right.hits + right.upstream_requests - (left.hits + left.upstream_requests));
     byUpstream.clear();
     size = 0;
@@ -64,20 +73,30 @@ export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
     }
   };
 
-  return {
-    record(upstream, path, hit, upstreamCall, spent) {
-      if (path.length > MAX_PATH_CHARS || (!hit && !upstreamCall)) return;
-      let paths = byUpstream.get(upstream);
-      if (paths === undefined) byUpstream.set(upstream, (paths = new Map()));
-      let counts = paths.get(path);
-      if (counts === undefined) {
-        if (size >= maxPaths) {
-          prune();
-          return this.record(upstream, path, hit, upstreamCall, spent);
-        }
-        paths.set(path, (counts = { hits: 0, fetches: 0, spent: 0 }));
-        size++;
+  const countsOf = (upstream: string, path: string): PathCounts | undefined => {
+    if (path.length > MAX_PATH_CHARS) return undefined;
+    let paths = byUpstream.get(upstream);
+    if (paths === undefined) byUpstream.set(upstream, (paths = new Map()));
+    let counts = paths.get(path);
+    if (counts === undefined) {
+      if (size >= maxPaths) {
+        prune();
+        return countsOf(upstream, path);
       }
+      paths.set(path, (counts = { hits: 0, fetches: 0, spent: 0 }));
+      size++;
+    }
+    return counts;
+  };
+
+  // `generation` is a field, not a getter: a hit reads it without a call into this module.
+  const self: { -readonly [K in keyof TopPaths]: TopPaths[K] } = {
+    countsOf,
+    generation: 0,
+    record(upstream, path, hit, upstreamCall, spent) {
+      if (!hit && !upstreamCall) return;
+      const counts = countsOf(upstream, path);
+      if (counts === undefined) return;
       if (hit) counts.hits++;
       if (upstreamCall) counts.fetches++;
       if (spent) counts.spent++;
@@ -100,4 +119,5 @@ export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
       return size;
     },
   };
+  return self;
 }

@@ -45,7 +45,7 @@ export function reconnectDelay(attempt: number): number {
 }
 
 /**
- * Scripts defined without a fixed number of keys (tokens/shared-pool.ts, tokens/consumer-ledger.ts):
+ * Scripts defined without a fixed number of keys (pool/backends/shared-pool.ts, pool/consumers/consumer-ledger.ts):
  * their first argument is the key count. On a Cluster, ioredis groups auto-pipelined commands by
  * the slot of the first key, which it finds by name for Redis's own commands (EVAL included) but
  * takes as the first argument for defined ones: these landed in another slot's pipeline, which then

@@ -11,7 +11,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { removeHeader, type HeaderRemoval } from '../../http/headers/hop-by-hop.js';
 import { createMemo, type Memo } from '../../platform/memo.js';
 import { CONSUMER_KEY_HEADER, type ConsumerIdentity, type Consumers } from './consumers.js';
-import type { OidcPresented } from './gate.js';
+import type { OidcPresented, Presented } from './gate.js';
 
 export type Credential =
   | { readonly kind: 'client' }
@@ -64,7 +64,8 @@ type Named = Pick<ConsumerIdentity, 'name' | 'account'>;
 /**
  * undefined: reject with 401 (consumer access control). Removes consumer credentials from `headers`
  * (as `how` says). `connection` (the request's socket) lets a key sent again on one connection skip
- * its digest (consumers.ts). `oidc`: the consumer of a verified OIDC token (gate.ts), when no key matched.
+ * its digest (consumers.ts). `oidc`: the consumer of a verified OIDC token (gate.ts), when no key
+ * matched. `key`: the consumer whose key the gate matched, and where (gate.ts): not matched again.
  */
 export function resolveCredential(
   headers: IncomingHttpHeaders,
@@ -72,6 +73,7 @@ export function resolveCredential(
   how: HeaderRemoval = 'delete',
   connection?: object,
   oidc?: OidcPresented,
+  key?: Presented,
 ): Credential | undefined {
   // An empty or blank Authorization is no credential: it must not pass as a client's own one
   // (that would reach the upstream anonymously, past the consumer-key rules).
@@ -83,7 +85,10 @@ export function resolveCredential(
     if (headers.authorization !== undefined) return CLIENT;
     return rules.pooled ? POOL_OPEN : ANONYMOUS_CREDENTIAL;
   }
-  let consumer: Named | undefined = takeConsumerKeys(headers, keyHeader, consumers, how, connection);
+  let consumer: Named | undefined =
+    key === undefined
+      ? takeConsumerKeys(headers, keyHeader, consumers, how, connection)
+      : keyFound(headers, key, consumers, how, connection);
   if (oidc !== undefined) {
     // A token of a configured issuer in Authorization never goes upstream, whoever the request is for.
     if (oidc.inAuthorization) removeHeader(headers, 'authorization', how);
@@ -119,6 +124,23 @@ function takeConsumerKeys(
   if (inAuthorization.kind !== 'consumer') return consumer;
   removeHeader(headers, 'authorization', how);
   return consumer ?? inAuthorization;
+}
+
+/**
+ * The consumer of the key the gate matched: an Authorization that carries it, or another key next
+ * to an X-Etagere-Key, is removed as `takeConsumerKeys` would (the same connection memo: no digest).
+ */
+function keyFound(
+  headers: IncomingHttpHeaders,
+  key: Presented,
+  consumers: Consumers,
+  how: HeaderRemoval,
+  connection: object | undefined,
+): Named {
+  const authorization = headers.authorization;
+  if (authorization !== undefined && (key.inAuthorization || consumers.inAuthorization(authorization, connection).kind === 'consumer'))
+    removeHeader(headers, 'authorization', how);
+  return key.identity;
 }
 
 /**

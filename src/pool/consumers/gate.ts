@@ -35,11 +35,22 @@ export type Identified =
   | {
       readonly kind: 'consumer';
       readonly identity: ConsumerIdentity;
+      /** A key's consumer: the key was in Authorization (else in X-Etagere-Key). */
+      readonly inAuthorization?: boolean;
       readonly oidc?: OidcPresented | undefined;
       readonly foreign?: boolean;
     }
   | { readonly kind: 'none'; readonly foreign?: boolean }
   | { readonly kind: 'refused'; readonly refusal: Refusal };
+
+/**
+ * A consumer whose key the gate matched, and where the key was: resolveCredential takes it as it is
+ * (the key is matched once a request).
+ */
+export interface Presented {
+  readonly identity: ConsumerIdentity;
+  readonly inAuthorization: boolean;
+}
 
 /** A verified OIDC consumer, for resolveCredential (which takes the token out of where it was). */
 export interface OidcPresented {
@@ -96,8 +107,9 @@ export function identify(
     const identity = consumers.match(key, connection);
     const beside = besideKey(authorization, consumers, oidc, connection);
     if (identity.kind === 'consumer') {
-      if (beside === 'foreign') return { kind: 'consumer', identity, foreign: true };
-      return beside === 'oidc' ? { kind: 'consumer', identity, oidc: { identity, inAuthorization: true } } : { kind: 'consumer', identity };
+      if (beside === 'foreign') return { kind: 'consumer', identity, inAuthorization: false, foreign: true };
+      if (beside === 'oidc') return { kind: 'consumer', identity, oidc: { identity, inAuthorization: true } };
+      return { kind: 'consumer', identity, inAuthorization: false };
     }
     if (oidc?.looksLikeToken(key) !== true) return UNKNOWN_KEY;
     const verified = mapped(oidc.verify(key), beside === 'oidc');
@@ -106,7 +118,7 @@ export function identify(
   }
   if (authorization === undefined || authorization.trim().length === 0) return NOBODY;
   const inAuthorization = consumers.inAuthorization(authorization, connection);
-  if (inAuthorization.kind === 'consumer') return { kind: 'consumer', identity: inAuthorization };
+  if (inAuthorization.kind === 'consumer') return { kind: 'consumer', identity: inAuthorization, inAuthorization: true };
   if (oidc !== undefined)
     for (const value of authorizationValues(authorization))
       if (oidc.looksLikeToken(value) && oidc.ours(value)) return mapped(oidc.verify(value), true);
@@ -142,19 +154,23 @@ export function scopeRefusal(consumer: ConsumerIdentity, method: string, apiPath
 }
 
 /**
- * The gate's verdict on an identified request: a refusal, or go on (with the OIDC consumer, when it
- * is one). `githubLike`: the upstream takes pool tokens (token_pool), so a foreign credential
- * would reach GitHub; other upstreams get their clients' credentials as they are.
+ * The gate's verdict on an identified request: a refusal, or go on (with the consumer it found: an
+ * OIDC token's, or a key's with where it was). `githubLike`: the upstream takes pool tokens
+ * (token_pool), so a foreign credential would reach GitHub; other upstreams get their clients'
+ * credentials as they are.
  */
 export function verdict(
   identified: Identified,
   method: string,
   apiPath: string,
   githubLike = true,
-): { refusal?: Refusal; oidc?: OidcPresented | undefined } {
+): { refusal?: Refusal; oidc?: OidcPresented | undefined; key?: Presented | undefined } {
   if (identified.kind === 'refused') return { refusal: identified.refusal };
   if (identified.foreign === true && githubLike) return { refusal: NOT_FORWARDED };
   if (identified.kind === 'none') return {};
   const refusal = scopeRefusal(identified.identity, method, apiPath);
-  return refusal === undefined ? { oidc: identified.oidc } : { refusal };
+  if (refusal !== undefined) return { refusal };
+  const { oidc, inAuthorization } = identified;
+  if (oidc !== undefined || inAuthorization === undefined) return { oidc };
+  return { key: { identity: identified.identity, inAuthorization } };
 }

@@ -5,7 +5,7 @@
  *   GET  {base}/app/installations?per_page=100   every page, following rel="next" on the same base only
  *   POST {base}/app/installations/{id}/access_tokens
  *
- * Every failure is an AppRequestError whose `kind` says whose fault it is (answers.ts) and whose
+ * Every failure is an AppRequestError whose `kind` says whose fault it is (src/pool/rules/app-answers.ts) and whose
  * message names the App and the installation, never the key, the JWT or a token.
  */
 import { request, type Dispatcher } from 'undici';

@@ -20,7 +20,6 @@
 
 /** The two budgets of a token: REST endpoints, and GraphQL (GitHub counts them apart). */
 export type PaceKind = 'rest' | 'graphql';
-export const PACE_KINDS: readonly PaceKind[] = ['rest', 'graphql'];
 
 export const READ_POINTS = 1;
 export const WRITE_POINTS = 5;
@@ -110,11 +109,4 @@ export function spentWithin(log: readonly PaceEntry[], now: number, windowMs: nu
     spent += entry.points;
   }
   return { spent, frees };
-}
-
-/** Points spent in the last minute (what the report and metrics show). */
-export function spentInMinute(log: readonly PaceEntry[], now: number): number {
-  let sum = 0;
-  for (const entry of log) if (entry.at > now - MINUTE_WINDOW_MS) sum += entry.points;
-  return sum;
 }

@@ -29,9 +29,6 @@ export const RESOURCES = [
 
 export type Resource = (typeof RESOURCES)[number];
 
-/** The resources requests are classified into (and reserved in). */
-export const REQUEST_RESOURCES: readonly Resource[] = ['core', 'search', 'code_search', 'graphql'];
-
 const KNOWN: ReadonlySet<string> = new Set(RESOURCES);
 
 /** A resource name as the upstream sent it, if it is one of GitHub's (case and spaces ignored). */

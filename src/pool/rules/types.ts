@@ -17,7 +17,7 @@ import type { ScopeAgreement, ScopesFrom } from './scopes.js';
 /** Reads one response header by its lower-case name. */
 export type HeaderLookup = (name: string) => string | undefined;
 
-/** A configured token: its name (see name.ts) and its value. */
+/** A configured token: its name (see src/platform/config/token-name.ts) and its value. */
 export interface PoolToken {
   readonly name: string;
   readonly value: string;
