@@ -1,15 +1,17 @@
 /**
  * The tests spawn the built CLI (dist/src/main/cli.js), so dist/ must match src/. As a vitest globalSetup this
  * runs an incremental `tsc -p tsconfig.build.json` before any test file (and again before a watch-mode
- * rerun): a no-op when nothing changed, and never a stale build. The build info lives inside dist/,
- * so deleting dist/ forces a full build. `npm test` (test/run-all.ts) builds once beforehand and sets
- * BUILT_ENV for the vitest runs it starts, which then skip this step.
+ * rerun), only when a source is newer than the last build (scripts/build-if-stale.mjs: the check
+ * `npm run prepare` makes too). The build info lives inside dist/, so deleting dist/ forces a full
+ * build. `npm test` (test/run-all.ts) builds once beforehand and sets BUILT_ENV for the vitest runs
+ * it starts, which then skip this step.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
+import { BUILD_ARGS, staleness, stamp } from '../../scripts/build-if-stale.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -34,7 +36,7 @@ export interface BuildResult {
 /** Spawned, not run synchronously: `npm test` type-checks and lints while this builds. */
 function compile(): Promise<BuildResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [TSC, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', BUILD_INFO], {
+    const child = spawn(process.execPath, [TSC, ...BUILD_ARGS], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -51,6 +53,9 @@ function compile(): Promise<BuildResult> {
  * returned (the outputs are fresh, and `npm run typecheck` is where they fail a run).
  */
 export async function buildDist(): Promise<BuildResult> {
+  const current = staleness(ROOT);
+  if (!current.stale) return { status: 0, output: `${current.reason}: no build\n` };
+  const started = Date.now();
   let result = await compile();
   if ((result.status === 0 || result.status === EMITTED_WITH_ERRORS) && !existsSync(DIST_CLI)) {
     // Build info that outlived its outputs (a file deleted by hand): start over from nothing.
@@ -60,6 +65,7 @@ export async function buildDist(): Promise<BuildResult> {
   if ((result.status !== 0 && result.status !== EMITTED_WITH_ERRORS) || !existsSync(DIST_CLI)) {
     throw new Error(`building dist/ for the CLI tests failed (tsc exit ${result.status}):\n${result.output}`);
   }
+  stamp(ROOT, started);
   return result;
 }
 
