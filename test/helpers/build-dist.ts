@@ -24,11 +24,11 @@ export const BUILT_ENV = 'ETAGERE_TEST_DIST_BUILT';
 const BUILD_INFO = join(ROOT, 'dist', '.tsbuildinfo');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** tsc's exit status when it reported type errors but still wrote every output (noEmitOnError is off). */
+/** tsc's exit status when it reported errors but still wrote every output (noEmitOnError is off). */
 const EMITTED_WITH_ERRORS = 2;
 
 export interface BuildResult {
-  /** tsc's exit status: 0, or EMITTED_WITH_ERRORS when the outputs are fresh but the types are not. */
+  /** tsc's exit status: 0, or EMITTED_WITH_ERRORS when the outputs are fresh but the sources have errors. */
   status: number;
   output: string;
 }
@@ -49,8 +49,8 @@ function compile(): Promise<BuildResult> {
 }
 
 /**
- * Brings dist/ up to date with src/. Throws when tsc wrote nothing usable; type errors alone are
- * returned (the outputs are fresh, and `npm run typecheck` is where they fail a run).
+ * Brings dist/ up to date with src/ (emit only, BUILD_ARGS). Throws when tsc wrote nothing usable;
+ * errors with fresh outputs are returned (`npm run typecheck` is where they fail a run).
  */
 export async function buildDist(): Promise<BuildResult> {
   const current = staleness(ROOT);
@@ -73,7 +73,7 @@ async function buildForTests(): Promise<void> {
   if (process.env[BUILT_ENV] === '1') return;
   const result = await buildDist();
   if (result.status === EMITTED_WITH_ERRORS) {
-    process.stderr.write(`dist/ is built from sources with type errors (the CLI tests run them anyway):\n${result.output}\n`);
+    process.stderr.write(`dist/ is built from sources with errors (the CLI tests run them anyway):\n${result.output}\n`);
   }
 }
 
