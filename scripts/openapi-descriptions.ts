@@ -48,7 +48,7 @@ const field = (header: Buffer, start: number, length: number): string => {
 };
 
 /**
- * The regular files of a .tgz whose path `want` accepts (every entry's path is passed), read in one
+ * The regular files of a .tgz whose path `want` accepts (every file's path is passed), read in one
  * streaming pass: a 512-byte header (ustar: name, octal size, type, prefix), the data, padding to 512.
  */
 export async function readTgz(file: string, want: (path: string) => boolean): Promise<Map<string, Buffer>> {
