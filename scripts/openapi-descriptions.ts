@@ -14,10 +14,10 @@ export const OPENAPI_VERSION = '23.0.2';
 
 const CACHE = fileURLToPath(new URL('../node_modules/.cache/etagere-openapi/', import.meta.url));
 
-/** Runs npm: the one running this script (`npm run`), else the one on the PATH. */
+/** Runs npm: the one running this script (`npm run`, `npx`), else the one on the PATH. */
 function npm(args: string[]): void {
   const cli = process.env['npm_execpath'];
-  if (cli !== undefined && /\.[cm]?js$/.test(cli))
+  if (cli !== undefined && /npm-cli\.[cm]?js$/.test(cli))
     execFileSync(process.execPath, [cli, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
   else execFileSync('npm', args, { stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' });
 }
