@@ -20,6 +20,7 @@ FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build-if-stale.mjs ./scripts/
 COPY src ./src
 COPY fake-github ./fake-github
 RUN npm ci --no-audit --no-fund

@@ -25,7 +25,7 @@ const TIMED = [
   'test/integration/webhook-slow-senders.test.ts',
   'test/hardening/decoded-bomb.test.ts',
   'test/hardening/fuzz.test.ts',
-  // No latency asserted, but 10,000 sequences on one core within its 180 s timeout: it needs the core to itself.
+  // No latency asserted, but its sequences (10,000 in `npm run soak`) within a 180 s timeout: it needs the core to itself.
   'test/hardening/isolation-scale.test.ts',
   'test/hardening/redis-faults.test.ts',
   'test/hardening/shutdown.test.ts',

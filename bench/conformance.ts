@@ -13,12 +13,14 @@
  *
  * A few required tests of the suite cannot be passed by any cache (SUITE_DEFECTS says why): they
  * are counted and listed, and the goal's bound on required failures applies to the others.
+ *
+ * The suite is not a devDependency (it pulls in a whole npm): the pinned SUITE_VERSION is installed
+ * on first use into node_modules/.cache/, so `npm ci` and the test suite never download it.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, installCleanup, spawnServer, stopAll, track } from './processes.js';
@@ -28,6 +30,36 @@ const HOST = '127.0.0.1';
 /** The whole suite takes about 20 s on a quiet machine; a bound that a hang cannot outlive. */
 const SUITE_DEADLINE_MS = 240_000;
 const START_DEADLINE_MS = 60_000;
+
+/** The release of http-cache-tests that SUITE_DEFECTS and the default goal were written against. */
+export const SUITE_VERSION = '0.4.5';
+
+function installedVersion(packageDir: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The suite's package directory: installed once (npm, without install scripts) into node_modules/.cache/. */
+function suitePackage(root: string): string {
+  const cache = join(root, 'node_modules', '.cache', `http-cache-tests-${SUITE_VERSION}`);
+  const packageDir = join(cache, 'node_modules', 'http-cache-tests');
+  if (installedVersion(packageDir) === SUITE_VERSION) return packageDir;
+  mkdirSync(cache, { recursive: true });
+  writeFileSync(join(cache, 'package.json'), `${JSON.stringify({ private: true, dependencies: { 'http-cache-tests': SUITE_VERSION } })}\n`);
+  console.log(`installing http-cache-tests@${SUITE_VERSION} into ${relative(root, cache)} (first run only)`);
+  const npm = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--no-package-lock', '--omit=dev'], {
+    cwd: cache,
+    stdio: 'inherit',
+    timeout: START_DEADLINE_MS * 3,
+  });
+  if (npm.status !== 0 || installedVersion(packageDir) !== SUITE_VERSION) {
+    throw new Error(`could not install http-cache-tests@${SUITE_VERSION} (npm exit ${npm.status ?? npm.signal ?? npm.error?.message})`);
+  }
+  return packageDir;
+}
 
 export interface SuiteTest {
   id: string;
@@ -101,7 +133,7 @@ function runClient(packageDir: string, base: string, id: string): Promise<string
 }
 
 /**
- * Required tests of http-cache-tests 0.4.5 that no cache can pass as written, and why. Their
+ * Required tests of http-cache-tests SUITE_VERSION that no cache can pass as written, and why. Their
  * failures are printed and counted, but the goal is checked on the others unless --strict.
  */
 export const SUITE_DEFECTS: ReadonlyMap<string, string> = new Map([
@@ -160,7 +192,7 @@ async function main(): Promise<number> {
     },
   });
   const root = resolve(dirname(new URL(import.meta.url).pathname), '..');
-  const packageDir = dirname(createRequire(import.meta.url).resolve('http-cache-tests/package.json'));
+  const packageDir = suitePackage(root);
   const tests = await loadTests(packageDir);
   const work = mkdtempSync(join(tmpdir(), 'etagere-conformance-'));
   installCleanup();

@@ -5,8 +5,8 @@
  * handles and event-loop lag p99 (read from its own /metrics) with the client-side counts, and at
  * the end a verdict: resources flat within 10 % after the warm-up, and no client error.
  *
- *   npm run soak                                   # 10 minutes, 300 requests/s
- *   npm run soak -- --duration 120 --rps 500 --interval 10 --warmup 30 --no-redis
+ *   npm run bench:soak                                   # 10 minutes, 300 requests/s
+ *   npm run bench:soak -- --duration 120 --rps 500 --interval 10 --warmup 30 --no-redis
  *
  * A client error is a request that failed (socket error, reset, truncated body, timeout) or an
  * answer nobody should get (a 5xx without GitHub's JSON error shape; a faulted upstream exchange

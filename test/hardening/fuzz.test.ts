@@ -18,8 +18,8 @@
  * Process-wide: no uncaught exception or unhandled rejection, no error-level log line, nothing
  * left counted in flight, and each proxy still answers a normal request at the end.
  *
- * FUZZ_SEED and FUZZ_CASES change the seed and the count (a longer run before a release);
- * FUZZ_ONLY=n replays case #n alone and prints its bytes; FUZZ_VERBOSE=1 prints outcomes by kind.
+ * 10,000 cases in `npm run soak`, 2,000 in `npm test`; FUZZ_SEED and FUZZ_CASES change the seed and
+ * the count; FUZZ_ONLY=n replays case #n alone and prints its bytes; FUZZ_VERBOSE=1 prints outcomes by kind.
  */
 import fc from 'fast-check';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -27,9 +27,10 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { soakSize } from '../helpers/soak.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_260_808);
-const CASES = Number(process.env.FUZZ_CASES ?? 10_000);
+const CASES = soakSize('FUZZ_CASES', { soak: 10_000, quick: 2_000 });
 /** No new case starts after this; the count actually run is reported. */
 const TIME_BUDGET_MS = 90_000;
 const CASE_DEADLINE_MS = 5_000;

@@ -1,5 +1,6 @@
 /**
- * Credential isolation at scale: 10,000 random request sequences against TWO replicas that share
+ * Credential isolation at scale: random request sequences (10,000 in `npm run soak`, 1,000 in
+ * `npm test`) against TWO replicas that share
  * one real Redis (L2, single flight, token budget, partition secret), in front of the fake GitHub.
  *
  * Who asks: pool consumers (a pool of three tokens with different scopes and visibility, with
@@ -25,9 +26,10 @@ import { startFakeUpstream, type FakeUpstream } from '../../fake-github/index.js
 import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { soakSize } from '../helpers/soak.js';
 import { testSecret } from '../helpers/secrets.js';
 
-const SEQUENCES = Number(process.env.ISOLATION_SEQUENCES ?? 10_000);
+const SEQUENCES = soakSize('ISOLATION_SEQUENCES', { soak: 10_000, quick: 1_000 });
 const SEED = Number(process.env.ISOLATION_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const CONCURRENCY = 48;
 

@@ -1,15 +1,17 @@
 /**
  * The tests spawn the built CLI (dist/src/main/cli.js), so dist/ must match src/. As a vitest globalSetup this
  * runs an incremental `tsc -p tsconfig.build.json` before any test file (and again before a watch-mode
- * rerun): a no-op when nothing changed, and never a stale build. The build info lives inside dist/,
- * so deleting dist/ forces a full build. `npm test` (test/run-all.ts) builds once beforehand and sets
- * BUILT_ENV for the vitest runs it starts, which then skip this step.
+ * rerun), only when a source is newer than the last build (scripts/build-if-stale.mjs: the check
+ * `npm run prepare` makes too). The build info lives inside dist/, so deleting dist/ forces a full
+ * build. `npm test` (test/run-all.ts) builds once beforehand and sets BUILT_ENV for the vitest runs
+ * it starts, which then skip this step.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestProject } from 'vitest/node';
+import { BUILD_ARGS, staleness, stamp } from '../../scripts/build-if-stale.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -22,11 +24,11 @@ export const BUILT_ENV = 'ETAGERE_TEST_DIST_BUILT';
 const BUILD_INFO = join(ROOT, 'dist', '.tsbuildinfo');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** tsc's exit status when it reported type errors but still wrote every output (noEmitOnError is off). */
+/** tsc's exit status when it reported errors but still wrote every output (noEmitOnError is off). */
 const EMITTED_WITH_ERRORS = 2;
 
 export interface BuildResult {
-  /** tsc's exit status: 0, or EMITTED_WITH_ERRORS when the outputs are fresh but the types are not. */
+  /** tsc's exit status: 0, or EMITTED_WITH_ERRORS when the outputs are fresh but the sources have errors. */
   status: number;
   output: string;
 }
@@ -34,7 +36,7 @@ export interface BuildResult {
 /** Spawned, not run synchronously: `npm test` type-checks and lints while this builds. */
 function compile(): Promise<BuildResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [TSC, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', BUILD_INFO], {
+    const child = spawn(process.execPath, [TSC, ...BUILD_ARGS], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -47,10 +49,13 @@ function compile(): Promise<BuildResult> {
 }
 
 /**
- * Brings dist/ up to date with src/. Throws when tsc wrote nothing usable; type errors alone are
- * returned (the outputs are fresh, and `npm run typecheck` is where they fail a run).
+ * Brings dist/ up to date with src/ (emit only, BUILD_ARGS). Throws when tsc wrote nothing usable;
+ * errors with fresh outputs are returned (`npm run typecheck` is where they fail a run).
  */
 export async function buildDist(): Promise<BuildResult> {
+  const current = staleness(ROOT);
+  if (!current.stale) return { status: 0, output: `${current.reason}: no build\n` };
+  const started = Date.now();
   let result = await compile();
   if ((result.status === 0 || result.status === EMITTED_WITH_ERRORS) && !existsSync(DIST_CLI)) {
     // Build info that outlived its outputs (a file deleted by hand): start over from nothing.
@@ -60,6 +65,7 @@ export async function buildDist(): Promise<BuildResult> {
   if ((result.status !== 0 && result.status !== EMITTED_WITH_ERRORS) || !existsSync(DIST_CLI)) {
     throw new Error(`building dist/ for the CLI tests failed (tsc exit ${result.status}):\n${result.output}`);
   }
+  stamp(ROOT, started);
   return result;
 }
 
@@ -67,7 +73,7 @@ async function buildForTests(): Promise<void> {
   if (process.env[BUILT_ENV] === '1') return;
   const result = await buildDist();
   if (result.status === EMITTED_WITH_ERRORS) {
-    process.stderr.write(`dist/ is built from sources with type errors (the CLI tests run them anyway):\n${result.output}\n`);
+    process.stderr.write(`dist/ is built from sources with errors (the CLI tests run them anyway):\n${result.output}\n`);
   }
 }
 

@@ -2,9 +2,7 @@
  * A real Redis for tests that need one. `startRedis()` obtains it, in this order:
  *
  *   1. `REDIS_URL` is set: that server is used as is (kind 'env'; `stop()` leaves it alone).
- *   2. A Docker engine answers (checked once per process, within ~1 s; any error or a hang
- *      counts as "no Docker"): a `redis:7` container started with testcontainers (kind 'container').
- *   3. Otherwise: a `redis-server` child process on a free 127.0.0.1 port, without persistence
+ *   2. Otherwise: a `redis-server` child process on a free 127.0.0.1 port, without persistence
  *      (kind 'process'). Only this kind can be signalled (SIGKILL, SIGSTOP...) and restarted on
  *      the same port, which is what the failure tests need.
  *
@@ -28,13 +26,13 @@ import { pickPort } from './ports.js';
 
 export interface TestRedis {
   url: string; // e.g. redis://127.0.0.1:41234
-  /** How it was obtained: 'env' (REDIS_URL), 'container' (testcontainers) or 'process' (spawned redis-server). */
-  kind: 'env' | 'container' | 'process';
+  /** How it was obtained: 'env' (REDIS_URL) or 'process' (spawned redis-server). */
+  kind: 'env' | 'process';
   /** Sends a signal to the redis-server child process ('process' kind only; throws otherwise). */
   signal(sig: 'SIGKILL' | 'SIGSTOP' | 'SIGCONT' | 'SIGTERM'): void;
   /** Starts redis-server again on the SAME port after it was killed ('process' kind only); resolves when it answers PING. */
   restart(): Promise<void>;
-  stop(): Promise<void>; // idempotent; kills the child / stops the container; for 'env' it does nothing
+  stop(): Promise<void>; // idempotent; kills the child; for 'env' it does nothing
 }
 
 export interface TestRedisCluster {
@@ -51,8 +49,8 @@ const MISSING = 'redis-server was not found on PATH: install it (apt-get install
 export interface StartRedisOptions {
   /**
    * Allow the DEBUG command (e.g. `DEBUG SLEEP 0.5` to make Redis slow): Redis 7 refuses it
-   * unless started with `--enable-debug-command yes`. Applies to spawned servers and containers;
-   * a REDIS_URL server is used as it is configured.
+   * unless started with `--enable-debug-command yes`. Applies to spawned servers; a REDIS_URL
+   * server is used as it is configured.
    */
   debugCommand?: boolean;
 }
@@ -61,17 +59,15 @@ export async function startRedis(opts: StartRedisOptions = {}): Promise<TestRedi
   const kind = await redisKind();
   const extra = opts.debugCommand === true ? ['--enable-debug-command', 'yes'] : [];
   if (kind === 'env') return fromEnv(process.env.REDIS_URL ?? '');
-  if (kind === 'container') return fromContainer(extra);
   return fromProcess(extra);
 }
 
 /**
- * The kind `startRedis()` will give in this process, without starting anything (the Docker check
- * is cached). Useful for `it.skipIf((await redisKind()) !== 'process')` at collection time.
+ * The kind `startRedis()` will give in this process, without starting anything. Useful for
+ * `it.skipIf((await redisKind()) !== 'process')` at collection time.
  */
 export async function redisKind(): Promise<TestRedis['kind']> {
-  if (process.env.REDIS_URL) return 'env';
-  return (await dockerAnswers()) ? 'container' : 'process';
+  return Promise.resolve(process.env.REDIS_URL ? 'env' : 'process');
 }
 
 export async function startRedisCluster(): Promise<TestRedisCluster> {
@@ -129,24 +125,6 @@ function fromEnv(url: string): TestRedis {
   };
 }
 
-async function fromContainer(extraArgs: string[]): Promise<TestRedis> {
-  const { GenericContainer, Wait } = await import('testcontainers');
-  const image = new GenericContainer('redis:7');
-  const container = await (extraArgs.length > 0 ? image.withCommand(['redis-server', ...extraArgs]) : image)
-    .withExposedPorts(6379)
-    .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
-    .start();
-  return {
-    url: `redis://${container.getHost()}:${container.getMappedPort(6379)}`,
-    kind: 'container',
-    signal: () => notProcess('container'),
-    restart: async () => notProcess('container'),
-    stop: once(async () => {
-      await container.stop();
-    }),
-  };
-}
-
 async function fromProcess(extraArgs: string[]): Promise<TestRedis> {
   let server = await launch(() => extraArgs, freePort);
   const port = server.port;
@@ -172,25 +150,6 @@ async function fromProcess(extraArgs: string[]): Promise<TestRedis> {
 
 function notProcess(kind: TestRedis['kind']): never {
   throw new Error(`only a spawned redis-server (kind 'process') can be signalled or restarted; this one is '${kind}'`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Docker detection (cached for the process)
-
-let docker: Promise<boolean> | undefined;
-
-function dockerAnswers(): Promise<boolean> {
-  docker ??= (async () => {
-    try {
-      const { getContainerRuntimeClient } = await import('testcontainers');
-      // testcontainers can wait a long time on a dead DOCKER_HOST: a hang counts as no Docker.
-      const timeout = new Promise<false>((resolve) => setTimeout(() => resolve(false), 1_000).unref());
-      return await Promise.race([getContainerRuntimeClient().then(() => true), timeout]);
-    } catch {
-      return false;
-    }
-  })();
-  return docker;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /**
- * Every relative link in the README, RELIABILITY.md, BENCHMARKS.md and docs/ points at a file of
- * the repository, and every `#anchor` at a heading of that file (GitHub's slugs), so moving
+ * Every relative link in the README, CONTRIBUTING.md, RELIABILITY.md, BENCHMARKS.md and docs/ points
+ * at a file of the repository, and every `#anchor` at a heading of that file (GitHub's slugs), so moving
  * reference material between documents cannot leave a dead link behind.
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
@@ -13,6 +13,7 @@ const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
 
 const documents = [
   'README.md',
+  'CONTRIBUTING.md',
   'RELIABILITY.md',
   'BENCHMARKS.md',
   ...readdirSync(join(root, 'docs'))
