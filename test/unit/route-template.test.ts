@@ -57,7 +57,7 @@ describe('route templates for metric labels', () => {
     ['/enterprise/stats/all', '/enterprise/stats/all'],
     ['/graphql', '/graphql'],
     ['/', '/'],
-    ['/bicyclists/helsinki', '/bicyclists/:city'],
+    ['/bicyclists/helsinki', '/bicyclists/{city}'], // written /bicyclists/:city in the config: labelled in GitHub's spelling
     ['/no/such/thing/at/all', OTHER],
     ['/repos/only-owner', OTHER],
   ];
@@ -86,14 +86,14 @@ describe('route templates for metric labels', () => {
   it('prefers a literal segment over a parameter', () => {
     const own = createRouteMatcher(['/a/:x', '/a/b']);
     expect(own.match('/a/b')).toBe('/a/b');
-    expect(own.match('/a/c')).toBe('/a/:x');
+    expect(own.match('/a/c')).toBe('/a/{x}');
   });
 
   it("tries the upstream's own templates before GitHub's", () => {
     const own = createRouteMatcher(['/repos/:owner/:repo/issues/*', '/things/:id']);
-    expect(own.match('/repos/o/r/issues/7/comments')).toBe('/repos/:owner/:repo/issues/*');
+    expect(own.match('/repos/o/r/issues/7/comments')).toBe('/repos/{owner}/{repo}/issues/*');
     expect(own.match('/repos/o/r/pulls/7')).toBe('/repos/{owner}/{repo}/pulls/{pull_number}');
-    expect(own.match('/things/1')).toBe('/things/:id');
+    expect(own.match('/things/1')).toBe('/things/{id}');
   });
 
   it('keeps the label set bounded whatever paths arrive', () => {
