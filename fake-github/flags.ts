@@ -1,6 +1,6 @@
 /**
- * The command-line flags of `etagere fake-upstream` and the options they set: no dependency, so
- * `etagere fake-upstream --help` loads nothing of the fake.
+ * The command-line flags of `etagere fake-upstream` and the options they set: no dependency, so its
+ * help text loads nothing of the fake.
  */
 export const fakeUpstreamFlags = [
   { flag: '--port', option: 'port', description: 'port to listen on (CLI default 9100; 0 = random)' },

@@ -105,6 +105,17 @@ describe('etagere serve --port, --host, --admin-port', () => {
     expect(proxied.status).toBe(502); // the proxy port answers (its upstream is down)
   });
 
+  it("docs/configuration.md's serve example runs as written (on free ports)", { timeout: 30_000 }, async () => {
+    const doc = readFileSync(fileURLToPath(new URL('../../docs/configuration.md', import.meta.url)), 'utf8');
+    const example = /^etagere serve --config (\S+) --port (\d+) --admin-port (\d+)$/m.exec(doc);
+    expect(example, 'the example is in the doc').not.toBeNull();
+    const [port, admin] = [await deadPort(), await deadPort()];
+    running = runCli(['serve', '--config', example![1]!, '--port', String(port), '--admin-port', String(admin)], ISOLATED);
+    const cli = running;
+    await until(() => cli.stdout().includes('etagere listening'), 20_000, 'the listening line');
+    expect((await fetch(`http://127.0.0.1:${admin}/healthz`)).status).toBe(200);
+  });
+
   it.each([
     [['--port', 'abc'], 'etagere: --port must be a port number, 0-65535, got "abc"'],
     [['--port', '70000'], 'etagere: --port must be a port number, 0-65535, got "70000"'],
