@@ -11,7 +11,7 @@ import { startDemoLoad } from '../../fake-github/demo-load.js';
 import { startFakeUpstream } from '../../fake-github/index.js';
 import { basePrefixOf } from '../http/route.js';
 import { packageRoot } from './package-root.js';
-import { fail, intFlag, onSignals } from './cli-common.js';
+import { fail, onSignals, portFlag } from './cli-common.js';
 
 export async function demo(args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -25,7 +25,9 @@ export async function demo(args: string[]): Promise<void> {
     },
     strict: true,
   });
-  const fake = await startFakeUpstream({ port: intFlag('fake-port', values['fake-port']) ?? 9100, host: '127.0.0.1' });
+  const port = portFlag('port', values.port);
+  const adminPort = portFlag('admin-port', values['admin-port']);
+  const fake = await startFakeUpstream({ port: portFlag('fake-port', values['fake-port']) ?? 9100, host: '127.0.0.1' });
   const file = join(packageRoot(), 'config', 'examples', 'demo.yaml');
   let app: App;
   try {
@@ -38,9 +40,7 @@ export async function demo(args: string[]): Promise<void> {
     // The access log (a line per request) would drown the summary lines: only with --verbose.
     if (!values.verbose && (config.log.level === 'info' || config.log.level === 'debug' || config.log.level === 'trace'))
       config.log.level = 'warn';
-    const adminPort = intFlag('admin-port', values['admin-port']);
     if (adminPort !== undefined) config.admin.port = adminPort;
-    const port = intFlag('port', values.port);
     if (port !== undefined) {
       config.listen.port = port;
       if (config.public_url !== null) config.public_url = `http://127.0.0.1:${port}`;

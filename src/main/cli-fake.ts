@@ -13,12 +13,12 @@ import {
   startFakeUpstream,
   type FakeUpstreamOptions,
 } from '../../fake-github/index.js';
-import { fail, intFlag, onSignals } from './cli-common.js';
+import { fail, intFlag, onSignals, portFlag } from './cli-common.js';
 
 function fakeOptions(values: Record<string, string | string[] | boolean | undefined>): FakeUpstreamOptions {
   const str = (k: string): string | undefined => (typeof values[k] === 'string' ? (values[k] as string) : undefined);
   const opts: FakeUpstreamOptions = {
-    port: intFlag('port', str('port')) ?? 9100,
+    port: portFlag('port', str('port')) ?? 9100,
     host: str('host') ?? '127.0.0.1',
   };
   /** A flag's value through its parser; a parse error exits naming the flag. */

@@ -132,6 +132,19 @@ describe('etagere serve --port, --host, --admin-port', () => {
   });
 });
 
+describe('the other commands take ports the same way', () => {
+  it.each([
+    [['demo', '--port', '70000'], 'etagere: --port must be a port number, 0-65535, got "70000"'],
+    [['demo', '--fake-port', 'x'], 'etagere: --fake-port must be a port number, 0-65535, got "x"'],
+    [['fake-upstream', '--port', '99999'], 'etagere: --port must be a port number, 0-65535, got "99999"'],
+  ])('hostile: %j is one line, exit 2', { timeout: 20_000 }, async (args, line) => {
+    const cli = runCli(args, ISOLATED);
+    const { code, lines } = await finished(cli);
+    expect(code).toBe(2);
+    expect(lines).toEqual([line]);
+  });
+});
+
 describe('etagere check-config names every problem at once', () => {
   it('three variables that are not set: one line naming all three, exit 2', { timeout: 20_000 }, async () => {
     const config = join(dir, 'unset.yaml');
