@@ -1,22 +1,22 @@
 /**
- * Writes src/http/github-routes.ts: the GET path templates of GitHub's REST API description
- * (api.github.com and the newest GitHub Enterprise Server in @octokit/openapi), the built-in
- * route templates of the metric labels (src/http/route-template.ts).
+ * Writes src/http/github-routes.ts, the built-in route templates of the metric labels
+ * (src/http/route-template.ts): the GET path templates of GitHub's REST API descriptions of
+ * api.github.com, GitHub Enterprise Cloud and the newest GitHub Enterprise Server, from the pinned
+ * @octokit/openapi (fetched on demand: scripts/openapi-descriptions.ts). Also writes
+ * test/fixtures/github-routes.digest.json, each description's GET paths, which the coverage test
+ * checks the table against.
  *
  *   npm run routes:generate
  *
- * Run it after updating @octokit/openapi, then commit the generated file.
+ * Run it after raising OPENAPI_VERSION, then commit both generated files.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { OPENAPI_VERSION, openapiTarball, readTgz } from './openapi-descriptions.js';
 
-/** Templates left out: a parameter that is only part of a segment. */
-const skipped = new Set<string>();
 const OUT = fileURLToPath(new URL('../src/http/github-routes.ts', import.meta.url));
-const PACKAGE_DIR = dirname(createRequire(import.meta.url).resolve('@octokit/openapi/package.json'));
-const GENERATED = join(PACKAGE_DIR, 'generated');
+const DIGEST = fileURLToPath(new URL('../test/fixtures/github-routes.digest.json', import.meta.url));
+const GENERATED = 'package/generated/';
 
 interface Parameter {
   name?: string;
@@ -32,31 +32,30 @@ interface Description {
   components?: { parameters?: Record<string, Parameter> };
 }
 
-/** The newest `ghes-X.Y` description the package ships. */
-function newestGhes(): string {
-  const versions = readdirSync(GENERATED)
-    .map((name) => /^ghes-(\d+)\.(\d+)\.json$/.exec(name))
+/** The descriptions the table covers: api.github.com, GHEC and the newest `ghes-X.Y`. */
+function chosen(names: readonly string[]): string[] {
+  const ghes = names
+    .map((name) => /^ghes-(\d+)\.(\d+)$/.exec(name))
     .filter((found) => found !== null)
-    .map((found) => [Number(found[1]), Number(found[2])] as const)
-    .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  const newest = versions.at(-1);
-  if (newest === undefined) throw new Error(`no ghes-*.json in ${GENERATED}`);
-  return `ghes-${newest[0]}.${newest[1]}`;
+    .sort((a, b) => Number(a[1]) - Number(b[1]) || Number(a[2]) - Number(b[2]))
+    .at(-1);
+  const wanted = ['api.github.com', 'ghec', ghes?.[0] ?? 'ghes-X.Y'];
+  const missing = wanted.filter((name) => !names.includes(name));
+  if (missing.length > 0) throw new Error(`@octokit/openapi ${OPENAPI_VERSION} has no ${missing.join(', ')} description`);
+  return wanted;
 }
 
+/** A parameter that is only part of a segment (`/compare/{base}...{head}`, Octokit's other spelling of `{basehead}`). */
+const partSegment = (path: string): boolean =>
+  path.split('/').some((segment) => /[{}]/.test(segment) && !/^\{[A-Za-z0-9_-]+\}$/.test(segment));
+
 /** GET templates of one description, each with its multi-segment parameter (`x-multi-segment`) if any. */
-function getRoutes(name: string): Map<string, string | undefined> {
-  const description = JSON.parse(readFileSync(join(GENERATED, `${name}.json`), 'utf8')) as Description;
+function getRoutes(name: string, description: Description): Map<string, string | undefined> {
   const resolve = (parameter: Parameter): Parameter =>
     parameter.$ref === undefined ? parameter : (description.components?.parameters?.[parameter.$ref.split('/').at(-1)!] ?? parameter);
   const routes = new Map<string, string | undefined>();
   for (const [path, item] of Object.entries(description.paths)) {
     if (item.get === undefined) continue;
-    // `/compare/{base}...{head}`, Octokit's other spelling of `/compare/{basehead}`: a segment is matched whole.
-    if (path.split('/').some((segment) => /[{}]/.test(segment) && !/^\{[A-Za-z0-9_-]+\}$/.test(segment))) {
-      skipped.add(path);
-      continue;
-    }
     const multi = [...(item.parameters ?? []), ...(item.get.parameters ?? [])]
       .map(resolve)
       .filter((parameter) => parameter.in === 'path' && parameter['x-multi-segment'] === true)
@@ -67,18 +66,23 @@ function getRoutes(name: string): Map<string, string | undefined> {
   return routes;
 }
 
-const version = (JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8')) as { version: string }).version;
-const ghes = newestGhes();
+const isDescription = (path: string): boolean => path.startsWith(GENERATED) && path.endsWith('.json') && !path.endsWith('.deref.json');
+const files = await readTgz(openapiTarball(), isDescription);
+const names = chosen([...files.keys()].map((path) => path.slice(GENERATED.length, -'.json'.length)));
+const described = names.map((name) => getRoutes(name, JSON.parse(files.get(`${GENERATED}${name}.json`)!.toString('utf8')) as Description));
+
 const merged = new Map<string, string | undefined>();
-for (const name of ['api.github.com', ghes]) for (const [path, multi] of getRoutes(name)) merged.set(path, merged.get(path) ?? multi);
-const templates = [...merged.keys()].sort();
+for (const routes of described) for (const [path, multi] of routes) merged.set(path, merged.get(path) ?? multi);
+const skipped = [...merged.keys()].filter(partSegment);
+const templates = [...merged.keys()].filter((path) => !partSegment(path)).sort();
 const multiSegment = templates.filter((path) => merged.get(path) !== undefined);
+const ghes = names[2]!.slice('ghes-'.length);
 
 const quote = (text: string): string => `'${text}'`;
 const lines = [
   '/**',
-  ` * Generated by \`npm run routes:generate\` (scripts/github-routes.ts) from @octokit/openapi ${version}:`,
-  ` * the GET paths of api.github.com and GitHub Enterprise Server ${ghes.slice('ghes-'.length)}, sorted. Do not edit by hand.`,
+  ` * Generated by \`npm run routes:generate\` (scripts/github-routes.ts) from @octokit/openapi ${OPENAPI_VERSION}: the GET`,
+  ` * paths of api.github.com, GitHub Enterprise Cloud and GitHub Enterprise Server ${ghes}, sorted. Do not edit by hand.`,
   ' */',
   '',
   "/** GitHub's GET path templates, in GitHub's spelling: a `{name}` segment is one path segment ... */",
@@ -93,5 +97,17 @@ const lines = [
   '',
 ];
 writeFileSync(OUT, lines.join('\n'));
+
+// The digest: every described GET path (the left-out ones too) -> the indices of the descriptions that have it.
+const digest = [...merged.keys()].sort().map((path) => {
+  const inside = names.map((_, index) => index).filter((index) => described[index]!.has(path));
+  return `    ${JSON.stringify(path)}: [${inside.join(', ')}]`;
+});
+const head = { source: `@octokit/openapi ${OPENAPI_VERSION}`, descriptions: names };
+writeFileSync(
+  DIGEST,
+  `{\n  "source": ${JSON.stringify(head.source)},\n  "descriptions": ${JSON.stringify(head.descriptions).replaceAll(',', ', ')},\n  "get": {\n${digest.join(',\n')}\n  }\n}\n`,
+);
 process.stderr.write(`${templates.length} GET templates (${multiSegment.length} with a multi-segment parameter) -> ${OUT}\n`);
-if (skipped.size > 0) process.stderr.write(`left out (a parameter inside a segment): ${[...skipped].join(', ')}\n`);
+process.stderr.write(`${names.join(', ')}: ${merged.size} GET paths -> ${DIGEST}\n`);
+if (skipped.length > 0) process.stderr.write(`left out (a parameter inside a segment): ${skipped.join(', ')}\n`);

@@ -42,7 +42,7 @@ export BUILDAH_ISOLATION=chroot BUILDAH_FORMAT=docker
 
 NODE_IMAGE=docker.io/library/node:20-slim
 REDIS_IMAGE=docker.io/library/redis:7.4.2-alpine
-IMAGE=localhost/etagere:latest
+IMAGE=localhost/etagere:0.1.0
 PROJECT=etagere-check
 RUN=(podman run --ulimit host)
 started=$SECONDS

@@ -138,6 +138,8 @@ describe('docker-compose.yml', () => {
     expect(service('redis').image).toBe('redis:7.4.2-alpine');
     expect(service('prometheus').image).toMatch(/^prom\/prometheus:v\d+\.\d+\.\d+$/);
     expect(service('grafana').image).toMatch(/^grafana\/grafana-oss:\d+\.\d+\.\d+$/);
+    // The image compose builds is tagged with the package's version, never :latest.
+    expect(service('etagere').image).toBe(`etagere:${PACKAGE_VERSION}`);
   });
 
   it('publishes every port on the host loopback only', () => {

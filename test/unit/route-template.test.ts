@@ -1,6 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config/load.js';
 import { GITHUB_GET_ROUTES, GITHUB_MULTI_SEGMENT } from '../../src/http/github-routes.js';
@@ -9,20 +7,15 @@ import { DEFAULT_ROUTES, OTHER, ROUTE_MEMO_BYTES, createRouteMatcher } from '../
 /** Templates this test's upstream declares itself (`upstreams[].routes`), as the demo's cyclists do. */
 const OWN_ROUTES = ['/bicyclists/:city'];
 
-/** The GET paths of GitHub's REST API descriptions (api.github.com, the newest GHES) in @octokit/openapi. */
-function describedGetPaths(): string[] {
-  const generated = join(dirname(createRequire(import.meta.url).resolve('@octokit/openapi/package.json')), 'generated');
-  const ghes = readdirSync(generated)
-    .filter((name) => /^ghes-\d+\.\d+\.json$/.test(name))
-    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
-    .at(-1)!;
-  const paths = new Set<string>();
-  for (const name of ['api.github.com.json', ghes]) {
-    const description = JSON.parse(readFileSync(join(generated, name), 'utf8')) as { paths: Record<string, { get?: unknown }> };
-    for (const [path, item] of Object.entries(description.paths)) if (item.get !== undefined) paths.add(path);
-  }
-  return [...paths];
+/** Each GitHub REST API description's GET paths (path -> indices into `descriptions`), written by `npm run routes:generate`. */
+interface Digest {
+  source: string;
+  descriptions: string[];
+  get: Record<string, number[]>;
 }
+const digest = JSON.parse(readFileSync(new URL('../fixtures/github-routes.digest.json', import.meta.url), 'utf8')) as Digest;
+/** The one described path without its own template: `{base}...{head}`, Octokit's other spelling of `{basehead}`, is one segment. */
+const PART_SEGMENT = '/repos/{owner}/{repo}/compare/{base}...{head}';
 
 /** A concrete path of `template`: sample values in its parameters, two segments in a multi-segment one. */
 const concrete = (template: string): string =>
@@ -55,6 +48,9 @@ describe('route templates for metric labels', () => {
     ['/search/issues', '/search/issues'],
     ['/rate_limit', '/rate_limit'],
     ['/enterprise/stats/all', '/enterprise/stats/all'],
+    ['/enterprises/acme/settings/billing/usage', '/enterprises/{enterprise}/settings/billing/usage'],
+    ['/enterprises/acme/copilot/billing/seats', '/enterprises/{enterprise}/copilot/billing/seats'],
+    ['/organizations/etagere-org/org-properties/values', '/organizations/{org}/org-properties/values'],
     ['/graphql', '/graphql'],
     ['/', '/'],
     ['/bicyclists/helsinki', '/bicyclists/{city}'], // written /bicyclists/:city in the config: labelled in GitHub's spelling
@@ -65,14 +61,25 @@ describe('route templates for metric labels', () => {
     expect(matcher.match(path)).toBe(template);
   });
 
-  it('labels at least 99 % of the described GET paths with their own template', () => {
-    const described = describedGetPaths();
-    expect(described.length).toBeGreaterThan(500);
+  it('labels at least 99 % of the GET paths of api.github.com, GHEC and the newest GHES with their own template', () => {
+    expect(digest.descriptions).toEqual(['api.github.com', 'ghec', expect.stringMatching(/^ghes-\d+\.\d+$/)]);
     const fresh = createRouteMatcher([]);
+    const described = Object.keys(digest.get);
+    expect(described.length).toBeGreaterThan(800);
     const wrong = described.filter((template) => fresh.match(concrete(template)) !== template);
-    expect(wrong.length / described.length).toBeLessThanOrEqual(0.01);
-    // The one known: `{base}...{head}`, Octokit's other spelling of `{basehead}`, is one segment.
-    expect(wrong).toEqual(['/repos/{owner}/{repo}/compare/{base}...{head}']);
+    expect(wrong).toEqual([PART_SEGMENT]);
+    expect(fresh.match(concrete(PART_SEGMENT))).toBe('/repos/{owner}/{repo}/compare/{basehead}');
+    digest.descriptions.forEach((name, index) => {
+      const own = described.filter((path) => digest.get[path]!.includes(index));
+      expect(own.length, name).toBeGreaterThan(500);
+      expect(own.filter((path) => wrong.includes(path)).length / own.length, name).toBeLessThanOrEqual(0.01);
+    });
+  });
+
+  it('ships every described GET path as a template, and no other', () => {
+    const expected = Object.keys(digest.get).filter((path) => path !== PART_SEGMENT);
+    expect([...GITHUB_GET_ROUTES]).toEqual(expected.sort());
+    expect(Object.keys(GITHUB_MULTI_SEGMENT).every((template) => GITHUB_GET_ROUTES.includes(template))).toBe(true);
   });
 
   it('ships GitHub templates, sorted and without duplicates; the demo declares the fake cyclist service in its config', () => {
