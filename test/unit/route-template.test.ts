@@ -84,7 +84,7 @@ describe('route templates for metric labels', () => {
 
   it('ships GitHub templates, sorted and without duplicates; the demo declares the fake cyclist service in its config', () => {
     expect(GITHUB_GET_ROUTES).toEqual([...new Set(GITHUB_GET_ROUTES)].sort());
-    expect(DEFAULT_ROUTES).not.toContain('/bicyclists/:city');
+    expect(DEFAULT_ROUTES).not.toContain('/bicyclists/{city}');
     expect(createRouteMatcher([]).match('/bicyclists/helsinki')).toBe(OTHER);
     const demo = loadConfig({ file: 'config/examples/demo.yaml', env: {} });
     expect(demo.upstreams.find((u) => u.name === 'cyclists')?.routes).toEqual(OWN_ROUTES);
