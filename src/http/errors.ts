@@ -56,10 +56,11 @@ export function describeUpstream(upstream: UpstreamLabel): string {
   return host.length > 0 ? `"${upstream.name}" (${host})` : `"${upstream.name}"`;
 }
 
-const badGateway = (upstream: UpstreamLabel, detail: string, served?: Served): ErrorReply =>
-  error(502, `Bad Gateway: upstream ${describeUpstream(upstream)} failed (${detail})`, undefined, served);
-const gatewayTimeout = (upstream: UpstreamLabel, detail: string, served?: Served): ErrorReply =>
-  error(504, `Gateway Timeout: upstream ${describeUpstream(upstream)} did not answer in time (${detail})`, undefined, served);
+/** `headers`: what every answer of this upstream carries, Cache-Status on a caching one. */
+const badGateway = (upstream: UpstreamLabel, detail: string, served?: Served, headers?: Record<string, string>): ErrorReply =>
+  error(502, `Bad Gateway: upstream ${describeUpstream(upstream)} failed (${detail})`, headers, served);
+const gatewayTimeout = (upstream: UpstreamLabel, detail: string, served?: Served, headers?: Record<string, string>): ErrorReply =>
+  error(504, `Gateway Timeout: upstream ${describeUpstream(upstream)} did not answer in time (${detail})`, headers, served);
 
 /** The outcome of a request that failed after it reached the cache or the upstream. */
 const FAILED: Served = { outcome: 'error', upstreamStatus: undefined, token: undefined };
@@ -95,10 +96,12 @@ export const errors = {
   badGateway,
   gatewayTimeout,
   /** 504 for a timeout, else 502, from a classified upstream failure. */
-  upstreamFailed: (upstream: UpstreamLabel, failure: UpstreamFailure, served: Served = FAILED) =>
-    failure.status === 504 ? gatewayTimeout(upstream, failure.detail, served) : badGateway(upstream, failure.detail, served),
+  upstreamFailed: (upstream: UpstreamLabel, failure: UpstreamFailure, served: Served = FAILED, headers?: Record<string, string>) =>
+    failure.status === 504
+      ? gatewayTimeout(upstream, failure.detail, served, headers)
+      : badGateway(upstream, failure.detail, served, headers),
   /** The request path itself threw: a bug, answered as a 502 rather than a hung request. */
-  internal: (upstream: UpstreamLabel) => badGateway(upstream, 'internal error', FAILED),
+  internal: (upstream: UpstreamLabel, headers?: Record<string, string>) => badGateway(upstream, 'internal error', FAILED, headers),
   /**
    * No pool token can take the request: 429 when every token is spent or paused, or when this
    * consumer is over its fair share or its hourly cap (the others go on); else 503.

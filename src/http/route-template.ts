@@ -4,7 +4,8 @@
  * The built-in templates are GitHub's GET paths (src/http/github-routes.ts, generated from GitHub's
  * REST API description), in GitHub's spelling. A template's `{name}` or `:name` segment matches any
  * one segment (GitHub's multi-segment parameters, such as a file's `{path}`, one or more); a final
- * `*` matches the rest. An upstream's own templates (`upstreams[].routes`) are tried first. Paths
+ * `*` matches the rest. An upstream's own templates (`upstreams[].routes`) are tried first, and
+ * labelled in GitHub's spelling too (`/bicyclists/:city` is `/bicyclists/{city}`). Paths
  * that match no template, or have an empty segment, are labelled `other`. Pure. Matches are memoised
  * in a memo bounded in bytes (src/platform/memo.ts), counted in etagere_cache_bytes{tier="route_memo"}.
  */
@@ -31,6 +32,11 @@ interface Node {
 const node = (): Node => ({ literal: new Map(), param: undefined, multi: undefined, end: undefined, rest: undefined });
 
 const isParam = (segment: string): boolean => segment.startsWith(':') || (segment.startsWith('{') && segment.endsWith('}'));
+
+/** A template in GitHub's spelling: each `:name` segment written `{name}`. */
+export function bracedTemplate(template: string): string {
+  return template.replace(/(?<=\/):([^/]+)/g, '{$1}');
+}
 
 /** A trie of `templates`; the first of two templates of the same shape wins. */
 function buildTrie(templates: readonly string[], multiSegment: Readonly<Record<string, string>>): Node {
@@ -99,7 +105,7 @@ const ROUTE_MEMO_KEY_CHARS = 1024;
 
 /** A matcher of `own` templates (an upstream's `routes`), then of `builtIn` ones (GitHub's). */
 export function createRouteMatcher(own: readonly string[], builtIn: readonly string[] = DEFAULT_ROUTES): RouteMatcher {
-  const ownRoot = buildTrie(own, {});
+  const ownRoot = buildTrie(own.map(bracedTemplate), {});
   const builtInRoot = buildTrie(builtIn, GITHUB_MULTI_SEGMENT);
   const memo = createBoundedMemo(ROUTE_MEMO_BYTES, ROUTE_MEMO_KEY_CHARS);
   return {

@@ -1,12 +1,12 @@
 /**
  * Pure: the command line's help texts (`etagere --help`, `etagere <command> --help`) and version.
- * Every flag and every environment variable is listed; the variables come from ENV_VARS, the one
- * list load.ts reads, so the help cannot drift from it.
+ * Each command's help lists its flags; `etagere --help` lists every environment variable, from
+ * ENV_VARS, the one list load.ts reads, so the help cannot drift from it. Imports no dependency.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENV_VARS } from '../platform/config/load.js';
-import { fakeUpstreamFlags } from '../../fake-github/index.js';
+import { ENV_VARS } from '../platform/config/env-vars.js';
+import { fakeUpstreamFlags } from '../../fake-github/flags.js';
 import { packageRoot } from './package-root.js';
 
 export const COMMANDS = ['serve', 'check-config', 'fake-upstream', 'demo', 'purge', 'cache', 'quota'] as const;
@@ -28,11 +28,12 @@ function envSection(): string {
   return `environment (each overrides its key of the config file):\n${columns(Object.entries(ENV_VARS))}`;
 }
 
-const SERVE = `usage: etagere serve [--config FILE]
+const SERVE = `usage: etagere serve [--config FILE] [--port N] [--host H] [--admin-port N]
 
 Runs the proxy. Its configuration: the YAML file (--config, else ETAGERE_CONFIG), then the
-environment variables below, else built-in defaults (GitHub at https://api.github.com, port 8080,
-admin port 9090, both on 127.0.0.1). Reference: docs/configuration.md.
+environment variables (etagere --help lists them), then these flags, else built-in defaults
+(GitHub at https://api.github.com, port 8080, admin port 9090, both on 127.0.0.1). A flag beats
+its variable (--port beats PORT), which beats the file. Reference: docs/configuration.md.
 
 signals: SIGTERM or SIGINT drain and stop; SIGHUP reloads the tokens file (ETAGERE_TOKENS_FILE),
 which is also reloaded when it changes, and lists the GitHub Apps' installations again.
@@ -40,25 +41,26 @@ which is also reloaded when it changes, and lists the GitHub Apps' installations
 flags:
 ${columns([
   ['-c, --config FILE', 'the YAML config file'],
+  ['--port N', 'listen.port: the proxy port (else PORT, the file, 8080)'],
+  ['--host H', 'listen.host: the address the proxy listens on (else HOST, the file, 127.0.0.1)'],
+  ['--admin-port N', 'admin.port: health, metrics, status page, /admin/* (else ADMIN_PORT, the file, 9090)'],
   ['-h, --help', 'this help'],
 ])}
-
 `;
 
 const CHECK_CONFIG = `usage: etagere check-config [--config FILE]
 
 Checks the configuration as \`etagere serve\` would load it (the file, the environment variables
-below, the secrets and files they name) and prints the effective configuration as YAML with every
-secret masked: token and consumer key values, App private keys, the webhook and partition
-secrets, URL passwords. Exits 0 when it is valid; 2 with one line naming the key (and the
-variable that set it) when not, like \`nginx -t\`.
+that etagere --help lists, the secrets and files they name) and prints the effective
+configuration as YAML with every secret masked: token and consumer key values, App private keys,
+the webhook and partition secrets, URL passwords. Exits 0 when it is valid; 2 with one line
+naming each bad key (and the variable that set it) when not, like \`nginx -t\`.
 
 flags:
 ${columns([
   ['-c, --config FILE', 'the YAML config file (else ETAGERE_CONFIG)'],
   ['-h, --help', 'this help'],
 ])}
-
 `;
 
 const DEMO = `usage: etagere demo [--port N] [--fake-port N] [--admin-port N] [--quiet] [--verbose]
@@ -76,7 +78,6 @@ ${columns([
   ['--verbose', "the proxy's log lines too (the access log: one line per request); LOG_LEVEL sets the level"],
   ['-h, --help', 'this help'],
 ])}
-
 `;
 
 function placeholder(flag: string): string {
@@ -165,11 +166,11 @@ ${columns([
   status, bad-json, bad-gzip, huge; more rules (and a seed) through POST /__fake/faults
 `;
 
-/** `etagere <command> --help`. */
+/** `etagere <command> --help`: that command's flags (the environment variables: `etagere --help`). */
 export function commandHelp(command: Command): string {
-  if (command === 'serve') return `${SERVE}${envSection()}\n`;
-  if (command === 'check-config') return `${CHECK_CONFIG}${envSection()}\n`;
-  if (command === 'demo') return `${DEMO}${envSection()}\n`;
+  if (command === 'serve') return SERVE;
+  if (command === 'check-config') return CHECK_CONFIG;
+  if (command === 'demo') return DEMO;
   if (command === 'purge') return PURGE;
   if (command === 'cache') return CACHE;
   if (command === 'quota') return QUOTA;
@@ -187,7 +188,7 @@ export const USAGE = `usage: etagere <command> [flags]
 
 commands:
 ${columns([
-  ['serve [--config FILE]', 'run the proxy'],
+  ['serve [--config FILE] [--port N]', 'run the proxy (etagere serve --help: every flag)'],
   ['check-config [--config FILE]', 'check the config as serve would; print it, secrets masked'],
   ['fake-upstream [flags]', 'run the fake upstream API'],
   ['demo [flags]', 'the fake upstream, a proxy in front of it, a consumer load and a live summary'],

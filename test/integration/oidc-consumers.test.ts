@@ -331,8 +331,15 @@ describe('an OIDC consumer through the proxy', () => {
     expect(counterSum(metrics, 'etagere_consumer_requests_total', { consumer: 'acme/widget' })).toBeGreaterThan(0);
     expect(counterSum(metrics, 'etagere_consumer_rejections_total', { consumer: '-', reason: 'token' })).toBeGreaterThanOrEqual(5);
     expect(counterSum(metrics, 'etagere_consumer_rejections_total', { consumer: 'acme/widget', reason: 'scope' })).toBeGreaterThan(0);
-    const consumers = (await (await fetch(`${proxy.adminUrl}/admin/consumers`)).json()) as { consumers: Array<{ name: string }> };
+    const consumers = (await (await fetch(`${proxy.adminUrl}/admin/consumers`)).json()) as {
+      consumers: Array<{ name: string; oidc: string | null; requests: number }>;
+    };
     expect(consumers.consumers.map((c) => c.name)).toEqual(expect.arrayContaining(['acme/widget', 'actions']));
+    // Each OIDC row says what it counts: a token name its requests, the issuer the quota of all its names.
+    const row = (name: string) => consumers.consumers.find((c) => c.name === name)!;
+    expect(row('acme/widget')).toMatchObject({ oidc: 'requests by name' });
+    expect(row('acme/widget').requests).toBeGreaterThan(0);
+    expect(row('actions')).toMatchObject({ oidc: 'quota by issuer', weight: expect.any(Number) });
     for (const text of [metrics, proxy.logText(), JSON.stringify(consumers)]) expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.eyJ/);
   });
 });

@@ -60,14 +60,23 @@ describe('help and version', () => {
     expect(USAGE).toContain('--version');
   });
 
-  it('each command lists its flags, and serve and demo every environment variable', () => {
-    for (const name of Object.keys(ENV_VARS)) {
-      expect(commandHelp('serve')).toContain(name);
-      expect(commandHelp('demo')).toContain(name);
-    }
-    expect(commandHelp('serve')).toContain('--config');
+  it('the environment table appears once, under etagere --help', () => {
+    for (const name of Object.keys(ENV_VARS)) expect(USAGE.match(new RegExp(`^  ${name} `, 'gm')), name).toHaveLength(1);
+    for (const command of COMMANDS)
+      for (const name of Object.keys(ENV_VARS))
+        expect(commandHelp(command), `${command} ${name}`).not.toMatch(new RegExp(`^  ${name} `, 'm'));
+  });
+
+  it("each command's help lists that command's flags", () => {
+    for (const flag of ['-c, --config', '--port', '--host', '--admin-port']) expect(commandHelp('serve')).toContain(`  ${flag} `);
+    expect(commandHelp('check-config')).toContain('  -c, --config FILE ');
     for (const flag of ['--port', '--fake-port', '--admin-port', '--quiet', '--verbose']) expect(commandHelp('demo')).toContain(flag);
     for (const { flag } of fakeUpstreamFlags) expect(commandHelp('fake-upstream')).toContain(flag);
+  });
+
+  it('demo --help does not mention --config: the demo runs its own config', () => {
+    expect(commandHelp('demo')).not.toContain('--config');
+    expect(commandHelp('demo')).not.toContain('ETAGERE_CONFIG');
   });
 
   it("the version is package.json's", () => {

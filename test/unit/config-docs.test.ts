@@ -2,9 +2,9 @@
  * Keeps docs/configuration.md true to the code. The zod schema (src/platform/config/schema.ts) is walked,
  * not copied: every key path it accepts must be documented, every documented key must exist, and
  * each documented default must equal the schema's. The environment variables that
- * src/platform/config/load.ts reads, and the flags of src/main/cli.ts, must be documented too.
+ * src/platform/config/load.ts reads, and the flags of the commands (src/main/cli*.ts), must be documented too.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -174,9 +174,18 @@ describe('docs/configuration.md against the environment and the command line', (
     expect(envRows.filter((v) => v === undefined || !used.has(v))).toEqual([]);
   });
 
-  it('names every flag of src/main/cli.ts', () => {
-    const flags = new Set([...read('src/main/cli.ts').matchAll(/(?<![\w-])--([a-z][a-z-]*)/g)].map((m) => m[1]!));
-    expect(flags.size).toBeGreaterThan(5);
+  /** The flags a source file names (`--port`, `--admin-port`). */
+  const flagsOf = (text: string): Set<string> => new Set([...text.matchAll(/(?<![\w-])--([a-z][a-z-]*)/g)].map((m) => m[1]!));
+
+  it("names every flag of the commands in src/main/cli*.ts (the fake upstream's: docs/fake-upstream.md)", () => {
+    const modules = readdirSync(join(root, 'src/main')).filter((name) => /^cli.*\.ts$/.test(name) && !/^cli-(fake|help)\.ts$/.test(name));
+    const flags = new Set(modules.flatMap((name) => [...flagsOf(read(`src/main/${name}`))]));
+    expect(flags.size).toBeGreaterThan(15);
     expect([...flags].filter((f) => !doc.includes(`--${f}`)).sort()).toEqual([]);
+    const fakeDoc = read('docs/fake-upstream.md');
+    const fakeFlags = [...flagsOf(read('src/main/cli-fake.ts')), ...flagsOf(read('fake-github/flags.ts'))];
+    expect(fakeFlags.filter((f) => !fakeDoc.includes(`--${f}`)).sort()).toEqual([]);
+    // The help texts name both kinds.
+    expect([...flagsOf(read('src/main/cli-help.ts'))].filter((f) => !doc.includes(`--${f}`) && !fakeDoc.includes(`--${f}`))).toEqual([]);
   });
 });

@@ -215,6 +215,37 @@ describe('config', () => {
       expect(config.consumers.keys).toEqual([{ name: 'web', value: 'k1', weight: 1, max_per_hour: null, max_concurrency: null }]);
       expect(() => loadConfig({ file, env: { WEB_KEY: 'k1' } })).toThrow(/pool\.tokens\[0\]\.env: environment variable GH_CI is not set/);
     });
+    it('every variable that is not set is named in one error, not one per run', () => {
+      const file = tmpFile(
+        'pool:\n  tokens: [{name: a, env: GH_A}, {name: b, env: GH_B}]\n  apps: [{name: ci, app_id: 7, private_key_env: APP_KEY}]\n' +
+          'consumers: {enabled: true, keys: [{name: web, env: WEB_KEY}]}\n',
+      );
+      expect(() => loadConfig({ file, env: { GH_B: 'ghp_b' } })).toThrow(
+        /^pool\.tokens\[0\]\.env: environment variable GH_A is not set; consumers\.keys\[0\]\.env: environment variable WEB_KEY is not set; pool\.apps\[0\]\.private_key_env: environment variable APP_KEY is not set$/,
+      );
+    });
+    it.each([['lots'], ['0'], ['1.5'], ['257']])('WORKERS=%s says what workers takes, not "Invalid input"', (value) => {
+      expect(() => loadConfig({ env: { WORKERS: value } })).toThrow(
+        /^invalid config \(environment\): WORKERS: must be a whole number from 1 to 256, or "auto" \(one per CPU\) \(workers\)$/,
+      );
+    });
+    it('no environment-derived key is reported as bare "Invalid input" or "Invalid URL"', () => {
+      for (const env of [
+        { ETAGERE_APP_ID: '7', ETAGERE_APP_INSTALLATIONS: 'lots' },
+        { PUBLIC_URL: 'lots' },
+        { UPSTREAM_URL: 'http://' },
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector' },
+      ]) {
+        let message = '';
+        try {
+          loadConfig({ env });
+        } catch (err) {
+          message = (err as Error).message;
+        }
+        expect(message, JSON.stringify(env)).toMatch(/^invalid config/);
+        expect(message, JSON.stringify(env)).not.toMatch(/Invalid (input|URL)/);
+      }
+    });
     it('loads the token-pool example with its secrets from the environment', () => {
       const env = { GITHUB_TOKEN_CI_1: 'ghp_one', GITHUB_TOKEN_CI_2: 'ghp_two', ETAGERE_KEY_WEB: 'kw', ETAGERE_KEY_BATCH: 'kb' };
       const config = loadConfig({ file: 'config/examples/token-pool.yaml', env });

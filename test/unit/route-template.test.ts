@@ -53,7 +53,7 @@ describe('route templates for metric labels', () => {
     ['/organizations/etagere-org/org-properties/values', '/organizations/{org}/org-properties/values'],
     ['/graphql', '/graphql'],
     ['/', '/'],
-    ['/bicyclists/helsinki', '/bicyclists/:city'],
+    ['/bicyclists/helsinki', '/bicyclists/{city}'], // written /bicyclists/:city in the config: labelled in GitHub's spelling
     ['/no/such/thing/at/all', OTHER],
     ['/repos/only-owner', OTHER],
   ];
@@ -84,7 +84,7 @@ describe('route templates for metric labels', () => {
 
   it('ships GitHub templates, sorted and without duplicates; the demo declares the fake cyclist service in its config', () => {
     expect(GITHUB_GET_ROUTES).toEqual([...new Set(GITHUB_GET_ROUTES)].sort());
-    expect(DEFAULT_ROUTES).not.toContain('/bicyclists/:city');
+    expect(DEFAULT_ROUTES).not.toContain('/bicyclists/{city}');
     expect(createRouteMatcher([]).match('/bicyclists/helsinki')).toBe(OTHER);
     const demo = loadConfig({ file: 'config/examples/demo.yaml', env: {} });
     expect(demo.upstreams.find((u) => u.name === 'cyclists')?.routes).toEqual(OWN_ROUTES);
@@ -93,14 +93,14 @@ describe('route templates for metric labels', () => {
   it('prefers a literal segment over a parameter', () => {
     const own = createRouteMatcher(['/a/:x', '/a/b']);
     expect(own.match('/a/b')).toBe('/a/b');
-    expect(own.match('/a/c')).toBe('/a/:x');
+    expect(own.match('/a/c')).toBe('/a/{x}');
   });
 
   it("tries the upstream's own templates before GitHub's", () => {
     const own = createRouteMatcher(['/repos/:owner/:repo/issues/*', '/things/:id']);
-    expect(own.match('/repos/o/r/issues/7/comments')).toBe('/repos/:owner/:repo/issues/*');
+    expect(own.match('/repos/o/r/issues/7/comments')).toBe('/repos/{owner}/{repo}/issues/*');
     expect(own.match('/repos/o/r/pulls/7')).toBe('/repos/{owner}/{repo}/pulls/{pull_number}');
-    expect(own.match('/things/1')).toBe('/things/:id');
+    expect(own.match('/things/1')).toBe('/things/{id}');
   });
 
   it('keeps the label set bounded whatever paths arrive', () => {

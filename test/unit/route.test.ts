@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { apiPathname, createRouter, enterpriseForm, servesEnterpriseForms, upstreamPath } from '../../src/http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../../src/http/target.js';
+import { createRouteMatcher } from '../../src/http/route-template.js';
 
 const config = parseConfig({
   upstreams: [
@@ -134,5 +135,15 @@ describe('GitHub Enterprise Server forms of a path', () => {
     expect(servesEnterpriseForms(pooled.upstreams[0]!)).toBe(true);
     const other = parseConfig({ upstreams: [{ name: 'other', prefix: '/', url: 'https://api.example.com' }] });
     expect(servesEnterpriseForms(other.upstreams[0]!)).toBe(false);
+  });
+});
+
+describe("route labels of an upstream's own templates", () => {
+  it("use GitHub's {param} spelling, whether the config writes :param or {param}", () => {
+    const matcher = createRouteMatcher(['/bicyclists/:city', '/things/{id}/parts/:part', '/odd/a:b']);
+    expect(matcher.match('/bicyclists/oslo')).toBe('/bicyclists/{city}');
+    expect(matcher.match('/things/7/parts/9')).toBe('/things/{id}/parts/{part}');
+    expect(matcher.match('/odd/a:b')).toBe('/odd/a:b'); // a colon inside a segment is a literal
+    expect(matcher.match('/odd/ab')).not.toBe('/odd/a:b');
   });
 });

@@ -131,6 +131,17 @@ describe('tracing settings', () => {
     expect(lines.join('')).not.toContain('hunter2secret');
   });
 
+  it('log the start-up line with one service key, and the service name under service_name', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9/', OTEL_SERVICE_NAME: 'edge-cache' };
+    const tracing = await createTracing(loadConfig({ env }).tracing, logger);
+    await tracing.shutdown();
+    const line = lines.find((text) => text.includes('tracing on'))!;
+    expect(line.match(/"service":/g)).toHaveLength(1);
+    expect(JSON.parse(line)).toMatchObject({ service: 'etagere', service_name: 'edge-cache' });
+  });
+
   it('build no SDK when off', async () => {
     const tracing = await createTracing(loadConfig({ env: {} }).tracing, createLogger({ level: 'silent' }));
     expect(tracing).toBe(NO_TRACING);

@@ -9,6 +9,7 @@
  *   fwd=bypass                           not a cacheable request (method, Range, policy none)
  *   fwd=vary-miss; fwd-status=200; detail=coding   a stored entry in a coding the client refused (no-transform): forwarded
  *   fwd=miss; detail=only-if-cached      504: nothing usable stored
+ *   fwd=miss; detail=ENOTFOUND           502 or 504 the proxy made: the upstream failed (failureDetail)
  *   hit; ttl=42; key="gql:..."           a GraphQL answer names its key (a SHA-256: nothing of the query or credential)
  */
 
@@ -39,4 +40,14 @@ export function cacheStatus(input: CacheStatusInput): string {
   if (input.detail !== undefined) value += `; detail=${input.detail}`;
   if (input.key !== undefined) value += `; key="${input.key}"`;
   return value;
+}
+
+/** An upstream failure's detail (ENOTFOUND, UND_ERR_HEADERS_TIMEOUT, "truncated body") as an RFC 9211 token. */
+export function failureDetail(detail: string): string {
+  return detail.replace(/[^A-Za-z0-9_.-]+/g, '-') || 'error';
+}
+
+/** The Cache-Status of a 502 or 504 the proxy makes for a failed upstream request. */
+export function failureStatus(fwd: NonNullable<CacheStatusInput['fwd']>, detail: string): Record<string, string> {
+  return { 'cache-status': cacheStatus({ fwd, detail: failureDetail(detail) }) };
 }

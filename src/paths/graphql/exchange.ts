@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { mutationTags } from '../../cache/rules/graphql-tags.js';
 import { POOL, type Partitioner } from '../../cache/rules/key.js';
 import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
-import { cacheStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus } from '../../http/headers/cache-status.js';
 import { dropHopByHop } from '../../http/headers/hop-by-hop.js';
 import { headerValue } from '../../http/headers/value.js';
 import type { Logger } from '../../platform/log/logger.js';
@@ -197,7 +197,8 @@ async function uncached(
   const { fetched, token } = got;
   if (fetched.kind === 'failed') {
     const served = { outcome: 'error' as const, upstreamStatus: undefined, token };
-    return { reply: errors.upstreamFailed(call.upstream.cfg, fetched.failure, served), data: undefined };
+    const headers = failureStatus('bypass', fetched.failure.detail);
+    return { reply: errors.upstreamFailed(call.upstream.cfg, fetched.failure, served, headers), data: undefined };
   }
   const data = fetched.kind === 'response' ? fetched.body : undefined;
   return { reply: passedOn(call.to, fetched, token, cacheStatus({ fwd: 'bypass' })), data };

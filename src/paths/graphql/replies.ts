@@ -7,7 +7,7 @@
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { currentAge } from '../../cache/rules/policy.js';
-import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
 import { errors } from '../../http/errors.js';
 import { streamReply, type Reply } from '../../http/reply.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
@@ -70,7 +70,12 @@ export function flightReply(to: ReplyFor, result: CacheResult, own: Fetched | un
         'cache-status': cacheStatus({ fwd: 'miss' }),
       });
     case 'failed':
-      return errors.upstreamFailed(to.cfg, result.failure, { outcome: 'error', upstreamStatus: undefined, token: result.token });
+      return errors.upstreamFailed(
+        to.cfg,
+        result.failure,
+        { outcome: 'error', upstreamStatus: undefined, token: result.token },
+        failureStatus('miss', result.failure.detail),
+      );
     case 'too-large':
       return passedOn(to, result, result.token, cacheStatus({ fwd: 'miss', fwdStatus: result.status, key }));
     case 'followed': {

@@ -9,7 +9,7 @@ import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { STALE } from '../../cache/store/cache.js';
 import { currentAge, usableOnError, type Plan } from '../../cache/rules/policy.js';
-import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
@@ -110,7 +110,12 @@ export function resultReply(
     case 'failed':
       return (
         staleOnError(result.failure.status, undefined) ??
-        errors.upstreamFailed(ctx.upstream.cfg, result.failure, { outcome: 'error', upstreamStatus: undefined, token })
+        errors.upstreamFailed(
+          ctx.upstream.cfg,
+          result.failure,
+          { outcome: 'error', upstreamStatus: undefined, token },
+          failureStatus(forced ? 'request' : stale !== undefined ? 'stale' : 'miss', result.failure.detail),
+        )
       );
     case 'followed': {
       const age = currentAge(result.entry, fetch.now);

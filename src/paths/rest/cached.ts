@@ -29,7 +29,7 @@ import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
 import type { TokenPool } from '../../pool/rules/types.js';
-import { cacheStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus } from '../../http/headers/cache-status.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../../pool/rules/fair-share.js';
@@ -240,7 +240,7 @@ export class CachedPath {
     if (plan.kind !== 'fetch') return answer(ctx, errors.onlyIfCached(cacheStatus({ fwd: 'miss', detail: 'only-if-cached' })));
     return this.#fetchThrough(ctx, req, plan, redisAnswered).catch((err: unknown) => {
       this.#logger.error({ reqId: ctx.id, err: (err as Error).message }, 'cache fetch failed');
-      return answer(ctx, errors.internal(ctx.upstream.cfg));
+      return answer(ctx, errors.internal(ctx.upstream.cfg, failureStatus('miss', 'internal error')));
     });
   }
 

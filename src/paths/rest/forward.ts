@@ -5,7 +5,7 @@
  * rate limit is retried on another token and the token's x-ratelimit-* are replaced by the pool's.
  * A transit failure before any byte reaches the client is retried (src/upstream/retry-rules.ts).
  */
-import { cacheStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus } from '../../http/headers/cache-status.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -58,7 +58,8 @@ export function createForward(logger: Logger, metrics: Metrics, pool: PoolContex
   const failed = (ctx: RequestContext, failure: ReturnType<typeof classifyUpstreamError>, token?: string): Reply => {
     metrics.countUpstream(ctx.upstream.cfg.name, ctx.route, 'error');
     logger.warn({ reqId: ctx.id, upstream: ctx.upstream.cfg.name, err: failure.detail }, 'upstream request failed');
-    return errors.upstreamFailed(ctx.upstream.cfg, failure, { outcome: 'error', upstreamStatus: undefined, token });
+    const headers = ctx.upstream.policy.kind !== 'none' ? failureStatus('bypass', failure.detail) : undefined;
+    return errors.upstreamFailed(ctx.upstream.cfg, failure, { outcome: 'error', upstreamStatus: undefined, token }, headers);
   };
 
   /**

@@ -9,43 +9,9 @@ import { z } from 'zod';
 import { AppKeyError, appPrivateKey } from './app-jwt.js';
 import { configSchema, type Config } from './schema.js';
 import { consumerKeysProblem, parseConsumerKeysFile, type ConsumerKeyLine } from './keys-file.js';
+import { ConfigError, ENV_VARS } from './env-vars.js';
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-/** Environment variables that override the file. Documented in docs/configuration.md (checked by a test). */
-export const ENV_VARS = {
-  ETAGERE_CONFIG: 'path of the YAML config file (overridden by --config)',
-  PORT: 'listen.port',
-  HOST: 'listen.host',
-  ETAGERE_TLS_CERT_FILE: 'listen.tls.cert_file: the HTTPS certificate (PEM; give the key too)',
-  ETAGERE_TLS_KEY_FILE: 'listen.tls.key_file: the HTTPS private key (PEM; give the certificate too)',
-  ADMIN_PORT: 'admin.port',
-  ADMIN_HOST: 'admin.host',
-  ETAGERE_ADMIN_TOKEN: 'admin.token: the bearer token of /admin/* (also what etagere purge, cache and quota send)',
-  PUBLIC_URL: 'public_url',
-  REDIS_URL: 'redis.url',
-  REDIS_CLUSTER_NODES: 'redis.cluster: comma-separated host:port seed nodes',
-  ETAGERE_TOKENS: 'pool.tokens: comma-separated tokens, each "token" or "name=token"',
-  ETAGERE_TOKENS_FILE: 'pool.tokens_file: a file with one token per line ("name=token" allowed)',
-  ETAGERE_CONSUMER_KEYS_FILE: 'consumers.keys_file: a file of "name=key" lines, the keys of the consumers of consumers.keys',
-  ETAGERE_APP_ID: 'pool.apps: one GitHub App named "app", with this app_id',
-  ETAGERE_APP_PRIVATE_KEY_FILE: "pool.apps[0].private_key_file: that App's private key (PEM)",
-  ETAGERE_APP_INSTALLATIONS: 'pool.apps[0].installations: "all" (the default) or comma-separated installation ids',
-  UPSTREAM_URL: "upstreams[0].url (the default upstream's url)",
-  LOG_LEVEL: 'log.level',
-  WORKERS: 'workers: a number, or "auto" for one per CPU',
-  ETAGERE_PARTITION_SECRET: 'cache.partition_secret',
-  ETAGERE_WEBHOOK_SECRET: "webhooks.secret: the webhook's secret (turns the receiver on)",
-  ETAGERE_WEBHOOK_SECRET_FILE: "webhooks.secret_file: a file holding the webhook's secret",
-  OTEL_EXPORTER_OTLP_ENDPOINT: 'tracing.endpoint: the OTLP/HTTP base endpoint, spans to its /v1/traces (turns tracing on)',
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'tracing.traces_endpoint: the OTLP/HTTP traces URL, used as it is (turns tracing on)',
-  OTEL_SERVICE_NAME: 'tracing.service_name',
-  OTEL_TRACES_SAMPLER: 'tracing.sampler: always_on, always_off, traceidratio or their parentbased_ forms',
-  OTEL_TRACES_SAMPLER_ARG: "tracing.sampler_arg: the traceidratio samplers' ratio, 0 to 1",
-  OTEL_RESOURCE_ATTRIBUTES: 'tracing.resource_attributes: comma-separated key=value pairs (values percent-encoded)',
-} as const;
+export { ConfigError, ENV_VARS };
 
 /** A config key path as errors name it: `listen.port`, `pool.apps[0].private_key_file`. */
 const KEY_PATH = '[a-z_]+(?:\\[\\d+\\])?(?:\\.[a-z_]+(?:\\[\\d+\\])?)*';
@@ -308,6 +274,8 @@ export function tokensBesideFile(config: Config): Config['pool']['tokens'] {
  * Errors name the key and the variable or file, never a value.
  */
 export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => string = (f) => readFileSync(f, 'utf8')): Raw {
+  // Every variable that is not set, named in one error: not one per run.
+  const unset: string[] = [];
   const resolveList = (parent: unknown, key: string, where: string): void => {
     if (parent === null || typeof parent !== 'object') return;
     const list = (parent as Raw)[key];
@@ -319,15 +287,18 @@ export function resolveSecrets(raw: Raw, env: Env, readFile: (path: string) => s
       if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`${where}[${index}].env: must name an environment variable`);
       if ('value' in rest) throw new ConfigError(`${where}[${index}]: give either value or env, not both`);
       const value = env[name];
-      if (value === undefined || value.trim() === '')
-        throw new ConfigError(`${where}[${index}].env: environment variable ${name} is not set`);
+      if (value === undefined || value.trim() === '') {
+        unset.push(`${where}[${index}].env: environment variable ${name} is not set`);
+        return item;
+      }
       return { ...rest, value: value.trim() };
     });
   };
   resolveList(raw.pool, 'tokens', 'pool.tokens');
   resolveList(raw.consumers, 'keys', 'consumers.keys');
+  resolveAppKeys(raw.pool, env, readFile, unset);
+  if (unset.length > 0) throw new ConfigError(unset.join('; '));
   resolveConsumerKeysFile(raw, readFile);
-  resolveAppKeys(raw.pool, env, readFile);
   resolveWebhookSecret(raw.webhooks, readFile);
   const pool = raw.pool as Raw | undefined;
   const file = pool?.tokens_file;
@@ -384,9 +355,10 @@ function resolveConsumerKeysFile(raw: Raw, readFile: (path: string) => string): 
 /**
  * Reads each App's private key (pool.apps[].private_key_file or private_key_env) into
  * `private_key`, and checks that it is an RSA private key in PEM form. Errors name the key, the
- * file or the variable, and what is wrong: never the key's content.
+ * file or the variable, and what is wrong: never the key's content. A variable that is not set
+ * goes on `unset`.
  */
-function resolveAppKeys(pool: unknown, env: Env, readFile: (path: string) => string): void {
+function resolveAppKeys(pool: unknown, env: Env, readFile: (path: string) => string, unset: string[]): void {
   if (pool === null || typeof pool !== 'object') return;
   const apps = (pool as Raw).apps;
   if (!Array.isArray(apps)) return;
@@ -410,7 +382,10 @@ function resolveAppKeys(pool: unknown, env: Env, readFile: (path: string) => str
     } else if (typeof variable === 'string' && variable.length > 0) {
       source = `${where}.private_key_env`;
       const value = env[variable];
-      if (value === undefined || value.trim() === '') throw new ConfigError(`${source}: environment variable ${variable} is not set`);
+      if (value === undefined || value.trim() === '') {
+        unset.push(`${source}: environment variable ${variable} is not set`);
+        return;
+      }
       // A PEM squeezed onto one line with literal "\n" (as CI secret stores often hold it) is unfolded.
       pem = value.includes('\n') ? value : value.replace(/\\n/g, '\n');
     } else {
@@ -455,12 +430,17 @@ function describePath(path: ReadonlyArray<PropertyKey>): string {
   return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }
 
+function isBareUrlIssue(issue: z.core.$ZodIssue): boolean {
+  return issue.code === 'invalid_format' && issue.format === 'url';
+}
+
 /** What is wrong, in the words an operator acts on (zod's own message otherwise). */
 function problemOf(key: string, issue: z.core.$ZodIssue): string {
   const isPort = /(?:^|\.)port$/.test(key);
   if (isPort && (issue.code === 'invalid_type' || issue.code === 'too_big' || issue.code === 'too_small'))
     return 'must be a port number, 0-65535';
   if (issue.code === 'invalid_type' && issue.expected === 'number') return 'must be a number';
+  if (isBareUrlIssue(issue)) return 'must be a URL';
   return issue.message;
 }
 
@@ -468,10 +448,13 @@ function problemOf(key: string, issue: z.core.$ZodIssue): string {
 function parseWith<T>(schema: z.ZodType<T>, raw: unknown, source: string, sources: ReadonlyMap<string, string>): T {
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => {
-    const key = describePath(issue.path);
-    return naming(key, problemOf(key, issue), sources);
-  });
+  const issues = result.error.issues;
+  const keyOf = (issue: z.core.$ZodIssue): string => describePath(issue.path);
+  // zod's bare "Invalid URL" says less than the key's own rule beside it (an http:// URL, say).
+  const shown = issues.filter(
+    (issue) => !(isBareUrlIssue(issue) && issues.some((other) => other !== issue && keyOf(other) === keyOf(issue))),
+  );
+  const problems = shown.map((issue) => naming(keyOf(issue), problemOf(keyOf(issue), issue), sources));
   throw new ConfigError(`invalid ${source}: ${problems.join('; ')}`);
 }
 
@@ -489,6 +472,32 @@ export interface LoadOptions {
   /** Config file path; falls back to ETAGERE_CONFIG, then to no file (built-in defaults). */
   file?: string | undefined;
   env?: Env;
+  /** Command-line flags (`etagere serve --port`): over the environment and the file. */
+  flags?: FlagOverrides;
+}
+
+/** The addresses `etagere serve` takes as flags. */
+export interface FlagOverrides {
+  port?: number | undefined;
+  host?: string | undefined;
+  adminPort?: number | undefined;
+}
+
+/** Each flag, as errors name it, and the key it sets. */
+const FLAG_KEYS = {
+  port: ['--port', ['listen', 'port']],
+  host: ['--host', ['listen', 'host']],
+  adminPort: ['--admin-port', ['admin', 'port']],
+} as const;
+
+/** Sets the given flags' keys on a raw config, in place; records which flag set which key. */
+function applyFlags(raw: Raw, flags: FlagOverrides, sources: Map<string, string>): void {
+  for (const [name, [flag, [section, key]]] of Object.entries(FLAG_KEYS)) {
+    const value = flags[name as keyof FlagOverrides];
+    if (value === undefined) continue;
+    obj(raw, section)[key] = value;
+    sources.set(`${section}.${key}`, flag);
+  }
 }
 
 /** The admin section alone (loadAdminConfig). */
@@ -563,6 +572,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (raw.upstreams === undefined) raw.upstreams = structuredClone(DEFAULT_UPSTREAMS);
   try {
     applyEnv(raw, env);
+    applyFlags(raw, opts.flags ?? {}, sources);
     resolveSecrets(raw, env);
   } catch (err) {
     throw err instanceof ConfigError ? namingVariable(err, sources) : err;

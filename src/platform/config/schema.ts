@@ -10,6 +10,8 @@ import { tokenName } from './token-name.js';
 import { globProblem } from './path-glob.js';
 
 const port = z.number().int().min(0).max(65535);
+/** What `workers` (WORKERS) takes, said whatever is wrong with it. */
+const WORKERS = 'must be a whole number from 1 to 256, or "auto" (one per CPU)';
 const host = z.string().min(1);
 const httpUrl = z
   .string()
@@ -185,7 +187,9 @@ export const appSchema = z
     private_key: z.string().refine(isAppKey, 'is not an RSA private key in PEM form (content not shown)').optional(),
     /** `all`: every installation of the App (listed again every few minutes); or a list of installation ids. */
     installations: z
-      .union([z.literal('all'), z.array(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).min(1, 'give at least one id, or "all"')])
+      .union([z.literal('all'), z.array(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).min(1, 'give at least one id, or "all"')], {
+        error: 'must be "all" or a list of installation ids (whole numbers)',
+      })
       .default('all'),
   })
   .strict()
@@ -541,7 +545,7 @@ export const configSchema = z
       .strict()
       .prefault({}),
     /** Processes serving requests: 1, a number, or "auto" (one per CPU). See src/main/cluster.ts. */
-    workers: z.union([z.literal('auto'), z.number().int().min(1).max(256)]).default(1),
+    workers: z.union([z.literal('auto'), z.number().int(WORKERS).min(1, WORKERS).max(256, WORKERS)], { error: WORKERS }).default(1),
     shutdown: z
       .object({ drain_timeout_ms: z.number().int().positive().default(10_000) })
       .strict()

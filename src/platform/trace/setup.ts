@@ -12,8 +12,9 @@ export async function createTracing(config: TracingConfig, logger: Logger): Prom
   if (settings === undefined) return NO_TRACING;
   const { createOtelTracing } = await import('./otel.js');
   const tracing = createOtelTracing(settings);
+  // service_name, as the key says: every line's own `service` key is the logger's.
   logger.info(
-    { endpoint: shownUrl(settings.url), sampler: settings.sampler, ratio: settings.ratio, service: settings.serviceName },
+    { endpoint: shownUrl(settings.url), sampler: settings.sampler, ratio: settings.ratio, service_name: settings.serviceName },
     'tracing on: spans exported over OTLP/HTTP (JSON)',
   );
   return tracing;

@@ -26,6 +26,8 @@ export interface ConsumerLimits {
   readonly maxPerHour: number | null;
   /** Requests in flight on the pool at once; null: no cap. */
   readonly maxConcurrency: number | null;
+  /** An OIDC issuer's account: the share every name its tokens carry spends from. */
+  readonly oidcIssuer?: boolean;
 }
 
 /** What the pool holds of one resource: its quota over a window, what is left, its next reset (epoch s). */
@@ -88,6 +90,8 @@ export interface ConsumersReport {
   budget: LedgerMode;
   reserve_fraction: number;
   consumers: ConsumerStanding[];
+  /** The accounts that are OIDC issuers (consumers.oidc[].name). */
+  oidc_issuers: string[];
 }
 
 export interface ConsumerBudget extends ConsumerGate {
@@ -270,6 +274,7 @@ export function createConsumerBudget(settings: ConsumerBudgetSettings): Consumer
         budget: ledger.mode(),
         reserve_fraction: settings.reserveFraction,
         consumers: settings.consumers.map((limit) => standing(limit, at)),
+        oidc_issuers: settings.consumers.filter((limit) => limit.oidcIssuer === true).map((limit) => limit.name),
       };
     },
     close() {
@@ -307,7 +312,13 @@ export function consumerBudgetFor(
         maxConcurrency: key.max_concurrency,
       })),
       // An OIDC issuer is one account: every consumer its tokens name spends from its share.
-      ...config.consumers.oidc.map((issuer) => ({ name: issuer.name, weight: issuer.weight, maxPerHour: null, maxConcurrency: null })),
+      ...config.consumers.oidc.map((issuer) => ({
+        name: issuer.name,
+        weight: issuer.weight,
+        maxPerHour: null,
+        maxConcurrency: null,
+        oidcIssuer: true,
+      })),
     ],
     reserveFraction: config.consumers.reserve_fraction,
     queueTimeoutMs: config.pool.queue_timeout_ms,
