@@ -4,7 +4,7 @@
  * carries what the access log and the metrics record about it.
  */
 import type { Readable } from 'node:stream';
-import type { CacheOutcome } from './headers/cache-status.js';
+import type { CacheOutcome } from './headers/fields.js';
 import { responseHeadersForClient, type HeaderMap } from './headers/hop-by-hop.js';
 
 /** What the log line and the metrics record for a request. */

@@ -20,7 +20,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { UpstreamClient } from '../upstream/client.js';
 import { fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
-import { headerReader } from '../http/headers/value.js';
+import { headerReader } from '../http/headers/fields.js';
 import type { PoolHeaders } from './rules/pool-headers.js';
 import { retryable, unauthorizedKind } from './rules/rate-limit.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';

@@ -10,8 +10,7 @@
  * 100 MB from 300 KB of gzip): no joining of the decoded whole, no parse of it.
  */
 import { createGunzip } from 'node:zlib';
-import { isJsonMediaType } from '../http/headers/media-type.js';
-import { headerValue } from '../http/headers/value.js';
+import { isJsonMediaType, headerValue } from '../http/headers/fields.js';
 import { contentCodingOf } from '../http/representation/coding.js';
 import type { Fetched } from './fetch.js';
 import { JsonSyntax } from './json-syntax.js';

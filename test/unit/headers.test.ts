@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cacheStatus } from '../../src/http/headers/cache-status.js';
-import { clientHasCurrent, etagMatches } from '../../src/http/headers/conditional.js';
+import { cacheStatus, clientHasCurrent, etagMatches } from '../../src/http/headers/fields.js';
 import { publicBase, rewriteLink } from '../../src/http/representation/link.js';
 
 describe('conditional requests', () => {

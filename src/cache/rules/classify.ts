@@ -6,16 +6,12 @@
  * result to the cache (`Cache.apply`) and turns it into a reply.
  */
 import type { Readable } from 'node:stream';
-import { parseHttpDate } from '../../http/headers/http-date.js';
-import { headerValue } from '../../http/headers/value.js';
+import { parseHttpDate, headerValue, parseCacheControl, type Directives } from '../../http/headers/fields.js';
 import { contentCodingOf } from '../../http/representation/coding.js';
-import { describesToken, responseHeadersForClient } from '../../http/headers/hop-by-hop.js';
-import { isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
-import type { Unavailable } from '../../http/errors.js';
-import type { UpstreamFailure } from '../../http/errors.js';
+import { describesToken, responseHeadersForClient, isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
+import type { Unavailable, UpstreamFailure } from '../../http/errors.js';
 import type { CheckedBody } from '../../upstream/decode.js';
 import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
-import { parseCacheControl, type Directives } from '../../http/headers/cache-control.js';
 import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304 } from './freshen.js';

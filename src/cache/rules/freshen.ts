@@ -15,7 +15,7 @@
  *
  * The GitHub policies keep their documented rule: a 304 confirms the entry it answered.
  */
-import { parseHttpDate } from '../../http/headers/http-date.js';
+import { parseHttpDate } from '../../http/headers/fields.js';
 import type { PolicyKind } from './policy.js';
 import type { Validators } from './validators.js';
 

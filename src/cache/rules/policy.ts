@@ -12,9 +12,7 @@
  * under every policy; `planFor` says what a request does with what is stored. Every function here
  * takes plain data and returns plain data.
  */
-import { isJsonMediaType } from '../../http/headers/media-type.js';
-import type { Directives } from '../../http/headers/cache-control.js';
-import { REPRESENTATION_FRAMING } from '../../http/headers/framing.js';
+import { isJsonMediaType, type Directives, REPRESENTATION_FRAMING } from '../../http/headers/fields.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import type { CacheEntry } from './entry.js';
 import type { CheckedBody } from '../../upstream/decode.js';
@@ -124,7 +122,7 @@ function rfcNotStorableReason(policy: FreshnessPolicy, input: StoreInput): strin
  * does not parse (garbled or cut by the upstream or something in between, with a consistent
  * Content-Length). Such an answer is an upstream failure: never stored, never served as the
  * resource (a stored entry is served instead, stale-if-error). Other types, GitHub's media types with
- * a parameter (`application/vnd.github.raw+json`: src/http/headers/media-type.ts) among them, are not inspected.
+ * a parameter (`application/vnd.github.raw+json`: src/http/headers/fields.ts) among them, are not inspected.
  * A gzip body comes already checked, as it was decoded a chunk at a time.
  */
 export function corruptBody(status: number, contentType: string | undefined, body: Buffer | CheckedBody): boolean {

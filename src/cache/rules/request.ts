@@ -3,8 +3,7 @@
  * its keys, its Cache-Control directives, a reader of its headers, and the upstream's policy.
  * Plain data (no socket, no response), so the cache's steps are testable without a server.
  */
-import { requestDirectives, type Directives } from '../../http/headers/cache-control.js';
-import { headerValue } from '../../http/headers/value.js';
+import { requestDirectives, type Directives, headerValue } from '../../http/headers/fields.js';
 import { acceptKeyPart } from './accept.js';
 import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
 import { ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';

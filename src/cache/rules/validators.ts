@@ -17,7 +17,7 @@
  * shows is not mistaken for no change. Otherwise, and for another token's entry (a switch), the
  * ETag as always.
  */
-import { parseHttpDate } from '../../http/headers/http-date.js';
+import { parseHttpDate } from '../../http/headers/fields.js';
 import { fieldValue, type CacheEntry } from './entry.js';
 import type { PolicyKind } from './policy.js';
 

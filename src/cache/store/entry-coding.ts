@@ -9,7 +9,7 @@
 import { kMaxLength } from 'node:buffer';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { contentCodingOf } from '../../http/representation/coding.js';
-import { parseCacheControl } from '../../http/headers/cache-control.js';
+import { parseCacheControl } from '../../http/headers/fields.js';
 import { ownedCopy } from '../../platform/owned-bytes.js';
 
 export interface EntryCoding {

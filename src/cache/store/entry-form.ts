@@ -25,7 +25,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CacheEntry } from '../rules/entry.js';
 import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite } from '../../http/representation/link.js';
-import { isJsonMediaType } from '../../http/headers/media-type.js';
+import { isJsonMediaType } from '../../http/headers/fields.js';
 import { hasUrlsUnder, rewriteBodyUrls, weakened } from '../../http/representation/body-urls.js';
 import type { PublicAddresses } from '../../http/representation/public-addresses.js';
 import type { Representation } from '../../http/reply.js';

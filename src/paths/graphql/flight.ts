@@ -9,8 +9,7 @@ import { clientDirectives, clientNoCacheMode } from '../../cache/rules/client-di
 import { graphqlTags, storableData } from '../../cache/rules/graphql-tags.js';
 import type { CacheRequest } from '../../cache/rules/request.js';
 import type { CacheEntry } from '../../cache/rules/entry.js';
-import { requestDirectives } from '../../http/headers/cache-control.js';
-import { headerReader, headerValue } from '../../http/headers/value.js';
+import { requestDirectives, headerReader, headerValue } from '../../http/headers/fields.js';
 import type { OperationLabels } from '../../platform/metrics/operation-label.js';
 import type { SpanHandle } from '../../platform/trace/tracing.js';
 import type { Fetched } from '../../upstream/fetch.js';

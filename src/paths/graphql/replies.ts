@@ -7,7 +7,7 @@
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { currentAge } from '../../cache/rules/policy.js';
-import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import { cacheStatus, type CacheStatusInput } from '../../http/headers/fields.js';
 import { errors } from '../../http/errors.js';
 import { streamReply, type Reply } from '../../http/reply.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';

@@ -16,7 +16,7 @@ import type { UpstreamConfig } from '../../platform/config/schema.js';
 import { dropHopByHop, responseHeadersForClient } from '../../http/headers/hop-by-hop.js';
 import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../../http/representation/link.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../../cache/rules/invalidation.js';
-import { headerValue } from '../../http/headers/value.js';
+import { headerValue } from '../../http/headers/fields.js';
 import { basePrefixOf } from '../../http/route.js';
 import { classifyUpstreamError } from '../../upstream/client.js';
 import { writeError } from '../../http/answer.js';

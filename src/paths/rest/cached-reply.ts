@@ -9,7 +9,7 @@ import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { STALE } from '../../cache/store/cache.js';
 import { currentAge, usableOnError, type Plan } from '../../cache/rules/policy.js';
-import { cacheStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import { cacheStatus, type CacheStatusInput } from '../../http/headers/fields.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';

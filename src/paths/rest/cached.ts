@@ -29,7 +29,7 @@ import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
 import type { TokenPool } from '../../pool/rules/types.js';
-import { cacheStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus } from '../../http/headers/fields.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../../pool/rules/fair-share.js';

@@ -10,9 +10,8 @@ import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/
 import type { Partitioner } from '../../cache/rules/key.js';
 import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
 import { storedValidators, validatorsByToken } from '../../cache/rules/validators.js';
-import { CONDITIONAL_HEADERS } from '../../http/headers/conditional.js';
+import { CONDITIONAL_HEADERS, headerValue } from '../../http/headers/fields.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
-import { headerValue } from '../../http/headers/value.js';
 import { isEquivalentAccept } from '../../cache/rules/accept.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';

@@ -5,7 +5,7 @@
  * rate limit is retried on another token and the token's x-ratelimit-* are replaced by the pool's.
  * A transit failure before any byte reaches the client is retried (src/upstream/retry-rules.ts).
  */
-import { cacheStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus } from '../../http/headers/fields.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';

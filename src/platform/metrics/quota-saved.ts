@@ -9,7 +9,7 @@
  * - `miss`, `bypass`, `error`, or no cache outcome at all: quota was spent (or nothing was
  *   answered from the cache).
  */
-/** What a request's answer was, as metrics and logs count it (Cache-Status names it: http/headers/cache-status.ts). */
+/** What a request's answer was, as metrics and logs count it (Cache-Status names it: http/headers/fields.ts). */
 export type CacheOutcome = 'hit' | 'revalidated' | 'miss' | 'stale' | 'coalesced' | 'bypass' | 'error';
 
 const FREE_OUTCOMES: ReadonlySet<string> = new Set<CacheOutcome>(['hit', 'stale', 'coalesced']);

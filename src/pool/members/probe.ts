@@ -7,7 +7,7 @@
  * confirm a 401 (confirm.ts), to revive dead tokens, and for the members a reload adds or updates
  * (reload.ts) before they join.
  */
-import { headerReader } from '../../http/headers/value.js';
+import { headerReader } from '../../http/headers/fields.js';
 import { readCapped } from '../../platform/capped-read.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { UpstreamClient } from '../../upstream/client.js';

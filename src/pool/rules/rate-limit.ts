@@ -10,7 +10,7 @@
  */
 import { RESOURCES } from './resource.js';
 import type { HeaderLookup, RateObservation, UnauthorizedKind, Verdict } from './types.js';
-import { parseHttpDate } from '../../http/headers/http-date.js';
+import { parseHttpDate } from '../../http/headers/fields.js';
 
 function int(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;
