@@ -17,7 +17,7 @@ import { consumerKeysFromFile } from '../platform/config/load.js';
 import type { Logger } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../paths/upstreams.js';
-import type { LinkSettings } from '../http/representation/public-addresses.js';
+import type { LinkSettings } from '../http/representation.js';
 import type { PassThrough } from '../paths/context.js';
 import { createPassThrough } from '../paths/pass-through/pass-through.js';
 import { createGraphqlRuntime, type GraphqlRuntime } from '../paths/graphql/runtime.js';
@@ -30,7 +30,7 @@ import { createOidcVerifier, type OidcVerifier } from '../pool/consumers/oidc.js
 import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
 import { createLogMemo } from '../platform/log/access.js';
 import type { BoundedMemo } from '../platform/memo.js';
-import { createRequestIds, type RequestIds } from '../http/request-id.js';
+import { createRequestIds, type RequestIds } from '../http/target.js';
 import { reloadWithoutPool, type ReloadOutcome, type ReloadTrigger } from '../pool/members/reload.js';
 import type { AppTiming } from '../pool/members/app-members.js';
 import { createPoolRuntime, type PoolRuntime } from '../pool/runtime.js';
@@ -88,7 +88,7 @@ export interface Services {
   readonly consumerBudget: ConsumerBudget | undefined;
   /** The webhook receiver, when a webhook secret is configured (src/paths/webhooks/). */
   readonly webhooks: WebhookReceiver | undefined;
-  /** X-Request-Id values for requests without a sane one (src/http/request-id.ts). */
+  /** X-Request-Id values for requests without a sane one (src/http/target.ts). */
   readonly requestId: RequestIds;
   /** Spans of each request, or `NO_TRACING` (src/platform/trace/). */
   readonly tracing: Tracing;

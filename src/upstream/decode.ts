@@ -11,7 +11,7 @@
  */
 import { createGunzip } from 'node:zlib';
 import { isJsonMediaType, headerValue } from '../http/headers/fields.js';
-import { contentCodingOf } from '../http/representation/coding.js';
+import { contentCodingOf } from '../http/representation.js';
 import type { Fetched } from './fetch.js';
 import { JsonSyntax } from './json-syntax.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptsCoding, acceptsGzip, contentCodingOf, refusesCoding } from '../../src/http/representation/coding.js';
+import { acceptsCoding, acceptsGzip, contentCodingOf, refusesCoding } from '../../src/http/representation.js';
 import { entryCoding, fixedCoding } from '../../src/cache/store/entry-coding.js';
 
 describe('Accept-Encoding (RFC 9110 section 12.5.3)', () => {

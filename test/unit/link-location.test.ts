@@ -11,7 +11,7 @@ import {
   rewriteLocation,
   rewritesLocation,
   withRoutePrefix,
-} from '../../src/http/representation/link.js';
+} from '../../src/http/representation.js';
 
 const header = (values: Record<string, string>) => (name: string) => values[name];
 const rewrite = { upstreamBase: 'https://api.github.com', proxyBase: 'http://localhost:8080' };

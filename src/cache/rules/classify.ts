@@ -7,7 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import { parseHttpDate, headerValue, parseCacheControl, type Directives } from '../../http/headers/fields.js';
-import { contentCodingOf } from '../../http/representation/coding.js';
+import { contentCodingOf } from '../../http/representation.js';
 import { describesToken, responseHeadersForClient, isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
 import type { Unavailable, UpstreamFailure } from '../../http/errors.js';
 import type { CheckedBody } from '../../upstream/decode.js';

@@ -11,12 +11,12 @@
  * Folding more spellings together than the upstream does only marks more entries stale than
  * needed (an extra revalidation, a free 304 on GitHub), never fewer.
  *
- * `normalPath` lives in src/http/normal-path.ts (consumer scopes use it too).
+ * `normalPath` lives in src/http/target.ts (consumer scopes use it too).
  *
  * A scope's id, the form the cache remembers, publishes and persists:  <upstream> \n <x|p> \n <path>
  */
 
-import { normalPath } from '../../http/normal-path.js';
+import { normalPath } from '../../http/target.js';
 
 export { normalPath };
 

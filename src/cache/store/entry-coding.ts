@@ -8,7 +8,7 @@
  */
 import { kMaxLength } from 'node:buffer';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { contentCodingOf } from '../../http/representation/coding.js';
+import { contentCodingOf } from '../../http/representation.js';
 import { parseCacheControl } from '../../http/headers/fields.js';
 import { ownedCopy } from '../../platform/owned-bytes.js';
 

@@ -24,14 +24,11 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CacheEntry } from '../rules/entry.js';
-import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite } from '../../http/representation/link.js';
+import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite, hasUrlsUnder, rewriteBodyUrls, weakened, type PublicAddresses, acceptsGzip, refusesCoding } from '../../http/representation.js';
 import { isJsonMediaType } from '../../http/headers/fields.js';
-import { hasUrlsUnder, rewriteBodyUrls, weakened } from '../../http/representation/body-urls.js';
-import type { PublicAddresses } from '../../http/representation/public-addresses.js';
 import type { Representation } from '../../http/reply.js';
 import type { RewrittenBodies } from './rewritten-bodies.js';
 import { decodedBody, encodedBody, entryCoding } from './entry-coding.js';
-import { acceptsGzip, refusesCoding } from '../../http/representation/coding.js';
 
 export interface EntryForm extends Representation {
   /** What the form was made for: the coding it is in and the public base (see formKey). */
@@ -113,7 +110,7 @@ export class EntryForms {
     const accept = headers['accept-encoding'];
     // A client without Accept-Encoding takes any coding.
     if (plain.fixed !== undefined && accept !== undefined && refusesCoding(accept, plain.fixed)) return undefined;
-    // No Accept-Encoding: the proxy may choose, and gives identity (coding.ts).
+    // No Accept-Encoding: the proxy may choose, and gives identity (src/http/representation.ts).
     return this.clientForm(headers, entry, plain, plain.gzip && (accept === undefined || !acceptsGzip(accept)));
   }
 

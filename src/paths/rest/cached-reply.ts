@@ -16,7 +16,7 @@ import { errors } from '../../http/errors.js';
 import type { PoolHeaders } from '../../pool/rules/pool-headers.js';
 import { resourceOf } from '../../pool/rules/resource.js';
 import { streamReply, type Reply, type Served } from '../../http/reply.js';
-import { refusesCoding } from '../../http/representation/coding.js';
+import { refusesCoding } from '../../http/representation.js';
 import { fixedCoding } from '../../cache/store/entry-coding.js';
 
 /**

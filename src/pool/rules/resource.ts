@@ -4,14 +4,13 @@
  * never says anything about another. A request's resource follows from its upstream path below
  * the base path: `/search/code` is `code_search`, any other `/search/*` is `search`, `/graphql` is
  * `graphql` (on Enterprise Server, whose REST base is `/api/v3`, GraphQL's `/api/graphql` too:
- * src/http/graphql-endpoint.ts), and the rest is `core`. The other resources are learnt and reported,
+ * src/http/route.ts), and the rest is `core`. The other resources are learnt and reported,
  * never reserved.
  *
  * Only the names below are accepted from the upstream: an unknown name is ignored, so a hostile
  * answer can neither grow the pool's state nor add metric labels.
  */
-import { graphqlEndpoint } from '../../http/graphql-endpoint.js';
-import { basePrefixOf } from '../../http/route.js';
+import { graphqlEndpoint, basePrefixOf } from '../../http/route.js';
 
 /** In GET /rate_limit's order; the fake GitHub has its own list, kept equal by test/unit/token-resources.test.ts. */
 export const RESOURCES = [
