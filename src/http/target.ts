@@ -83,7 +83,7 @@ export function checkFraming(transferEncoding: string | undefined): Target | und
 
 /*
  * The normal form of a request path, where the spellings a client may use for one GitHub
- * resource meet. Cache path scopes (src/cache/rules/path-scope.ts) and consumer scopes
+ * resource meet. Cache path scopes (src/cache/rules/stale-marks.ts) and consumer scopes
  * (src/pool/rules/allow.ts) compare paths in it:
  *
  *   - lower case (GitHub's owner and repository names are case-insensitive);

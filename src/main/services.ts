@@ -21,8 +21,7 @@ import type { LinkSettings } from '../http/representation.js';
 import type { PassThrough } from '../paths/context.js';
 import { createPassThrough } from '../paths/pass-through/pass-through.js';
 import { createGraphqlRuntime, type GraphqlRuntime } from '../paths/graphql/runtime.js';
-import type { EntryForm } from '../cache/store/entry-form.js';
-import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
+import { type EntryForm, createRewrittenBodies } from '../cache/store/entry-form.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consumer-budget.js';
 import { consumerKeysOf, createConsumers, type Consumers } from '../pool/consumers/consumers.js';
@@ -149,7 +148,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
-  // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/cache/store/rewritten-bodies.ts).
+  // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/cache/store/entry-form.ts).
   const rewrittenBodies = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 8));
   const upstreams = config.upstreams.map((cfg) =>
     createUpstreamRuntime(

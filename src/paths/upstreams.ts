@@ -7,7 +7,7 @@ import type { RetryObserver } from '../upstream/retries.js';
 import { PublicAddresses, type LinkSettings } from '../http/representation.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
 import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
-import { sharesEquivalentAccept } from '../cache/rules/accept.js';
+import { sharesEquivalentAccept } from '../cache/rules/key.js';
 import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 
 export interface UpstreamRuntime {
@@ -17,7 +17,7 @@ export interface UpstreamRuntime {
   readonly policy: UpstreamPolicy;
   /** Route templates for metric labels. */
   readonly routes: RouteMatcher;
-  /** GitHub's REST API: the Accept values that select its default JSON share one entry (src/cache/rules/accept.ts). */
+  /** GitHub's REST API: the Accept values that select its default JSON share one entry (src/cache/rules/key.ts). */
   readonly sharesAccept: boolean;
   /**
    * Where the upstream's addresses (its URL, origin + base path, as it appears in Link headers and

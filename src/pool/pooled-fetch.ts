@@ -74,7 +74,7 @@ interface Req extends UpstreamRequest {
    * 200 whose errors say RATE_LIMITED counts as a 429, src/pool/rules/graphql-rate-limit.ts).
    */
   tokenStatus?: (status: number, body: Buffer, header: HeaderLookup) => number;
-  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/validators.ts). */
+  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/entry.ts). */
   tokenHeaders?: TokenHeaders;
   /**
    * A short keyed id of a token's value (an Authorization value; never the value itself): given,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { COVERED, createCoverage, policyByPath } from '../../src/cache/rules/webhook-coverage.js';
 import { EVENT_TABLE } from '../../src/cache/rules/webhook-events.js';
 import { scopesFor } from '../../src/cache/rules/webhook-scopes.js';
-import { inScope } from '../../src/cache/rules/path-scope.js';
+import { inScope } from '../../src/cache/rules/stale-marks.js';
 import type { FreshnessPolicy } from '../../src/cache/rules/policy.js';
 
 const repository = { id: 1296269, name: 'Hello-World', full_name: 'Octocat/Hello-World', owner: { login: 'Octocat' } };

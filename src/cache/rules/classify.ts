@@ -12,14 +12,12 @@ import { describesToken, responseHeadersForClient, isRateLimitHeader } from '../
 import type { Unavailable, UpstreamFailure } from '../../http/errors.js';
 import type { CheckedBody } from '../../upstream/decode.js';
 import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
-import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
+import { fieldValue, type CacheEntry, type FetchedBy, type Validators, asNegative, negativeLifetime } from './entry.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304 } from './freshen.js';
-import type { Validators } from './validators.js';
 import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
 import type { CacheRequest } from './request.js';
 import { parseSurrogateControl, withSurrogate } from './surrogate-control.js';
-import { asNegative, negativeLifetime } from './negative.js';
 
 /** What the upstream exchange produced: a fetch on a token (or without one), or no token to use. */
 export type Got =
@@ -116,7 +114,7 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
           varyStar: vary === undefined,
         });
   const transient = isTransient(fetched.status, fetched.headers);
-  // A 404 or 410 the GitHub policies keep for a while (negative.ts).
+  // A 404 or 410 the GitHub policies keep for a while (entry.ts).
   const negative = reason === 'status' ? negativeLifetime(req.policy, fetched.status, req.method) : undefined;
   if (negative !== undefined)
     return {

@@ -1,7 +1,7 @@
 /**
  * Pure: what a 304 does to a stored response. Under `rfc9111`, which stored response it freshens
  * (RFC 9111 section 4.3.4) and which of its header fields it updates (section 3.2); the validators
- * the revalidation sent are validators.ts.
+ * the revalidation sent are in entry.ts.
  *
  * Selection (section 4.3.4, first match; the proxy holds one stored response per key):
  *   - the 304 carries a strong ETag: it selects the stored response only if that one has the same
@@ -17,7 +17,7 @@
  */
 import { parseHttpDate } from '../../http/headers/fields.js';
 import type { PolicyKind } from './policy.js';
-import type { Validators } from './validators.js';
+import type { Validators } from './entry.js';
 
 const isWeak = (tag: string): boolean => tag.startsWith('W/');
 const opaque = (tag: string): string => (isWeak(tag) ? tag.slice(2) : tag);

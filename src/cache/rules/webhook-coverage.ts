@@ -16,7 +16,7 @@
  * what no event announces (reactions, subscribers_count, permissions gained through a team):
  * docs/webhooks.md lists it with the trade-off.
  */
-import { normalPath, segmentsOf } from './path-scope.js';
+import { normalPath, segmentsOf } from './stale-marks.js';
 import { policyOf, type FreshnessPolicy, type UpstreamPolicy } from './policy.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import { parseTemplate } from './webhook-events.js';

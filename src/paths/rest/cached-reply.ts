@@ -17,7 +17,7 @@ import type { PoolHeaders } from '../../pool/rules/pool-headers.js';
 import { resourceOf } from '../../pool/rules/resource.js';
 import { streamReply, type Reply, type Served } from '../../http/reply.js';
 import { refusesCoding } from '../../http/representation.js';
-import { fixedCoding } from '../../cache/store/entry-coding.js';
+import { fixedCoding } from '../../cache/store/entry-codec.js';
 
 /**
  * The client explicitly refused the coding of the entry that would answer it, which the proxy may

@@ -6,13 +6,11 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Got } from '../../cache/rules/classify.js';
-import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/rules/entry.js';
-import type { Partitioner } from '../../cache/rules/key.js';
+import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy, storedValidators, validatorsByToken } from '../../cache/rules/entry.js';
+import { type Partitioner, isEquivalentAccept } from '../../cache/rules/key.js';
 import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
-import { storedValidators, validatorsByToken } from '../../cache/rules/validators.js';
 import { CONDITIONAL_HEADERS, headerValue } from '../../http/headers/fields.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
-import { isEquivalentAccept } from '../../cache/rules/accept.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RequestContext } from '../context.js';

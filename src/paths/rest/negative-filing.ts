@@ -1,11 +1,11 @@
 /**
- * A stored 404 or 410 (src/cache/rules/negative.ts) is filed under its path's repository and
+ * A stored 404 or 410 (src/cache/rules/entry.ts) is filed under its path's repository and
  * owner (src/cache/store/tags.ts), so that a webhook delivery that could create the path purges it.
  * An answer that went upstream before a purge of one of those tags may predate the change: its
  * entry is dropped again, here and on the other replicas.
  */
 import type { CacheResult } from '../../cache/rules/classify.js';
-import { isNegativeStatus, pathTags } from '../../cache/rules/negative.js';
+import { isNegativeStatus, pathTags } from '../../cache/rules/entry.js';
 import { retentionSeconds } from '../../cache/rules/policy.js';
 import type { TaggedAbout, TagStore } from '../../cache/store/tags.js';
 import type { Cache } from '../../cache/store/cache.js';
