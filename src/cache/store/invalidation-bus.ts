@@ -16,7 +16,7 @@ export interface InvalidationHandlers {
   entry(key: string, storedAt: number): void;
   dropped(key: string): void;
   path(scope: string, at: number): void;
-  /** Path scopes marked stale by a webhook delivery or a purge (ids of src/cache/rules/path-scope.ts). */
+  /** Path scopes marked stale by a webhook delivery or a purge (ids of src/cache/rules/stale-marks.ts). */
   marked?(ids: string[], at: number, source: string): void;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Stale marks as L1 sees them: the path index of its keys (path-index.ts) and the marks
+ * Stale marks as L1 sees them: the path index of its keys (memory-store.ts) and the marks
  * remembered (stale-marks.ts). A mark turns every L1 entry in its scopes stale at once, through the
  * index; entries that reach L1 later (read from L2, or stored by an exchange that began before the
  * mark) are checked as they arrive. The hit path (cache.ts `hit`) does not change: a marked entry is
@@ -7,17 +7,15 @@
  */
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { CacheEntry } from '../rules/entry.js';
-import type { MemoryStore } from './memory-store.js';
-import { createPathIndex, type PathIndex } from './path-index.js';
-import { parseScopeId } from '../rules/path-scope.js';
-import { createStaleMarks, markedStale, originOf, type Mark, type StaleMarksSettings } from '../rules/stale-marks.js';
+import { type MemoryStore, createPathIndex, type PathIndex } from './memory-store.js';
+import { parseScopeId, createStaleMarks, markedStale, originOf, type Mark, type StaleMarksSettings } from '../rules/stale-marks.js';
 
 export interface Marking {
   readonly index: PathIndex;
   /** Scopes remembered. */
   readonly scopes: number;
   /**
-   * Marks the scopes (ids, path-scope.ts) stale in L1 and remembers them; returns the L1 entries
+   * Marks the scopes (ids, stale-marks.ts) stale in L1 and remembers them; returns the L1 entries
    * in them (all marked before the call returns, or, past MARKED_PER_TURN, within the next turns).
    */
   mark(ids: readonly string[], mark: Mark): number;
