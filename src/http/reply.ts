@@ -95,7 +95,7 @@ export interface Outgoing {
 
 /**
  * Rewrites the headers of a streamed answer: the pool's x-ratelimit-* in place of the token's, for
- * pool consumers (src/pool/rules/pool-headers.ts).
+ * pool consumers (src/pool/rules/report.ts).
  */
 export interface StreamHeaders {
   apply(out: Record<string, string | string[] | undefined>, token: string | undefined): void;

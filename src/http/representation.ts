@@ -216,7 +216,7 @@ export function hasUrlsUnder(body: Buffer, upstreamBase: string): boolean {
 /**
  * The body with every string value under `upstreamBase` moved to `proxyBase`, or undefined when
  * there is none. `proxyBase` is written JSON-escaped, so no base can break out of its string. The
- * result has an allocation of its own (it is memoized: src/platform/owned-bytes.ts says why).
+ * result has an allocation of its own (it is memoized: src/platform/bytes.ts says why).
  */
 export function rewriteBodyUrls(body: Buffer, upstreamBase: string, proxyBase: string): Buffer | undefined {
   if (upstreamBase === proxyBase) return undefined;

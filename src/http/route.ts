@@ -5,7 +5,7 @@
  * ("/bicyclists" matches "/bicyclists" and "/bicyclists/x", never "/bicyclistsx").
  */
 import type { UpstreamConfig } from '../platform/config/schema.js';
-import { createBoundedMemo } from '../platform/memo.js';
+import { createBoundedMemo } from '../platform/bytes.js';
 import { GITHUB_GET_ROUTES, GITHUB_MULTI_SEGMENT } from './github-routes.js';
 
 /** "" for "/", else the path without its trailing slash: what upstream paths are appended to. */
@@ -94,7 +94,7 @@ export function servesEnterpriseForms(upstream: UpstreamConfig): boolean {
  * one segment (GitHub's multi-segment parameters, such as a file's `{path}`, one or more); a final
  * `*` matches the rest. An upstream's own templates (`upstreams[].routes`) are tried first. Paths
  * that match no template, or have an empty segment, are labelled `other`. Matches are memoised
- * in a memo bounded in bytes (src/platform/memo.ts), counted in etagere_cache_bytes{tier="route_memo"}.
+ * in a memo bounded in bytes (src/platform/bytes.ts), counted in etagere_cache_bytes{tier="route_memo"}.
  */
 /** GitHub's GET paths, and its GraphQL endpoint (a POST, not in the REST description). */
 export const DEFAULT_ROUTES: readonly string[] = [...GITHUB_GET_ROUTES, '/graphql'];

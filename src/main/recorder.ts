@@ -9,20 +9,17 @@
  * sampled (misses, and one hit in 1 / `log.access_ratio`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FormReply, Representation, Served } from '../http/reply.js';
-import { NOT_SERVED } from '../http/reply.js';
+import { type FormReply, type Representation, type Served, NOT_SERVED } from '../http/reply.js';
 import { apiPathname } from '../http/route.js';
 import type { RequestContext } from '../paths/context.js';
 import type { UpstreamRuntime } from '../paths/upstreams.js';
-import type { AccessLog } from '../platform/log/access.js';
+import type { AccessLog } from '../platform/log/logger.js';
 import type { CountCell } from '../platform/metrics/cells.js';
-import type { ConsumerLabels } from '../platform/metrics/consumer-label.js';
-import { LabelSets } from '../platform/metrics/label-sets.js';
-import { upstreamSpend } from '../platform/metrics/quota-saved.js';
-import { NO_CONSUMER } from '../platform/metrics/quota-windows.js';
+import { type ConsumerLabels, LabelSets } from '../platform/metrics/labels.js';
+import { upstreamSpend, NO_CONSUMER } from '../platform/metrics/quota-windows.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import type { RequestCell } from '../platform/metrics/request-metrics.js';
-import type { PathCounts } from '../platform/metrics/top-paths.js';
+import type { PathCounts } from '../platform/metrics/activity.js';
 import { ATTR, pathOnly, serverSpanName, type RequestSpan } from '../platform/trace/tracing.js';
 
 /** Which requests get an access line (`log.access`). */
@@ -73,7 +70,7 @@ interface HitRecord {
   readonly authorized: boolean;
   readonly route: string;
   readonly cell: RequestCell;
-  /** The access line's fields from method to cache (access.ts `template`), when lines go to pino's destination. */
+  /** The access line's fields from method to cache (logger.ts `template`), when lines go to pino's destination. */
   readonly template: string | undefined;
   /** The busiest-paths counts of its path, while the table's generation is `generation`. */
   readonly top: PathCounts | undefined;
@@ -98,7 +95,7 @@ export class Recorder {
   readonly #hits = new WeakMap<Representation, HitRecord>();
   /** Under `sampled`: the share of a hit line owed so far (one is written each time it reaches 1). */
   #owed = 0;
-  /** The consumer labels' generation last seen: labels given up since then lose their series (consumer-label.ts). */
+  /** The consumer labels' generation last seen: labels given up since then lose their series (labels.ts). */
   #labelsSeen: number;
 
   constructor(metrics: Metrics, access: AccessLog, labels: ConsumerLabels, choice: AccessChoice) {
@@ -201,7 +198,7 @@ export class Recorder {
     return label === undefined ? undefined : this.#consumers.of(label, record.route);
   }
 
-  /** Labels given up (metrics.consumer_label user_agent: consumer-label.ts): their series and cells go. */
+  /** Labels given up (metrics.consumer_label user_agent: labels.ts): their series and cells go. */
   #forgetRetired(): void {
     const metrics = this.#metrics;
     this.#labelsSeen = this.#labels.generation;

@@ -14,7 +14,7 @@ import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
 import { Cache } from '../cache/store/cache.js';
 import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import { consumerKeysFromFile } from '../platform/config/load.js';
-import type { Logger } from '../platform/log/logger.js';
+import { type Logger, createLogMemo } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../paths/upstreams.js';
 import type { LinkSettings } from '../http/representation.js';
@@ -27,8 +27,7 @@ import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consum
 import { consumerKeysOf, createConsumers, type Consumers } from '../pool/consumers/consumers.js';
 import { createOidcVerifier, type OidcVerifier } from '../pool/consumers/oidc.js';
 import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
-import { createLogMemo } from '../platform/log/access.js';
-import type { BoundedMemo } from '../platform/memo.js';
+import type { BoundedMemo } from '../platform/bytes.js';
 import { createRequestIds, type RequestIds } from '../http/target.js';
 import { reloadWithoutPool, type ReloadOutcome, type ReloadTrigger } from '../pool/members/reload.js';
 import type { AppTiming } from '../pool/members/app-members.js';
@@ -50,7 +49,7 @@ export interface ServiceDeps {
 }
 
 export interface HandlerMemos {
-  /** The access log's quoted values (src/platform/log/access.ts). */
+  /** The access log's quoted values (src/platform/log/logger.ts). */
   readonly accessLog: BoundedMemo;
   /** The consumers' pool credentials (src/pool/consumers/credential.ts). */
   readonly credentials: PoolCredentials;
@@ -91,7 +90,7 @@ export interface Services {
   readonly requestId: RequestIds;
   /** Spans of each request, or `NO_TRACING` (src/platform/trace/). */
   readonly tracing: Tracing;
-  /** The request handler's memos (src/platform/memo.ts), reported in etagere_cache_bytes. */
+  /** The request handler's memos (src/platform/bytes.ts), reported in etagere_cache_bytes. */
   readonly memos: HandlerMemos;
   /**
    * Agrees on the partition secret through Redis, mints the GitHub Apps' first installation tokens

@@ -2,7 +2,7 @@
 import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { UpstreamPolicy } from '../cache/rules/policy.js';
 import { createRouteMatcher, type RouteMatcher, ENTERPRISE_REST_BASE, servesEnterpriseForms } from '../http/route.js';
-import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
+import { createUpstreamClient, type UpstreamClient } from '../upstream/fetch.js';
 import type { RetryObserver } from '../upstream/retries.js';
 import { PublicAddresses, type LinkSettings } from '../http/representation.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';

@@ -1,6 +1,6 @@
 /**
  * One upstream exchange on a pool token: take a lease in the request's rate-limit resource (its
- * path says which: resource.ts), send with its Authorization, tell the pool what came back, and
+ * path says which: rate-limit.ts), send with its Authorization, tell the pool what came back, and
  * try another token when the answer was the token's fault (primary or secondary rate limit).
  * A 401 "Bad credentials" first asks whether the credential can be renewed (`pool.renew`: a GitHub
  * App installation token is re-minted once): renewed, the request is sent again on the new
@@ -9,7 +9,7 @@
  * request is tried on another; otherwise the 401 is about the request and goes to the client as
  * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
  * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
- * it is a plain `fetchBuffered`. A transit failure (src/upstream/retry-rules.ts) is sent again, as the
+ * it is a plain `fetchBuffered`. A transit failure (src/upstream/retries.ts) is sent again, as the
  * upstream's retry state decides, on a new lease (a new upstream request for the pool and the
  * consumer's share; the same token may serve it: a transit failure says nothing about the token).
  *
@@ -18,13 +18,11 @@
  * came from: no callback sets anything aside.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { UpstreamClient } from '../upstream/client.js';
-import { fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
+import { type UpstreamClient, fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
 import { headerReader } from '../http/headers/fields.js';
-import type { PoolHeaders } from './rules/pool-headers.js';
-import { retryable, unauthorizedKind } from './rules/rate-limit.js';
+import type { PoolHeaders } from './rules/report.js';
+import { retryable, unauthorizedKind, resourceOf } from './rules/rate-limit.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';
-import { resourceOf } from './rules/resource.js';
 import { pointsOf } from './rules/points.js';
 import { anotherSeesMore } from './rules/scopes.js';
 import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';

@@ -16,8 +16,7 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classify, mentionsRateLimit, readRateLimit } from '../../src/pool/rules/rate-limit.js';
-import type { Resource } from '../../src/pool/rules/resource.js';
+import { classify, mentionsRateLimit, readRateLimit, type Resource } from '../../src/pool/rules/rate-limit.js';
 import {
   budgetKeys,
   decodeReply,

@@ -10,8 +10,7 @@ import { parseHttpDate, headerValue, parseCacheControl, type Directives } from '
 import { contentCodingOf } from '../../http/representation.js';
 import { describesToken, responseHeadersForClient, isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
 import type { Unavailable, UpstreamFailure } from '../../http/errors.js';
-import type { CheckedBody } from '../../upstream/decode.js';
-import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
+import type { CheckedBody, Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
 import { fieldValue, type CacheEntry, type FetchedBy, type Validators, asNegative, negativeLifetime } from './entry.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304 } from './freshen.js';
@@ -26,7 +25,7 @@ export type Got =
       fetched: Fetched;
       token: string | undefined;
       fetchedBy: FetchedBy;
-      /** The body decoded (src/upstream/decode.ts): the body itself for identity, checked as it decoded for gzip, undefined for a coding the proxy does not decode. */
+      /** The body decoded (src/upstream/fetch.ts): the body itself for identity, checked as it decoded for gzip, undefined for a coding the proxy does not decode. */
       decoded?: Buffer | CheckedBody | undefined;
     }
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };

@@ -17,7 +17,7 @@
  * - On GitHub, the Accept values that select its default JSON share one key (`acceptKeyPart`).
  */
 import { createHmac } from 'node:crypto';
-import { createBoundedMemo } from '../../platform/memo.js';
+import { createBoundedMemo } from '../../platform/bytes.js';
 import { languageSelects, normaliseSelecting } from './vary-normalise.js';
 
 export const ANONYMOUS = 'anon';

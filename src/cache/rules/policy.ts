@@ -15,7 +15,7 @@
 import { isJsonMediaType, type Directives, REPRESENTATION_FRAMING } from '../../http/headers/fields.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import type { CacheEntry } from './entry.js';
-import type { CheckedBody } from '../../upstream/decode.js';
+import type { CheckedBody } from '../../upstream/fetch.js';
 
 export type PolicyKind = 'max-age' | 'revalidate' | 'ttl' | 'rfc9111' | 'none';
 
@@ -128,7 +128,7 @@ function rfcNotStorableReason(policy: FreshnessPolicy, input: StoreInput): strin
 export function corruptBody(status: number, contentType: string | undefined, body: Buffer | CheckedBody): boolean {
   const whole = Buffer.isBuffer(body);
   if (status < 200 || status >= 300 || (whole ? body.length : body.size) === 0 || !isJsonMediaType(contentType)) return false;
-  if (!whole) return body.json === false; // src/upstream/decode.ts
+  if (!whole) return body.json === false; // src/upstream/fetch.ts
   try {
     JSON.parse(body.toString('utf8'));
     return false;

@@ -14,7 +14,7 @@
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
-import { ownedCopy } from '../../platform/owned-bytes.js';
+import { ownedCopy } from '../../platform/bytes.js';
 import { cacheStatus } from '../../http/headers/fields.js';
 import type { FormReply, Served } from '../../http/reply.js';
 import type { CacheResult } from '../rules/classify.js';

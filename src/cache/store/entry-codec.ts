@@ -20,7 +20,7 @@ import { kMaxLength } from 'node:buffer';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { contentCodingOf } from '../../http/representation.js';
 import { parseCacheControl } from '../../http/headers/fields.js';
-import { ownedCopy } from '../../platform/owned-bytes.js';
+import { ownedCopy } from '../../platform/bytes.js';
 
 /**
  * 2: the body is kept in the coding it arrived in (gzip), with its decoded size. 3: the write
@@ -226,7 +226,7 @@ export function fixedCoding(
  * more than 16 KB). An entry knows its decoded size, so the chunk is made one byte larger than that
  * (one more than zlib needs to finish in one pass): the output is then a view of nearly all of an
  * allocation of its own, no copy. Otherwise (a wrong size, a value from another replica, a small
- * body in the shared slab) the output is copied to an allocation of its own size (owned-bytes.ts).
+ * body in the shared slab) the output is copied to an allocation of its own size (src/platform/bytes.ts).
  */
 
 /** The largest output chunk asked of zlib for one decode (a larger body comes in several chunks and is joined). */

@@ -29,7 +29,7 @@ import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite, hasUr
 import { isJsonMediaType } from '../../http/headers/fields.js';
 import type { Representation } from '../../http/reply.js';
 import { decodedBody, encodedBody, entryCoding } from './entry-codec.js';
-import { createMemo } from '../../platform/memo.js';
+import { createMemo } from '../../platform/bytes.js';
 
 export interface EntryForm extends Representation {
   /** What the form was made for: the coding it is in and the public base (see formKey). */
@@ -238,7 +238,7 @@ export class EntryForms {
  * (clients reach the proxy under a handful of names: a service name, localhost, an ingress host),
  * so that a body is rewritten once per entry and base, not per hit. An LRU keyed by the entry
  * itself (a replaced entry is a new object and a new key; the old one ages out), bounded in bytes
- * (src/platform/memo.ts),
+ * (src/platform/bytes.ts),
  * with at most MAX_BASES forms an entry, the least recently used replaced first: no client can fill
  * memory by sending Host names, nor pin an entry's slots so that its regular clients' form is never
  * kept. Its size is exported in `etagere_cache_bytes`.

@@ -3,7 +3,7 @@
  * them over, the framing fields, JSON media types, HTTP-dates, conditional requests, Cache-Control
  * directives and Cache-Status values.
  */
-import type { CacheOutcome } from '../../platform/metrics/quota-saved.js';
+import type { CacheOutcome } from '../../platform/metrics/quota-windows.js';
 
 type Headers = Readonly<Record<string, string | string[] | undefined>>;
 

@@ -27,7 +27,7 @@ import { errors } from '../../http/errors.js';
 import { NOT_SERVED, type Reply, type Served } from '../../http/reply.js';
 import type { UpstreamRuntime } from '../upstreams.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
-import { classifyUpstreamError } from '../../upstream/client.js';
+import { classifyUpstreamError } from '../../upstream/fetch.js';
 import { readBody } from '../../http/body.js';
 import { MAX_BODY_BYTES } from './limits.js';
 import { clientCall, pooledQuery, type ClientCall } from './operation.js';

@@ -18,7 +18,7 @@ import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePr
 import { invalidatedPaths, invalidates, type PathMapping } from '../../cache/rules/invalidation.js';
 import { headerValue } from '../../http/headers/fields.js';
 import { basePrefixOf } from '../../http/route.js';
-import { classifyUpstreamError } from '../../upstream/client.js';
+import { classifyUpstreamError } from '../../upstream/fetch.js';
 import { writeError } from '../../http/answer.js';
 import { errors } from '../../http/errors.js';
 import type { PassThrough } from '../context.js';

@@ -13,8 +13,8 @@ import { cacheStatus, type CacheStatusInput } from '../../http/headers/fields.js
 import type { Logger } from '../../platform/log/logger.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
-import type { PoolHeaders } from '../../pool/rules/pool-headers.js';
-import { resourceOf } from '../../pool/rules/resource.js';
+import type { PoolHeaders } from '../../pool/rules/report.js';
+import { resourceOf } from '../../pool/rules/rate-limit.js';
 import { streamReply, type Reply, type Served } from '../../http/reply.js';
 import { refusesCoding } from '../../http/representation.js';
 import { fixedCoding } from '../../cache/store/entry-codec.js';

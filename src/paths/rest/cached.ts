@@ -17,13 +17,12 @@ import { RoutedRequest, type CacheRequest, type PoolMembers } from '../../cache/
 import type { Cache, Found, Ready } from '../../cache/store/cache.js';
 import type { TagStore } from '../../cache/store/tags.js';
 import { apiPathname } from '../../http/route.js';
-import { fileNegative } from './negative-filing.js';
+import { fileNegative, type ExchangeContext, type UpstreamExchange } from './exchange.js';
 import type { Logger } from '../../platform/log/logger.js';
 import { answer } from '../../http/answer.js';
 import { onlyIfCachedCoding, poolHeadersFor, refusedStream, resultReply, type CachedReply } from './cached-reply.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
-import type { ExchangeContext, UpstreamExchange } from './exchange.js';
 import { createRefreshAhead, type NoteRead } from './refresh-ahead.js';
 import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
@@ -49,7 +48,7 @@ export interface CachedPathDeps {
   readonly metrics?: Metrics | undefined;
   /** L2 lookups, waits on a flight and background revalidations are spans of the request's trace. */
   readonly tracing?: Tracing | undefined;
-  /** Where stored 404s are filed for webhook purges (negative-filing.ts); without it they only expire. */
+  /** Where stored 404s are filed for webhook purges (exchange.ts); without it they only expire. */
   readonly tags?: TagStore | undefined;
 }
 

@@ -10,10 +10,10 @@
  * etagere_cache_outcomes_total and etagere_quota_saved_total are views of that table, summed by
  * their own labels when they are scraped (cells.ts `derive`): the same text as four sets of cells.
  */
-import { savedQuota } from './quota-saved.js';
+import { savedQuota } from './quota-windows.js';
 import type { BuiltMetrics } from './build.js';
-import { LabelSets } from './label-sets.js';
-import { BUCKET_MS, type Bucket, type RecentStats } from './recent.js';
+import { LabelSets } from './labels.js';
+import { BUCKET_MS, type Bucket, type RecentStats } from './activity.js';
 
 /** One label set of answered requests: its counts per duration bucket (the last above every bound) and their sum. */
 export interface RequestCell {
@@ -23,7 +23,7 @@ export interface RequestCell {
   readonly status: string;
   /** The cache outcome, or '' for a request without one. */
   readonly outcome: string;
-  /** It spent no upstream quota (quota-saved.ts). */
+  /** It spent no upstream quota (quota-windows.ts). */
   readonly saved: boolean;
   readonly hit: boolean;
   readonly counts: number[];

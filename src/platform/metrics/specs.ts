@@ -8,7 +8,7 @@
  *
  * Labels are bounded: upstream, consumer and GitHub App names come from the config (a consumer
  * labelled by its User-Agent is one of at most 50 at a time, whose series go when it drops out:
- * consumer-label.ts), routes are
+ * labels.ts), routes are
  * templates (src/http/route.ts), tokens are names (never values), and methods, status codes,
  * outcomes, operations and states are small fixed sets.
  */

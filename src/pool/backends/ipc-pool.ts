@@ -27,9 +27,8 @@
  * (`credentialDigest`), so that this channel carries credentials one way only.
  */
 import { createHash } from 'node:crypto';
-import { classify } from '../rules/rate-limit.js';
+import { classify, resourceNamed, type Resource } from '../rules/rate-limit.js';
 import { unknownReport } from '../rules/report.js';
-import { resourceNamed, type Resource } from '../rules/resource.js';
 import { scopeAgreement } from '../rules/scopes.js';
 import type {
   Acquired,

@@ -5,7 +5,7 @@
  * test/integration/pool-parity.test.ts runs the scripts and state.ts over one table of cases, so
  * a change to one that is not made to the other fails there.
  *
- * Every script works in one rate-limit resource (resource.ts), given as an argument: a token has a
+ * Every script works in one rate-limit resource (rate-limit.ts), given as an argument: a token has a
  * window per resource, and its pause and death hold in all of them.
  *
  * Keys share the hash tag {pool}, so every script stays in one Cluster slot:
@@ -21,7 +21,7 @@
  * reads as alive.
  */
 import { fallbackReset, RESET_GRACE_MS, UNSEEN, type Settlement } from '../rules/state.js';
-import type { Resource } from '../rules/resource.js';
+import type { Resource } from '../rules/rate-limit.js';
 import { backgroundReserve, burstBudget, BURST_WINDOW_MS, chargeOf, LOG_SPAN_MS, type PaceKind } from '../rules/points.js';
 import type { TokenNumbers } from '../rules/types.js';
 

@@ -8,7 +8,7 @@
  */
 
 import type { ConsumerRefusal, Unavailable } from '../../http/errors.js';
-import type { Resource } from './resource.js';
+import type { Resource } from './rate-limit.js';
 import type { PaceKind } from './points.js';
 
 export type { ConsumerRefusal, Unavailable };
@@ -113,7 +113,7 @@ export type Acquired = { kind: 'lease'; lease: Lease } | { kind: 'unavailable'; 
 export interface AcquireOptions {
   prefer?: string | undefined;
   exclude?: ReadonlySet<string> | undefined;
-  /** The request's rate-limit resource (resource.ts): the budget it is chosen, reserved and settled in. Default core. */
+  /** The request's rate-limit resource (rate-limit.ts): the budget it is chosen, reserved and settled in. Default core. */
   resource?: Resource | undefined;
   /** The consumer the request is for (consumer keys on): waiters are served in weighted fair order by consumer. */
   consumer?: string | undefined;
