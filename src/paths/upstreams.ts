@@ -6,7 +6,7 @@ import { createUpstreamClient, type UpstreamClient } from '../upstream/fetch.js'
 import type { RetryObserver } from '../upstream/retries.js';
 import { PublicAddresses, type LinkSettings } from '../http/representation.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
-import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
+import { upstreamPolicy } from '../cache/rules/stale-marks.js';
 import { sharesEquivalentAccept } from '../cache/rules/key.js';
 import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 

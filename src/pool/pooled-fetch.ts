@@ -8,7 +8,7 @@
  * GET /rate_limit with the token answers 401 too (`pool.confirm`): then the token is dead and the
  * request is tried on another; otherwise the 401 is about the request and goes to the client as
  * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
- * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
+ * is tried on such a member (rate-limit.ts); if that one refuses (4xx), the 404 stands. Without a pool
  * it is a plain `fetchBuffered`. A transit failure (src/upstream/retries.ts) is sent again, as the
  * upstream's retry state decides, on a new lease (a new upstream request for the pool and the
  * consumer's share; the same token may serve it: a transit failure says nothing about the token).
@@ -21,10 +21,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type UpstreamClient, fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
 import { headerReader } from '../http/headers/fields.js';
 import type { PoolHeaders } from './rules/report.js';
-import { retryable, unauthorizedKind, resourceOf } from './rules/rate-limit.js';
+import { retryable, unauthorizedKind, resourceOf, anotherSeesMore } from './rules/rate-limit.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';
-import { pointsOf } from './rules/points.js';
-import { anotherSeesMore } from './rules/scopes.js';
+import { pointsOf } from './rules/choose.js';
 import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
 import { ATTR, SPANS, type SpanHandle } from '../platform/trace/tracing.js';
 
@@ -79,7 +78,7 @@ interface Req extends UpstreamRequest {
    * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
    */
   valueId?: (authorization: string) => string;
-  /** Background work (a revalidation nobody waits for): it spends only the points clients leave, and never waits (points.ts). */
+  /** Background work (a revalidation nobody waits for): it spends only the points clients leave, and never waits (choose.ts). */
   background?: boolean;
   /** The span the token wait and upstream spans descend from, when tracing is on. */
   parent?: SpanHandle | undefined;
@@ -150,7 +149,7 @@ function confirmed(pool: TokenPool, name: string, body: string | undefined): Pro
   return pool.confirm(name, unauthorizedKind(body)).catch(() => 'unknown' as const);
 }
 
-/** A 404 on a member whose scopes lack what the endpoint accepts, when another untried member has it (scopes.ts). */
+/** A 404 on a member whose scopes lack what the endpoint accepts, when another untried member has it (rate-limit.ts). */
 function lacksScope(pool: TokenPool, name: string, accepted: string | undefined, tried: ReadonlySet<string>): boolean {
   // An equivalent pool's members report one scope set (or none): no member sees more.
   return !pool.equivalent && accepted !== undefined && accepted !== '' && anotherSeesMore(pool.snapshot(), name, accepted, tried);

@@ -1,5 +1,5 @@
 /**
- * Pool tokens' OAuth scopes: the pure rules (scopes.ts), what the in-process pool learns from its
+ * Pool tokens' OAuth scopes: the pure rules (rate-limit.ts), what the in-process pool learns from its
  * answers and probes, and a cluster worker following the primary's members' scopes.
  */
 import { describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import {
   UNSEEN_SCOPES,
   type ScopeAgreement,
   type ScopesRow,
-} from '../../src/pool/rules/scopes.js';
+} from '../../src/pool/rules/rate-limit.js';
 import type { Acquired, HeaderLookup, Lease } from '../../src/pool/rules/types.js';
 import { channelPair } from '../helpers/ipc-channel.js';
 import { until } from '../helpers/proxy.js';

@@ -33,7 +33,7 @@ export interface FreshnessPolicy {
   heuristicFraction: number;
   /**
    * A floor on the lifetime of a response the policy lets be fresh at all, seconds: an upstream's
-   * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/webhook-coverage.ts). Unset: none.
+   * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/stale-marks.ts). Unset: none.
    */
   freshFloor?: number;
   /** How long a 404 or 410 to a GET is stored under the GitHub policies, seconds (entry.ts); unset or 0: never. */
@@ -42,7 +42,7 @@ export interface FreshnessPolicy {
 
 /**
  * An upstream's freshness policy, the one way it is read: its kind (the same on every path), and
- * the policy for one client path, with more freshness where webhooks cover it (webhook-coverage.ts
+ * the policy for one client path, with more freshness where webhooks cover it (stale-marks.ts
  * `upstreamPolicy` builds it).
  */
 export interface UpstreamPolicy {

@@ -61,7 +61,7 @@ export const cachePolicySchema = z
     /** How an entry is revalidated once its pool token has a new value (re-minted, rotated): with the
      *  old value's ETag (a full 200 on GitHub), or with If-Modified-Since (src/cache/rules/entry.ts). */
     rotated_token_revalidation: z.enum(['etag', 'last_modified']).default('etag'),
-    /** On the paths the webhooks cover (src/cache/rules/webhook-coverage.ts), entries stay fresh at least this long (0: off). */
+    /** On the paths the webhooks cover (src/cache/rules/stale-marks.ts), entries stay fresh at least this long (0: off). */
     webhook_fresh_seconds: z.number().int().min(0).max(86_400).default(0),
     /** Revalidate an entry read during its freshness lifetime in the background shortly before it expires (src/cache/rules/refresh-ahead.ts). */
     refresh_ahead: z.boolean().default(false),
@@ -214,7 +214,7 @@ export const poolSchema = z
     max_concurrency: z.number().int().min(1).max(10_000).default(90),
     /**
      * Secondary-limit points each token may spend in any minute on REST (GitHub: 900; a GET costs 1,
-     * a write 5), and at most a sixth of it plus one in any 10 s (src/pool/rules/points.ts).
+     * a write 5), and at most a sixth of it plus one in any 10 s (src/pool/rules/choose.ts).
      */
     points_per_minute: z.number().int().min(1).max(1_000_000).default(900),
     /** The same for GraphQL calls (GitHub: 2,000 a minute; a query costs 1). */

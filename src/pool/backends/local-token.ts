@@ -10,9 +10,8 @@
  */
 import { quotaLeft, UNSEEN, windowOver } from '../rules/state.js';
 import { allowanceLeft, resourceReport, reportOf } from '../rules/report.js';
-import { RESOURCES, type Resource } from '../rules/rate-limit.js';
-import { scopesRow, UNSEEN_SCOPES, type MemberScopes } from '../rules/scopes.js';
-import { type PaceEntry, type PaceKind, BURST_WINDOW_MS, burstBudget, LOG_SPAN_MS, paceReadyAt, pointsOf, pruneLog, chargeOf, spentWithin } from '../rules/points.js';
+import { RESOURCES, type Resource, scopesRow, UNSEEN_SCOPES, type MemberScopes } from '../rules/rate-limit.js';
+import { type PaceEntry, type PaceKind, BURST_WINDOW_MS, burstBudget, LOG_SPAN_MS, paceReadyAt, pointsOf, pruneLog, chargeOf, spentWithin } from '../rules/choose.js';
 import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState, AcquireOptions } from '../rules/types.js';
 import { leavesOwed } from '../rules/points-share.js';
 import type { ConsumerPace } from './consumer-pace.js';
@@ -48,9 +47,9 @@ export interface Token {
   secondaryRepeats: number;
   lastError: string | null;
   lastErrorAt: number | null;
-  /** What its answers said of its OAuth scopes (scopes.ts): the credential's, so a new value is unseen again. */
+  /** What its answers said of its OAuth scopes (rate-limit.ts): the credential's, so a new value is unseen again. */
   scopes: MemberScopes;
-  /** What this process sent on it lately, per points budget (points.ts: the sliding log), oldest first. */
+  /** What this process sent on it lately, per points budget (choose.ts: the sliding log), oldest first. */
   readonly pace: Map<PaceKind, PaceEntry[]>;
   /** Not before this time (epoch ms) in a points budget: the shared budget said other replicas spent it. */
   readonly paceHold: Map<PaceKind, number>;
@@ -181,7 +180,7 @@ export function endAllowances(token: Token): void {
 }
 
 /*
- * The in-process pool's side of pacing (points.ts has the rule): each token's log of what this
+ * The in-process pool's side of pacing (choose.ts has the rule): each token's log of what this
  * process sent per points budget, how it makes a token wait (a token short of points looks paused
  * until they are back, so choice, waiting and Retry-After work as for a secondary-limit pause),
  * the hold the shared budget puts on a token whose points other replicas spent, and, with consumer

@@ -8,11 +8,10 @@
  */
 
 import type { ConsumerRefusal, Unavailable } from '../../http/errors.js';
-import type { Resource } from './rate-limit.js';
-import type { PaceKind } from './points.js';
+import type { Resource, ScopeAgreement, ScopesFrom } from './rate-limit.js';
+import type { PaceKind } from './choose.js';
 
 export type { ConsumerRefusal, Unavailable };
-import type { ScopeAgreement, ScopesFrom } from './scopes.js';
 
 /** Reads one response header by its lower-case name. */
 export type HeaderLookup = (name: string) => string | undefined;
@@ -119,11 +118,11 @@ export interface AcquireOptions {
   consumer?: string | undefined;
   /** That consumer's weight (default 1). */
   weight?: number | undefined;
-  /** The request's secondary-limit points (points.ts `pointsOf`); default 1 (a read). */
+  /** The request's secondary-limit points (choose.ts `pointsOf`); default 1 (a read). */
   points?: number | undefined;
   /**
    * Background work (refresh-ahead, stale-while-revalidate): it spends only points clients leave
-   * (points.ts `backgroundReserve`), never waits in the queue, and goes after waiting clients.
+   * (choose.ts `backgroundReserve`), never waits in the queue, and goes after waiting clients.
    */
   background?: boolean | undefined;
 }
@@ -192,12 +191,12 @@ export interface PoolEvents {
   exhausted?(name: string, reset: number, resource?: Resource): void;
   secondary?(name: string, pauseMs: number): void;
   rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full' | 'paced' | 'background'): void;
-  /** A request was sent on the token: the secondary-limit points it spent in a budget (points.ts). */
+  /** A request was sent on the token: the secondary-limit points it spent in a budget (choose.ts). */
   spent?(name: string, kind: PaceKind, points: number): void;
   queued?(waitedSeconds: number): void;
   /**
    * The members' reported OAuth scopes began or stopped to differ, or differ in another way
-   * (scopes.ts): told once per change, after the change settled (a reload's probes included).
+   * (rate-limit.ts): told once per change, after the change settled (a reload's probes included).
    */
   scopes?(agreement: ScopeAgreement): void;
 }
@@ -226,7 +225,7 @@ export interface TokenPool {
   readonly names: readonly string[];
   /**
    * Whether the members share one cache partition now: `pool.equivalent`, unless two members
-   * report different OAuth scopes (scopes.ts), which makes it false until they agree again.
+   * report different OAuth scopes (rate-limit.ts), which makes it false until they agree again.
    */
   readonly equivalent: boolean;
   acquire(opts?: AcquireOptions): Promise<Acquired>;
@@ -243,7 +242,7 @@ export interface TokenPool {
   learn(name: string, status: number, observation: Learnt, error?: string): void;
   /**
    * What an answer with this token (GET /rate_limit's, or a request's) said of its OAuth scopes:
-   * the X-OAuth-Scopes value, or undefined when the answer had none (scopes.ts `learnScopes`).
+   * the X-OAuth-Scopes value, or undefined when the answer had none (rate-limit.ts `learnScopes`).
    */
   learnScopes(name: string, header: string | undefined, status: number): void;
   /**
