@@ -10,7 +10,7 @@ import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
 import { createTagStore, type TagStore } from '../cache/store/tags.js';
 import { createRefreshScheduler, type RefreshScheduler } from '../cache/store/refresh-scheduler.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
-import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
+import { DEFAULT_MARK_SETTINGS } from '../cache/store/memory-store.js';
 import { Cache } from '../cache/store/cache.js';
 import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import { consumerKeysFromFile } from '../platform/config/load.js';

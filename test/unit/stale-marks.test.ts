@@ -1,7 +1,7 @@
 /**
  * Marking stale by path scope: the normal form and scope ids (stale-marks.ts), the index of L1's
  * keys (memory-store.ts) kept by the memory store's hooks, the marks (stale-marks.ts) and the cache
- * that uses them (marking.ts, validity.ts, cache.ts), and the webhook signature (src/paths/webhooks/signature.ts).
+ * that uses them (memory-store.ts, validity.ts, cache.ts), and the webhook signature (src/paths/webhooks/signature.ts).
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';

@@ -5,7 +5,7 @@
  * Messages:  "e <replica> <storedAt> <key>"  (entry written)
  *            "d <replica> 0 <key>"           (entry dropped)
  *            "p <replica> <at> <scope>"      (path invalidated)
- *            "m <replica> <at> <source> <scope id>\t<scope id>..."   (scopes marked stale: src/cache/store/marking.ts)
+ *            "m <replica> <at> <source> <scope id>\t<scope id>..."   (scopes marked stale: src/cache/store/memory-store.ts)
  * Keys hold no credential: the partition in a key is a keyed hash.
  */
 import { randomBytes } from 'node:crypto';

@@ -58,7 +58,7 @@ function sharable(result: CacheResult): boolean {
   return result.kind !== 'unavailable' || !isConsumerRefusal(result.reason);
 }
 
-/** When an exchange's request went upstream: a stale mark made since then covers its answer (src/cache/store/marking.ts). */
+/** When an exchange's request went upstream: a stale mark made since then covers its answer (src/cache/store/memory-store.ts). */
 const sentAt = (got: Got): number | undefined =>
   got.kind === 'fetched' && got.fetched.kind === 'response' ? got.fetched.requestTime : undefined;
 

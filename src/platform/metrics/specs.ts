@@ -357,7 +357,7 @@ export const METRIC_SPECS = {
       'gone, timeout (then fetched itself), unavailable (no Redis).',
     labelNames: ['result'],
   },
-  // Webhooks, purges and stale marks (src/paths/webhooks/, src/cache/store/marking.ts, src/paths/admin/admin-cache.ts).
+  // Webhooks, purges and stale marks (src/paths/webhooks/, src/cache/store/memory-store.ts, src/paths/admin/admin-cache.ts).
   webhookDeliveries: {
     type: 'counter',
     name: 'etagere_webhook_deliveries_total',
