@@ -123,6 +123,38 @@ export function createRecentStats(): RecentStats {
  * are not counted. Counts are since start (or since the path was last dropped): a ranking, not
  * an account. Per process.
  */
+/** One path's counts; a hit adds one to `hits`. */
+export interface PathCounts {
+  hits: number;
+  fetches: number;
+  spent: number;
+}
+
+/** One path's counts, as /admin/cache/stats shows them. */
+export interface PathRow {
+  upstream: string;
+  path: string;
+  hits: number;
+  upstream_requests: number;
+  quota_spent: number;
+}
+
+export interface TopPaths {
+  record(upstream: string, path: string, hit: boolean, upstreamCall: boolean, spent: boolean): void;
+  /** Records one answered request by its cache outcome (`authorized`: its upstream exchange carried a credential). */
+  served(upstream: string, path: string, outcome: string | undefined, authorized: boolean): void;
+  /**
+   * One path's counts, made when missing, to keep and add hits to while `generation` stays the
+   * same (a stored form's hits: src/main/recorder.ts); undefined for a path too long to count.
+   */
+  countsOf(upstream: string, path: string): PathCounts | undefined;
+  /** Changes whenever counts made before are no longer the ones counted (the busier half kept). */
+  readonly generation: number;
+  /** The `count` busiest paths by hits, or by quota spent (then upstream requests). */
+  top(by: 'hits' | 'spent', count: number): PathRow[];
+  readonly size: number;
+}
+
 const MAX_PATHS = 10_000;
 const MAX_PATH_CHARS = 512;
 
