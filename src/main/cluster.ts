@@ -22,7 +22,7 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import { startApp, type App } from './app.js';
 import type { Config } from '../platform/config/schema.js';
 import { createLogger, type Logger } from '../platform/log/logger.js';
-import type { RecentSummary } from '../platform/metrics/activity.js';
+import type { RecentSummary } from '../platform/metrics/request-metrics.js';
 import { consumerLabelMode } from '../platform/metrics/labels.js';
 import { quotaReport, type QuotaRow, type QuotaWindow } from '../platform/metrics/quota-windows.js';
 import { createMetrics, type Metrics } from '../platform/metrics/registry.js';

@@ -16,10 +16,9 @@ import type { UpstreamRuntime } from '../paths/upstreams.js';
 import type { AccessLog } from '../platform/log/logger.js';
 import type { CountCell } from '../platform/metrics/cells.js';
 import { type ConsumerLabels, LabelSets } from '../platform/metrics/labels.js';
-import { upstreamSpend, NO_CONSUMER } from '../platform/metrics/quota-windows.js';
+import { upstreamSpend, NO_CONSUMER, type PathCounts } from '../platform/metrics/quota-windows.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import type { RequestCell } from '../platform/metrics/request-metrics.js';
-import type { PathCounts } from '../platform/metrics/activity.js';
 import { ATTR, pathOnly, serverSpanName, type RequestSpan } from '../platform/trace/tracing.js';
 
 /** Which requests get an access line (`log.access`). */

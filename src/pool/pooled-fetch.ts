@@ -21,7 +21,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { type UpstreamClient, fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
 import { headerReader } from '../http/headers/fields.js';
 import type { PoolHeaders } from './rules/report.js';
-import { retryable, unauthorizedKind, resourceOf, anotherSeesMore } from './rules/rate-limit.js';
+import { retryable, unauthorizedKind, resourceOf } from './rules/rate-limit.js';
+import { anotherSeesMore } from './rules/scopes.js';
 import type { ConsumerGate } from './consumers/consumer-budget.js';
 import { pointsOf } from './rules/choose.js';
 import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
@@ -71,7 +72,7 @@ interface Req extends UpstreamRequest {
    * 200 whose errors say RATE_LIMITED counts as a 429, src/pool/rules/graphql-rate-limit.ts).
    */
   tokenStatus?: (status: number, body: Buffer, header: HeaderLookup) => number;
-  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/entry.ts). */
+  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/freshen.ts). */
   tokenHeaders?: TokenHeaders;
   /**
    * A short keyed id of a token's value (an Authorization value; never the value itself): given,
@@ -149,7 +150,7 @@ function confirmed(pool: TokenPool, name: string, body: string | undefined): Pro
   return pool.confirm(name, unauthorizedKind(body)).catch(() => 'unknown' as const);
 }
 
-/** A 404 on a member whose scopes lack what the endpoint accepts, when another untried member has it (rate-limit.ts). */
+/** A 404 on a member whose scopes lack what the endpoint accepts, when another untried member has it (scopes.ts). */
 function lacksScope(pool: TokenPool, name: string, accepted: string | undefined, tried: ReadonlySet<string>): boolean {
   // An equivalent pool's members report one scope set (or none): no member sees more.
   return !pool.equivalent && accepted !== undefined && accepted !== '' && anotherSeesMore(pool.snapshot(), name, accepted, tried);

@@ -4,7 +4,8 @@
  * L2 already and is no answer.
  */
 import { describe, expect, it } from 'vitest';
-import { createCoalescer, type LockResult } from '../../src/cache/store/coalesce.js';
+import { createCoalescer } from '../../src/cache/store/coalesce.js';
+import type { LockResult } from '../../src/cache/store/flight-lock.js';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { type CacheRequest, keysFor } from '../../src/cache/rules/request.js';
 import { POOL } from '../../src/cache/rules/key.js';

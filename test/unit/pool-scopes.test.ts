@@ -1,19 +1,11 @@
 /**
- * Pool tokens' OAuth scopes: the pure rules (rate-limit.ts), what the in-process pool learns from its
+ * Pool tokens' OAuth scopes: the pure rules (scopes.ts), what the in-process pool learns from its
  * answers and probes, and a cluster worker following the primary's members' scopes.
  */
 import { describe, expect, it } from 'vitest';
 import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.js';
 import { createTokenPool } from '../../src/pool/backends/local-pool.js';
-import {
-  anotherSeesMore,
-  learnScopes,
-  parseScopes,
-  scopeAgreement,
-  UNSEEN_SCOPES,
-  type ScopeAgreement,
-  type ScopesRow,
-} from '../../src/pool/rules/rate-limit.js';
+import { anotherSeesMore, learnScopes, parseScopes, scopeAgreement, UNSEEN_SCOPES, type ScopeAgreement, type ScopesRow } from '../../src/pool/rules/scopes.js';
 import type { Acquired, HeaderLookup, Lease } from '../../src/pool/rules/types.js';
 import { channelPair } from '../helpers/ipc-channel.js';
 import { until } from '../helpers/proxy.js';

@@ -36,7 +36,7 @@ export interface FreshnessPolicy {
    * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/stale-marks.ts). Unset: none.
    */
   freshFloor?: number;
-  /** How long a 404 or 410 to a GET is stored under the GitHub policies, seconds (entry.ts); unset or 0: never. */
+  /** How long a 404 or 410 to a GET is stored under the GitHub policies, seconds (classify.ts); unset or 0: never. */
   negativeSeconds?: number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The Redis side of the cache: L2 (redis-store.ts), its single-flight lock (coalesce.ts), the
+ * The Redis side of the cache: L2 (redis-store.ts), its single-flight lock (flight-lock.ts), the
  * bus that tells the other replicas what this one wrote, dropped and invalidated
  * (invalidation-bus.ts), and the stale marks kept for replicas that start later (shared-marks.ts).
  */
@@ -8,7 +8,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { StaleMarksSettings } from '../rules/stale-marks.js';
-import { createFlightLock, type FlightLock } from './coalesce.js';
+import { createFlightLock, type FlightLock } from './flight-lock.js';
 import type { HeaderTable } from './header-intern.js';
 import { createInvalidationBus, type InvalidationBus, type InvalidationHandlers } from './invalidation-bus.js';
 import { createRedisStore, type RedisStore } from './redis-store.js';

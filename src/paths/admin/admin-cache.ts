@@ -31,7 +31,7 @@ import { isTag, normalTag } from '../../cache/rules/tags.js';
 import { currentAge } from '../../cache/rules/policy.js';
 import { readBody } from '../../http/body.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
-import type { PathRow } from '../../platform/metrics/activity.js';
+import type { PathRow } from '../../platform/metrics/quota-windows.js';
 
 export interface CacheAdminDeps {
   readonly cache: Pick<Cache, 'l1' | 'shared' | 'validity'>;

@@ -13,14 +13,14 @@
  * origin (headers/admin-write.ts): a page in the operator's browser cannot purge.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { RecentSummary } from '../../platform/metrics/activity.js';
+import type { RecentSummary } from '../../platform/metrics/request-metrics.js';
 import { adminWriteRefusal, isAdminWrite } from '../../http/headers/admin-write.js';
 import { adminTokenRefusal, adminTokenRule, type AdminTokenRule } from '../../http/headers/admin-token.js';
 import { adminHostAllowed } from '../../platform/host.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { DOCUMENTATION_URL } from '../../http/errors.js';
 import type { ConsumersReport } from '../../pool/consumers/consumer-budget.js';
-import { equivalenceReport, type EquivalenceReport, type ScopesRow } from '../../pool/rules/rate-limit.js';
+import { equivalenceReport, type EquivalenceReport, type ScopesRow } from '../../pool/rules/scopes.js';
 import { consumersAnswer } from './admin-consumers.js';
 import type { ConsumerLabelMode } from '../../platform/metrics/labels.js';
 import type { QuotaReport, QuotaWindow } from '../../platform/metrics/quota-windows.js';
@@ -68,7 +68,7 @@ function json(res: ServerResponse, status: number, value: unknown): void {
   res.end(body);
 }
 
-/** Whether the pool is served as equivalent now, and why not (the tokens' scopes: src/pool/rules/rate-limit.ts). */
+/** Whether the pool is served as equivalent now, and why not (the tokens' scopes: src/pool/rules/scopes.ts). */
 function equivalence(state: AdminState, tokens: readonly ScopesRow[] | undefined): EquivalenceReport | null {
   return tokens === undefined ? null : equivalenceReport(state.equivalentConfigured ?? true, tokens);
 }

@@ -1,13 +1,15 @@
 /**
  * One upstream exchange for the cache: the client's end-to-end headers minus those the cache owns,
  * the stored entry's validators, a pool token when the request uses the pool (the token that
- * stored the entry first: its ETag only matches that credential; src/cache/rules/entry.ts says what is sent
+ * stored the entry first: its ETag only matches that credential; src/cache/rules/freshen.ts says what is sent
  * once that token has a new value), then counted and logged. A stored 404 or 410 is filed
  * under its tags here too (`fileNegative`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Got, CacheResult } from '../../cache/rules/classify.js';
-import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy, storedValidators, validatorsByToken, isNegativeStatus, pathTags } from '../../cache/rules/entry.js';
+import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/rules/entry.js';
+import { storedValidators, validatorsByToken } from '../../cache/rules/freshen.js';
+import { isNegativeStatus, pathTags } from '../../cache/rules/classify.js';
 import { type Partitioner, isEquivalentAccept } from '../../cache/rules/key.js';
 import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
 import { CONDITIONAL_HEADERS, headerValue } from '../../http/headers/fields.js';
@@ -95,7 +97,7 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
 }
 
 /*
- * A stored 404 or 410 (src/cache/rules/entry.ts) is filed under its path's repository and
+ * A stored 404 or 410 (src/cache/rules/classify.ts) is filed under its path's repository and
  * owner (src/cache/store/tags.ts), so that a webhook delivery that could create the path purges it.
  * An answer that went upstream before a purge of one of those tags may predate the change: its
  * entry is dropped again, here and on the other replicas.

@@ -65,7 +65,7 @@ export const cachePolicySchema = z
     webhook_fresh_seconds: z.number().int().min(0).max(86_400).default(0),
     /** Revalidate an entry read during its freshness lifetime in the background shortly before it expires (src/cache/rules/refresh-ahead.ts). */
     refresh_ahead: z.boolean().default(false),
-    /** A 404 or 410 to a GET is stored this long under the GitHub policies (src/cache/rules/entry.ts); 0: never. */
+    /** A 404 or 410 to a GET is stored this long under the GitHub policies (src/cache/rules/classify.ts); 0: never. */
     negative_seconds: z.number().int().min(0).max(86_400).default(60),
   })
   .strict()

@@ -27,7 +27,8 @@
  * (`credentialDigest`), so that this channel carries credentials one way only.
  */
 import { createHash } from 'node:crypto';
-import { classify, resourceNamed, type Resource, scopeAgreement } from '../rules/rate-limit.js';
+import { classify, resourceNamed, type Resource } from '../rules/rate-limit.js';
+import { scopeAgreement } from '../rules/scopes.js';
 import { unknownReport } from '../rules/report.js';
 import type {
   Acquired,
@@ -309,7 +310,7 @@ export function createIpcTokenPool(
   let rateLimits: RateLimits = {};
   let queue = 0;
   let closed = false;
-  /** `equivalent`, unless the primary's members report different scopes (its state's rows: rate-limit.ts). */
+  /** `equivalent`, unless the primary's members report different scopes (its state's rows: scopes.ts). */
   let equivalentNow = equivalent;
 
   const lease = (id: number, name: string, switched: boolean, resource: Resource): Lease =>

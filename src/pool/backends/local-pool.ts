@@ -21,7 +21,8 @@ import { changesAnything, diffMembers } from '../rules/membership.js';
 import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view, windowOf, write, type Token, type Window, budgetOf, heldUntil, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
 import { ConsumerPace } from './consumer-pace.js';
-import { classify, mentionsRateLimit, readRateLimit, RESOURCES, resourceNamed, type Resource, agreementKey, learnScopes, scopeAgreement, scopesRow } from '../rules/rate-limit.js';
+import { classify, mentionsRateLimit, readRateLimit, RESOURCES, resourceNamed, type Resource } from '../rules/rate-limit.js';
+import { agreementKey, learnScopes, scopeAgreement, scopesRow } from '../rules/scopes.js';
 import { poolRateLimit } from '../rules/report.js';
 import { fallbackReset, hasQuota, observe, react, settle, upstreamConcurrency, type Settlement } from '../rules/state.js';
 import type {
@@ -67,7 +68,7 @@ interface Pool {
   version: number;
   /** The pool as one quota, per resource, computed at most once a second between changes. */
   readonly rateMemo: Map<Resource, { version: number; second: number; value: PoolRateLimit }>;
-  /** settings.equivalent, unless the members' reported scopes differ (rate-limit.ts). */
+  /** settings.equivalent, unless the members' reported scopes differ (scopes.ts). */
   equivalent: boolean;
   /** The scope agreement last told to `events.scopes` (agreementKey), and whether a telling is due. */
   scopesTold: string;

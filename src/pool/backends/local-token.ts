@@ -10,7 +10,8 @@
  */
 import { quotaLeft, UNSEEN, windowOver } from '../rules/state.js';
 import { allowanceLeft, resourceReport, reportOf } from '../rules/report.js';
-import { RESOURCES, type Resource, scopesRow, UNSEEN_SCOPES, type MemberScopes } from '../rules/rate-limit.js';
+import { RESOURCES, type Resource } from '../rules/rate-limit.js';
+import { scopesRow, UNSEEN_SCOPES, type MemberScopes } from '../rules/scopes.js';
 import { type PaceEntry, type PaceKind, BURST_WINDOW_MS, burstBudget, LOG_SPAN_MS, paceReadyAt, pointsOf, pruneLog, chargeOf, spentWithin } from '../rules/choose.js';
 import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState, AcquireOptions } from '../rules/types.js';
 import { leavesOwed } from '../rules/points-share.js';
@@ -47,7 +48,7 @@ export interface Token {
   secondaryRepeats: number;
   lastError: string | null;
   lastErrorAt: number | null;
-  /** What its answers said of its OAuth scopes (rate-limit.ts): the credential's, so a new value is unseen again. */
+  /** What its answers said of its OAuth scopes (scopes.ts): the credential's, so a new value is unseen again. */
   scopes: MemberScopes;
   /** What this process sent on it lately, per points budget (choose.ts: the sliding log), oldest first. */
   readonly pace: Map<PaceKind, PaceEntry[]>;

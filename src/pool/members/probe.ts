@@ -3,7 +3,7 @@
  * else the answer's x-ratelimit-* headers. `askRateLimit` only asks; `probeToken` asks for a
  * pool member and tells the pool what it learnt (a 401 kills the token, a 200 brings a dead one
  * back, and so does GitHub Enterprise Server's 404 "Rate limiting is not enabled.", which makes the
- * token unlimited); its X-OAuth-Scopes are the member's scopes (rate-limit.ts). Used at start-up, to
+ * token unlimited); its X-OAuth-Scopes are the member's scopes (scopes.ts). Used at start-up, to
  * confirm a 401 (confirm.ts), to revive dead tokens, and for the members a reload adds or updates
  * (reload.ts) before they join.
  */
@@ -42,7 +42,7 @@ export async function askRateLimit(client: UpstreamClient, authorization: string
     const fromBody = res.statusCode === 200 ? rateLimitsFromBody(body) : [];
     const fromHeaders = readRateLimit(headerReader(res.headers));
     const observations = fromBody.length > 0 ? fromBody : fromHeaders === undefined ? [] : [fromHeaders];
-    const scopes = headerReader(res.headers)('x-oauth-scopes'); // the credential's scopes (rate-limit.ts)
+    const scopes = headerReader(res.headers)('x-oauth-scopes'); // the credential's scopes (scopes.ts)
     if (rateLimitingOff(res.statusCode, body)) return { kind: 'answer', status: res.statusCode, observations: [], unlimited: true, scopes };
     return { kind: 'answer', status: res.statusCode, observations, scopes };
   } catch (err) {

@@ -21,7 +21,7 @@
  * When a chosen token may send, under GitHub's secondary limits (its points), is below.
  */
 import { available, canReserve, hasQuota, RESET_GRACE_MS, windowOver } from './state.js';
-import type { TokenState } from './types.js';
+import type { PaceKind, TokenState } from './types.js';
 
 export type Choice =
   | { kind: 'token'; name: string; switched: boolean }
@@ -115,8 +115,6 @@ export function earliestRetry(tokens: readonly TokenState[], nowMs: number): num
  * Background work (refresh-ahead, stale-while-revalidate) keeps a reserve free for clients: it may
  * only spend while a tenth of each window's budget stays unspent after it.
  */
-/** The two budgets of a token: REST endpoints, and GraphQL (GitHub counts them apart). */
-export type PaceKind = 'rest' | 'graphql';
 
 export const READ_POINTS = 1;
 export const WRITE_POINTS = 5;

@@ -8,13 +8,13 @@
  */
 
 import type { ConsumerRefusal, Unavailable } from '../../http/errors.js';
-import type { Resource, ScopeAgreement, ScopesFrom } from './rate-limit.js';
-import type { PaceKind } from './choose.js';
+import type { HeaderLookup, RateObservation, Resource, UnauthorizedKind, Verdict } from './rate-limit.js';
+import type { ScopeAgreement, ScopesFrom } from './scopes.js';
 
-export type { ConsumerRefusal, Unavailable };
+export type { ConsumerRefusal, HeaderLookup, RateObservation, UnauthorizedKind, Unavailable, Verdict };
 
-/** Reads one response header by its lower-case name. */
-export type HeaderLookup = (name: string) => string | undefined;
+/** The two budgets of a token: REST endpoints, and GraphQL (GitHub counts them apart; choose.ts paces them). */
+export type PaceKind = 'rest' | 'graphql';
 
 /** A configured token: its name (see src/platform/config/token-name.ts) and its value. */
 export interface PoolToken {
@@ -67,30 +67,6 @@ export interface TokenState {
   readonly pausedUntil: number;
   /** No rate limit applies (TokenNumbers.unlimited): chosen by load alone. Absent: false. */
   readonly unlimited?: boolean;
-}
-
-/** What an upstream answer means for the token that was used (rate-limit.ts decides). */
-export type Verdict =
-  | { kind: 'ok' }
-  /**
-   * 401 on a request: about the request until GET /rate_limit with the token confirms it (an
-   * App-only endpoint answers 401 to a good token). Never retried unless confirmed.
-   */
-  | { kind: 'unauthorized' }
-  /** 401 confirmed (GET /rate_limit answered 401 too): the token is bad or revoked. */
-  | { kind: 'dead' }
-  /** 403/429 with remaining 0: spent until `reset` (epoch seconds, when given). */
-  | { kind: 'exhausted'; reset: number | undefined }
-  /** 403/429 secondary limit: pause for `retryAfterMs` when given, else the doubling default. */
-  | { kind: 'secondary'; retryAfterMs: number | undefined };
-
-/** The x-ratelimit-* set of one answer (or of GET /rate_limit's body). */
-export interface RateObservation {
-  limit: number;
-  remaining: number;
-  /** Epoch seconds. */
-  reset: number;
-  resource: string;
 }
 
 export interface Lease {
@@ -196,7 +172,7 @@ export interface PoolEvents {
   queued?(waitedSeconds: number): void;
   /**
    * The members' reported OAuth scopes began or stopped to differ, or differ in another way
-   * (rate-limit.ts): told once per change, after the change settled (a reload's probes included).
+   * (scopes.ts): told once per change, after the change settled (a reload's probes included).
    */
   scopes?(agreement: ScopeAgreement): void;
 }
@@ -225,7 +201,7 @@ export interface TokenPool {
   readonly names: readonly string[];
   /**
    * Whether the members share one cache partition now: `pool.equivalent`, unless two members
-   * report different OAuth scopes (rate-limit.ts), which makes it false until they agree again.
+   * report different OAuth scopes (scopes.ts), which makes it false until they agree again.
    */
   readonly equivalent: boolean;
   acquire(opts?: AcquireOptions): Promise<Acquired>;
@@ -242,7 +218,7 @@ export interface TokenPool {
   learn(name: string, status: number, observation: Learnt, error?: string): void;
   /**
    * What an answer with this token (GET /rate_limit's, or a request's) said of its OAuth scopes:
-   * the X-OAuth-Scopes value, or undefined when the answer had none (rate-limit.ts `learnScopes`).
+   * the X-OAuth-Scopes value, or undefined when the answer had none (scopes.ts `learnScopes`).
    */
   learnScopes(name: string, header: string | undefined, status: number): void;
   /**
@@ -266,9 +242,6 @@ export interface TokenPool {
  * `unlimited` when the upstream said it applies no rate limit (404 "Rate limiting is not enabled.").
  */
 export type Learnt = RateObservation | readonly RateObservation[] | 'unlimited' | undefined;
-
-/** A 401's kind: `credentials` ("Bad credentials") or `request` (any other: the endpoint wants another credential). */
-export type UnauthorizedKind = 'credentials' | 'request';
 
 /**
  * What became of a member's credential that met a 401 (TokenPool.renew):
