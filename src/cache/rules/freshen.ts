@@ -17,7 +17,7 @@
  */
 import { parseHttpDate } from '../../http/headers/fields.js';
 import type { PolicyKind } from './policy.js';
-import type { CacheEntry, FetchedBy } from './entry.js';
+import { fieldValue, type CacheEntry } from './entry.js';
 
 
 const isWeak = (tag: string): boolean => tag.startsWith('W/');

@@ -5,7 +5,8 @@
  * leave to the others in a window (points-share.ts has the rule; local-token.ts `heldUntil` applies
  * it). Configured consumers only (keys and OIDC issuers' accounts): the table never grows.
  */
-import { LOG_SPAN_MS, type PaceKind } from '../rules/choose.js';
+import { LOG_SPAN_MS } from '../rules/choose.js';
+import type { PaceKind } from '../rules/types.js';
 import { owedPoints, type WindowUse } from '../rules/points-share.js';
 
 /** Seconds the counts look back: the pace's longest window. */

@@ -15,7 +15,7 @@
  *
  * Token values stay inside this module and the `authorization` of a lease.
  */
-import { chooseToken, type PaceKind } from '../rules/choose.js';
+import { chooseToken } from '../rules/choose.js';
 import { queueBounds } from '../rules/fair-share.js';
 import { changesAnything, diffMembers } from '../rules/membership.js';
 import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view, windowOf, write, type Token, type Window, budgetOf, heldUntil, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-token.js';
@@ -25,8 +25,7 @@ import { classify, mentionsRateLimit, readRateLimit, RESOURCES, resourceNamed, t
 import { agreementKey, learnScopes, scopeAgreement, scopesRow } from '../rules/scopes.js';
 import { poolRateLimit } from '../rules/report.js';
 import { fallbackReset, hasQuota, observe, react, settle, upstreamConcurrency, type Settlement } from '../rules/state.js';
-import type {
-  AcquireOptions,
+import type { AcquireOptions,
   Lease,
   Learnt,
   LocalTokenPool,
@@ -39,6 +38,7 @@ import type {
   TokenNumbers,
   TokenState,
   Acquired,
+  PaceKind,
 } from '../rules/types.js';
 
 /** Recent secondary-limit hits kept for the whole-upstream slowdown. */

@@ -22,8 +22,8 @@
  */
 import { fallbackReset, RESET_GRACE_MS, UNSEEN, type Settlement } from '../rules/state.js';
 import type { Resource } from '../rules/rate-limit.js';
-import { backgroundReserve, burstBudget, BURST_WINDOW_MS, chargeOf, LOG_SPAN_MS, type PaceKind } from '../rules/choose.js';
-import type { TokenNumbers } from '../rules/types.js';
+import { backgroundReserve, burstBudget, BURST_WINDOW_MS, chargeOf, LOG_SPAN_MS } from '../rules/choose.js';
+import type { TokenNumbers, PaceKind } from '../rules/types.js';
 
 export interface BudgetKeys {
   /** The token's numbers (hash). */

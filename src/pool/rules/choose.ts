@@ -21,7 +21,7 @@
  * When a chosen token may send, under GitHub's secondary limits (its points), is below.
  */
 import { available, canReserve, hasQuota, RESET_GRACE_MS, windowOver } from './state.js';
-import type { PaceKind, TokenState } from './types.js';
+import type { TokenState } from './types.js';
 
 export type Choice =
   | { kind: 'token'; name: string; switched: boolean }
