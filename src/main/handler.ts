@@ -26,7 +26,7 @@ import { dropConsumerKeys, resolveCredential, type CredentialRules, type Credent
 import { identify, UNKNOWN_CONSUMER, verdict, type Identified, type OidcPresented, type Presented } from '../pool/consumers/gate.js';
 import type { OidcVerifier } from '../pool/consumers/oidc.js';
 import type { UpstreamRuntime } from '../paths/upstreams.js';
-import { traceHeaders, type SpanHandle } from '../platform/trace/tracing.js';
+import type { SpanHandle } from '../platform/trace/tracing.js';
 import type { Consumers } from '../pool/consumers/consumers.js';
 import { errors } from '../http/errors.js';
 import { createForward } from '../paths/rest/forward.js';
@@ -126,7 +126,7 @@ export class Handler {
     // The client's trace context is read before any header is dropped; the path's spans descend from this one.
     const trace = new Trace(
       this.#byAgent ? req.headers['user-agent'] : undefined,
-      tracing.on ? tracing.request(traceHeaders(req.rawHeaders), req.method ?? '-') : undefined,
+      tracing.on ? tracing.request(req.headers, req.method ?? '-') : undefined,
     );
     trace.served = this.#route(req, res, id, trace);
     // An answer written whole, and handed whole to its socket, in this turn (a hit): recorded now,

@@ -173,7 +173,8 @@ export class Recorder {
         spanId: sampled ? span.spanId : undefined,
       });
     } else if (record.template === undefined) this.#line(req, res, id, trace, reply, seconds, bytes, record.route);
-    if (span !== undefined) endServerSpan(span, req, res, id, trace, reply);
+    // An unsampled span records nothing: its end is skipped too.
+    if (span?.sampled === true) endServerSpan(span, req, res, id, trace, reply);
   }
 
   /**
@@ -265,7 +266,7 @@ export class Recorder {
       if (spend !== 'none') this.#metrics.quota.record(label ?? NO_CONSUMER, upstreamName, route, spend === 'billable');
     }
     this.#line(req, res, id, trace, served, seconds, bytes, route);
-    if (trace.span !== undefined) endServerSpan(trace.span, req, res, id, trace, served);
+    if (trace.span?.sampled === true) endServerSpan(trace.span, req, res, id, trace, served);
   }
 
   /** The access line of a request from its fields (when `log.access` gives it one). */
@@ -300,22 +301,20 @@ export class Recorder {
   }
 }
 
-/** The server span's name and attributes, from what was served: names of the consumer and token, never a credential. */
+/** A sampled server span's name and attributes, from what was served: names of the consumer and token, never a credential. */
 function endServerSpan(span: RequestSpan, req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, served: Served): void {
   const { ctx } = trace;
-  if (span.sampled) {
-    const route = trace.route;
-    span.rename(serverSpanName(req.method ?? '-', route));
-    if (route !== '-') span.set(ATTR.route, route);
-    span.set(ATTR.status, res.statusCode);
-    span.set(ATTR.urlPath, ctx?.pathname ?? pathOnly(req.url ?? '').slice(0, 1024));
-    span.set(ATTR.cache, served.outcome);
-    span.set(ATTR.upstream, ctx?.upstream.cfg.name);
-    span.set(ATTR.consumer, ctx?.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
-    span.set(ATTR.token, served.token);
-    span.set(ATTR.requestId, id);
-    if (!res.writableFinished) span.set('etagere.aborted', true);
-    if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
-  }
+  const route = trace.route;
+  span.rename(serverSpanName(req.method ?? '-', route));
+  if (route !== '-') span.set(ATTR.route, route);
+  span.set(ATTR.status, res.statusCode);
+  span.set(ATTR.urlPath, ctx?.pathname ?? pathOnly(req.url ?? '').slice(0, 1024));
+  span.set(ATTR.cache, served.outcome);
+  span.set(ATTR.upstream, ctx?.upstream.cfg.name);
+  span.set(ATTR.consumer, ctx?.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
+  span.set(ATTR.token, served.token);
+  span.set(ATTR.requestId, id);
+  if (!res.writableFinished) span.set('etagere.aborted', true);
+  if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
   span.end();
 }

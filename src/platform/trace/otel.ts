@@ -16,7 +16,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Attributes, AttributeValue, IncomingHeaders, RequestSpan, SpanHandle, Tracing } from './tracing.js';
-import { sampled, sampledRoot, type TraceSettings } from './settings.js';
+import { rootSampler, sampled, type TraceSettings } from './settings.js';
 
 /** A traceparent is 55 characters (version 00); longer ones are allowed by later versions, not a kilobyte. */
 const MAX_TRACEPARENT = 256;
@@ -133,6 +133,7 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
   const random = randomSource();
   const id = random.id;
   const { sampler, ratio } = settings;
+  const sampledAtRoot = rootSampler(sampler, ratio);
   const NONE: SpanHandle = { set: () => undefined, fail: () => undefined, end: () => undefined };
 
   /** A child of `parent`: recorded under a recorded one; under an unsampled one, that one; else none. */
@@ -149,8 +150,10 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
         headers.traceparent === undefined ? undefined : trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, getter));
       // A root: decided on a random draw before anything else is built, its ids drawn only if read.
       if (parent === undefined) {
-        if (!sampledRoot(sampler, ratio, random.unit())) return new Unsampled(undefined, id);
-        return new Recorded(tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, ROOT_CONTEXT));
+        if (!sampledAtRoot(random.unit())) return new Unsampled(undefined, id);
+        return new Recorded(
+          tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, ROOT_CONTEXT),
+        );
       }
       // A client's trace: decided on its id (the same on every replica).
       const remote = { sampled: (parent.traceFlags & TraceFlags.SAMPLED) !== 0 };

@@ -34,28 +34,6 @@ export type OutgoingHeaders = Record<string, string | string[] | undefined>;
 /** Incoming request headers (Node's map): `traceparent` and `tracestate` are read. */
 export type IncomingHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
-const NO_TRACE_HEADERS: IncomingHeaders = Object.freeze({});
-
-/**
- * A request's `traceparent` and `tracestate`, read from Node's raw header list so that its header
- * map is never built for them; repeated ones are joined with ", " as Node's map joins them (a
- * repeated `traceparent` then fails to parse: no context). Most requests carry neither: one shared
- * empty record.
- */
-export function traceHeaders(raw: readonly string[]): IncomingHeaders {
-  let parent: string | undefined;
-  let state: string | undefined;
-  for (let index = 0; index < raw.length; index += 2) {
-    const name = raw[index]!;
-    if (name.length !== 11 && name.length !== 10) continue;
-    const lower = name.toLowerCase();
-    if (lower === 'traceparent') parent = parent === undefined ? raw[index + 1]! : `${parent}, ${raw[index + 1]!}`;
-    else if (lower === 'tracestate') state = state === undefined ? raw[index + 1]! : `${state}, ${raw[index + 1]!}`;
-  }
-  if (parent === undefined && state === undefined) return NO_TRACE_HEADERS;
-  return { traceparent: parent, tracestate: state };
-}
-
 export interface Tracing {
   /** False when tracing is off: callers branch on it and call nothing else. */
   readonly on: boolean;
