@@ -1,7 +1,7 @@
 /**
  * Writes src/http/github-routes.ts: the GET path templates of GitHub's REST API description
  * (api.github.com and the newest GitHub Enterprise Server in @octokit/openapi), the built-in
- * route templates of the metric labels (src/http/route-template.ts).
+ * route templates of the metric labels (src/http/route.ts).
  *
  *   npm run routes:generate
  *
