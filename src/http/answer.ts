@@ -15,7 +15,17 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { parseCacheControl, REPRESENTATION_FRAMING, clientHasCurrent, isJsonMediaType } from './headers/fields.js';
-import { acceptsGzip, contentCodingOf, rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite, rewriteBodyUrls, weakened, type PublicAddresses } from './representation.js';
+import {
+  acceptsGzip,
+  contentCodingOf,
+  rewriteLink,
+  rewriteLocation,
+  rewritesLocation,
+  type LinkRewrite,
+  rewriteBodyUrls,
+  weakened,
+  type PublicAddresses,
+} from './representation.js';
 import { byteRange, ifRangeHolds, type ByteRange } from './headers/range.js';
 import { errorBody } from './errors.js';
 import type { ErrorReply, FormReply, Reply, Representation, Served, StreamReply } from './reply.js';

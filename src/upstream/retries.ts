@@ -4,7 +4,6 @@
  * replica (and each cluster worker) budgets its own traffic.
  */
 
-
 /** What became of a transit failure: sent again, or not for lack of budget (counted by the caller's observer). */
 export type RetryOutcome = 'retried' | 'budget_exhausted';
 export type RetryObserver = (reason: TransitReason, outcome: RetryOutcome) => void;

@@ -5,7 +5,15 @@
 import { describe, expect, it } from 'vitest';
 import { createIpcTokenPool, servePool } from '../../src/pool/backends/ipc-pool.js';
 import { createTokenPool } from '../../src/pool/backends/local-pool.js';
-import { anotherSeesMore, learnScopes, parseScopes, scopeAgreement, UNSEEN_SCOPES, type ScopeAgreement, type ScopesRow } from '../../src/pool/rules/scopes.js';
+import {
+  anotherSeesMore,
+  learnScopes,
+  parseScopes,
+  scopeAgreement,
+  UNSEEN_SCOPES,
+  type ScopeAgreement,
+  type ScopesRow,
+} from '../../src/pool/rules/scopes.js';
 import type { Acquired, HeaderLookup, Lease } from '../../src/pool/rules/types.js';
 import { channelPair } from '../helpers/ipc-channel.js';
 import { until } from '../helpers/proxy.js';

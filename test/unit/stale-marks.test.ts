@@ -8,7 +8,16 @@ import { describe, expect, it } from 'vitest';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { cacheKey } from '../../src/cache/rules/key.js';
 import { createMemoryStore, createPathIndex } from '../../src/cache/store/memory-store.js';
-import { coveringScopeIds, keyPath, normalPath, parseScopeId, scopeId, createStaleMarks, markedStale, originOf } from '../../src/cache/rules/stale-marks.js';
+import {
+  coveringScopeIds,
+  keyPath,
+  normalPath,
+  parseScopeId,
+  scopeId,
+  createStaleMarks,
+  markedStale,
+  originOf,
+} from '../../src/cache/rules/stale-marks.js';
 import { Cache } from '../../src/cache/store/cache.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';

@@ -1,6 +1,21 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Retries, type RetryOutcome, BACKOFF_MAX_MS, BACKOFF_MIN_MS, RETRY_BUDGET, backoffMs, budgetAllows, countRequest, countRetry, emptyBudget, rolled, transitOfError, transitOfStatus, type TransitReason } from '../../src/upstream/retries.js';
+import {
+  Retries,
+  type RetryOutcome,
+  BACKOFF_MAX_MS,
+  BACKOFF_MIN_MS,
+  RETRY_BUDGET,
+  backoffMs,
+  budgetAllows,
+  countRequest,
+  countRetry,
+  emptyBudget,
+  rolled,
+  transitOfError,
+  transitOfStatus,
+  type TransitReason,
+} from '../../src/upstream/retries.js';
 
 describe('which upstream failures are retried', () => {
   it.each([

@@ -15,7 +15,16 @@ import type { CheckedBody, Fetched, UpstreamHeaders } from '../../upstream/fetch
 import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
 import { varySelection } from './key.js';
 import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
-import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows, type FreshnessPolicy } from './policy.js';
+import {
+  ageValue,
+  corruptBody,
+  freshnessLifetime,
+  initialAge,
+  mergeHeaders,
+  notStorableReason,
+  staleWindows,
+  type FreshnessPolicy,
+} from './policy.js';
 import type { CacheRequest } from './request.js';
 import { parseSurrogateControl, withSurrogate } from './surrogate-control.js';
 import { ownerTag, repoTag } from './tags.js';

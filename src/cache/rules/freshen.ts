@@ -19,7 +19,6 @@ import { parseHttpDate } from '../../http/headers/fields.js';
 import type { PolicyKind } from './policy.js';
 import { fieldValue, type CacheEntry } from './entry.js';
 
-
 const isWeak = (tag: string): boolean => tag.startsWith('W/');
 const opaque = (tag: string): string => (isWeak(tag) ? tag.slice(2) : tag);
 
@@ -184,4 +183,3 @@ export function storedValidators(entry: CacheEntry): StoredValidators {
     credential: by.kind === 'pool' ? by.credential : undefined,
   };
 }
-

@@ -25,7 +25,18 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CacheEntry } from '../rules/entry.js';
-import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite, hasUrlsUnder, rewriteBodyUrls, weakened, type PublicAddresses, acceptsGzip, refusesCoding } from '../../http/representation.js';
+import {
+  rewriteLink,
+  rewriteLocation,
+  rewritesLocation,
+  type LinkRewrite,
+  hasUrlsUnder,
+  rewriteBodyUrls,
+  weakened,
+  type PublicAddresses,
+  acceptsGzip,
+  refusesCoding,
+} from '../../http/representation.js';
 import { isJsonMediaType } from '../../http/headers/fields.js';
 import type { Representation } from '../../http/reply.js';
 import { decodedBody, encodedBody, entryCoding } from './entry-codec.js';

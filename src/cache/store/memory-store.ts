@@ -9,7 +9,17 @@
 import { LRUCache } from 'lru-cache';
 import { entrySize } from './entry-codec.js';
 import type { CacheEntry } from '../rules/entry.js';
-import { keyPath, segmentsOf, type PathScope, parseScopeId, createStaleMarks, markedStale, originOf, type Mark, type StaleMarksSettings } from '../rules/stale-marks.js';
+import {
+  keyPath,
+  segmentsOf,
+  type PathScope,
+  parseScopeId,
+  createStaleMarks,
+  markedStale,
+  originOf,
+  type Mark,
+  type StaleMarksSettings,
+} from '../rules/stale-marks.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 
 /** A memo of forms of L1's entries, held beside it and counted against its bound. */

@@ -14,7 +14,14 @@ import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import { dropHopByHop, responseHeadersForClient } from '../../http/headers/hop-by-hop.js';
-import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix, type LinkSettings } from '../../http/representation.js';
+import {
+  publicBase,
+  rewriteLink,
+  rewriteLocation,
+  rewritesLocation,
+  withRoutePrefix,
+  type LinkSettings,
+} from '../../http/representation.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../../cache/rules/invalidation.js';
 import { headerValue } from '../../http/headers/fields.js';
 import { basePrefixOf } from '../../http/route.js';

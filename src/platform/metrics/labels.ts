@@ -8,7 +8,6 @@
  * lookup per label value. Label sets are bounded (see specs.ts), so the map is too.
  */
 
-
 type Node<V> = Map<string, Node<V> | V>;
 
 export class LabelSets<V> {

@@ -18,14 +18,38 @@
 import { chooseToken } from '../rules/choose.js';
 import { queueBounds } from '../rules/fair-share.js';
 import { changesAnything, diffMembers } from '../rules/membership.js';
-import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view, windowOf, write, type Token, type Window, budgetOf, heldUntil, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-token.js';
+import {
+  endAllowances,
+  knows,
+  newToken,
+  revalue,
+  scaleWindows,
+  tokenReport,
+  usable,
+  view,
+  windowOf,
+  write,
+  type Token,
+  type Window,
+  budgetOf,
+  heldUntil,
+  holdPace,
+  paced,
+  pacedUntil,
+  paceKindOf,
+  pointsOfRequest,
+  readyAt,
+  refund,
+  spend,
+} from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
 import { ConsumerPace } from './consumer-pace.js';
 import { classify, mentionsRateLimit, readRateLimit, RESOURCES, resourceNamed, type Resource } from '../rules/rate-limit.js';
 import { agreementKey, learnScopes, scopeAgreement, scopesRow } from '../rules/scopes.js';
 import { poolRateLimit } from '../rules/report.js';
 import { fallbackReset, hasQuota, observe, react, settle, upstreamConcurrency, type Settlement } from '../rules/state.js';
-import type { AcquireOptions,
+import type {
+  AcquireOptions,
   Lease,
   Learnt,
   LocalTokenPool,

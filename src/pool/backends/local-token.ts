@@ -12,7 +12,17 @@ import { quotaLeft, UNSEEN, windowOver } from '../rules/state.js';
 import { allowanceLeft, resourceReport, reportOf } from '../rules/report.js';
 import { RESOURCES, type Resource } from '../rules/rate-limit.js';
 import { scopesRow, UNSEEN_SCOPES, type MemberScopes } from '../rules/scopes.js';
-import { type PaceEntry, BURST_WINDOW_MS, burstBudget, LOG_SPAN_MS, paceReadyAt, pointsOf, pruneLog, chargeOf, spentWithin } from '../rules/choose.js';
+import {
+  type PaceEntry,
+  BURST_WINDOW_MS,
+  burstBudget,
+  LOG_SPAN_MS,
+  paceReadyAt,
+  pointsOf,
+  pruneLog,
+  chargeOf,
+  spentWithin,
+} from '../rules/choose.js';
 import type { PoolToken, ResourceReport, TokenNumbers, TokenReport, TokenState, AcquireOptions, PaceKind } from '../rules/types.js';
 import { leavesOwed } from '../rules/points-share.js';
 import type { ConsumerPace } from './consumer-pace.js';
