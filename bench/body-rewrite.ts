@@ -6,7 +6,7 @@
  * does neither; bench/by-hand.sh --rewrite-body-urls true|false measures that path end to end.
  */
 import { startFakeUpstream } from '../fake-github/index.js';
-import { hasUrlsUnder, rewriteBodyUrls } from '../src/http/representation/body-urls.js';
+import { hasUrlsUnder, rewriteBodyUrls } from '../src/http/representation.js';
 
 async function fetchBody(base: string, path: string): Promise<Buffer> {
   const res = await fetch(`${base}${path}`);

@@ -10,8 +10,7 @@
 import { parseArgs } from 'node:util';
 import type { CacheEntry } from '../src/cache/rules/entry.js';
 import { cacheKey } from '../src/cache/rules/key.js';
-import { createMemoryStore } from '../src/cache/store/memory-store.js';
-import { createPathIndex } from '../src/cache/store/path-index.js';
+import { createMemoryStore, createPathIndex } from '../src/cache/store/memory-store.js';
 import { Cache } from '../src/cache/store/cache.js';
 import { createLogger } from '../src/platform/log/logger.js';
 import { createMetrics } from '../src/platform/metrics/registry.js';

@@ -15,7 +15,7 @@ import { storedHeaders } from '../src/cache/rules/classify.js';
 import type { CacheEntry } from '../src/cache/rules/entry.js';
 import { cacheKey, POOL } from '../src/cache/rules/key.js';
 import { createMemoryStore } from '../src/cache/store/memory-store.js';
-import { ownedCopy } from '../src/platform/owned-bytes.js';
+import { ownedCopy } from '../src/platform/bytes.js';
 import { apiHeaders, CACHE_PRIVATE, JSON_TYPE } from '../fake-github/headers.js';
 
 /**
@@ -289,7 +289,7 @@ export function makeEntry(index: number, now: number, bodies: BodyKind = 'small'
         : repoBody(index, updatedAt),
     ),
   );
-  // A copy in an allocation of its own, as the proxy keeps bodies (src/platform/owned-bytes.ts).
+  // A copy in an allocation of its own, as the proxy keeps bodies (src/platform/bytes.ts).
   const body = ownedCopy(bodies === 'repo-gzip' ? gzipSync(plain) : plain);
   const headers = storedGithubHeaders(index, now, `W/"${hexOf(index, 64)}"`, updated.toUTCString(), bodies === 'repo-gzip');
   // The entry's validators are its header fields' own strings (src/cache/rules/classify.ts).

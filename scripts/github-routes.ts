@@ -1,6 +1,6 @@
 /**
  * Writes src/http/github-routes.ts, the built-in route templates of the metric labels
- * (src/http/route-template.ts): the GET path templates of GitHub's REST API descriptions of
+ * (src/http/route.ts): the GET path templates of GitHub's REST API descriptions of
  * api.github.com, GitHub Enterprise Cloud and the newest GitHub Enterprise Server, from the pinned
  * @octokit/openapi (fetched on demand: scripts/openapi-descriptions.ts). Also writes
  * test/fixtures/github-routes.digest.json, each description's GET paths, which the coverage test

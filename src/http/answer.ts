@@ -14,15 +14,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { parseCacheControl } from './headers/cache-control.js';
-import { acceptsGzip, contentCodingOf } from './representation/coding.js';
-import { REPRESENTATION_FRAMING } from './headers/framing.js';
-import { clientHasCurrent } from './headers/conditional.js';
+import { parseCacheControl, REPRESENTATION_FRAMING, clientHasCurrent, isJsonMediaType } from './headers/fields.js';
+import {
+  acceptsGzip,
+  contentCodingOf,
+  rewriteLink,
+  rewriteLocation,
+  rewritesLocation,
+  type LinkRewrite,
+  rewriteBodyUrls,
+  weakened,
+  type PublicAddresses,
+} from './representation.js';
 import { byteRange, ifRangeHolds, type ByteRange } from './headers/range.js';
-import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite } from './representation/link.js';
-import { isJsonMediaType } from './headers/media-type.js';
-import { rewriteBodyUrls, weakened } from './representation/body-urls.js';
-import type { PublicAddresses } from './representation/public-addresses.js';
 import { errorBody } from './errors.js';
 import type { ErrorReply, FormReply, Reply, Representation, Served, StreamReply } from './reply.js';
 import type { HeadBlocks } from './header-block.js';

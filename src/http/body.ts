@@ -3,7 +3,7 @@
  * whole before anything goes upstream (it must be parsed and checked first).
  */
 import type { IncomingMessage } from 'node:http';
-import { readCapped } from '../platform/capped-read.js';
+import { readCapped } from '../platform/bytes.js';
 
 export type BodyRead =
   | { kind: 'read'; body: Buffer }

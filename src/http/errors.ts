@@ -22,7 +22,7 @@ export type Unavailable = 'exhausted' | 'dead' | 'busy' | 'paced' | ConsumerRefu
  */
 export type ConsumerRefusal = 'share' | 'max_per_hour' | 'max_concurrency' | 'points';
 
-/** What went wrong talking to an upstream, as the proxy answers it (upstream/client.ts classifies errors). */
+/** What went wrong talking to an upstream, as the proxy answers it (src/upstream/fetch.ts classifies errors). */
 export interface UpstreamFailure {
   status: 502 | 504;
   detail: string;

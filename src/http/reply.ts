@@ -4,7 +4,7 @@
  * carries what the access log and the metrics record about it.
  */
 import type { Readable } from 'node:stream';
-import type { CacheOutcome } from './headers/cache-status.js';
+import type { CacheOutcome } from './headers/fields.js';
 import { responseHeadersForClient, type HeaderMap } from './headers/hop-by-hop.js';
 
 /** What the log line and the metrics record for a request. */
@@ -95,7 +95,7 @@ export interface Outgoing {
 
 /**
  * Rewrites the headers of a streamed answer: the pool's x-ratelimit-* in place of the token's, for
- * pool consumers (src/pool/rules/pool-headers.ts).
+ * pool consumers (src/pool/rules/report.ts).
  */
 export interface StreamHeaders {
   apply(out: Record<string, string | string[] | undefined>, token: string | undefined): void;

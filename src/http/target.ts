@@ -2,8 +2,10 @@
  * Pure request-target checks. The proxy only accepts origin-form targets ("/path?query") whose
  * path cannot climb out of the upstream's prefix: no dot segments (also percent-encoded, or with
  * a ";" parameter), no encoded slashes or backslashes, no NUL. Anything else is a 400 before
- * routing, as is a missing or repeated Host.
+ * routing, as is a missing or repeated Host. Also the path's normal form, where a client's
+ * spellings of one resource meet, and the request's id (X-Request-Id).
  */
+import { randomBytes } from 'node:crypto';
 
 export type Target =
   | { ok: true; pathname: string; search: string }
@@ -77,4 +79,49 @@ export function checkHost(rawHeaders: readonly string[], http11: boolean): Targe
 export function checkFraming(transferEncoding: string | undefined): Target | undefined {
   if (transferEncoding === undefined || /(?:^|,)[ \t]*chunked[ \t]*$/i.test(transferEncoding)) return undefined;
   return { ok: false, reason: 'Transfer-Encoding must end with chunked', close: true };
+}
+
+/*
+ * The normal form of a request path, where the spellings a client may use for one GitHub
+ * resource meet. Cache path scopes (src/cache/rules/stale-marks.ts) and consumer scopes
+ * (src/pool/rules/allow.ts) compare paths in it:
+ *
+ *   - lower case (GitHub's owner and repository names are case-insensitive);
+ *   - percent-escapes of characters that need none decoded (`hello%2Dworld` is `hello-world`);
+ *   - no trailing slash (`/repos/o/r/` is `/repos/o/r`).
+ */
+/** A path in normal form (see above). */
+export function normalPath(pathname: string): string {
+  let path = pathname;
+  if (path.includes('%')) path = decodeUnreserved(path);
+  path = path.toLowerCase();
+  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  return path.length === 0 ? '/' : path;
+}
+
+/** Decodes the percent-escapes of unreserved characters only (RFC 3986 section 2.3); others stay as they are. */
+function decodeUnreserved(path: string): string {
+  return path.replace(/%([0-9A-Fa-f]{2})/g, (escape: string, hex: string) => {
+    const char = String.fromCharCode(Number.parseInt(hex, 16));
+    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : escape.toUpperCase();
+  });
+}
+
+/* X-Request-Id: the client's own when it is a sane token, else a cheap unique one. */
+const SANE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+export type RequestIds = (fromClient: string | string[] | undefined) => string;
+
+/**
+ * The request ids of one app: a random prefix of its own and a counter, so ids do not collide
+ * across apps, workers and replicas.
+ */
+export function createRequestIds(): RequestIds {
+  const prefix = randomBytes(6).toString('hex');
+  let counter = 0;
+  return (fromClient) => {
+    if (typeof fromClient === 'string' && SANE.test(fromClient)) return fromClient;
+    counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
+    return `${prefix}-${counter.toString(36)}`;
+  };
 }

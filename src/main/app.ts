@@ -10,7 +10,7 @@ import { createMetrics, type Metrics } from '../platform/metrics/registry.js';
 import { Handler } from './handler.js';
 import { buildServices, type Services } from './services.js';
 import { createAdminServer } from '../paths/admin/admin.js';
-import { consumerLabelMode } from '../platform/metrics/consumer-label.js';
+import { consumerLabelMode } from '../platform/metrics/labels.js';
 import { createCacheAdmin, type Answer, type CacheCall } from '../paths/admin/admin-cache.js';
 import { hardenListener, RequestListener } from './connections.js';
 import { closed, listen, urlOf } from './listen.js';

@@ -2,7 +2,7 @@
  * What `etagere demo` prints: the banner at start (every URL it serves; the README shows it), then
  * a one-line summary a second: requests, hit ratio, quota saved, and each pool token's remaining quota.
  */
-import type { RecentSummary } from '../platform/metrics/recent.js';
+import type { RecentSummary } from '../platform/metrics/request-metrics.js';
 
 /** Every URL the demo serves, then a few requests to try. */
 export function demoBanner(app: { readonly url: string; readonly adminUrl: string }, fakeUrl: string): string {

@@ -9,20 +9,16 @@
  * sampled (misses, and one hit in 1 / `log.access_ratio`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FormReply, Representation, Served } from '../http/reply.js';
-import { NOT_SERVED } from '../http/reply.js';
+import { type FormReply, type Representation, type Served, NOT_SERVED } from '../http/reply.js';
 import { apiPathname } from '../http/route.js';
 import type { RequestContext } from '../paths/context.js';
 import type { UpstreamRuntime } from '../paths/upstreams.js';
-import type { AccessLog } from '../platform/log/access.js';
+import type { AccessLog } from '../platform/log/logger.js';
 import type { CountCell } from '../platform/metrics/cells.js';
-import type { ConsumerLabels } from '../platform/metrics/consumer-label.js';
-import { LabelSets } from '../platform/metrics/label-sets.js';
-import { upstreamSpend } from '../platform/metrics/quota-saved.js';
-import { NO_CONSUMER } from '../platform/metrics/quota-windows.js';
+import { type ConsumerLabels, LabelSets } from '../platform/metrics/labels.js';
+import { upstreamSpend, NO_CONSUMER, type PathCounts } from '../platform/metrics/quota-windows.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import type { RequestCell } from '../platform/metrics/request-metrics.js';
-import type { PathCounts } from '../platform/metrics/top-paths.js';
 import { ATTR, pathOnly, serverSpanName, type RequestSpan } from '../platform/trace/tracing.js';
 
 /** Which requests get an access line (`log.access`). */
@@ -73,7 +69,7 @@ interface HitRecord {
   readonly authorized: boolean;
   readonly route: string;
   readonly cell: RequestCell;
-  /** The access line's fields from method to cache (access.ts `template`), when lines go to pino's destination. */
+  /** The access line's fields from method to cache (logger.ts `template`), when lines go to pino's destination. */
   readonly template: string | undefined;
   /** The busiest-paths counts of its path, while the table's generation is `generation`. */
   readonly top: PathCounts | undefined;
@@ -98,7 +94,7 @@ export class Recorder {
   readonly #hits = new WeakMap<Representation, HitRecord>();
   /** Under `sampled`: the share of a hit line owed so far (one is written each time it reaches 1). */
   #owed = 0;
-  /** The consumer labels' generation last seen: labels given up since then lose their series (consumer-label.ts). */
+  /** The consumer labels' generation last seen: labels given up since then lose their series (labels.ts). */
   #labelsSeen: number;
 
   constructor(metrics: Metrics, access: AccessLog, labels: ConsumerLabels, choice: AccessChoice) {
@@ -177,7 +173,8 @@ export class Recorder {
         spanId: sampled ? span.spanId : undefined,
       });
     } else if (record.template === undefined) this.#line(req, res, id, trace, reply, seconds, bytes, record.route);
-    if (span !== undefined) endServerSpan(span, req, res, id, trace, reply);
+    // An unsampled span records nothing: its end is skipped too.
+    if (span?.sampled === true) endServerSpan(span, req, res, id, trace, reply);
   }
 
   /**
@@ -201,7 +198,7 @@ export class Recorder {
     return label === undefined ? undefined : this.#consumers.of(label, record.route);
   }
 
-  /** Labels given up (metrics.consumer_label user_agent: consumer-label.ts): their series and cells go. */
+  /** Labels given up (metrics.consumer_label user_agent: labels.ts): their series and cells go. */
   #forgetRetired(): void {
     const metrics = this.#metrics;
     this.#labelsSeen = this.#labels.generation;
@@ -269,7 +266,7 @@ export class Recorder {
       if (spend !== 'none') this.#metrics.quota.record(label ?? NO_CONSUMER, upstreamName, route, spend === 'billable');
     }
     this.#line(req, res, id, trace, served, seconds, bytes, route);
-    if (trace.span !== undefined) endServerSpan(trace.span, req, res, id, trace, served);
+    if (trace.span?.sampled === true) endServerSpan(trace.span, req, res, id, trace, served);
   }
 
   /** The access line of a request from its fields (when `log.access` gives it one). */
@@ -304,22 +301,20 @@ export class Recorder {
   }
 }
 
-/** The server span's name and attributes, from what was served: names of the consumer and token, never a credential. */
+/** A sampled server span's name and attributes, from what was served: names of the consumer and token, never a credential. */
 function endServerSpan(span: RequestSpan, req: IncomingMessage, res: ServerResponse, id: string, trace: Trace, served: Served): void {
   const { ctx } = trace;
-  if (span.sampled) {
-    const route = trace.route;
-    span.rename(serverSpanName(req.method ?? '-', route));
-    if (route !== '-') span.set(ATTR.route, route);
-    span.set(ATTR.status, res.statusCode);
-    span.set(ATTR.urlPath, ctx?.pathname ?? pathOnly(req.url ?? '').slice(0, 1024));
-    span.set(ATTR.cache, served.outcome);
-    span.set(ATTR.upstream, ctx?.upstream.cfg.name);
-    span.set(ATTR.consumer, ctx?.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
-    span.set(ATTR.token, served.token);
-    span.set(ATTR.requestId, id);
-    if (!res.writableFinished) span.set('etagere.aborted', true);
-    if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
-  }
+  const route = trace.route;
+  span.rename(serverSpanName(req.method ?? '-', route));
+  if (route !== '-') span.set(ATTR.route, route);
+  span.set(ATTR.status, res.statusCode);
+  span.set(ATTR.urlPath, ctx?.pathname ?? pathOnly(req.url ?? '').slice(0, 1024));
+  span.set(ATTR.cache, served.outcome);
+  span.set(ATTR.upstream, ctx?.upstream.cfg.name);
+  span.set(ATTR.consumer, ctx?.cred.kind === 'pool' ? ctx.cred.consumer : undefined);
+  span.set(ATTR.token, served.token);
+  span.set(ATTR.requestId, id);
+  if (!res.writableFinished) span.set('etagere.aborted', true);
+  if (res.statusCode >= 500) span.fail(`status ${res.statusCode}`);
   span.end();
 }

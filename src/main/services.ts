@@ -10,27 +10,25 @@ import { createCoalescer, type Coalescer } from '../cache/store/coalesce.js';
 import { createTagStore, type TagStore } from '../cache/store/tags.js';
 import { createRefreshScheduler, type RefreshScheduler } from '../cache/store/refresh-scheduler.js';
 import { createPartitioner, type Partitioner } from '../cache/rules/key.js';
-import { DEFAULT_MARK_SETTINGS } from '../cache/store/marking.js';
+import { DEFAULT_MARK_SETTINGS } from '../cache/store/memory-store.js';
 import { Cache } from '../cache/store/cache.js';
 import type { Config, UpstreamConfig } from '../platform/config/schema.js';
 import { consumerKeysFromFile } from '../platform/config/load.js';
-import type { Logger } from '../platform/log/logger.js';
+import { type Logger, createLogMemo } from '../platform/log/logger.js';
 import type { Metrics } from '../platform/metrics/registry.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../paths/upstreams.js';
-import type { LinkSettings } from '../http/representation/public-addresses.js';
+import type { LinkSettings } from '../http/representation.js';
 import type { PassThrough } from '../paths/context.js';
 import { createPassThrough } from '../paths/pass-through/pass-through.js';
 import { createGraphqlRuntime, type GraphqlRuntime } from '../paths/graphql/runtime.js';
-import type { EntryForm } from '../cache/store/entry-form.js';
-import { createRewrittenBodies } from '../cache/store/rewritten-bodies.js';
+import { type EntryForm, createRewrittenBodies } from '../cache/store/entry-form.js';
 import { createRedisConnection, type RedisConnection } from '../platform/redis/connection.js';
 import { consumerBudgetFor, type ConsumerBudget } from '../pool/consumers/consumer-budget.js';
 import { consumerKeysOf, createConsumers, type Consumers } from '../pool/consumers/consumers.js';
 import { createOidcVerifier, type OidcVerifier } from '../pool/consumers/oidc.js';
 import { createPoolCredentials, type PoolCredentials } from '../pool/consumers/credential.js';
-import { createLogMemo } from '../platform/log/access.js';
-import type { BoundedMemo } from '../platform/memo.js';
-import { createRequestIds, type RequestIds } from '../http/request-id.js';
+import type { BoundedMemo } from '../platform/bytes.js';
+import { createRequestIds, type RequestIds } from '../http/target.js';
 import { reloadWithoutPool, type ReloadOutcome, type ReloadTrigger } from '../pool/members/reload.js';
 import type { AppTiming } from '../pool/members/app-members.js';
 import { createPoolRuntime, type PoolRuntime } from '../pool/runtime.js';
@@ -51,7 +49,7 @@ export interface ServiceDeps {
 }
 
 export interface HandlerMemos {
-  /** The access log's quoted values (src/platform/log/access.ts). */
+  /** The access log's quoted values (src/platform/log/logger.ts). */
   readonly accessLog: BoundedMemo;
   /** The consumers' pool credentials (src/pool/consumers/credential.ts). */
   readonly credentials: PoolCredentials;
@@ -88,11 +86,11 @@ export interface Services {
   readonly consumerBudget: ConsumerBudget | undefined;
   /** The webhook receiver, when a webhook secret is configured (src/paths/webhooks/). */
   readonly webhooks: WebhookReceiver | undefined;
-  /** X-Request-Id values for requests without a sane one (src/http/request-id.ts). */
+  /** X-Request-Id values for requests without a sane one (src/http/target.ts). */
   readonly requestId: RequestIds;
   /** Spans of each request, or `NO_TRACING` (src/platform/trace/). */
   readonly tracing: Tracing;
-  /** The request handler's memos (src/platform/memo.ts), reported in etagere_cache_bytes. */
+  /** The request handler's memos (src/platform/bytes.ts), reported in etagere_cache_bytes. */
   readonly memos: HandlerMemos;
   /**
    * Agrees on the partition secret through Redis, mints the GitHub Apps' first installation tokens
@@ -149,7 +147,7 @@ export function buildServices(config: Config, deps: ServiceDeps, workerPool?: To
   const refreshAhead = createRefreshScheduler();
   const partitioner = createPartitioner(config.cache.partition_secret ?? randomBytes(32));
   const links = { publicUrl: config.public_url, trustForwarded: config.trust_forwarded, https: config.listen.tls !== null };
-  // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/cache/store/rewritten-bodies.ts).
+  // Rewritten bodies are kept beside L1, bounded at an eighth of it (src/cache/store/entry-form.ts).
   const rewrittenBodies = createRewrittenBodies<EntryForm>(Math.floor(config.cache.max_bytes / 8));
   const upstreams = config.upstreams.map((cfg) =>
     createUpstreamRuntime(

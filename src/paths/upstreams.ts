@@ -1,14 +1,13 @@
 /** Per-upstream runtime: its config, client, route templates, addresses, entry forms and freshness policy, built once. */
 import type { UpstreamConfig } from '../platform/config/schema.js';
 import type { UpstreamPolicy } from '../cache/rules/policy.js';
-import { createRouteMatcher, type RouteMatcher } from '../http/route-template.js';
-import { createUpstreamClient, type UpstreamClient } from '../upstream/client.js';
+import { createRouteMatcher, type RouteMatcher, ENTERPRISE_REST_BASE, servesEnterpriseForms } from '../http/route.js';
+import { createUpstreamClient, type UpstreamClient } from '../upstream/fetch.js';
 import type { RetryObserver } from '../upstream/retries.js';
-import { PublicAddresses, type LinkSettings } from '../http/representation/public-addresses.js';
+import { PublicAddresses, type LinkSettings } from '../http/representation.js';
 import { EntryForms, type RewrittenForms } from '../cache/store/entry-form.js';
-import { upstreamPolicy } from '../cache/rules/webhook-coverage.js';
-import { sharesEquivalentAccept } from '../cache/rules/accept.js';
-import { ENTERPRISE_REST_BASE, servesEnterpriseForms } from '../http/route.js';
+import { upstreamPolicy } from '../cache/rules/stale-marks.js';
+import { sharesEquivalentAccept } from '../cache/rules/key.js';
 import { NO_TRACING, type Tracing } from '../platform/trace/tracing.js';
 
 export interface UpstreamRuntime {
@@ -18,7 +17,7 @@ export interface UpstreamRuntime {
   readonly policy: UpstreamPolicy;
   /** Route templates for metric labels. */
   readonly routes: RouteMatcher;
-  /** GitHub's REST API: the Accept values that select its default JSON share one entry (src/cache/rules/accept.ts). */
+  /** GitHub's REST API: the Accept values that select its default JSON share one entry (src/cache/rules/key.ts). */
   readonly sharesAccept: boolean;
   /**
    * Where the upstream's addresses (its URL, origin + base path, as it appears in Link headers and
@@ -71,7 +70,7 @@ export function createUpstreamRuntime(
     enterprise: undefined,
   };
   if (!servesEnterpriseForms(cfg)) return runtime;
-  // Addresses under <public base>/api/v3: the route of a stripped prefix /api/v3 (link.ts `withRoutePrefix`).
+  // Addresses under <public base>/api/v3: the route of a stripped prefix /api/v3 (src/http/representation.ts `withRoutePrefix`).
   const under = new PublicAddresses(links, addresses.upstreamBase, { stripPrefix: true, prefix: ENTERPRISE_REST_BASE }, addresses.bodies);
   const enterprise = {
     ...runtime,

@@ -1,6 +1,6 @@
 /**
  * One upstream exchange on a pool token: take a lease in the request's rate-limit resource (its
- * path says which: resource.ts), send with its Authorization, tell the pool what came back, and
+ * path says which: rate-limit.ts), send with its Authorization, tell the pool what came back, and
  * try another token when the answer was the token's fault (primary or secondary rate limit).
  * A 401 "Bad credentials" first asks whether the credential can be renewed (`pool.renew`: a GitHub
  * App installation token is re-minted once): renewed, the request is sent again on the new
@@ -8,8 +8,8 @@
  * GET /rate_limit with the token answers 401 too (`pool.confirm`): then the token is dead and the
  * request is tried on another; otherwise the 401 is about the request and goes to the client as
  * it is. A 404 whose X-Accepted-OAuth-Scopes names a scope the token lacks and another member has
- * is tried on such a member (scopes.ts); if that one refuses (4xx), the 404 stands. Without a pool
- * it is a plain `fetchBuffered`. A transit failure (src/upstream/retry-rules.ts) is sent again, as the
+ * is tried on such a member (rate-limit.ts); if that one refuses (4xx), the 404 stands. Without a pool
+ * it is a plain `fetchBuffered`. A transit failure (src/upstream/retries.ts) is sent again, as the
  * upstream's retry state decides, on a new lease (a new upstream request for the pool and the
  * consumer's share; the same token may serve it: a transit failure says nothing about the token).
  *
@@ -18,15 +18,13 @@
  * came from: no callback sets anything aside.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import type { UpstreamClient } from '../upstream/client.js';
-import { fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
-import { headerReader } from '../http/headers/value.js';
-import type { PoolHeaders } from './rules/pool-headers.js';
-import { retryable, unauthorizedKind } from './rules/rate-limit.js';
-import type { ConsumerGate } from './consumers/consumer-budget.js';
-import { resourceOf } from './rules/resource.js';
-import { pointsOf } from './rules/points.js';
+import { type UpstreamClient, fetchAttempt, fetchBuffered, nextAttempt, type Fetched, type UpstreamRequest } from '../upstream/fetch.js';
+import { headerReader } from '../http/headers/fields.js';
+import type { PoolHeaders } from './rules/report.js';
+import { retryable, unauthorizedKind, resourceOf } from './rules/rate-limit.js';
 import { anotherSeesMore } from './rules/scopes.js';
+import type { ConsumerGate } from './consumers/consumer-budget.js';
+import { pointsOf } from './rules/choose.js';
 import type { Acquired, AcquireOptions, Confirmation, HeaderLookup, Lease, Renewal, TokenPool, Unavailable } from './rules/types.js';
 import { ATTR, SPANS, type SpanHandle } from '../platform/trace/tracing.js';
 
@@ -74,14 +72,14 @@ interface Req extends UpstreamRequest {
    * 200 whose errors say RATE_LIMITED counts as a 429, src/pool/rules/graphql-rate-limit.ts).
    */
   tokenStatus?: (status: number, body: Buffer, header: HeaderLookup) => number;
-  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/validators.ts). */
+  /** Headers that depend on the token the request goes out on (the cache's validators: src/cache/rules/freshen.ts). */
   tokenHeaders?: TokenHeaders;
   /**
    * A short keyed id of a token's value (an Authorization value; never the value itself): given,
    * `tokenHeaders` can tell a token's new value from an old one, and the result names the value used.
    */
   valueId?: (authorization: string) => string;
-  /** Background work (a revalidation nobody waits for): it spends only the points clients leave, and never waits (points.ts). */
+  /** Background work (a revalidation nobody waits for): it spends only the points clients leave, and never waits (choose.ts). */
   background?: boolean;
   /** The span the token wait and upstream spans descend from, when tracing is on. */
   parent?: SpanHandle | undefined;

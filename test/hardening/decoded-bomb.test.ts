@@ -8,7 +8,7 @@
  * The proxy runs as its own process (its memory is measured on its /metrics), and so do the fake
  * GitHub and the six downloads (their work is not this process's); this process times the hits.
  * When the entry is cold, the proxy stores it first: the body is decoded and its JSON checked a
- * chunk at a time (src/upstream/decode.ts), never joined or parsed whole, and the hits stay within 100 ms.
+ * chunk at a time (src/upstream/fetch.ts), never joined or parsed whole, and the hits stay within 100 ms.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -16,8 +16,7 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classify, mentionsRateLimit, readRateLimit } from '../../src/pool/rules/rate-limit.js';
-import type { Resource } from '../../src/pool/rules/resource.js';
+import { classify, mentionsRateLimit, readRateLimit, type Resource } from '../../src/pool/rules/rate-limit.js';
 import {
   budgetKeys,
   decodeReply,
@@ -31,7 +30,7 @@ import {
   settleArgs,
   paceArgs,
 } from '../../src/pool/backends/shared-scripts.js';
-import { chargeOf, paceReadyAt, pruneLog, type PaceEntry } from '../../src/pool/rules/points.js';
+import { chargeOf, paceReadyAt, pruneLog, type PaceEntry } from '../../src/pool/rules/choose.js';
 import { canReserve, DEAD_FLAG_TTL_MS, heldByOthers, react, settle, UNSEEN, type Settlement } from '../../src/pool/rules/state.js';
 import type { TokenNumbers } from '../../src/pool/rules/types.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -661,7 +660,7 @@ describe('token pool parity: the Lua scripts on a real Redis and state.ts', () =
     expect(await reserve(NOW + DEAD_FLAG_TTL_MS)).toBe(true);
   });
 
-  it('points: the script grants and refuses as points.ts does, and says the same time when they are back', async () => {
+  it('points: the script grants and refuses as choose.ts does, and says the same time when they are back', async () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(

@@ -37,7 +37,7 @@ interface Quota {
   by_billable_requests: Row[];
 }
 
-// Route templates are the proxy's own (route-template.ts); the tests know only where they start.
+// Route templates are the proxy's own (src/http/route.ts); the tests know only where they start.
 const isRepo = (route: string): boolean => route.startsWith('/repos/');
 const isUser = (route: string): boolean => route.startsWith('/users/');
 

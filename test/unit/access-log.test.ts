@@ -1,8 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { DestinationStream } from 'pino';
-import { ACCESS_FLUSH_MS, AccessLog } from '../../src/platform/log/access.js';
-import { createLogger } from '../../src/platform/log/logger.js';
+import { ACCESS_FLUSH_MS, AccessLog, createLogger } from '../../src/platform/log/logger.js';
 
 function capture(level = 'info') {
   let text = '';

@@ -12,9 +12,8 @@ import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { answer } from '../../src/http/answer.js';
 import type { AnswerContext } from '../../src/paths/context.js';
-import type { EntryForm } from '../../src/cache/store/entry-form.js';
+import { type EntryForm, MAX_BASES, createRewrittenBodies, type RewrittenBodies } from '../../src/cache/store/entry-form.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/paths/upstreams.js';
-import { MAX_BASES, createRewrittenBodies, type RewrittenBodies } from '../../src/cache/store/rewritten-bodies.js';
 import { testEntry } from '../helpers/entry.js';
 
 const API = 'https://api.github.com';

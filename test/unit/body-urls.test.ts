@@ -3,9 +3,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isJsonMediaType } from '../../src/http/headers/media-type.js';
-import { hasUrlsUnder, rewriteBodyUrls, weakened } from '../../src/http/representation/body-urls.js';
-import { MAX_BASES, createRewrittenBodies } from '../../src/cache/store/rewritten-bodies.js';
+import { isJsonMediaType } from '../../src/http/headers/fields.js';
+import { hasUrlsUnder, rewriteBodyUrls, weakened } from '../../src/http/representation.js';
+import { MAX_BASES, createRewrittenBodies } from '../../src/cache/store/entry-form.js';
 
 const API = 'https://api.github.com';
 const PROXY = 'http://proxy.internal:8080';

@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ANONYMOUS, PARTITION_MEMO_BYTES, cacheKey, createPartitioner, normalizeQuery } from '../../src/cache/rules/key.js';
-import { ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/http/route-template.js';
+import { ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/http/route.js';
 
 const base = { upstream: 'github', pathname: '/orgs/o/repos', search: '', accept: undefined, apiVersion: undefined, partition: ANONYMOUS };
 const keyOf = (search: string): string => cacheKey({ ...base, search });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseCacheControl, requestDirectives } from '../../src/http/headers/cache-control.js';
+import { parseCacheControl, requestDirectives } from '../../src/http/headers/fields.js';
 import {
   corruptBody,
   currentAge,

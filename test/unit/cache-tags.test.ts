@@ -6,10 +6,10 @@
  */
 import { parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { acceptKeyPart, isEquivalentAccept, sharesEquivalentAccept } from '../../src/cache/rules/accept.js';
+import { acceptKeyPart, isEquivalentAccept, sharesEquivalentAccept } from '../../src/cache/rules/key.js';
 import { classify, type Got } from '../../src/cache/rules/classify.js';
 import { answerKeys, answerTags, graphqlTags, inputTags, MAX_TAGS, queryTags, storableData } from '../../src/cache/rules/graphql-tags.js';
-import { negativeLifetime, pathTags } from '../../src/cache/rules/negative.js';
+import { negativeLifetime, pathTags } from '../../src/cache/rules/classify.js';
 import { policyOf } from '../../src/cache/rules/policy.js';
 import { keysFor, type CacheRequest } from '../../src/cache/rules/request.js';
 import { isTag, normalTag } from '../../src/cache/rules/tags.js';

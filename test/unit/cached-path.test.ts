@@ -22,7 +22,7 @@ import type { Credential } from '../../src/pool/consumers/credential.js';
 import type { CodingForward } from '../../src/paths/rest/forward.js';
 import type { Served } from '../../src/http/reply.js';
 import { createUpstreamRuntime, type UpstreamRuntime } from '../../src/paths/upstreams.js';
-import { createRewrittenBodies } from '../../src/cache/store/rewritten-bodies.js';
+import { createRewrittenBodies } from '../../src/cache/store/entry-form.js';
 
 /** A response that records what the path wrote: status, headers, body. */
 class RecordedResponse extends Writable {

@@ -1,11 +1,11 @@
 /**
- * The one capped reader (src/platform/capped-read.ts) that every bounded read of the proxy uses: a
+ * The one capped reader (src/platform/bytes.ts) that every bounded read of the proxy uses: a
  * body within the cap is read whole; past it the stream is left paused with the rest unread (a
  * caller may still hand it on); a failure event ends the read; a stopped read lets the stream be.
  */
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { CappedReader, readCapped } from '../../src/platform/capped-read.js';
+import { CappedReader, readCapped } from '../../src/platform/bytes.js';
 
 const text = (chunks: Buffer[]): string => Buffer.concat(chunks).toString('utf8');
 

@@ -4,7 +4,7 @@
  * sent upstream.
  */
 import { describe, expect, it } from 'vitest';
-import { requestDirectives } from '../../src/http/headers/cache-control.js';
+import { requestDirectives } from '../../src/http/headers/fields.js';
 import { clientDirectives, clientNoCacheMode, type ClientNoCache } from '../../src/cache/rules/client-directives.js';
 import { decide, planFor } from '../../src/cache/rules/policy.js';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';

@@ -5,11 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createCoalescer } from '../../src/cache/store/coalesce.js';
-import type { CacheEntry } from '../../src/cache/rules/entry.js';
-import type { CacheRequest } from '../../src/cache/rules/request.js';
-import { keysFor } from '../../src/cache/rules/request.js';
-import { POOL } from '../../src/cache/rules/key.js';
 import type { LockResult } from '../../src/cache/store/flight-lock.js';
+import type { CacheEntry } from '../../src/cache/rules/entry.js';
+import { type CacheRequest, keysFor } from '../../src/cache/rules/request.js';
+import { POOL } from '../../src/cache/rules/key.js';
 import type { Cache } from '../../src/cache/store/cache.js';
 import type { Metrics } from '../../src/platform/metrics/registry.js';
 

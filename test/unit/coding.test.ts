@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { acceptsCoding, acceptsGzip, contentCodingOf, refusesCoding } from '../../src/http/representation/coding.js';
-import { entryCoding, fixedCoding } from '../../src/cache/store/entry-coding.js';
+import { acceptsCoding, acceptsGzip, contentCodingOf, refusesCoding } from '../../src/http/representation.js';
+import { entryCoding, fixedCoding } from '../../src/cache/store/entry-codec.js';
 
 describe('Accept-Encoding (RFC 9110 section 12.5.3)', () => {
   it('takes a coding named, or `*`, with a q-value above 0', () => {

@@ -11,10 +11,9 @@ import {
   consumerLabelMode,
   createConsumerLabels,
   productToken,
-} from '../../src/platform/metrics/consumer-label.js';
+} from '../../src/platform/metrics/labels.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
-import { AccessLog } from '../../src/platform/log/access.js';
-import { createLogger } from '../../src/platform/log/logger.js';
+import { AccessLog, createLogger } from '../../src/platform/log/logger.js';
 import { Recorder, Trace } from '../../src/main/recorder.js';
 import type { UpstreamRuntime } from '../../src/paths/upstreams.js';
 import type { RequestContext } from '../../src/paths/context.js';

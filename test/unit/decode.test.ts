@@ -1,13 +1,12 @@
 /**
- * Decoding an upstream gzip body once when the cache receives it (src/upstream/decode.ts): it is
+ * Decoding an upstream gzip body once when the cache receives it (src/upstream/fetch.ts): it is
  * checked a chunk at a time and never held whole, and the cache's rules read the check (a JSON body
  * that does not parse is still a 502, never stored), its size and its first bytes.
  */
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { corruptBody } from '../../src/cache/rules/policy.js';
-import { decodeFetched, type CheckedBody } from '../../src/upstream/decode.js';
-import type { Fetched } from '../../src/upstream/fetch.js';
+import { decodeFetched, type CheckedBody, type Fetched } from '../../src/upstream/fetch.js';
 
 type Response = Extract<Fetched, { kind: 'response' }>;
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { canonicalJson, graphqlCacheKey, type GraphqlKeyInput } from '../../src/paths/graphql/cache-key.js';
-import { graphqlEndpoint, graphqlRequestPath } from '../../src/http/graphql-endpoint.js';
+import { graphqlEndpoint, graphqlRequestPath } from '../../src/http/route.js';
 import { documentTooBig, MAX_NESTING, MAX_TOKENS } from '../../src/paths/graphql/limits.js';
 import { pooledQuery, type PooledQuery, type Refusal } from '../../src/paths/graphql/operation.js';
 import { isRateLimited, tokenStatus } from '../../src/pool/rules/graphql-rate-limit.js';

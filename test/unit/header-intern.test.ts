@@ -1,9 +1,8 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { decodeEntry, encodeEntry, entrySize } from '../../src/cache/store/entry-codec.js';
+import { decodeEntry, encodeEntry, entrySize, decodedBody } from '../../src/cache/store/entry-codec.js';
 import { createHeaderTable, isSharedPair } from '../../src/cache/store/header-intern.js';
-import { ownedConcat, ownedCopy } from '../../src/platform/owned-bytes.js';
-import { decodedBody } from '../../src/cache/store/entry-coding.js';
+import { ownedConcat, ownedCopy } from '../../src/platform/bytes.js';
 import { testEntry } from '../helpers/entry.js';
 
 /** A header value as undici hands it over: a string of its own per response. */

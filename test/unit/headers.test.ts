@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cacheStatus } from '../../src/http/headers/cache-status.js';
-import { clientHasCurrent, etagMatches } from '../../src/http/headers/conditional.js';
-import { publicBase, rewriteLink } from '../../src/http/representation/link.js';
+import { cacheStatus, clientHasCurrent, etagMatches } from '../../src/http/headers/fields.js';
+import { publicBase, rewriteLink } from '../../src/http/representation.js';
 
 describe('conditional requests', () => {
   it('matches ETags weakly, in lists and with *', () => {

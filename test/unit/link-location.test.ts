@@ -4,14 +4,7 @@
  * plain host[:port] is ever put into a URL; only URLs under the upstream base are rewritten.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  isPlainHost,
-  publicBase,
-  rewriteLink,
-  rewriteLocation,
-  rewritesLocation,
-  withRoutePrefix,
-} from '../../src/http/representation/link.js';
+import { isPlainHost, publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../../src/http/representation.js';
 
 const header = (values: Record<string, string>) => (name: string) => values[name];
 const rewrite = { upstreamBase: 'https://api.github.com', proxyBase: 'http://localhost:8080' };

@@ -1,6 +1,6 @@
 import type { Counter, Gauge, Histogram } from 'prom-client';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { LabelSets } from '../../src/platform/metrics/label-sets.js';
+import { LabelSets } from '../../src/platform/metrics/labels.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { METRIC_SPECS } from '../../src/platform/metrics/specs.js';
 

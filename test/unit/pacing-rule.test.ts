@@ -8,7 +8,7 @@ import {
   pointsOf,
   pruneLog,
   type PaceEntry,
-} from '../../src/pool/rules/points.js';
+} from '../../src/pool/rules/choose.js';
 
 /** The most points sent in any window of `windowMs` (a window's sum is largest when it ends at a send). */
 function heaviest(log: readonly PaceEntry[], windowMs: number): number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { savedQuota } from '../../src/platform/metrics/quota-saved.js';
+import { savedQuota } from '../../src/platform/metrics/quota-windows.js';
 
 describe('quota saved: a request answered without spending upstream quota', () => {
   const table: Array<[string | undefined, boolean, boolean]> = [

@@ -4,8 +4,7 @@
  * one is a 400 in GitHub's shape); and `etagere quota`'s table.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_ROWS, createQuotaWindows, quotaReport } from '../../src/platform/metrics/quota-windows.js';
-import { upstreamSpend } from '../../src/platform/metrics/quota-saved.js';
+import { MAX_ROWS, createQuotaWindows, quotaReport, upstreamSpend } from '../../src/platform/metrics/quota-windows.js';
 import { quotaQuery } from '../../src/paths/admin/admin-quota.js';
 import { quotaPath, quotaText } from '../../src/main/cli-admin.js';
 

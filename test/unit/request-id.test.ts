@@ -1,6 +1,6 @@
 /** X-Request-Id: a sane client id is kept; otherwise a per-app random prefix and a counter. */
 import { describe, expect, it } from 'vitest';
-import { createRequestIds } from '../../src/http/request-id.js';
+import { createRequestIds } from '../../src/http/target.js';
 
 const GENERATED = /^[0-9a-f]{12}-[0-9a-z]+$/;
 

@@ -5,7 +5,7 @@
  */
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { savedQuota } from '../../src/platform/metrics/quota-saved.js';
+import { savedQuota } from '../../src/platform/metrics/quota-windows.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { METRIC_SPECS } from '../../src/platform/metrics/specs.js';
 

@@ -5,10 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { freshens, KEPT_ON_304, selectedBy304 } from '../../src/cache/rules/freshen.js';
-import { revalidationHeaders } from '../../src/cache/rules/validators.js';
+import { revalidationHeaders } from '../../src/cache/rules/freshen.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../../src/cache/rules/invalidation.js';
 import { ageValue, mergeHeaders, UNTRUSTED_AGE } from '../../src/cache/rules/policy.js';
-import { parseHttpDate } from '../../src/http/headers/http-date.js';
+import { parseHttpDate } from '../../src/http/headers/fields.js';
 
 describe('Age (RFC 9111 section 5.1, read conservatively)', () => {
   it.each([

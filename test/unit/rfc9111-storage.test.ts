@@ -5,7 +5,7 @@
  * cacheable statuses (section 4.2.2).
  */
 import { describe, expect, it } from 'vitest';
-import { parseCacheControl } from '../../src/http/headers/cache-control.js';
+import { parseCacheControl } from '../../src/http/headers/fields.js';
 import { loadConfig } from '../../src/platform/config/load.js';
 import { freshnessLifetime, notStorableReason, staleWindows, type FreshnessPolicy, type StoreInput } from '../../src/cache/rules/policy.js';
 import { parseSurrogateControl, SURROGATE_CAPABILITY, withSurrogate } from '../../src/cache/rules/surrogate-control.js';

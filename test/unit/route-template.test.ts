@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config/load.js';
 import { GITHUB_GET_ROUTES, GITHUB_MULTI_SEGMENT } from '../../src/http/github-routes.js';
-import { DEFAULT_ROUTES, OTHER, ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/http/route-template.js';
+import { DEFAULT_ROUTES, OTHER, ROUTE_MEMO_BYTES, createRouteMatcher } from '../../src/http/route.js';
 
 /** Templates this test's upstream declares itself (`upstreams[].routes`), as the demo's cyclists do. */
 const OWN_ROUTES = ['/bicyclists/:city'];

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/platform/config/load.js';
 import { apiPathname, createRouter, enterpriseForm, servesEnterpriseForms, upstreamPath } from '../../src/http/route.js';
 import { checkFraming, checkHost, parseTarget } from '../../src/http/target.js';
-import { createRouteMatcher } from '../../src/http/route-template.js';
+import { createRouteMatcher } from '../../src/http/route.js';
 
 const config = parseConfig({
   upstreams: [

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { entrySize } from '../../src/cache/store/entry-codec.js';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { createMemoryStore } from '../../src/cache/store/memory-store.js';
-import { createSingleFlight } from '../../src/cache/store/single-flight.js';
+import { createSingleFlight } from '../../src/cache/store/coalesce.js';
 
 describe('single flight', () => {
   it('runs concurrent work for one key once and shares the result', async () => {

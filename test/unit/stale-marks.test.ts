@@ -1,16 +1,23 @@
 /**
- * Marking stale by path scope: the normal form and scope ids (path-scope.ts), the index of L1's
- * keys (path-index.ts) kept by the memory store's hooks, the marks (stale-marks.ts) and the cache
- * that uses them (marking.ts, validity.ts, cache.ts), and the webhook signature (src/paths/webhooks/signature.ts).
+ * Marking stale by path scope: the normal form and scope ids (stale-marks.ts), the index of L1's
+ * keys (memory-store.ts) kept by the memory store's hooks, the marks (stale-marks.ts) and the cache
+ * that uses them (memory-store.ts, validity.ts, cache.ts), and the webhook signature (src/paths/webhooks/signature.ts).
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { CacheEntry } from '../../src/cache/rules/entry.js';
 import { cacheKey } from '../../src/cache/rules/key.js';
-import { createMemoryStore } from '../../src/cache/store/memory-store.js';
-import { createPathIndex } from '../../src/cache/store/path-index.js';
-import { coveringScopeIds, keyPath, normalPath, parseScopeId, scopeId } from '../../src/cache/rules/path-scope.js';
-import { createStaleMarks, markedStale, originOf } from '../../src/cache/rules/stale-marks.js';
+import { createMemoryStore, createPathIndex } from '../../src/cache/store/memory-store.js';
+import {
+  coveringScopeIds,
+  keyPath,
+  normalPath,
+  parseScopeId,
+  scopeId,
+  createStaleMarks,
+  markedStale,
+  originOf,
+} from '../../src/cache/rules/stale-marks.js';
 import { Cache } from '../../src/cache/store/cache.js';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';

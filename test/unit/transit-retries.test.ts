@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Retries, type RetryOutcome } from '../../src/upstream/retries.js';
 import {
+  Retries,
+  type RetryOutcome,
   BACKOFF_MAX_MS,
   BACKOFF_MIN_MS,
   RETRY_BUDGET,
@@ -14,7 +15,7 @@ import {
   transitOfError,
   transitOfStatus,
   type TransitReason,
-} from '../../src/upstream/retry-rules.js';
+} from '../../src/upstream/retries.js';
 
 describe('which upstream failures are retried', () => {
   it.each([

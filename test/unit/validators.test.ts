@@ -1,12 +1,12 @@
 /**
- * Which validators a revalidation sends (src/cache/rules/validators.ts), and who fetched an entry as
+ * Which validators a revalidation sends (src/cache/rules/freshen.ts), and who fetched an entry as
  * its `fetchedBy` records it (src/cache/rules/entry.ts): the ETag as always; If-Modified-Since only for
  * an entry that the same pool token fetched with another value, under `last_modified`, when its
  * Last-Modified is at least a second older than its Date.
  */
 import { describe, expect, it } from 'vitest';
 import { poolTokenOf, type CacheEntry, type FetchedBy } from '../../src/cache/rules/entry.js';
-import { lastModifiedValidates, storedValidators, validatorsFor, type StoredValidators } from '../../src/cache/rules/validators.js';
+import { lastModifiedValidates, storedValidators, validatorsFor, type StoredValidators } from '../../src/cache/rules/freshen.js';
 
 const MODIFIED = 'Mon, 01 Jan 2024 00:00:00 GMT';
 const stored: StoredValidators = {

@@ -1,13 +1,12 @@
 /**
  * The event table (src/cache/rules/webhook-events.ts), its expansion from payloads (scopes.ts), the paths it
- * covers (webhook-coverage.ts), and docs/webhooks.md's copy of the table.
+ * covers (stale-marks.ts), and docs/webhooks.md's copy of the table.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { COVERED, createCoverage, policyByPath } from '../../src/cache/rules/webhook-coverage.js';
+import { COVERED, createCoverage, policyByPath, inScope } from '../../src/cache/rules/stale-marks.js';
 import { EVENT_TABLE } from '../../src/cache/rules/webhook-events.js';
 import { scopesFor } from '../../src/cache/rules/webhook-scopes.js';
-import { inScope } from '../../src/cache/rules/path-scope.js';
 import type { FreshnessPolicy } from '../../src/cache/rules/policy.js';
 
 const repository = { id: 1296269, name: 'Hello-World', full_name: 'Octocat/Hello-World', owner: { login: 'Octocat' } };

@@ -4,26 +4,30 @@
  * failure keeps the stored entry as the fallback, a changed or vanished resource replaces or drops
  * it, and a body that contradicts its JSON Content-Type is a failure. The caller applies the
  * result to the cache (`Cache.apply`) and turns it into a reply.
+ * Negative entries (a stored 404 or 410: `negativeLifetime`, `pathTags`) are at the end.
  */
 import type { Readable } from 'node:stream';
-import { parseHttpDate } from '../../http/headers/http-date.js';
-import { headerValue } from '../../http/headers/value.js';
-import { contentCodingOf } from '../../http/representation/coding.js';
-import { describesToken, responseHeadersForClient } from '../../http/headers/hop-by-hop.js';
-import { isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
-import type { Unavailable } from '../../http/errors.js';
-import type { UpstreamFailure } from '../../http/errors.js';
-import type { CheckedBody } from '../../upstream/decode.js';
-import type { Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
-import { parseCacheControl, type Directives } from '../../http/headers/cache-control.js';
+import { parseHttpDate, headerValue, parseCacheControl, type Directives } from '../../http/headers/fields.js';
+import { contentCodingOf } from '../../http/representation.js';
+import { describesToken, responseHeadersForClient, isRateLimitHeader } from '../../http/headers/hop-by-hop.js';
+import type { Unavailable, UpstreamFailure } from '../../http/errors.js';
+import type { CheckedBody, Fetched, UpstreamHeaders } from '../../upstream/fetch.js';
 import { fieldValue, type CacheEntry, type FetchedBy } from './entry.js';
 import { varySelection } from './key.js';
-import { freshens, KEPT_ON_304 } from './freshen.js';
-import type { Validators } from './validators.js';
-import { ageValue, corruptBody, freshnessLifetime, initialAge, mergeHeaders, notStorableReason, staleWindows } from './policy.js';
+import { freshens, KEPT_ON_304, type Validators } from './freshen.js';
+import {
+  ageValue,
+  corruptBody,
+  freshnessLifetime,
+  initialAge,
+  mergeHeaders,
+  notStorableReason,
+  staleWindows,
+  type FreshnessPolicy,
+} from './policy.js';
 import type { CacheRequest } from './request.js';
 import { parseSurrogateControl, withSurrogate } from './surrogate-control.js';
-import { asNegative, negativeLifetime } from './negative.js';
+import { ownerTag, repoTag } from './tags.js';
 
 /** What the upstream exchange produced: a fetch on a token (or without one), or no token to use. */
 export type Got =
@@ -32,7 +36,7 @@ export type Got =
       fetched: Fetched;
       token: string | undefined;
       fetchedBy: FetchedBy;
-      /** The body decoded (src/upstream/decode.ts): the body itself for identity, checked as it decoded for gzip, undefined for a coding the proxy does not decode. */
+      /** The body decoded (src/upstream/fetch.ts): the body itself for identity, checked as it decoded for gzip, undefined for a coding the proxy does not decode. */
       decoded?: Buffer | CheckedBody | undefined;
     }
   | { kind: 'unavailable'; reason: Unavailable; retryAfterSeconds: number };
@@ -120,7 +124,7 @@ export function classify(got: Got, stale: CacheEntry | undefined, req: CacheRequ
           varyStar: vary === undefined,
         });
   const transient = isTransient(fetched.status, fetched.headers);
-  // A 404 or 410 the GitHub policies keep for a while (negative.ts).
+  // A 404 or 410 the GitHub policies keep for a while (below).
   const negative = reason === 'status' ? negativeLifetime(req.policy, fetched.status, req.method) : undefined;
   if (negative !== undefined)
     return {
@@ -285,4 +289,52 @@ function refreshed(req: CacheRequest, stored: CacheEntry, response: Response, fe
       response,
     ),
   };
+}
+
+/*
+ * Negative entries. Under the GitHub policies (`max-age`, `revalidate`, `ttl`) a 404 or 410
+ * answer to a GET is stored in its credential partition for `upstreams[].cache.negative_seconds`
+ * (0: never): every authenticated 404 costs a unit of quota, and clients poll for things that do
+ * not exist yet. It is never served stale (no stale-if-error, no stale-while-revalidate, no
+ * max-stale) and never refreshed ahead. Under `rfc9111` the RFC's rules decide, as for any status.
+ *
+ * A negative entry is filed (src/cache/store/tags.ts) under the repository and owner of its path,
+ * so that a webhook delivery that could create it purges it (webhook-tags.ts); a 200 for its key
+ * replaces it.
+ */
+export function isNegativeStatus(status: number): boolean {
+  return status === 404 || status === 410;
+}
+
+/** How long a negative answer is fresh, seconds; undefined when it is not stored as one. */
+export function negativeLifetime(policy: FreshnessPolicy, status: number, method: 'GET' | 'HEAD'): number | undefined {
+  if (!isNegativeStatus(status) || method !== 'GET') return undefined;
+  if (policy.kind === 'rfc9111' || policy.kind === 'none') return undefined;
+  const seconds = policy.negativeSeconds ?? 0;
+  return seconds > 0 ? seconds : undefined;
+}
+
+/** The entry as a negative one: fresh for `seconds`, never served stale. */
+export function asNegative(entry: CacheEntry, seconds: number): CacheEntry {
+  return { ...entry, lifetime: seconds, staleIfError: 0, staleWhileRevalidate: 0, mustRevalidate: true };
+}
+
+/**
+ * The tags of an API path's negative entry: `/repos/<owner>/<name>/...` is the repository and its
+ * owner; `/users/<login>...`, `/orgs/<login>...` the account. Other paths have none (they expire).
+ */
+export function pathTags(apiPath: string): string[] {
+  const [, first, owner, name] = apiPath.split('/', 4);
+  const tags: Array<string | undefined> = [];
+  const decoded = (text: string | undefined): string | undefined => {
+    if (text === undefined) return undefined;
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return undefined;
+    }
+  };
+  if (first === 'repos') tags.push(repoTag(decoded(owner), decoded(name)), ownerTag(decoded(owner)));
+  else if (first === 'users' || first === 'orgs') tags.push(ownerTag(decoded(owner)));
+  return tags.filter((tag): tag is string => tag !== undefined);
 }

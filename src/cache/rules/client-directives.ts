@@ -23,7 +23,7 @@
  * unless the operator configures otherwise. A dropped `no-cache` shows in Cache-Status
  * (`detail=client-no-cache-ignored`).
  */
-import type { Directives } from '../../http/headers/cache-control.js';
+import type { Directives } from '../../http/headers/fields.js';
 import type { PolicyKind } from './policy.js';
 
 export type ClientNoCache = 'honor' | 'ignore' | 'conditional';

@@ -43,7 +43,7 @@ export interface CacheEntry {
  * `credentialId`, never the credential); or a pool token, by name, and under
  * `cache.rotated_token_revalidation: last_modified` the keyed id of the value it had then. A
  * revalidation of a pool entry goes to the same token: GitHub's ETag depends on the credential
- * that fetched it (validators.ts).
+ * that fetched it (validatorsByToken).
  */
 export type FetchedBy =
   | { readonly kind: 'anonymous' }

@@ -6,7 +6,7 @@
  * entry is that client's business.
  */
 import { gunzipSync } from 'node:zlib';
-import { contentCodingOf } from '../../http/representation/coding.js';
+import { contentCodingOf } from '../../http/representation.js';
 import { currentAge } from './policy.js';
 import { ANONYMOUS, POOL } from './key.js';
 import type { CacheEntry, FetchedBy } from './entry.js';

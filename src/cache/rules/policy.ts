@@ -12,12 +12,10 @@
  * under every policy; `planFor` says what a request does with what is stored. Every function here
  * takes plain data and returns plain data.
  */
-import { isJsonMediaType } from '../../http/headers/media-type.js';
-import type { Directives } from '../../http/headers/cache-control.js';
-import { REPRESENTATION_FRAMING } from '../../http/headers/framing.js';
+import { isJsonMediaType, type Directives, REPRESENTATION_FRAMING } from '../../http/headers/fields.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import type { CacheEntry } from './entry.js';
-import type { CheckedBody } from '../../upstream/decode.js';
+import type { CheckedBody } from '../../upstream/fetch.js';
 
 export type PolicyKind = 'max-age' | 'revalidate' | 'ttl' | 'rfc9111' | 'none';
 
@@ -35,16 +33,16 @@ export interface FreshnessPolicy {
   heuristicFraction: number;
   /**
    * A floor on the lifetime of a response the policy lets be fresh at all, seconds: an upstream's
-   * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/webhook-coverage.ts). Unset: none.
+   * `cache.webhook_fresh_seconds` on the paths its webhooks cover (src/cache/rules/stale-marks.ts). Unset: none.
    */
   freshFloor?: number;
-  /** How long a 404 or 410 to a GET is stored under the GitHub policies, seconds (negative.ts); unset or 0: never. */
+  /** How long a 404 or 410 to a GET is stored under the GitHub policies, seconds (classify.ts); unset or 0: never. */
   negativeSeconds?: number;
 }
 
 /**
  * An upstream's freshness policy, the one way it is read: its kind (the same on every path), and
- * the policy for one client path, with more freshness where webhooks cover it (webhook-coverage.ts
+ * the policy for one client path, with more freshness where webhooks cover it (stale-marks.ts
  * `upstreamPolicy` builds it).
  */
 export interface UpstreamPolicy {
@@ -124,13 +122,13 @@ function rfcNotStorableReason(policy: FreshnessPolicy, input: StoreInput): strin
  * does not parse (garbled or cut by the upstream or something in between, with a consistent
  * Content-Length). Such an answer is an upstream failure: never stored, never served as the
  * resource (a stored entry is served instead, stale-if-error). Other types, GitHub's media types with
- * a parameter (`application/vnd.github.raw+json`: src/http/headers/media-type.ts) among them, are not inspected.
+ * a parameter (`application/vnd.github.raw+json`: src/http/headers/fields.ts) among them, are not inspected.
  * A gzip body comes already checked, as it was decoded a chunk at a time.
  */
 export function corruptBody(status: number, contentType: string | undefined, body: Buffer | CheckedBody): boolean {
   const whole = Buffer.isBuffer(body);
   if (status < 200 || status >= 300 || (whole ? body.length : body.size) === 0 || !isJsonMediaType(contentType)) return false;
-  if (!whole) return body.json === false; // src/upstream/decode.ts
+  if (!whole) return body.json === false; // src/upstream/fetch.ts
   try {
     JSON.parse(body.toString('utf8'));
     return false;

@@ -3,11 +3,9 @@
  * its keys, its Cache-Control directives, a reader of its headers, and the upstream's policy.
  * Plain data (no socket, no response), so the cache's steps are testable without a server.
  */
-import { requestDirectives, type Directives } from '../../http/headers/cache-control.js';
-import { headerValue } from '../../http/headers/value.js';
-import { acceptKeyPart } from './accept.js';
+import { requestDirectives, type Directives, headerValue } from '../../http/headers/fields.js';
+import { acceptKeyPart, ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';
 import { clientDirectives, clientNoCacheMode, NO_CACHE_IGNORED, type ClientNoCache } from './client-directives.js';
-import { ANONYMOUS, POOL, cacheKey, keyAround, type KeyInput, type Partitioner } from './key.js';
 import type { FreshnessPolicy, UpstreamPolicy } from './policy.js';
 
 /** The key a request is coalesced under, the keys it may be stored under, and the keys to look in. */
@@ -153,7 +151,7 @@ export interface Routing {
   readonly noCache: ClientNoCache | undefined;
   /** Non-equivalent pool tokens, when the request uses the pool: a key per member. */
   readonly members: PoolMembers | undefined;
-  /** GitHub's REST API: the Accept values that select its default JSON share one entry (accept.ts). */
+  /** GitHub's REST API: the Accept values that select its default JSON share one entry (key.ts). */
   readonly sharesAccept: boolean;
 }
 

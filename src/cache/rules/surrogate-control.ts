@@ -6,7 +6,7 @@
  * device token (`max-age=60;etagere`); a directive targeted at another device is ignored, and
  * targeted directives replace untargeted ones.
  */
-import type { Directives } from '../../http/headers/cache-control.js';
+import type { Directives } from '../../http/headers/fields.js';
 
 /** The device token etagere answers to. */
 export const SURROGATE_TOKEN = 'etagere';

@@ -4,7 +4,7 @@
  * shows it (test/unit/webhook-events.test.ts keeps the two equal). An event the table does not
  * name is unknown: acknowledged, nothing marked.
  *
- * Templates are API paths (below the API root, as path-scope.ts normalises them):
+ * Templates are API paths (below the API root, as stale-marks.ts normalises them):
  *
  *   {repo}          the repository, twice: /repos/<owner>/<name> and /repositories/<id> (by id)
  *   {owner}         the repository's owner, else the organization, else the installation's account

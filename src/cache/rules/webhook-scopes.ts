@@ -2,7 +2,7 @@
  * Pure: the API-path scopes one delivery makes stale, from its event name and payload, by the
  * table of webhook-events.ts. Returns undefined for an event the table does not name (unknown: ignored).
  */
-import { normalPath } from './path-scope.js';
+import { normalPath } from './stale-marks.js';
 import { EVENT_TABLE, parseTemplate, type ScopeTemplate } from './webhook-events.js';
 
 type Vars = Partial<Record<VarName, string>> & { repo?: RepoRef };

@@ -14,7 +14,7 @@
  *                                 sender, the installation, the enterprise and, on other than
  *                                 ORG_WIDE events, the organization (they are who and where, not what changed)
  *
- * A stored 404 is filed under its repository and owner (negative.ts): a delivery that could
+ * A stored 404 is filed under its repository and owner (classify.ts): a delivery that could
  * create its path (a repository created, transferred, renamed or publicized, a member added, an
  * organization member added) purges it with the rest.
  */

@@ -14,8 +14,8 @@
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
-import { ownedCopy } from '../../platform/owned-bytes.js';
-import { cacheStatus } from '../../http/headers/cache-status.js';
+import { ownedCopy } from '../../platform/bytes.js';
+import { cacheStatus } from '../../http/headers/fields.js';
 import type { FormReply, Served } from '../../http/reply.js';
 import type { CacheResult } from '../rules/classify.js';
 import { NO_CACHE_IGNORED } from '../rules/client-directives.js';
@@ -26,8 +26,7 @@ import type { StaleMarksSettings } from '../rules/stale-marks.js';
 import type { EntryForms } from './entry-form.js';
 import { createHeaderTable, type HeaderTable } from './header-intern.js';
 import type { InvalidationHandlers } from './invalidation-bus.js';
-import { DEFAULT_MARK_SETTINGS } from './marking.js';
-import { createMemoryStore, type Beside, type MemoryStore } from './memory-store.js';
+import { DEFAULT_MARK_SETTINGS, createMemoryStore, type Beside, type MemoryStore } from './memory-store.js';
 import { createSharedTier, type SharedTier } from './shared-tier.js';
 import { Validity } from './validity.js';
 
@@ -37,7 +36,7 @@ export interface CacheSettings {
   maxEntryBytes: number;
   /** Redis lock time for the distributed single flight (redis.lock_ms). */
   lockMs: number;
-  /** How long stale marks are remembered, and how many (marking.ts); DEFAULT_MARK_SETTINGS when unset. */
+  /** How long stale marks are remembered, and how many (memory-store.ts); DEFAULT_MARK_SETTINGS when unset. */
   marks?: StaleMarksSettings;
   /** The memo beside L1 that counts against maxBytes (the decoded bodies): L1 gives way to it (memory-store.ts). */
   besideL1?: Beside;

@@ -6,7 +6,7 @@
  * memoized beside the cache, never stored in it: a client's Host can only change its own answer.
  * The cached path resolves a hit's form once (`formFor`), and answer() writes it (src/http/answer.ts).
  *
- * The body is stored in the coding it arrived in (gzip: src/cache/store/entry-coding.ts). A client that
+ * The body is stored in the coding it arrived in (gzip: src/cache/store/entry-codec.ts). A client that
  * takes it gets those bytes; one that does not gets them decoded, memoized per (entry, base) in a
  * bounded memo of its own (up to an eighth of cache.max_bytes, counted within it: services.ts).
  * Body URLs are rewritten on the decoded body, which goes back into gzip for a gzip client. So a
@@ -21,17 +21,26 @@
  * does not take gzip (`decode`: chunked, in libuv's pool, paused while the socket is full), and
  * its body URLs are left as they are, as for a body over the entry cap. Which entries are over the
  * bound is known from their decoded size, or learnt once from a decode that hit it.
+ * The memo of rewritten bodies (`createRewrittenBodies`) is at the end.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { CacheEntry } from '../rules/entry.js';
-import { rewriteLink, rewriteLocation, rewritesLocation, type LinkRewrite } from '../../http/representation/link.js';
-import { isJsonMediaType } from '../../http/headers/media-type.js';
-import { hasUrlsUnder, rewriteBodyUrls, weakened } from '../../http/representation/body-urls.js';
-import type { PublicAddresses } from '../../http/representation/public-addresses.js';
+import {
+  rewriteLink,
+  rewriteLocation,
+  rewritesLocation,
+  type LinkRewrite,
+  hasUrlsUnder,
+  rewriteBodyUrls,
+  weakened,
+  type PublicAddresses,
+  acceptsGzip,
+  refusesCoding,
+} from '../../http/representation.js';
+import { isJsonMediaType } from '../../http/headers/fields.js';
 import type { Representation } from '../../http/reply.js';
-import type { RewrittenBodies } from './rewritten-bodies.js';
-import { decodedBody, encodedBody, entryCoding } from './entry-coding.js';
-import { acceptsGzip, refusesCoding } from '../../http/representation/coding.js';
+import { decodedBody, encodedBody, entryCoding } from './entry-codec.js';
+import { createMemo } from '../../platform/bytes.js';
 
 export interface EntryForm extends Representation {
   /** What the form was made for: the coding it is in and the public base (see formKey). */
@@ -66,7 +75,7 @@ interface Plain {
   streamed: EntryForm | undefined;
   /** The form with Link and Location rewritten for the last public base seen (stored coding, no body change). */
   linked: EntryForm | undefined;
-  /** Its body is gzip and may be decoded for a client that does not take gzip (entry-coding.ts). */
+  /** Its body is gzip and may be decoded for a client that does not take gzip (entry-codec.ts). */
   readonly gzip: boolean;
   /** Its coding when the proxy may not decode it (no-transform, or not gzip): never for a client that refused it. */
   readonly fixed: string | undefined;
@@ -113,7 +122,7 @@ export class EntryForms {
     const accept = headers['accept-encoding'];
     // A client without Accept-Encoding takes any coding.
     if (plain.fixed !== undefined && accept !== undefined && refusesCoding(accept, plain.fixed)) return undefined;
-    // No Accept-Encoding: the proxy may choose, and gives identity (coding.ts).
+    // No Accept-Encoding: the proxy may choose, and gives identity (src/http/representation.ts).
     return this.clientForm(headers, entry, plain, plain.gzip && (accept === undefined || !acceptsGzip(accept)));
   }
 
@@ -233,4 +242,68 @@ export class EntryForms {
     else out[out.length - 1] = String(form.body.length);
     return out;
   }
+}
+
+/*
+ * The bounded memory of rewritten bodies: per stored entry, the form served for each public base
+ * (clients reach the proxy under a handful of names: a service name, localhost, an ingress host),
+ * so that a body is rewritten once per entry and base, not per hit. An LRU keyed by the entry
+ * itself (a replaced entry is a new object and a new key; the old one ages out), bounded in bytes
+ * (src/platform/bytes.ts),
+ * with at most MAX_BASES forms an entry, the least recently used replaced first: no client can fill
+ * memory by sending Host names, nor pin an entry's slots so that its regular clients' form is never
+ * kept. Its size is exported in `etagere_cache_bytes`.
+ */
+/** Public bases kept per entry. */
+export const MAX_BASES = 4;
+/** Per-form cost beyond its body: the header list and the slot (an estimate on the high side). */
+const FORM_OVERHEAD = 512;
+
+export interface Form {
+  readonly base: string;
+  readonly body: Buffer;
+}
+
+export interface RewrittenBodies<F extends Form> {
+  get(entry: object, base: string): F | undefined;
+  set(entry: object, form: F): void;
+  /** Drops an entry's forms (the entry left the cache). */
+  forget(entry: object): void;
+  /** Bytes held, as counted against the bound. */
+  readonly bytes: number;
+}
+
+/** `grew`: called after a form was kept (the decoded bodies count against L1's bound, which then gives way: services.ts). */
+export function createRewrittenBodies<F extends Form>(maxBytes: number, grew?: () => void): RewrittenBodies<F> {
+  const lru = createMemo<object, F[]>(maxBytes, (_entry, forms) => forms.reduce((sum, form) => sum + form.body.length + FORM_OVERHEAD, 0));
+  return {
+    get(entry, base) {
+      const forms = lru.get(entry);
+      if (forms === undefined) return undefined;
+      const last = forms.length - 1;
+      for (let index = last; index >= 0; index--) {
+        const form = forms[index]!;
+        if (form.base !== base) continue;
+        // The most recently used form goes last, in place (same forms, same size): no allocation on a hit.
+        if (index !== last) {
+          forms.copyWithin(index, index + 1);
+          forms[last] = form;
+        }
+        return form;
+      }
+      return undefined;
+    },
+    set(entry, form) {
+      const forms = lru.peek(entry) ?? [];
+      const kept = forms.filter((held) => held.base !== form.base);
+      lru.set(entry, [...kept.slice(Math.max(0, kept.length - MAX_BASES + 1)), form]);
+      grew?.();
+    },
+    forget(entry) {
+      lru.delete(entry);
+    },
+    get bytes() {
+      return lru.bytes;
+    },
+  };
 }

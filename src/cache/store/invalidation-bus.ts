@@ -5,7 +5,7 @@
  * Messages:  "e <replica> <storedAt> <key>"  (entry written)
  *            "d <replica> 0 <key>"           (entry dropped)
  *            "p <replica> <at> <scope>"      (path invalidated)
- *            "m <replica> <at> <source> <scope id>\t<scope id>..."   (scopes marked stale: src/cache/store/marking.ts)
+ *            "m <replica> <at> <source> <scope id>\t<scope id>..."   (scopes marked stale: src/cache/store/memory-store.ts)
  * Keys hold no credential: the partition in a key is a keyed hash.
  */
 import { randomBytes } from 'node:crypto';
@@ -16,7 +16,7 @@ export interface InvalidationHandlers {
   entry(key: string, storedAt: number): void;
   dropped(key: string): void;
   path(scope: string, at: number): void;
-  /** Path scopes marked stale by a webhook delivery or a purge (ids of src/cache/rules/path-scope.ts). */
+  /** Path scopes marked stale by a webhook delivery or a purge (ids of src/cache/rules/stale-marks.ts). */
   marked?(ids: string[], at: number, source: string): void;
 }
 

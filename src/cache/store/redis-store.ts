@@ -15,10 +15,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from '../../platform/log/logger.js';
-import { createMemo } from '../../platform/memo.js';
+import { createMemo, ownedCopy } from '../../platform/bytes.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
-import { ownedCopy } from '../../platform/owned-bytes.js';
 import { decodeEntry, encodeEntry, entryMetaLength, entrySize, entryStamp } from './entry-codec.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { HeaderTable } from './header-intern.js';

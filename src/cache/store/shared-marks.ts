@@ -1,7 +1,7 @@
 /**
  * Stale marks kept in Redis, for the replicas that were not listening when a mark was published
  * (one that starts, or reconnects, later) and would otherwise serve an L2 entry from before the
- * mark as fresh. One sorted set, `<prefix>marks`: member the scope id (path-scope.ts), score the
+ * mark as fresh. One sorted set, `<prefix>marks`: member the scope id (stale-marks.ts), score the
  * time of the mark. Each write drops the marks past the horizon and keeps at most `maxScopes`.
  * A replica reads the set once, at start (`load`). Like every Redis call, a failure is a skipped
  * write or an empty read, never an error.

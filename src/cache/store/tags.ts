@@ -1,7 +1,7 @@
 /**
  * Tags: names an entry is purged by, beside its key. A GraphQL answer is filed under the
  * repositories, owners and node ids it shows (src/cache/rules/graphql-tags.ts), a stored 404 under
- * the repository or owner of its path (src/cache/rules/negative.ts); a webhook delivery, a mutation
+ * the repository or owner of its path (src/cache/rules/entry.ts); a webhook delivery, a mutation
  * or /admin/purge purges a tag, and every entry filed under it is dropped, in L1 and L2, on every
  * replica.
  *

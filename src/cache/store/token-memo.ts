@@ -9,7 +9,7 @@
  * that is the answer. Otherwise (memo miss, token gone, entry gone, stale or not
  * usable) every member's key is looked in, as before, and the winner is remembered.
  *
- * The memo is bounded in bytes (src/platform/memo.ts: the least recently used go first), so flight
+ * The memo is bounded in bytes (src/platform/bytes.ts: the least recently used go first), so flight
  * keys that clients make up cannot grow it; forgetting costs one full scan.
  *
  * While L1 does not change (no entry stored, replaced or gone: its `generation`) and the pool's
@@ -18,7 +18,7 @@
  * it never holds an entry L1 no longer does. Its hits touch the L1 entry (recency) every
  * TOUCH_EVERY times, so a hot entry is not the least recently used one.
  */
-import { createBoundedMemo, type BoundedMemo } from '../../platform/memo.js';
+import { createBoundedMemo, type BoundedMemo } from '../../platform/bytes.js';
 import type { CacheEntry } from '../rules/entry.js';
 import type { MemoryStore } from './memory-store.js';
 import { currentAge } from '../rules/policy.js';

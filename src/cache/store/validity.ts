@@ -5,7 +5,7 @@
  *   invalidations  a path after a successful unsafe method (RFC 9111 section 4.4): entries stored
  *                  before then are not used
  *   rejections     what the upstream refused to a credential since the entry was stored (rejections.ts)
- *   marks          path scopes a webhook delivery or a purge marked stale (marking.ts): held entries
+ *   marks          path scopes a webhook delivery or a purge marked stale (memory-store.ts): held entries
  *                  turn stale at once, and entries that arrive later are checked as they come
  *   tokens         for non-equivalent pool tokens, which token's entry a hit looks at first (token-memo.ts)
  *
@@ -16,11 +16,9 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import type { Rejection } from '../rules/classify.js';
 import { fieldValue, type CacheEntry } from '../rules/entry.js';
 import { pathScope, varyMatches } from '../rules/key.js';
-import { scopeId, type PathScope } from '../rules/path-scope.js';
+import { scopeId, type PathScope, type MarkSource, type StaleMarksSettings } from '../rules/stale-marks.js';
 import type { CacheRequest } from '../rules/request.js';
-import type { MarkSource, StaleMarksSettings } from '../rules/stale-marks.js';
-import { createMarking, type Marking } from './marking.js';
-import type { MemoryStore } from './memory-store.js';
+import { createMarking, type Marking, type MemoryStore } from './memory-store.js';
 import { createRejectionMemo, rememberBounded, type RejectionMemo } from './rejections.js';
 import type { SharedTier } from './shared-tier.js';
 import { createTokenMemo, type TokenMemo } from './token-memo.js';

@@ -8,7 +8,7 @@
  * forwards only POOL_FORWARDED: the pool's credential never travels with headers the upstream
  * would read as the client's (method overrides, X-Original-URL, Forwarded, X-Forwarded-*, Cookie).
  */
-import { CONDITIONAL_HEADERS } from './conditional.js';
+import { CONDITIONAL_HEADERS } from './fields.js';
 
 export type HeaderValue = string | string[] | undefined;
 export type HeaderMap = Record<string, HeaderValue>;

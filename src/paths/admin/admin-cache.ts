@@ -19,19 +19,19 @@
  * (`combineAnswers`; src/main/cluster.ts).
  *
  * Paths are the client's (as requested through the proxy, in the cache's keys), matched in the
- * normal form of src/cache/rules/path-scope.ts (case-insensitive; a trailing slash is dropped, so the
+ * normal form of src/cache/rules/stale-marks.ts (case-insensitive; a trailing slash is dropped, so the
  * prefix "/repos/o/" covers "/repos/o/r" and never "/repos/other").
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { entryView, fetcherOf, keyParts, type EntryView } from '../../cache/rules/inspect.js';
-import { normalPath, type PathScope } from '../../cache/rules/path-scope.js';
+import { normalPath, type PathScope } from '../../cache/rules/stale-marks.js';
 import type { Cache } from '../../cache/store/cache.js';
 import type { TagStore } from '../../cache/store/tags.js';
 import { isTag, normalTag } from '../../cache/rules/tags.js';
 import { currentAge } from '../../cache/rules/policy.js';
 import { readBody } from '../../http/body.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
-import type { PathRow } from '../../platform/metrics/top-paths.js';
+import type { PathRow } from '../../platform/metrics/quota-windows.js';
 
 export interface CacheAdminDeps {
   readonly cache: Pick<Cache, 'l1' | 'shared' | 'validity'>;

@@ -4,7 +4,7 @@
  * The window is the only input: anything else in it is a 400 in GitHub's error shape.
  */
 import { DOCUMENTATION_URL } from '../../http/errors.js';
-import type { ConsumerLabelMode } from '../../platform/metrics/consumer-label.js';
+import type { ConsumerLabelMode } from '../../platform/metrics/labels.js';
 import {
   DEFAULT_QUOTA_WINDOW,
   QUOTA_WINDOWS,

@@ -13,7 +13,7 @@
  * origin (headers/admin-write.ts): a page in the operator's browser cannot purge.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { RecentSummary } from '../../platform/metrics/recent.js';
+import type { RecentSummary } from '../../platform/metrics/request-metrics.js';
 import { adminWriteRefusal, isAdminWrite } from '../../http/headers/admin-write.js';
 import { adminTokenRefusal, adminTokenRule, type AdminTokenRule } from '../../http/headers/admin-token.js';
 import { adminHostAllowed } from '../../platform/host.js';
@@ -22,7 +22,7 @@ import { DOCUMENTATION_URL } from '../../http/errors.js';
 import type { ConsumersReport } from '../../pool/consumers/consumer-budget.js';
 import { equivalenceReport, type EquivalenceReport, type ScopesRow } from '../../pool/rules/scopes.js';
 import { consumersAnswer } from './admin-consumers.js';
-import type { ConsumerLabelMode } from '../../platform/metrics/consumer-label.js';
+import type { ConsumerLabelMode } from '../../platform/metrics/labels.js';
 import type { QuotaReport, QuotaWindow } from '../../platform/metrics/quota-windows.js';
 import { QUOTA_TOP, STATUS_TOP, quotaQuery, type QuotaAnswer } from './admin-quota.js';
 import { readCacheCall, servesCacheAdmin, writeAnswer, type Answer, type CacheCall } from './admin-cache.js';

@@ -16,7 +16,7 @@ import type { CacheResult } from '../../cache/rules/classify.js';
 import type { CacheEntry, FetchedBy } from '../../cache/rules/entry.js';
 import type { FreshnessPolicy } from '../../cache/rules/policy.js';
 import type { CacheRequest, Keys } from '../../cache/rules/request.js';
-import type { Directives } from '../../http/headers/cache-control.js';
+import type { Directives } from '../../http/headers/fields.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { TaggedAbout, TagStore } from '../../cache/store/tags.js';
 import type { Cache, Found } from '../../cache/store/cache.js';

@@ -4,13 +4,12 @@
  * `errors`, no `no-store`, within the entry cap, filed under its tags).
  */
 import type { CacheResult } from '../../cache/rules/classify.js';
-import { acceptKeyPart } from '../../cache/rules/accept.js';
+import { acceptKeyPart } from '../../cache/rules/key.js';
 import { clientDirectives, clientNoCacheMode } from '../../cache/rules/client-directives.js';
 import { graphqlTags, storableData } from '../../cache/rules/graphql-tags.js';
 import type { CacheRequest } from '../../cache/rules/request.js';
 import type { CacheEntry } from '../../cache/rules/entry.js';
-import { requestDirectives } from '../../http/headers/cache-control.js';
-import { headerReader, headerValue } from '../../http/headers/value.js';
+import { requestDirectives, headerReader, headerValue } from '../../http/headers/fields.js';
 import type { OperationLabels } from '../../platform/metrics/operation-label.js';
 import type { SpanHandle } from '../../platform/trace/tracing.js';
 import type { Fetched } from '../../upstream/fetch.js';
@@ -34,7 +33,7 @@ export function requestOf(call: SendContext, partition: string, query: PooledQue
     document: query.document,
     variables: query.variables,
     operationName: query.operationName,
-    // Equivalent Accept values (src/cache/rules/accept.ts) select the same answer; a preview keeps its own.
+    // Equivalent Accept values (src/cache/rules/key.ts) select the same answer; a preview keeps its own.
     selecting: SELECTING.map((name) => (name === 'accept' ? acceptKeyPart(header(name), true) : header(name))),
   });
   // A client's `no-cache` as on REST (cache.client_no_cache); a POST is never a conditional request.

@@ -7,11 +7,11 @@
 import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { currentAge } from '../../cache/rules/policy.js';
-import { cacheStatus, failureStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus, type CacheStatusInput } from '../../http/headers/fields.js';
 import { errors } from '../../http/errors.js';
 import { streamReply, type Reply } from '../../http/reply.js';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
-import { TOKEN_HEADER, type PoolHeaders } from '../../pool/rules/pool-headers.js';
+import { TOKEN_HEADER, type PoolHeaders } from '../../pool/rules/report.js';
 import type { Fetched } from '../../upstream/fetch.js';
 
 /** What a reply is for: the pool's headers for a pooled consumer (undefined for a client's own credential). */

@@ -1,12 +1,12 @@
 /**
  * One upstream's GraphQL runtime (`graphql: true`), built once with the upstream: where its
- * endpoint is (src/http/graphql-endpoint.ts), the pass-through that carries what the proxy does
+ * endpoint is (src/http/route.ts), the pass-through that carries what the proxy does
  * not read (a call without a credential, a client's body over the read cap: http-proxy-3, whatever
  * `pass_through` says), and how long its query answers are cached (`graphql_cache_seconds`; 0: off).
  */
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import type { PassThrough } from '../context.js';
-import { graphqlEndpoint, graphqlRequestPath, withoutQuery } from '../../http/graphql-endpoint.js';
+import { graphqlEndpoint, graphqlRequestPath, withoutQuery } from '../../http/route.js';
 
 export interface GraphqlRuntime {
   /** Whether a request is a GraphQL call this runtime takes: POST on `<route>/graphql`. */

@@ -14,13 +14,19 @@ import { Agent as HttpsAgent } from 'node:https';
 import { createProxyServer, type ProxyServer } from 'http-proxy-3';
 import type { UpstreamConfig } from '../../platform/config/schema.js';
 import { dropHopByHop, responseHeadersForClient } from '../../http/headers/hop-by-hop.js';
-import { publicBase, rewriteLink, rewriteLocation, rewritesLocation, withRoutePrefix } from '../../http/representation/link.js';
+import {
+  publicBase,
+  rewriteLink,
+  rewriteLocation,
+  rewritesLocation,
+  withRoutePrefix,
+  type LinkSettings,
+} from '../../http/representation.js';
 import { invalidatedPaths, invalidates, type PathMapping } from '../../cache/rules/invalidation.js';
-import { headerValue } from '../../http/headers/value.js';
+import { headerValue } from '../../http/headers/fields.js';
 import { basePrefixOf } from '../../http/route.js';
-import { classifyUpstreamError } from '../../upstream/client.js';
+import { classifyUpstreamError } from '../../upstream/fetch.js';
 import { writeError } from '../../http/answer.js';
-import type { LinkSettings } from '../../http/representation/public-addresses.js';
 import { errors } from '../../http/errors.js';
 import type { PassThrough } from '../context.js';
 import { ATTR, NO_TRACING, pathOnly, upstreamSpanName, type SpanHandle, type Tracing } from '../../platform/trace/tracing.js';

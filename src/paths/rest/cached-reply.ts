@@ -9,15 +9,15 @@ import type { CacheResult } from '../../cache/rules/classify.js';
 import { poolTokenOf, type CacheEntry } from '../../cache/rules/entry.js';
 import { STALE } from '../../cache/store/cache.js';
 import { currentAge, usableOnError, type Plan } from '../../cache/rules/policy.js';
-import { cacheStatus, failureStatus, type CacheStatusInput } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus, type CacheStatusInput } from '../../http/headers/fields.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
-import type { PoolHeaders } from '../../pool/rules/pool-headers.js';
-import { resourceOf } from '../../pool/rules/resource.js';
+import type { PoolHeaders } from '../../pool/rules/report.js';
+import { resourceOf } from '../../pool/rules/rate-limit.js';
 import { streamReply, type Reply, type Served } from '../../http/reply.js';
-import { refusesCoding } from '../../http/representation/coding.js';
-import { fixedCoding } from '../../cache/store/entry-coding.js';
+import { refusesCoding } from '../../http/representation.js';
+import { fixedCoding } from '../../cache/store/entry-codec.js';
 
 /**
  * The client explicitly refused the coding of the entry that would answer it, which the proxy may

@@ -17,19 +17,18 @@ import { RoutedRequest, type CacheRequest, type PoolMembers } from '../../cache/
 import type { Cache, Found, Ready } from '../../cache/store/cache.js';
 import type { TagStore } from '../../cache/store/tags.js';
 import { apiPathname } from '../../http/route.js';
-import { fileNegative } from './negative-filing.js';
+import { fileNegative, type ExchangeContext, type UpstreamExchange } from './exchange.js';
 import type { Logger } from '../../platform/log/logger.js';
 import { answer } from '../../http/answer.js';
 import { onlyIfCachedCoding, poolHeadersFor, refusedStream, resultReply, type CachedReply } from './cached-reply.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
-import type { ExchangeContext, UpstreamExchange } from './exchange.js';
 import { createRefreshAhead, type NoteRead } from './refresh-ahead.js';
 import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { PoolContext } from '../../pool/pooled-fetch.js';
 import type { TokenPool } from '../../pool/rules/types.js';
-import { cacheStatus, failureStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus } from '../../http/headers/fields.js';
 import { NOT_SERVED, type Served } from '../../http/reply.js';
 import type { Forward } from './forward.js';
 import { isConsumerRefusal } from '../../pool/rules/fair-share.js';
@@ -49,7 +48,7 @@ export interface CachedPathDeps {
   readonly metrics?: Metrics | undefined;
   /** L2 lookups, waits on a flight and background revalidations are spans of the request's trace. */
   readonly tracing?: Tracing | undefined;
-  /** Where stored 404s are filed for webhook purges (negative-filing.ts); without it they only expire. */
+  /** Where stored 404s are filed for webhook purges (exchange.ts); without it they only expire. */
   readonly tags?: TagStore | undefined;
 }
 
@@ -59,7 +58,7 @@ function sharable(result: CacheResult): boolean {
   return result.kind !== 'unavailable' || !isConsumerRefusal(result.reason);
 }
 
-/** When an exchange's request went upstream: a stale mark made since then covers its answer (src/cache/store/marking.ts). */
+/** When an exchange's request went upstream: a stale mark made since then covers its answer (src/cache/store/memory-store.ts). */
 const sentAt = (got: Got): number | undefined =>
   got.kind === 'fetched' && got.fetched.kind === 'response' ? got.fetched.requestTime : undefined;
 

@@ -1,24 +1,27 @@
 /**
  * One upstream exchange for the cache: the client's end-to-end headers minus those the cache owns,
  * the stored entry's validators, a pool token when the request uses the pool (the token that
- * stored the entry first: its ETag only matches that credential; validators.ts says what is sent
- * once that token has a new value), then counted and logged.
+ * stored the entry first: its ETag only matches that credential; src/cache/rules/freshen.ts says what is sent
+ * once that token has a new value), then counted and logged. A stored 404 or 410 is filed
+ * under its tags here too (`fileNegative`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Got } from '../../cache/rules/classify.js';
+import type { Got, CacheResult } from '../../cache/rules/classify.js';
 import { ANONYMOUS_FETCHER, type CacheEntry, type FetchedBy } from '../../cache/rules/entry.js';
-import type { Partitioner } from '../../cache/rules/key.js';
+import { storedValidators, validatorsByToken } from '../../cache/rules/freshen.js';
+import { isNegativeStatus, pathTags } from '../../cache/rules/classify.js';
+import { type Partitioner, isEquivalentAccept } from '../../cache/rules/key.js';
 import { SURROGATE_CAPABILITY } from '../../cache/rules/surrogate-control.js';
-import { storedValidators, validatorsByToken } from '../../cache/rules/validators.js';
-import { CONDITIONAL_HEADERS } from '../../http/headers/conditional.js';
+import { CONDITIONAL_HEADERS, headerValue } from '../../http/headers/fields.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
-import { headerValue } from '../../http/headers/value.js';
-import { isEquivalentAccept } from '../../cache/rules/accept.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RequestContext } from '../context.js';
-import { decodeFetched } from '../../upstream/decode.js';
+import { decodeFetched } from '../../upstream/fetch.js';
 import { consumerOf, fetchPooled, type PoolContext } from '../../pool/pooled-fetch.js';
+import { retentionSeconds } from '../../cache/rules/policy.js';
+import type { TaggedAbout, TagStore } from '../../cache/store/tags.js';
+import type { Cache } from '../../cache/store/cache.js';
 
 /** Request headers never forwarded on cached fetches: the cache sets its own validators and coding. */
 const CACHE_OWNED = [...CONDITIONAL_HEADERS, 'range', 'cache-control', 'pragma', 'accept-encoding'];
@@ -91,4 +94,36 @@ export function createUpstreamExchange({ pool, partitioner, maxEntryBytes, metri
     const fetchedBy = fetcher(token, credential, ctx.req.headers.authorization);
     return { kind: 'fetched', fetched, token, fetchedBy, decoded: decoding?.ok === true ? decoding.decoded : undefined };
   };
+}
+
+/*
+ * A stored 404 or 410 (src/cache/rules/classify.ts) is filed under its path's repository and
+ * owner (src/cache/store/tags.ts), so that a webhook delivery that could create the path purges it.
+ * An answer that went upstream before a purge of one of those tags may predate the change: its
+ * entry is dropped again, here and on the other replicas.
+ */
+/** Files `result`'s entry when it is a stored negative one; `where.apiPath`: its path below the API root. */
+export function fileNegative(
+  tags: TagStore,
+  cache: Pick<Cache, 'l1' | 'shared' | 'written'>,
+  logger: Logger,
+  result: CacheResult,
+  where: { readonly upstream: string; readonly apiPath: string; readonly partition: TaggedAbout['partition'] },
+  sentAt: number | undefined,
+): void {
+  if (result.kind !== 'entry' || result.storeKey === undefined || !isNegativeStatus(result.entry.status)) return;
+  const names = pathTags(where.apiPath);
+  if (names.length === 0) return;
+  const key = result.storeKey;
+  const about: TaggedAbout = { upstream: where.upstream, what: where.apiPath.slice(0, 200), partition: where.partition };
+  const since = sentAt ?? result.entry.storedAt;
+  const filing = tags.file(key, names, retentionSeconds(result.entry) * 1000, since, about, cache.written(key));
+  filing.then(
+    (kept) => {
+      if (kept) return;
+      cache.l1?.delete(key);
+      cache.shared?.drop(key);
+    },
+    (err: unknown) => logger.warn({ err: (err as Error).message }, 'filing a negative entry failed'),
+  );
 }

@@ -3,22 +3,21 @@
  * requests, and a client that refused the coding of an entry the proxy may not decode): status,
  * end-to-end headers and body bytes go to the client as the upstream sends them. A pool consumer's answer is first read up to POOLED_HEAD_BYTES, so that a token's 401 or
  * rate limit is retried on another token and the token's x-ratelimit-* are replaced by the pool's.
- * A transit failure before any byte reaches the client is retried (src/upstream/retry-rules.ts).
+ * A transit failure before any byte reaches the client is retried (src/upstream/retries.ts).
  */
-import { cacheStatus, failureStatus } from '../../http/headers/cache-status.js';
+import { cacheStatus, failureStatus } from '../../http/headers/fields.js';
 import { requestHeadersForUpstream } from '../../http/headers/hop-by-hop.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
-import { classifyUpstreamError, transitOfThrown } from '../../upstream/client.js';
-import { closeUpstreamSpan, openUpstreamSpan, type Fetched } from '../../upstream/fetch.js';
-import { transitOfStatus, type TransitReason } from '../../upstream/retry-rules.js';
+import { classifyUpstreamError, transitOfThrown, closeUpstreamSpan, openUpstreamSpan, type Fetched } from '../../upstream/fetch.js';
+import { transitOfStatus, type TransitReason } from '../../upstream/retries.js';
 import { answer } from '../../http/answer.js';
 import type { RequestContext } from '../context.js';
 import { errors } from '../../http/errors.js';
 import { consumerOf, fetchPooled, type PoolContext } from '../../pool/pooled-fetch.js';
-import { resourceOf } from '../../pool/rules/resource.js';
+import { resourceOf } from '../../pool/rules/rate-limit.js';
 import { streamReply, type Reply, type Served } from '../../http/reply.js';
 import { codingMissStatus } from './cached-reply.js';
 

@@ -9,7 +9,7 @@
  * for is no longer the one held (another refresh, a fetch, a purge or an eviction came first), when
  * the entry may not be used any more (its credential was rejected, its path invalidated), or when
  * the pool token that stored it has left the pool. Webhook marks and purges win as for any fetch:
- * a mark made after the refresh went upstream covers its answer (src/cache/store/marking.ts).
+ * a mark made after the refresh went upstream covers its answer (src/cache/store/memory-store.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -20,8 +20,7 @@ import type { CacheRequest } from '../../cache/rules/request.js';
 import type { Coalescer } from '../../cache/store/coalesce.js';
 import type { RefreshScheduler } from '../../cache/store/refresh-scheduler.js';
 import type { Cache } from '../../cache/store/cache.js';
-import { requestDirectives } from '../../http/headers/cache-control.js';
-import { headerReader } from '../../http/headers/value.js';
+import { requestDirectives, headerReader } from '../../http/headers/fields.js';
 import type { Logger } from '../../platform/log/logger.js';
 import type { Metrics } from '../../platform/metrics/registry.js';
 import type { TokenPool } from '../../pool/rules/types.js';

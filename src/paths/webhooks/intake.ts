@@ -8,7 +8,7 @@
  * pace within about a second anyway.
  */
 import type { IncomingMessage } from 'node:http';
-import { CappedReader } from '../../platform/capped-read.js';
+import { CappedReader } from '../../platform/bytes.js';
 import { paceOf, type PaceRules } from './pace.js';
 
 export type Intake =

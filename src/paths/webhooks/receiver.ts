@@ -17,8 +17,7 @@
  * The secret is never logged, exported or repeated; a refused delivery is logged without its body.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { PathScope } from '../../cache/rules/path-scope.js';
-import { normalPath } from '../../cache/rules/path-scope.js';
+import { type PathScope, normalPath } from '../../cache/rules/stale-marks.js';
 import type { Validity } from '../../cache/store/validity.js';
 import type { WebhooksConfig } from '../../platform/config/schema.js';
 import type { Logger } from '../../platform/log/logger.js';

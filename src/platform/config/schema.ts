@@ -61,13 +61,13 @@ export const cachePolicySchema = z
      *  conditional, except under rfc9111 (honor). */
     client_no_cache: z.enum(['honor', 'ignore', 'conditional']).optional(),
     /** How an entry is revalidated once its pool token has a new value (re-minted, rotated): with the
-     *  old value's ETag (a full 200 on GitHub), or with If-Modified-Since (src/cache/rules/validators.ts). */
+     *  old value's ETag (a full 200 on GitHub), or with If-Modified-Since (src/cache/rules/entry.ts). */
     rotated_token_revalidation: z.enum(['etag', 'last_modified']).default('etag'),
-    /** On the paths the webhooks cover (src/cache/rules/webhook-coverage.ts), entries stay fresh at least this long (0: off). */
+    /** On the paths the webhooks cover (src/cache/rules/stale-marks.ts), entries stay fresh at least this long (0: off). */
     webhook_fresh_seconds: z.number().int().min(0).max(86_400).default(0),
     /** Revalidate an entry read during its freshness lifetime in the background shortly before it expires (src/cache/rules/refresh-ahead.ts). */
     refresh_ahead: z.boolean().default(false),
-    /** A 404 or 410 to a GET is stored this long under the GitHub policies (src/cache/rules/negative.ts); 0: never. */
+    /** A 404 or 410 to a GET is stored this long under the GitHub policies (src/cache/rules/classify.ts); 0: never. */
     negative_seconds: z.number().int().min(0).max(86_400).default(60),
   })
   .strict()
@@ -218,7 +218,7 @@ export const poolSchema = z
     max_concurrency: z.number().int().min(1).max(10_000).default(90),
     /**
      * Secondary-limit points each token may spend in any minute on REST (GitHub: 900; a GET costs 1,
-     * a write 5), and at most a sixth of it plus one in any 10 s (src/pool/rules/points.ts).
+     * a write 5), and at most a sixth of it plus one in any 10 s (src/pool/rules/choose.ts).
      */
     points_per_minute: z.number().int().min(1).max(1_000_000).default(900),
     /** The same for GraphQL calls (GitHub: 2,000 a minute; a query costs 1). */

@@ -10,7 +10,7 @@
  * difference. Only `cell()` feeds them: the inherited inc()/observe()/labels() are not used.
  */
 import { Counter, Histogram, type CounterConfiguration, type HistogramConfiguration } from 'prom-client';
-import { LabelSets } from './label-sets.js';
+import { LabelSets } from './labels.js';
 
 export interface CountCell {
   value: number;

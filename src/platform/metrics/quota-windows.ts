@@ -1,8 +1,9 @@
 /**
  * Who spent the upstream quota on what, for GET /admin/quota and the status page: per consumer
- * label (consumer-label.ts; "-" without one), upstream and route template, the requests that went
- * upstream and those of them that were billable (quota-saved.ts, `upstreamSpend`), over the last
- * 5 minutes, hour or day.
+ * label (labels.ts; "-" without one), upstream and route template, the requests that went
+ * upstream and those of them that were billable (`upstreamSpend`, below), over the last
+ * 5 minutes, hour or day. The busiest paths since start, for `GET /admin/cache/stats`, are at the
+ * end (`createTopPaths`).
  *
  * Fixed memory: one ring of buckets per window (10 s x 30, 1 min x 60, 1 h x 24), each bucket
  * holding at most MAX_ROWS consumer x route rows; past that a bucket counts the rest in one
@@ -161,4 +162,165 @@ export function createQuotaWindows(): QuotaWindows {
     rows,
     report: (window, top, now) => quotaReport(window, [rows(window, now)], top),
   };
+}
+
+/**
+ * What counts as "quota saved": a client request answered without spending upstream quota.
+ * Feeds `etagere_quota_saved_total` and the status page's "saved" count. Pure.
+ *
+ * - `hit`, `stale`, `coalesced`: answered from the cache or from another request's exchange, so
+ *   no request of its own went upstream.
+ * - `revalidated`: a conditional request went upstream and came back 304. GitHub does not count
+ *   a 304 against the rate limit when the request was authorised, so it saves quota only then.
+ * - `miss`, `bypass`, `error`, or no cache outcome at all: quota was spent (or nothing was
+ *   answered from the cache).
+ */
+/** What a request's answer was, as metrics and logs count it (Cache-Status names it: http/headers/fields.ts). */
+export type CacheOutcome = 'hit' | 'revalidated' | 'miss' | 'stale' | 'coalesced' | 'bypass' | 'error';
+
+const FREE_OUTCOMES: ReadonlySet<string> = new Set<CacheOutcome>(['hit', 'stale', 'coalesced']);
+
+/**
+ * Whether a request with this cache outcome (a `CacheOutcome`, or undefined when the request had
+ * none) spent no upstream quota. `authorized`: the upstream exchange, if any, carried a
+ * credential (the client's own or a pool token).
+ */
+export function savedQuota(outcome: string | undefined, authorized: boolean): boolean {
+  if (outcome === undefined) return false;
+  return FREE_OUTCOMES.has(outcome) || (outcome === 'revalidated' && authorized);
+}
+
+/** What a request cost upstream: nothing of its own, a free request, or a billable one. */
+export type Spend = 'none' | 'free' | 'billable';
+
+/**
+ * What an answered request cost upstream, from what it served: it went upstream when an upstream
+ * status came back for it (a coalesced answer's status is another request's); that request was
+ * free when it was a 304 to an authorised request, billable otherwise. Feeds the per-consumer
+ * upstream counter and /admin/quota.
+ */
+export function upstreamSpend(outcome: string | undefined, upstreamStatus: number | undefined, authorized: boolean): Spend {
+  if (upstreamStatus === undefined || outcome === 'coalesced') return 'none';
+  return upstreamStatus === 304 && authorized ? 'free' : 'billable';
+}
+
+/*
+ * The busiest paths, for `GET /admin/cache/stats`: per upstream and client path, the requests
+ * answered from the cache (hits), the requests that went upstream, and those that spent quota
+ * (`savedQuota`, above). Fed once per answered request by the close handler (src/main/handler.ts): a
+ * Map lookup and three additions.
+ *
+ * Bounded: clients choose paths, so at most MAX_PATHS are counted; past that the less busy half is
+ * dropped (amortised over the next MAX_PATHS / 2 new paths), and paths longer than MAX_PATH_CHARS
+ * are not counted. Counts are since start (or since the path was last dropped): a ranking, not
+ * an account. Per process.
+ */
+/** One path's counts; a hit adds one to `hits`. */
+export interface PathCounts {
+  hits: number;
+  fetches: number;
+  spent: number;
+}
+
+/** One path's counts, as /admin/cache/stats shows them. */
+export interface PathRow {
+  upstream: string;
+  path: string;
+  hits: number;
+  upstream_requests: number;
+  quota_spent: number;
+}
+
+export interface TopPaths {
+  record(upstream: string, path: string, hit: boolean, upstreamCall: boolean, spent: boolean): void;
+  /** Records one answered request by its cache outcome (`authorized`: its upstream exchange carried a credential). */
+  served(upstream: string, path: string, outcome: string | undefined, authorized: boolean): void;
+  /**
+   * One path's counts, made when missing, to keep and add hits to while `generation` stays the
+   * same (a stored form's hits: src/main/recorder.ts); undefined for a path too long to count.
+   */
+  countsOf(upstream: string, path: string): PathCounts | undefined;
+  /** Changes whenever counts made before are no longer the ones counted (the busier half kept). */
+  readonly generation: number;
+  /** The `count` busiest paths by hits, or by quota spent (then upstream requests). */
+  top(by: 'hits' | 'spent', count: number): PathRow[];
+  readonly size: number;
+}
+
+const MAX_PATHS = 10_000;
+const MAX_PATH_CHARS = 512;
+
+export function createTopPaths(maxPaths = MAX_PATHS): TopPaths {
+  const byUpstream = new Map<string, Map<string, PathCounts>>();
+  let size = 0;
+
+  const rows = (): PathRow[] => {
+    const out: PathRow[] = [];
+    for (const [upstream, paths] of byUpstream)
+      for (const [path, counts] of paths)
+        out.push({ upstream, path, hits: counts.hits, upstream_requests: counts.fetches, quota_spent: counts.spent });
+    return out;
+  };
+
+  /** Keeps the busier half. */
+  const prune = (): void => {
+    self.generation++;
+    const all = rows().sort((left, right) => right.hits + right.upstream_requests - (left.hits + left.upstream_requests));
+    byUpstream.clear();
+    size = 0;
+    for (const row of all.slice(0, Math.floor(maxPaths / 2))) {
+      let paths = byUpstream.get(row.upstream);
+      if (paths === undefined) byUpstream.set(row.upstream, (paths = new Map()));
+      paths.set(row.path, { hits: row.hits, fetches: row.upstream_requests, spent: row.quota_spent });
+      size++;
+    }
+  };
+
+  const countsOf = (upstream: string, path: string): PathCounts | undefined => {
+    if (path.length > MAX_PATH_CHARS) return undefined;
+    let paths = byUpstream.get(upstream);
+    if (paths === undefined) byUpstream.set(upstream, (paths = new Map()));
+    let counts = paths.get(path);
+    if (counts === undefined) {
+      if (size >= maxPaths) {
+        prune();
+        return countsOf(upstream, path);
+      }
+      paths.set(path, (counts = { hits: 0, fetches: 0, spent: 0 }));
+      size++;
+    }
+    return counts;
+  };
+
+  // `generation` is a field, not a getter: a hit reads it without a call into this module.
+  const self: { -readonly [K in keyof TopPaths]: TopPaths[K] } = {
+    countsOf,
+    generation: 0,
+    record(upstream, path, hit, upstreamCall, spent) {
+      if (!hit && !upstreamCall) return;
+      const counts = countsOf(upstream, path);
+      if (counts === undefined) return;
+      if (hit) counts.hits++;
+      if (upstreamCall) counts.fetches++;
+      if (spent) counts.spent++;
+    },
+    served(upstream, path, outcome, authorized) {
+      const fetched = outcome === 'miss' || outcome === 'revalidated' || outcome === 'bypass';
+      this.record(upstream, path, outcome === 'hit' || outcome === 'stale', fetched, fetched && !savedQuota(outcome, authorized));
+    },
+    top(by, count) {
+      const order =
+        by === 'hits'
+          ? (left: PathRow, right: PathRow) => right.hits - left.hits
+          : (left: PathRow, right: PathRow) => right.quota_spent - left.quota_spent || right.upstream_requests - left.upstream_requests;
+      return rows()
+        .filter((row) => (by === 'hits' ? row.hits > 0 : row.upstream_requests > 0))
+        .sort(order)
+        .slice(0, count);
+    },
+    get size() {
+      return size;
+    },
+  };
+  return self;
 }

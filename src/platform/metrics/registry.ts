@@ -5,17 +5,15 @@
  *
  *   specs.ts            every metric as data (name, type, help, labels)
  *   build.ts            the table built into prom-client metrics
- *   request-metrics.ts  the per-request hot path: observeRequest, countUpstream
+ *   request-metrics.ts  the per-request hot path: observeRequest, countUpstream; the recent window
  *   watched-gauges.ts   gauges read at scrape time from the pool and cache (watchPool, watchCache)
- *   quota-windows.ts    who spent the quota on what, for /admin/quota (consumer-label.ts: who)
- *   label-sets.ts       the label-child cache they share
+ *   quota-windows.ts    who spent the quota on what, for /admin/quota (labels.ts: who); the busiest paths
+ *   labels.ts           the label-child cache they share; consumer labels
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { buildMetrics, type BuiltMetrics } from './build.js';
-import { createRecentStats, type RecentStats } from './recent.js';
-import { createRequestMetrics, type RequestMetrics } from './request-metrics.js';
-import { createQuotaWindows, type QuotaWindows } from './quota-windows.js';
-import { createTopPaths, type TopPaths } from './top-paths.js';
+import { createRecentStats, createRequestMetrics, type RecentStats, type RequestMetrics } from './request-metrics.js';
+import { createQuotaWindows, createTopPaths, type QuotaWindows, type TopPaths } from './quota-windows.js';
 import type { CacheGaugeSource, GaugeSources, PoolGaugeSource } from './watched-gauges.js';
 
 /** The metrics other modules observe directly (help texts in specs.ts). */

@@ -8,8 +8,8 @@
  *
  * Labels are bounded: upstream, consumer and GitHub App names come from the config (a consumer
  * labelled by its User-Agent is one of at most 50 at a time, whose series go when it drops out:
- * consumer-label.ts), routes are
- * templates (route-template.ts), tokens are names (never values), and methods, status codes,
+ * labels.ts), routes are
+ * templates (src/http/route.ts), tokens are names (never values), and methods, status codes,
  * outcomes, operations and states are small fixed sets.
  */
 
@@ -357,7 +357,7 @@ export const METRIC_SPECS = {
       'gone, timeout (then fetched itself), unavailable (no Redis).',
     labelNames: ['result'],
   },
-  // Webhooks, purges and stale marks (src/paths/webhooks/, src/cache/store/marking.ts, src/paths/admin/admin-cache.ts).
+  // Webhooks, purges and stale marks (src/paths/webhooks/, src/cache/store/memory-store.ts, src/paths/admin/admin-cache.ts).
   webhookDeliveries: {
     type: 'counter',
     name: 'etagere_webhook_deliveries_total',

@@ -29,7 +29,7 @@ export interface CacheGaugeSource {
   l1Bytes(): number;
   /** Callers currently waiting on another caller's upstream exchange. */
   waiters(): number;
-  /** Bytes held beside L1 by tier: the memos (src/platform/memo.ts), the rewritten and decoded bodies, the shared header fields. */
+  /** Bytes held beside L1 by tier: the memos (src/platform/bytes.ts), the rewritten and decoded bodies, the shared header fields. */
   memoBytes?(): {
     partition: number;
     routes: number;

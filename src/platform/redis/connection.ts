@@ -8,7 +8,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../config/schema.js';
 import type { Logger } from '../log/logger.js';
-import { LabelSets } from '../metrics/label-sets.js';
+import { LabelSets } from '../metrics/labels.js';
 import type { Metrics } from '../metrics/registry.js';
 import { createBreaker } from './breaker.js';
 

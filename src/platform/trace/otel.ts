@@ -16,7 +16,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Attributes, AttributeValue, IncomingHeaders, RequestSpan, SpanHandle, Tracing } from './tracing.js';
-import { sampled, sampledRoot, type TraceSettings } from './settings.js';
+import { rootSampler, sampled, type TraceSettings } from './settings.js';
 
 /** A traceparent is 55 characters (version 00); longer ones are allowed by later versions, not a kilobyte. */
 const MAX_TRACEPARENT = 256;
@@ -132,6 +132,8 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
   const propagator = new W3CTraceContextPropagator();
   const random = randomSource();
   const id = random.id;
+  const { sampler, ratio } = settings;
+  const sampledAtRoot = rootSampler(sampler, ratio);
   const NONE: SpanHandle = { set: () => undefined, fail: () => undefined, end: () => undefined };
 
   /** A child of `parent`: recorded under a recorded one; under an unsampled one, that one; else none. */
@@ -146,11 +148,17 @@ export function createOtelTracing(settings: TraceSettings): Tracing {
     request(headers, method) {
       const parent =
         headers.traceparent === undefined ? undefined : trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, getter));
-      const remote = parent === undefined ? undefined : { sampled: (parent.traceFlags & TraceFlags.SAMPLED) !== 0 };
-      // A client's trace: decided on its id (the same on every replica); a root: on a random draw, ids only if needed.
-      const chosen = parent === undefined ? sampledRoot(settings.sampler, settings.ratio, random.unit()) : undefined;
-      if (!(chosen ?? sampled(settings.sampler, settings.ratio, parent!.traceId, remote))) return new Unsampled(parent?.traceId, id);
-      const context = parent === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, parent);
+      // A root: decided on a random draw before anything else is built, its ids drawn only if read.
+      if (parent === undefined) {
+        if (!sampledAtRoot(random.unit())) return new Unsampled(undefined, id);
+        return new Recorded(
+          tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, ROOT_CONTEXT),
+        );
+      }
+      // A client's trace: decided on its id (the same on every replica).
+      const remote = { sampled: (parent.traceFlags & TraceFlags.SAMPLED) !== 0 };
+      if (!sampled(sampler, ratio, parent.traceId, remote)) return new Unsampled(parent.traceId, id);
+      const context = trace.setSpanContext(ROOT_CONTEXT, parent);
       return new Recorded(tracer.startSpan(method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': method } }, context));
     },
     async child(name, parent, attributes, work) {

@@ -64,7 +64,12 @@ export function sampled(sampler: SamplerName, ratio: number, traceId: string, pa
 
 /** A root's decision (no parent): `draw` uniform in [0, 1), compared with the ratio as `sampled` compares a trace id. */
 export function sampledRoot(sampler: SamplerName, ratio: number, draw: number): boolean {
-  if (sampler.endsWith('always_on')) return true;
-  if (sampler.endsWith('always_off')) return false;
-  return draw < ratio;
+  return rootSampler(sampler, ratio)(draw);
+}
+
+/** `sampledRoot` for one sampler, settled once: per request, at most a comparison. */
+export function rootSampler(sampler: SamplerName, ratio: number): (draw: number) => boolean {
+  if (sampler.endsWith('always_on')) return () => true;
+  if (sampler.endsWith('always_off')) return () => false;
+  return (draw) => draw < ratio;
 }

@@ -2,10 +2,11 @@
  * What each consumer asked of the pool's secondary-limit points lately, and spent (consumer keys
  * on), per points budget: counts per second over the last minute, so a flood of requests costs no
  * memory and no allocation. Before a lease, the pool asks it how many points a consumer must
- * leave to the others in a window (points-share.ts has the rule; local-pace.ts `heldUntil` applies
+ * leave to the others in a window (points-share.ts has the rule; local-token.ts `heldUntil` applies
  * it). Configured consumers only (keys and OIDC issuers' accounts): the table never grows.
  */
-import { LOG_SPAN_MS, type PaceKind } from '../rules/points.js';
+import { LOG_SPAN_MS } from '../rules/choose.js';
+import type { PaceKind } from '../rules/types.js';
 import { owedPoints, type WindowUse } from '../rules/points-share.js';
 
 /** Seconds the counts look back: the pace's longest window. */

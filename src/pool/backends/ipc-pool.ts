@@ -27,10 +27,9 @@
  * (`credentialDigest`), so that this channel carries credentials one way only.
  */
 import { createHash } from 'node:crypto';
-import { classify } from '../rules/rate-limit.js';
-import { unknownReport } from '../rules/report.js';
-import { resourceNamed, type Resource } from '../rules/resource.js';
+import { classify, resourceNamed, type Resource } from '../rules/rate-limit.js';
 import { scopeAgreement } from '../rules/scopes.js';
+import { unknownReport } from '../rules/report.js';
 import type {
   Acquired,
   AcquireOptions,

@@ -18,16 +18,35 @@
 import { chooseToken } from '../rules/choose.js';
 import { queueBounds } from '../rules/fair-share.js';
 import { changesAnything, diffMembers } from '../rules/membership.js';
-import { endAllowances, knows, newToken, revalue, scaleWindows, tokenReport, usable, view } from './local-token.js';
-import { windowOf, write, type Token, type Window } from './local-token.js';
+import {
+  endAllowances,
+  knows,
+  newToken,
+  revalue,
+  scaleWindows,
+  tokenReport,
+  usable,
+  view,
+  windowOf,
+  write,
+  type Token,
+  type Window,
+  budgetOf,
+  heldUntil,
+  holdPace,
+  paced,
+  pacedUntil,
+  paceKindOf,
+  pointsOfRequest,
+  readyAt,
+  refund,
+  spend,
+} from './local-token.js';
 import { createWaitQueue, busy, type Attempt, type WaitQueue } from './queue.js';
-import { budgetOf, heldUntil, holdPace, paced, pacedUntil, paceKindOf, pointsOfRequest, readyAt, refund, spend } from './local-pace.js';
 import { ConsumerPace } from './consumer-pace.js';
-import type { PaceKind } from '../rules/points.js';
-import { classify, mentionsRateLimit, readRateLimit } from '../rules/rate-limit.js';
-import { poolRateLimit } from '../rules/report.js';
-import { RESOURCES, resourceNamed, type Resource } from '../rules/resource.js';
+import { classify, mentionsRateLimit, readRateLimit, RESOURCES, resourceNamed, type Resource } from '../rules/rate-limit.js';
 import { agreementKey, learnScopes, scopeAgreement, scopesRow } from '../rules/scopes.js';
+import { poolRateLimit } from '../rules/report.js';
 import { fallbackReset, hasQuota, observe, react, settle, upstreamConcurrency, type Settlement } from '../rules/state.js';
 import type {
   AcquireOptions,
@@ -43,6 +62,7 @@ import type {
   TokenNumbers,
   TokenState,
   Acquired,
+  PaceKind,
 } from '../rules/types.js';
 
 /** Recent secondary-limit hits kept for the whole-upstream slowdown. */

@@ -7,7 +7,7 @@
  *   replica's live reservations, and adds a reservation or refuses. Two replicas can never hand
  *   out the same last unit.
  * - settle: one script drops the reservation and applies what the upstream said (state.ts's rules).
- * - Both work in the request's rate-limit resource (resource.ts): each token has a window per
+ * - Both work in the request's rate-limit resource (rate-limit.ts): each token has a window per
  *   resource in Redis; a pause or a death is the token's, in every resource.
  * - A confirmed 401 marks the token dead in Redis until DEAD_FLAG_TTL_MS from now (each re-probe
  *   that meets a 401 renews it); a probe that finds it answering clears it for every replica.
@@ -26,11 +26,10 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../platform/log/logger.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { budgetKeys, decodeReply, paceArgs, reservationId, reserveArgs, settleArgs } from './shared-scripts.js';
-import { paceKindOf, pointsOfRequest } from './local-pace.js';
+import { paceKindOf, pointsOfRequest } from './local-token.js';
 import { changesAnything } from '../rules/membership.js';
 import { heldByOthers, react } from '../rules/state.js';
-import { mentionsRateLimit, readRateLimit } from '../rules/rate-limit.js';
-import type { Resource } from '../rules/resource.js';
+import { mentionsRateLimit, readRateLimit, type Resource } from '../rules/rate-limit.js';
 import { define, fallback, keepBeating, recovered, refresh, syncFrom, type Budget, type SharedBudgetSettings } from './shared-sync.js';
 import type {
   AcquireOptions,

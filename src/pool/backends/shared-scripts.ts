@@ -5,7 +5,7 @@
  * test/integration/pool-parity.test.ts runs the scripts and state.ts over one table of cases, so
  * a change to one that is not made to the other fails there.
  *
- * Every script works in one rate-limit resource (resource.ts), given as an argument: a token has a
+ * Every script works in one rate-limit resource (rate-limit.ts), given as an argument: a token has a
  * window per resource, and its pause and death hold in all of them.
  *
  * Keys share the hash tag {pool}, so every script stays in one Cluster slot:
@@ -21,9 +21,9 @@
  * reads as alive.
  */
 import { fallbackReset, RESET_GRACE_MS, UNSEEN, type Settlement } from '../rules/state.js';
-import type { Resource } from '../rules/resource.js';
-import { backgroundReserve, burstBudget, BURST_WINDOW_MS, chargeOf, LOG_SPAN_MS, type PaceKind } from '../rules/points.js';
-import type { TokenNumbers } from '../rules/types.js';
+import type { Resource } from '../rules/rate-limit.js';
+import { backgroundReserve, burstBudget, BURST_WINDOW_MS, chargeOf, LOG_SPAN_MS } from '../rules/choose.js';
+import type { TokenNumbers, PaceKind } from '../rules/types.js';
 
 export interface BudgetKeys {
   /** The token's numbers (hash). */
@@ -82,7 +82,7 @@ end
 `;
 
 /**
- * points.ts's `paceReadyAt` over a points log (zset: "<points>|<id>" -> epoch ms): `ready(log,
+ * choose.ts's `paceReadyAt` over a points log (zset: "<points>|<id>" -> epoch ms): `ready(log,
  * points, limit, window, now)` is the earliest time the points fit under the limit in the window.
  */
 const PACE = `
@@ -111,7 +111,7 @@ end
  * Reserves one unit of a resource when state.ts's `canReserve` allows it, after dropping expired
  * reservations: the quota counts the resource's reservations (an unlimited token has no quota to
  * count), the per-token cap all of them. With pacing (a third key and ARGV 7 on), the token's
- * points log must also take the request's points (points.ts); when it cannot, the reply's 11th
+ * points log must also take the request's points (choose.ts); when it cannot, the reply's 11th
  * field is when it will (epoch ms), else 0.
  * KEYS: token hash, reservations[, points log of the budget]. ARGV: now (ms), member, expiry (ms),
  * per-token cap, reset grace (ms), resource[, points, minute limit, burst limit, minute window

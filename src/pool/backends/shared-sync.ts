@@ -23,7 +23,7 @@ import {
   type Reply,
 } from './shared-scripts.js';
 import type { Settlement } from '../rules/state.js';
-import { RESOURCES, type Resource } from '../rules/resource.js';
+import { RESOURCES, type Resource } from '../rules/rate-limit.js';
 import type { LocalTokenPool, RateObservation } from '../rules/types.js';
 
 interface BudgetCommands {

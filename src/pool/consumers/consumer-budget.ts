@@ -16,7 +16,7 @@ import type { Metrics } from '../../platform/metrics/registry.js';
 import type { RedisConnection } from '../../platform/redis/connection.js';
 import { createLedger, type Counted, type Ledger, type LedgerMode } from './consumer-ledger.js';
 import { decide, hourOf, queueBounds, standingOf, weightOf, windowOf, type ShareInput, type Standing } from '../rules/fair-share.js';
-import { resourceNamed, type Resource } from '../rules/resource.js';
+import { resourceNamed, type Resource } from '../rules/rate-limit.js';
 import type { ConsumerRefusal, PoolRateLimit } from '../rules/types.js';
 
 export interface ConsumerLimits {

@@ -9,7 +9,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { removeHeader, type HeaderRemoval } from '../../http/headers/hop-by-hop.js';
-import { createMemo, type Memo } from '../../platform/memo.js';
+import { createMemo, type Memo } from '../../platform/bytes.js';
 import { CONSUMER_KEY_HEADER, type ConsumerIdentity, type Consumers } from './consumers.js';
 import type { OidcPresented, Presented } from './gate.js';
 

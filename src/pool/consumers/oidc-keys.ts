@@ -13,7 +13,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { createLocalJWKSet, errors as jose, type JWTVerifyGetKey } from 'jose';
-import { readCapped } from '../../platform/capped-read.js';
+import { readCapped } from '../../platform/bytes.js';
 import { secureOrLoopbackUrl } from '../../platform/host.js';
 
 /** How long fetched keys are used before they are fetched again. */

@@ -15,7 +15,7 @@
  */
 import { hash } from 'node:crypto';
 import { decodeJwt, errors as jose, jwtVerify, type JWTPayload } from 'jose';
-import { createMemo, type Memo } from '../../platform/memo.js';
+import { createMemo, type Memo } from '../../platform/bytes.js';
 import type { OidcIssuerConfig } from '../../platform/config/schema.js';
 import { bindScope } from '../rules/allow.js';
 import type { ConsumerIdentity } from './consumers.js';

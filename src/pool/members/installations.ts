@@ -9,7 +9,7 @@
  * message names the App and the installation, never the key, the JWT or a token.
  */
 import { request, type Dispatcher } from 'undici';
-import { readCapped } from '../../platform/capped-read.js';
+import { readCapped } from '../../platform/bytes.js';
 import {
   classifyAppAnswer,
   nextPage,

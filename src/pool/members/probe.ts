@@ -7,10 +7,10 @@
  * confirm a 401 (confirm.ts), to revive dead tokens, and for the members a reload adds or updates
  * (reload.ts) before they join.
  */
-import { headerReader } from '../../http/headers/value.js';
-import { readCapped } from '../../platform/capped-read.js';
+import { headerReader } from '../../http/headers/fields.js';
+import { readCapped } from '../../platform/bytes.js';
 import type { Logger } from '../../platform/log/logger.js';
-import type { UpstreamClient } from '../../upstream/client.js';
+import type { UpstreamClient } from '../../upstream/fetch.js';
 import { rateLimitingOff, rateLimitsFromBody, readRateLimit } from '../rules/rate-limit.js';
 import type { RateObservation, TokenPool } from '../rules/types.js';
 

@@ -6,14 +6,14 @@
  *   `*`   one whole segment;  `**`  any number of segments (none included);  else a literal segment.
  *   `${claim}` (OIDC only): a whole segment (or, for `repository`, two) filled from the token.
  *
- * Paths are compared in normal form (src/http/normal-path.ts: lower case, unreserved escapes
+ * Paths are compared in normal form (src/http/target.ts: lower case, unreserved escapes
  * decoded, no trailing slash). A path with an empty segment, a dot segment or an encoded slash
  * matches nothing (the request target check refuses most of them first). A path that names a
  * repository by id (`/repositories/...`), searches across repositories (`/search/...`) or runs
  * GraphQL (`/graphql`) matches only a glob whose first segment names it literally: `/**` does not
  * reach them.
  */
-import { normalPath } from '../../http/normal-path.js';
+import { normalPath } from '../../http/target.js';
 
 export { globProblem } from '../../platform/config/path-glob.js';
 

@@ -1,6 +1,6 @@
 /**
  * Pure: the secondary-limit points consumers leave each other (consumer keys on). A token's points
- * come back as its sliding windows move (points.ts); without this rule a consumer that asks
+ * come back as its sliding windows move (choose.ts); without this rule a consumer that asks
  * without pause takes each point the moment it returns, and one that asks every few seconds finds
  * none left (its request waits for points it never gets, or is refused).
  *

@@ -2,15 +2,45 @@
  * Pure reading of what the upstream says about the token that fetched an answer: the
  * x-ratelimit-* headers, GET /rate_limit's body (every resource), Retry-After, and the verdict of
  * a status (fine, a 401 to confirm, primary limit spent, secondary limit). What the verdict then
- * does to the token's numbers is state.ts's job.
+ * does to the token's numbers is state.ts's job. Which rate-limit resource a request spends
+ * (`resourceOf`) is here too.
  *
  * A 401 on a request is `unauthorized`, not `dead`: GitHub answers 401 to a good token on
  * endpoints that want another kind of credential (App-only ones such as GET /app), so only GET
  * /rate_limit answering 401 for the same token proves it bad (confirm.ts).
  */
-import { RESOURCES } from './resource.js';
-import type { HeaderLookup, RateObservation, UnauthorizedKind, Verdict } from './types.js';
-import { parseHttpDate } from '../../http/headers/http-date.js';
+import { parseHttpDate } from '../../http/headers/fields.js';
+import { graphqlEndpoint, basePrefixOf } from '../../http/route.js';
+
+/** Reads one response header by its lower-case name. */
+export type HeaderLookup = (name: string) => string | undefined;
+
+/** What an upstream answer means for the token that was used (`classify` decides). */
+export type Verdict =
+  | { kind: 'ok' }
+  /**
+   * 401 on a request: about the request until GET /rate_limit with the token confirms it (an
+   * App-only endpoint answers 401 to a good token). Never retried unless confirmed.
+   */
+  | { kind: 'unauthorized' }
+  /** 401 confirmed (GET /rate_limit answered 401 too): the token is bad or revoked. */
+  | { kind: 'dead' }
+  /** 403/429 with remaining 0: spent until `reset` (epoch seconds, when given). */
+  | { kind: 'exhausted'; reset: number | undefined }
+  /** 403/429 secondary limit: pause for `retryAfterMs` when given, else the doubling default. */
+  | { kind: 'secondary'; retryAfterMs: number | undefined };
+
+/** The x-ratelimit-* set of one answer (or of GET /rate_limit's body). */
+export interface RateObservation {
+  limit: number;
+  remaining: number;
+  /** Epoch seconds. */
+  reset: number;
+  resource: string;
+}
+
+/** A 401's kind: `credentials` ("Bad credentials") or `request` (any other: the endpoint wants another credential). */
+export type UnauthorizedKind = 'credentials' | 'request';
 
 function int(value: string | undefined): number | undefined {
   if (value === undefined || !/^\s*\d{1,15}\s*$/.test(value)) return undefined;
@@ -137,4 +167,73 @@ export function unauthorizedKind(body: string | undefined): UnauthorizedKind {
  */
 export function retryable(verdict: Verdict): boolean {
   return verdict.kind !== 'ok' && verdict.kind !== 'unauthorized';
+}
+
+/*
+ * GitHub's rate-limit resources. Each token has a separate budget per resource, named by
+ * `x-ratelimit-resource` and listed by GET /rate_limit's `resources`: spending or pausing one
+ * never says anything about another. A request's resource follows from its upstream path below
+ * the base path: `/search/code` is `code_search`, any other `/search/*` is `search`, `/graphql` is
+ * `graphql` (on Enterprise Server, whose REST base is `/api/v3`, GraphQL's `/api/graphql` too:
+ * src/http/route.ts), and the rest is `core`. The other resources are learnt and reported,
+ * never reserved.
+ *
+ * Only the names below are accepted from the upstream: an unknown name is ignored, so a hostile
+ * answer can neither grow the pool's state nor add metric labels.
+ */
+/** In GET /rate_limit's order; the fake GitHub has its own list, kept equal by test/unit/token-resources.test.ts. */
+export const RESOURCES = [
+  'core',
+  'search',
+  'code_search',
+  'graphql',
+  'integration_manifest',
+  'dependency_snapshots',
+  'code_scanning_upload',
+  'actions_runner_registration',
+  'source_import',
+  'audit_log',
+] as const;
+
+export type Resource = (typeof RESOURCES)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(RESOURCES);
+
+/** A resource name as the upstream sent it, if it is one of GitHub's (case and spaces ignored). */
+export function resourceNamed(name: string | undefined): Resource | undefined {
+  if (name === undefined) return undefined;
+  const normal = name.trim().toLowerCase();
+  return KNOWN.has(normal) ? (normal as Resource) : undefined;
+}
+
+/** Whether `path` has `segment` at `at`, followed by its end, a query or (when `deeper`) a slash. */
+function segmentAt(path: string, at: number, segment: string, deeper: boolean): boolean {
+  if (!path.startsWith(segment, at)) return false;
+  const next = path.charCodeAt(at + segment.length);
+  return Number.isNaN(next) || next === 0x3f /* ? */ || (deeper && next === 0x2f); /* / */
+}
+
+/**
+ * The GraphQL endpoint of a base path when it is not `<base>/graphql` (Enterprise Server), else
+ * undefined. Worked out per call: only a path outside its base (that endpoint, or nothing) gets here.
+ */
+function endpointOutside(basePath: string, prefix: string): string | undefined {
+  const endpoint = graphqlEndpoint(basePath);
+  return endpoint === `${prefix}/graphql` ? undefined : endpoint;
+}
+
+/**
+ * The resource of an upstream path (with or without its query) under the upstream's base path
+ * (`/` or e.g. `/api/v3`). Allocates nothing for a root base path: it runs on every pooled hit.
+ */
+export function resourceOf(path: string, basePath = '/'): Resource {
+  const prefix = basePath === '/' ? '' : basePrefixOf(basePath);
+  if (prefix !== '' && !path.startsWith(prefix)) {
+    const endpoint = endpointOutside(basePath, prefix);
+    if (endpoint !== undefined && segmentAt(path, 0, endpoint, false)) return 'graphql';
+  }
+  const at = prefix !== '' && path.startsWith(prefix) ? prefix.length : 0;
+  if (segmentAt(path, at, '/graphql', false)) return 'graphql';
+  if (!segmentAt(path, at, '/search', true)) return 'core';
+  return segmentAt(path, at, '/search/code', true) ? 'code_search' : 'search';
 }

@@ -8,7 +8,6 @@
  * classic tokens with different sets do. `pool.equivalent: true` then stops holding: the pool is
  * served as non-equivalent (a cache partition per token) until the sets agree again.
  */
-
 /** Where a member's scopes come from: its answers' header, answers without it, or nothing yet. */
 export type ScopesFrom = 'x-oauth-scopes' | 'not-sent' | 'unseen';
 

@@ -7,7 +7,7 @@
  *   `limit` again.
  * - reserve: each request in flight holds one unit. A token takes one more while it is not dead,
  *   not paused, under its concurrency cap, and holds quota beyond what is reserved.
- * - resources: a token has one window per rate-limit resource (resource.ts): core, search,
+ * - resources: a token has one window per rate-limit resource (rate-limit.ts): core, search,
  *   code_search, graphql, ... The numbers below (`TokenNumbers`) are a token as seen in one
  *   resource: that resource's window, plus the token's pause and death, which are the
  *   credential's and hold in every resource. An answer's numbers and a spent limit go to the
@@ -32,7 +32,7 @@
  *
  * No I/O and no timers: every function takes the time as an argument (epoch ms).
  */
-import { resourceNamed, type Resource } from './resource.js';
+import { resourceNamed, type Resource } from './rate-limit.js';
 import type { RateObservation, TokenNumbers, TokenState, Verdict } from './types.js';
 
 /** Slack after a token's reset time before its window is taken as renewed (clock skew). */

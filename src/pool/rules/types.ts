@@ -8,14 +8,13 @@
  */
 
 import type { ConsumerRefusal, Unavailable } from '../../http/errors.js';
-import type { Resource } from './resource.js';
-import type { PaceKind } from './points.js';
-
-export type { ConsumerRefusal, Unavailable };
+import type { HeaderLookup, RateObservation, Resource, UnauthorizedKind, Verdict } from './rate-limit.js';
 import type { ScopeAgreement, ScopesFrom } from './scopes.js';
 
-/** Reads one response header by its lower-case name. */
-export type HeaderLookup = (name: string) => string | undefined;
+export type { ConsumerRefusal, HeaderLookup, RateObservation, UnauthorizedKind, Unavailable, Verdict };
+
+/** The two budgets of a token: REST endpoints, and GraphQL (GitHub counts them apart; choose.ts paces them). */
+export type PaceKind = 'rest' | 'graphql';
 
 /** A configured token: its name (see src/platform/config/token-name.ts) and its value. */
 export interface PoolToken {
@@ -70,30 +69,6 @@ export interface TokenState {
   readonly unlimited?: boolean;
 }
 
-/** What an upstream answer means for the token that was used (rate-limit.ts decides). */
-export type Verdict =
-  | { kind: 'ok' }
-  /**
-   * 401 on a request: about the request until GET /rate_limit with the token confirms it (an
-   * App-only endpoint answers 401 to a good token). Never retried unless confirmed.
-   */
-  | { kind: 'unauthorized' }
-  /** 401 confirmed (GET /rate_limit answered 401 too): the token is bad or revoked. */
-  | { kind: 'dead' }
-  /** 403/429 with remaining 0: spent until `reset` (epoch seconds, when given). */
-  | { kind: 'exhausted'; reset: number | undefined }
-  /** 403/429 secondary limit: pause for `retryAfterMs` when given, else the doubling default. */
-  | { kind: 'secondary'; retryAfterMs: number | undefined };
-
-/** The x-ratelimit-* set of one answer (or of GET /rate_limit's body). */
-export interface RateObservation {
-  limit: number;
-  remaining: number;
-  /** Epoch seconds. */
-  reset: number;
-  resource: string;
-}
-
 export interface Lease {
   readonly name: string;
   /** The rate-limit resource the lease reserved a unit of. */
@@ -113,17 +88,17 @@ export type Acquired = { kind: 'lease'; lease: Lease } | { kind: 'unavailable'; 
 export interface AcquireOptions {
   prefer?: string | undefined;
   exclude?: ReadonlySet<string> | undefined;
-  /** The request's rate-limit resource (resource.ts): the budget it is chosen, reserved and settled in. Default core. */
+  /** The request's rate-limit resource (rate-limit.ts): the budget it is chosen, reserved and settled in. Default core. */
   resource?: Resource | undefined;
   /** The consumer the request is for (consumer keys on): waiters are served in weighted fair order by consumer. */
   consumer?: string | undefined;
   /** That consumer's weight (default 1). */
   weight?: number | undefined;
-  /** The request's secondary-limit points (points.ts `pointsOf`); default 1 (a read). */
+  /** The request's secondary-limit points (choose.ts `pointsOf`); default 1 (a read). */
   points?: number | undefined;
   /**
    * Background work (refresh-ahead, stale-while-revalidate): it spends only points clients leave
-   * (points.ts `backgroundReserve`), never waits in the queue, and goes after waiting clients.
+   * (choose.ts `backgroundReserve`), never waits in the queue, and goes after waiting clients.
    */
   background?: boolean | undefined;
 }
@@ -192,7 +167,7 @@ export interface PoolEvents {
   exhausted?(name: string, reset: number, resource?: Resource): void;
   secondary?(name: string, pauseMs: number): void;
   rejected?(reason: 'exhausted' | 'dead' | 'queue_timeout' | 'queue_full' | 'paced' | 'background'): void;
-  /** A request was sent on the token: the secondary-limit points it spent in a budget (points.ts). */
+  /** A request was sent on the token: the secondary-limit points it spent in a budget (choose.ts). */
   spent?(name: string, kind: PaceKind, points: number): void;
   queued?(waitedSeconds: number): void;
   /**
@@ -267,9 +242,6 @@ export interface TokenPool {
  * `unlimited` when the upstream said it applies no rate limit (404 "Rate limiting is not enabled.").
  */
 export type Learnt = RateObservation | readonly RateObservation[] | 'unlimited' | undefined;
-
-/** A 401's kind: `credentials` ("Bad credentials") or `request` (any other: the endpoint wants another credential). */
-export type UnauthorizedKind = 'credentials' | 'request';
 
 /**
  * What became of a member's credential that met a 401 (TokenPool.renew):
