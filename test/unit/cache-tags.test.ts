@@ -261,6 +261,18 @@ describe('the tag store (one process)', () => {
     expect(await tags.filed('gql:a')).toBeUndefined();
   });
 
+  it('hostile: a tag of 100,000 characters is filed cut to 256, and a purge of the same tag still drops the entry', async () => {
+    const tiers = tiersOf();
+    const tags = createTagStore(tiers, undefined, createLogger({ level: 'silent' }));
+    const now = Date.now();
+    const long = `repo:o/${'x'.repeat(100_000)}`;
+    tiers.l1!.set('gql:long', testEntry({ storedAt: now }), 60_000);
+    expect(await tags.file('gql:long', [long], 60_000, now)).toBe(true);
+    expect((await tags.filed('gql:long'))?.tags.map((tag) => tag.length)).toEqual([256]);
+    expect(await tags.purge([long])).toBe(1);
+    expect(tiers.l1!.peek('gql:long')).toBeUndefined();
+  });
+
   it("an answer read from another replica's L2 is held under its tags: a purge drops it; one fetched before a purge is not held", async () => {
     const tiers = tiersOf();
     const tags = createTagStore(tiers, undefined, createLogger({ level: 'silent' }));

@@ -78,7 +78,11 @@ export const PURGE_MARGIN_MS = 100;
 const MAX_FILED = 200_000;
 const MAX_PURGED = 100_000;
 /** A tag is at most this long (longer ones are cut: a tag names a repository, an owner or a node id). */
-export const MAX_TAG_CHARS = 256;
+const MAX_TAG_CHARS = 256;
+
+/** The tags as filed: each cut to MAX_TAG_CHARS (a cut tag only purges more); the same array when none is long. */
+const bounded = (tags: readonly string[]): readonly string[] =>
+  tags.some((tag) => tag.length > MAX_TAG_CHARS) ? tags.map((tag) => tag.slice(0, MAX_TAG_CHARS)) : tags;
 
 /** Files `ARGV[1]` under the tag set KEYS[1] for at least ARGV[2] ms; returns when the tag was last purged (0: never). */
 const FILE = `redis.call('sadd', KEYS[1], ARGV[1])
@@ -275,13 +279,15 @@ export function createTagStore(cache: Pick<Cache, 'l1' | 'shared'>, redis: Redis
   const unlisten = shared?.listen(logger, dropHere);
 
   return {
-    purgedSince: (tags, since) => local.purgedSince(tags, since),
-    hold(key, tags, until, origin) {
+    purgedSince: (tags, since) => local.purgedSince(bounded(tags), since),
+    hold(key, given, until, origin) {
+      const tags = bounded(given);
       if (local.purgedSince(tags, origin)) return false;
       if (local.filed(key) === undefined) local.index(key, { tags, about: undefined, until });
       return true;
     },
-    async file(key, tags, ttlMs, since, about, stored) {
+    async file(key, given, ttlMs, since, about, stored) {
+      const tags = bounded(given);
       if (local.purgedSince(tags, since)) return false;
       local.index(key, { tags, about, until: Date.now() + ttlMs });
       if (shared === undefined) return true;
@@ -291,7 +297,8 @@ export function createTagStore(cache: Pick<Cache, 'l1' | 'shared'>, redis: Redis
       const late = purgedAt.some((at) => at !== undefined && at > 0 && coveredBy(at, since));
       return !late && !local.purgedSince(tags, since);
     },
-    async purge(tags) {
+    async purge(given) {
+      const tags = bounded(given);
       const at = Date.now();
       const dropped = dropHere(tags, [], at);
       if (shared === undefined) return dropped.size;
