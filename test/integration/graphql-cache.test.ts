@@ -58,6 +58,11 @@ async function heardPurge(proxy: TestProxy, key: string): Promise<void> {
   await until(async () => (await inspect(proxy, key)).entries.length === 0, 1_000, 'the purge on the other replica');
 }
 
+/** Resolves once `proxy`, which never read `key`, sees it filed under its tags in Redis (after its write there). */
+async function filedInRedis(proxy: TestProxy, key: string): Promise<void> {
+  await until(async () => ((await inspect(proxy, key)).entries[0]?.tags.length ?? 0) > 0, 2_000, 'the tags in Redis');
+}
+
 describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => {
   let redis: TestRedis;
   let fake: FakeUpstream;
@@ -205,6 +210,7 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
       2_000,
       'stored again',
     );
+    await filedInRedis(second, keyOf(repo));
     const discussion = { action: 'created', discussion: { node_id: 'D_kwDOAAAA' }, repository: { full_name: 'etagere-org/repo-014' } };
     const sent = await deliver(second.url, SECRET, 'discussion', discussion);
     expect([sent.status, JSON.parse(sent.body)]).toEqual([
@@ -255,6 +261,7 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
 
   it('POST /admin/purge takes a tag (in the body or as ?tag=) and refuses anything else', async () => {
     const stored = await graphql(first.url, repoQuery('repo-016'));
+    await filedInRedis(second, keyOf(stored));
     const res = await request(`${second.adminUrl}/admin/purge?tag=repo:Etagere-Org/repo-016`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -286,6 +293,7 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
     expect(lines[0]).toMatch(/^UPSTREAM +OPERATION +PARTITION +TIER +STATUS +AGE +TTL +SIZE +FETCHED BY/);
     expect(lines[1]).toMatch(/^github +anonymous +pool +L1 +200 /);
     expect(inspected.stdout()).toContain('tags:\n  repo:etagere-org/repo-017\n');
+    await filedInRedis(second, keyOf(answer));
     const purged = runCli(['purge', '--tag', 'repo:etagere-org/repo-017', '--admin', second.adminUrl]);
     expect((await purged.exited).code).toBe(0);
     expect(purged.stdout()).toBe('dropped 1 entry filed under repo:etagere-org/repo-017; purge sent to every replica (Redis)\n');
