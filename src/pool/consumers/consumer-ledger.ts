@@ -13,8 +13,7 @@
  *   live replicas the token budget counts), starting from the shared counters it saw last: a
  *   counted local allowance, as the token budget does (shared-pool.ts). When Redis answers again
  *   the shared counters take over: at the next count, or at the next probe (every REJOIN_PROBE_MS
- *   while in fallback), whichever comes first, so the return needs no traffic. A count Redis
- *   answers late while it is up is no outage: the unit is added to the counters seen last.
+ *   while in fallback), whichever comes first, so the return needs no traffic.
  *
  * Keys carry consumer names, never keys: `<prefix>{consumers}:<resource>:<window>:<name>` and
  * `<prefix>{consumers}:hour:<hour>:<name>`, in one Redis Cluster slot.
@@ -193,22 +192,14 @@ export function createLedger(settings: LedgerSettings): Ledger {
     const own = names.indexOf(consumer);
     const args = [own + 1, window.endMs + EXPIRY_GRACE_MS, hour.endMs + EXPIRY_GRACE_MS];
     const reply = await conn.run('consumer-spend', (client) => define(client).etagereConsumerSpend(keys.length, ...keys, ...args));
-    const answered = reply !== undefined && reply.length === keys.length;
-    // Unanswered while Redis is still up: a late answer, not an outage. The script went out and
-    // counts the unit in Redis when it runs: counted on the counters seen last, it stays shared.
-    if (!answered && !conn.up()) return undefined;
+    if (reply === undefined || reply.length !== keys.length) return undefined;
     const tally = current(shared.windows, resource, window.id);
     const hourTally = current(shared.hours, '', hour.id);
-    if (answered) {
-      names.forEach((name, index) => tally.units.set(name, Number(reply[index]) || 0));
-      hourTally.units.set(consumer, Number(reply[names.length]) || 0);
-    } else {
-      add(tally, consumer, 1);
-      add(hourTally, consumer, 1);
-    }
     const spent = new Map<string, number>();
-    for (const name of names) spent.set(name, tally.units.get(name) ?? 0);
-    const hourSpent = hourTally.units.get(consumer) ?? 0;
+    names.forEach((name, index) => spent.set(name, Number(reply[index]) || 0));
+    for (const [name, units] of spent) tally.units.set(name, units);
+    const hourSpent = Number(reply[names.length]) || 0;
+    hourTally.units.set(consumer, hourSpent);
     const remote = inRedis(conn, { window: keys[own]!, hour: keys.at(-1)! }, { window: args[1]!, hour: args[2]! });
     return { window, spent, hourSpent, part: 1, ...unitsOf(tally, hourTally, consumer, remote) };
   };
