@@ -194,6 +194,64 @@ describe('the admin port on 0.0.0.0 with admin.token', () => {
     },
     30_000,
   );
+
+  it.skipIf(CHROMIUM === undefined)(
+    "the status page drops an answer to a wrong token that comes after the right token's: the data stays, the login stays hidden",
+    async () => {
+      const wrong = 'not-the-admin-token-at-all';
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+      try {
+        const page = await browser.newPage();
+        let releaseWrong!: () => void;
+        const rightShown = new Promise<void>((resolve) => (releaseWrong = resolve));
+        const withWrong = (headers: Record<string, string>): boolean => headers.authorization === `Bearer ${wrong}`;
+        // Counts the page's status fetches, and their answers once the page has handled them.
+        await page.addInitScript(() => {
+          const scope = globalThis as unknown as { fetch: typeof fetch; statusFetches: { asked: number; handled: number } };
+          const counts = { asked: 0, handled: 0 };
+          scope.statusFetches = counts;
+          const original = scope.fetch.bind(scope);
+          scope.fetch = (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
+            const answer = original(input, init);
+            if (String(input).includes('/admin/status')) {
+              counts.asked++;
+              const handled = (): void => void setTimeout(() => counts.handled++, 0);
+              answer.then(handled, handled);
+            }
+            return answer;
+          };
+        });
+        // The answers to the wrong token are held until the right token's data is on the page.
+        await page.route('**/admin/status', async (route) => {
+          if (withWrong(route.request().headers())) await rightShown;
+          await route.continue();
+        });
+        await page.goto(`${admin}/`);
+        await page.waitForSelector('#login:not([hidden])', { timeout: 10_000 });
+        await page.fill('#token', wrong);
+        await page.click('#login button');
+        await page.fill('#token', ADMIN_TOKEN);
+        await page.click('#login button');
+        await page.waitForSelector('#tokens tbody tr[data-token="octo"]', { timeout: 10_000 });
+        const late = page.waitForResponse((res) => withWrong(res.request().headers()), { timeout: 10_000 });
+        releaseWrong();
+        expect((await late).status()).toBe(401);
+        await page.waitForFunction(
+          () => {
+            const counts = (globalThis as unknown as { statusFetches: { asked: number; handled: number } }).statusFetches;
+            return counts.handled === counts.asked;
+          },
+          undefined,
+          { timeout: 10_000 },
+        );
+        expect(await page.isHidden('#login')).toBe(true);
+        expect(await page.textContent('#updated')).toMatch(/^updated /);
+      } finally {
+        await browser.close();
+      }
+    },
+    30_000,
+  );
 });
 
 describe('etagere serve with the admin port beyond loopback', () => {

@@ -50,6 +50,19 @@ async function inspect(proxy: TestProxy, key: string): Promise<{ entries: Array<
   return (await res.body.json()) as { entries: Array<{ tags: string[]; tier: string; partition: string }> };
 }
 
+/**
+ * Resolves once `proxy` holds nothing under `key`: a purge on another replica reaches it on the
+ * Redis bus, at once, within a second at most.
+ */
+async function heardPurge(proxy: TestProxy, key: string): Promise<void> {
+  await until(async () => (await inspect(proxy, key)).entries.length === 0, 1_000, 'the purge on the other replica');
+}
+
+/** Resolves once `proxy`, which never read `key`, sees it filed under its tags in Redis (after its write there). */
+async function filedInRedis(proxy: TestProxy, key: string): Promise<void> {
+  await until(async () => ((await inspect(proxy, key)).entries[0]?.tags.length ?? 0) > 0, 2_000, 'the tags in Redis');
+}
+
 describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => {
   let redis: TestRedis;
   let fake: FakeUpstream;
@@ -183,10 +196,12 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
     const { id } = repo.json.data!.repository!;
     const created = { action: 'created', repository: { full_name: 'etagere-org/brand-new', owner: { login: 'etagere-org' } } };
     await deliver(second.url, SECRET, 'repository', created);
+    await heardPurge(first, keyOf(org));
     expect((await graphql(first.url, { query: ORG })).headers['cache-status']).not.toMatch(/hit/);
     expect((await graphql(first.url, repoQuery('repo-014'))).headers['cache-status']).toMatch(/hit/);
     // A star names the repository by id only here (no full_name): its node id purges it.
     await deliver(second.url, SECRET, 'star', { action: 'created', starred_at: null, repository: { node_id: id, id: 8000014 } });
+    await heardPurge(first, keyOf(repo));
     expect((await graphql(first.url, repoQuery('repo-014'))).headers['cache-status']).not.toMatch(/hit/);
     // An event no path table names (GraphQL-only data, such as discussions) still purges its tags.
     // (An answer fetched within 100 ms of a purge of its tags is not kept: until one is.)
@@ -195,12 +210,14 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
       2_000,
       'stored again',
     );
+    await filedInRedis(second, keyOf(repo));
     const discussion = { action: 'created', discussion: { node_id: 'D_kwDOAAAA' }, repository: { full_name: 'etagere-org/repo-014' } };
     const sent = await deliver(second.url, SECRET, 'discussion', discussion);
     expect([sent.status, JSON.parse(sent.body)]).toEqual([
       202,
       expect.objectContaining({ tags: ['repo:etagere-org/repo-014', 'node:D_kwDOAAAA'], purged: 1 }),
     ]);
+    await heardPurge(first, keyOf(repo));
     expect((await graphql(first.url, repoQuery('repo-014'))).headers['cache-status']).not.toMatch(/hit/);
     expect(org.status).toBe(200);
   });
@@ -243,7 +260,8 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
   });
 
   it('POST /admin/purge takes a tag (in the body or as ?tag=) and refuses anything else', async () => {
-    await graphql(first.url, repoQuery('repo-016'));
+    const stored = await graphql(first.url, repoQuery('repo-016'));
+    await filedInRedis(second, keyOf(stored));
     const res = await request(`${second.adminUrl}/admin/purge?tag=repo:Etagere-Org/repo-016`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -252,6 +270,7 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
       200,
       { tag: 'repo:etagere-org/repo-016', purged: 1, marked: 0, replicas: 'every replica (Redis)' },
     ]);
+    await heardPurge(first, keyOf(stored));
     expect((await graphql(first.url, repoQuery('repo-016'))).headers['cache-status']).not.toMatch(/hit/);
     for (const body of [{ tag: 'repo:../x' }, { tag: 'pool:x' }, { tag: 'repo:a/b', path: '/x' }, { tag: 7 }]) {
       const refused = await request(`${first.adminUrl}/admin/purge`, {
@@ -274,9 +293,11 @@ describe('GraphQL answers in the shared cache (two replicas, one Redis)', () => 
     expect(lines[0]).toMatch(/^UPSTREAM +OPERATION +PARTITION +TIER +STATUS +AGE +TTL +SIZE +FETCHED BY/);
     expect(lines[1]).toMatch(/^github +anonymous +pool +L1 +200 /);
     expect(inspected.stdout()).toContain('tags:\n  repo:etagere-org/repo-017\n');
+    await filedInRedis(second, keyOf(answer));
     const purged = runCli(['purge', '--tag', 'repo:etagere-org/repo-017', '--admin', second.adminUrl]);
     expect((await purged.exited).code).toBe(0);
     expect(purged.stdout()).toBe('dropped 1 entry filed under repo:etagere-org/repo-017; purge sent to every replica (Redis)\n');
+    await heardPurge(first, keyOf(answer));
     const gone = runCli(['cache', 'inspect', '--graphql', keyOf(answer), '--admin', first.adminUrl]);
     expect((await gone.exited).code).toBe(0);
     expect(gone.stdout()).toBe(`no GraphQL answer under ${keyOf(answer)}\n`);

@@ -4,6 +4,7 @@
  * replica learns (a confirmed 401, exhaustion) reaches the others, and an outage falls back to 1/N.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
 import { createLogger } from '../../src/platform/log/logger.js';
 import { createMetrics } from '../../src/platform/metrics/registry.js';
 import { createRedisConnection, type RedisConnection } from '../../src/platform/redis/connection.js';
@@ -144,6 +145,43 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
       'b to see both',
     );
     expect(replicaB!.snapshot().map((t) => t.state)).toEqual(['dead', 'exhausted']);
+  });
+
+  it('a reserve Redis answers late (frozen a moment, not down) hands out the lease, stays shared and leaves no reservation', async () => {
+    const [replicaA] = await replicas(1);
+    replicaA!.learn('a', 200, { limit: 50, remaining: 40, reset: nowSeconds + 600, resource: 'core' });
+    await until(
+      async () => {
+        const acquired = await replicaA!.acquire();
+        if (acquired.kind === 'lease') acquired.lease.cancel();
+        return replicaA!.snapshot()[0]!.remaining === 40;
+      },
+      2_000,
+      'a to know its numbers',
+    );
+    await conns.at(-1)!.client.ping(); // after the cancel's release, on the same connection
+    if (redis.kind !== 'process') return;
+    redis.signal('SIGSTOP');
+    let acquired: Acquired;
+    try {
+      acquired = await replicaA!.acquire(); // unanswered within command_timeout_ms
+      expect(replicaA!.shared()).toBe(true);
+    } finally {
+      redis.signal('SIGCONT');
+    }
+    expect(acquired.kind).toBe('lease');
+    if (acquired.kind === 'lease') acquired.lease.settle(200, rl(39), undefined);
+    const client = new Redis(redis.url);
+    try {
+      const held = async (): Promise<number> =>
+        (await Promise.all((await client.keys(`budget-test-${prefixN}:*{pool}:r:a`)).map((key) => client.zcard(key)))).reduce(
+          (sum, n) => sum + n,
+          0,
+        );
+      await until(async () => (await held()) === 0 && replicaA!.snapshot()[0]!.remaining === 39, 5_000, 'the reservation settled');
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('keeps serving from a 1/N share when Redis is gone', async () => {

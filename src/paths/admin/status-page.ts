@@ -181,17 +181,25 @@ function renderQuota(rows) {
     body.appendChild(tr);
   }
 }
+// The poll and a submitted token can overlap: an answer older than the one shown is dropped.
+let sent = 0;
+let shown = 0;
 async function refresh() {
+  const mine = ++sent;
   try {
     const res = await fetch('/admin/status', { cache: 'no-store', headers: token ? { authorization: 'Bearer ' + token } : {} });
+    const st = res.status === 401 ? undefined : await res.json();
+    if (mine < shown) return;
+    shown = mine;
     $('login').hidden = res.status !== 401;
-    if (res.status === 401) {
+    if (st === undefined) {
       $('updated').textContent = token ? 'wrong admin token' : 'the admin port needs its token (admin.token)';
       return;
     }
-    last = await res.json();
+    last = st;
     render(last);
   } catch (err) {
+    if (mine < shown) return;
     $('updated').textContent = 'status unavailable: ' + err;
   }
 }

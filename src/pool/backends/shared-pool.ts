@@ -12,6 +12,8 @@
  * - A confirmed 401 marks the token dead in Redis until DEAD_FLAG_TTL_MS from now (each re-probe
  *   that meets a 401 renews it); a probe that finds it answering clears it for every replica.
  * - Reservations carry an expiry, so a replica that dies mid-request frees its units.
+ * - A reserve Redis answers late while it is up is no outage: the lease goes out, and its settle
+ *   drops the reservation the script made.
  * - A heartbeat counts live replicas (N): each takes 1/N of the whole-upstream concurrency cap.
  * - Redis unavailable: this replica keeps serving from its own pool, spending at most a local
  *   allowance of 1/N of what was left (beside the upstream's numbers, which it never lowers). The
@@ -148,6 +150,9 @@ async function acquire(budget: Budget, opts: AcquireOptions): Promise<Acquired> 
       define(client).etagereReserve(keys.token(name), keys.reservations(name), keys.points(name, kind), ...args),
     );
     if (reply === undefined) {
+      // Unanswered while Redis is up: a late answer, not an outage. The script went out and makes
+      // its reservation when it runs: the lease's settle or cancel drops it, as a granted one's.
+      if (budget.conn.up()) return { kind: 'lease', lease: sharedLease(budget, acquired.lease, member) };
       fallback(budget, 'reserve failed');
       return acquired; // local only: the 1/N share keeps this replica inside its part
     }
