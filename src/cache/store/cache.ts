@@ -144,33 +144,20 @@ export class Cache {
     const form = forms.formFor(headers, entry);
     if (form === undefined) return { kind: 'refused-coding', prefer: poolTokenOf(entry.fetchedBy) };
     // The path adds the pool's headers (`extra`) and whether ranges of it are served (`ranges`).
-    if (plan.kind === 'fresh') {
-      const status = this.#hitStatus(plan.ttl, req.detail);
-      return {
-        kind: 'form',
-        form,
-        cacheStatus: status,
-        age: plan.age,
-        extra: undefined,
-        ranges: false,
-        ...HIT,
-        entry,
-        fresh: true,
-        background: false,
-      };
-    }
-    const status = cacheStatus({ hit: true, ttl: plan.ttl, detail: plan.background ? 'stale-while-revalidate' : 'max-stale' });
+    const fresh = plan.kind === 'fresh';
     return {
       kind: 'form',
       form,
-      cacheStatus: status,
+      cacheStatus: fresh
+        ? this.#hitStatus(plan.ttl, req.detail)
+        : cacheStatus({ hit: true, ttl: plan.ttl, detail: plan.background ? 'stale-while-revalidate' : 'max-stale' }),
       age: plan.age,
       extra: undefined,
       ranges: false,
-      ...STALE,
+      ...(fresh ? HIT : STALE),
       entry,
-      fresh: false,
-      background: plan.background,
+      fresh,
+      background: !fresh && plan.background,
     };
   }
 
