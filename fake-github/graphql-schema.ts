@@ -219,15 +219,17 @@ function pageInfoOf(start: number, size: number, total: number): Node {
   };
 }
 
+/** Where a page starts: just past the `after` cursor, or at 0 (GitHub's error for a cursor it never gave). */
+function startAfter(after: string | null | undefined): number {
+  if (after === undefined || after === null) return 0;
+  const at = indexOfCursor(after);
+  if (at === undefined) throw typedError('INVALID_CURSOR_ARGUMENTS', `\`${after.slice(0, 100)}\` does not appear to be a valid cursor.`);
+  return at + 1;
+}
+
 /** A page of a repository list: `first` after `after` (pagination limits were checked before execution). */
 function connection(repos: readonly Repo[], args: { first?: number | null; after?: string | null }, ctx: GraphqlContext): Node {
-  let start = 0;
-  if (args.after !== undefined && args.after !== null) {
-    const at = indexOfCursor(args.after);
-    if (at === undefined)
-      throw typedError('INVALID_CURSOR_ARGUMENTS', `\`${args.after.slice(0, 100)}\` does not appear to be a valid cursor.`);
-    start = at + 1;
-  }
+  const start = startAfter(args.after);
   const size = Math.max(0, args.first ?? 0);
   const page = repos.slice(start, start + size);
   // Nodes are built only when selected: a `totalCount` under thousands of parents stays cheap.
@@ -316,13 +318,7 @@ function issueConnection(
   const issues = repoIssues(ctx.world, repo).filter(
     (issue) => states === undefined || states.has(issue.state === 'open' ? 'OPEN' : 'CLOSED'),
   );
-  let start = 0;
-  if (args.after !== undefined && args.after !== null) {
-    const at = indexOfCursor(args.after);
-    if (at === undefined)
-      throw typedError('INVALID_CURSOR_ARGUMENTS', `\`${args.after.slice(0, 100)}\` does not appear to be a valid cursor.`);
-    start = at + 1;
-  }
+  const start = startAfter(args.after);
   const page = issues.slice(start, start + Math.max(0, args.first ?? 0));
   return {
     totalCount: issues.length,
