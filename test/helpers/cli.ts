@@ -11,6 +11,7 @@ import { parseTokenSpec } from '../../fake-github/tokens.js';
 import { DIST_CLI } from './build-dist.js';
 import { capture, capturing, inTestFile, registerOrigin } from './capture.js';
 import { recordSecret } from './secrets.js';
+import { until } from './until.js';
 import { deadPort } from './upstream.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -109,6 +110,19 @@ function watchForScan(args: readonly string[], env: Record<string, string | unde
   const adminPort = env.ADMIN_PORT ?? flag('--admin-port');
   if (port !== undefined) registerOrigin(`http://${host}:${port}`, 'proxy');
   if (adminPort !== undefined) registerOrigin(`http://127.0.0.1:${adminPort}`, 'admin');
+}
+
+/** The CLI's exit, and its stderr lines (once both outputs have ended). */
+export async function finished(cli: CliProcess): Promise<{ code: number | null; lines: string[] }> {
+  const { code } = await cli.exited;
+  await until(() => cli.child.stdout!.readableEnded && cli.child.stderr!.readableEnded, 5_000, 'the output to end');
+  return {
+    code,
+    lines: cli
+      .stderr()
+      .split('\n')
+      .filter((line) => line !== ''),
+  };
 }
 
 /** The JSON log lines a process has written so far. */

@@ -14,6 +14,8 @@ import { createLogger } from '../../src/platform/log/logger.js';
 import { atFileEnd, capture, capturing, inTestFile, registerOrigin } from './capture.js';
 import { recordSecret } from './secrets.js';
 
+export { until } from './until.js';
+
 export interface TestProxy extends App {
   /** Every log line written so far, parsed. */
   logs(): Array<Record<string, unknown>>;
@@ -113,15 +115,4 @@ async function renderAdmin(server: Server, path: string, token: string | null): 
   await Promise.race([finished, new Promise<void>((resolve) => (timer = setTimeout(resolve, 2_000)))]);
   clearTimeout(timer);
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** Polls `check` until it returns true or the deadline passes (no fixed sleeps). */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise<void>((r) => setImmediate(r));
-    await new Promise<void>((r) => setTimeout(r, 5));
-  }
 }

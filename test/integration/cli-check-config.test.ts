@@ -10,8 +10,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, type CliProcess } from '../helpers/cli.js';
-import { startTestProxy, until, type TestProxy } from '../helpers/proxy.js';
+import { finished, runCli } from '../helpers/cli.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { deadPort, startJsonUpstream, type ScriptedUpstream } from '../helpers/upstream.js';
 
 const SECRETS = {
@@ -31,19 +31,6 @@ function file(name: string, text: string | Buffer): string {
   const path = join(dir, name);
   writeFileSync(path, text);
   return path;
-}
-
-/** The CLI's exit, and its stderr as lines (one error line expected). */
-async function finished(cli: CliProcess): Promise<{ code: number | null; lines: string[] }> {
-  const { code } = await cli.exited;
-  await until(() => cli.child.stdout!.readableEnded && cli.child.stderr!.readableEnded, 5_000, 'the output to end');
-  return {
-    code,
-    lines: cli
-      .stderr()
-      .split('\n')
-      .filter((line) => line !== ''),
-  };
 }
 
 function expectOneLine(lines: string[], pattern: RegExp): void {

@@ -9,26 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli, type CliProcess } from '../helpers/cli.js';
+import { finished, runCli, type CliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/proxy.js';
 import { deadPort } from '../helpers/upstream.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'etagere-cli-flags-'));
 const RECORDER = fileURLToPath(new URL('../helpers/record-imports.mjs', import.meta.url));
 const ISOLATED = { ETAGERE_CONFIG: undefined, ETAGERE_TOKENS: undefined, ETAGERE_TOKENS_FILE: undefined, REDIS_URL: undefined };
-
-/** The CLI's exit, and its stderr lines. */
-async function finished(cli: CliProcess): Promise<{ code: number | null; lines: string[] }> {
-  const { code } = await cli.exited;
-  await until(() => cli.child.stdout!.readableEnded && cli.child.stderr!.readableEnded, 5_000, 'the output to end');
-  return {
-    code,
-    lines: cli
-      .stderr()
-      .split('\n')
-      .filter((line) => line !== ''),
-  };
-}
 
 /** The modules (file URLs) the CLI loads for `args`. */
 async function loadedBy(args: string[], env: Record<string, string | undefined> = {}): Promise<string[]> {

@@ -71,6 +71,24 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     return out;
   }
 
+  /** Acquires and gives the lease back at once: what the replica answers now. */
+  async function probe(replica: SharedTokenPool): Promise<Acquired['kind']> {
+    const acquired = await replica.acquire();
+    if (acquired.kind === 'lease') acquired.lease.cancel();
+    return acquired.kind;
+  }
+
+  /** Until the replica's first token shows `remaining` (it has learned its numbers). */
+  const knows = (replica: SharedTokenPool, remaining: number): Promise<void> =>
+    until(
+      async () => {
+        await probe(replica);
+        return replica.snapshot()[0]!.remaining === remaining;
+      },
+      2_000,
+      'a to know its numbers',
+    );
+
   it('replicas racing for the last units never hand out more than remain', async () => {
     const [replicaA, replicaB, replicaC] = await replicas(3);
     replicaA!.learn('a', 200, { limit: 50, remaining: 10, reset: nowSeconds + 600, resource: 'core' });
@@ -135,30 +153,14 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     const ly = await replicaA!.acquire({ prefer: 'y' });
     if (ly.kind !== 'lease') throw new Error('no lease');
     ly.lease.settle(403, rl(0, 50, nowSeconds + 900), '{"message":"API rate limit exceeded"}');
-    await until(
-      async () => {
-        const acquired = await replicaB!.acquire();
-        if (acquired.kind === 'lease') acquired.lease.cancel();
-        return acquired.kind === 'unavailable';
-      },
-      2_000,
-      'b to see both',
-    );
+    await until(async () => (await probe(replicaB!)) === 'unavailable', 2_000, 'b to see both');
     expect(replicaB!.snapshot().map((t) => t.state)).toEqual(['dead', 'exhausted']);
   });
 
   it('a reserve Redis answers late (frozen a moment, not down) hands out the lease, stays shared and leaves no reservation', async () => {
     const [replicaA] = await replicas(1);
     replicaA!.learn('a', 200, { limit: 50, remaining: 40, reset: nowSeconds + 600, resource: 'core' });
-    await until(
-      async () => {
-        const acquired = await replicaA!.acquire();
-        if (acquired.kind === 'lease') acquired.lease.cancel();
-        return replicaA!.snapshot()[0]!.remaining === 40;
-      },
-      2_000,
-      'a to know its numbers',
-    );
+    await knows(replicaA!, 40);
     await conns.at(-1)!.client.ping(); // after the cancel's release, on the same connection
     if (redis.kind !== 'process') return;
     redis.signal('SIGSTOP');
@@ -188,15 +190,7 @@ describe('shared token budget (Lua scripts on a real Redis)', () => {
     const [replicaA, replicaB] = await replicas(2);
     replicaA!.learn('a', 200, { limit: 50, remaining: 40, reset: nowSeconds + 600, resource: 'core' });
     await until(() => replicaA!.replicas() === 2, 5_000, 'the heartbeat to see two replicas');
-    await until(
-      async () => {
-        const acquired = await replicaA!.acquire();
-        if (acquired.kind === 'lease') acquired.lease.cancel();
-        return replicaA!.snapshot()[0]!.remaining === 40;
-      },
-      2_000,
-      'a to know its numbers',
-    );
+    await knows(replicaA!, 40);
     redis.signal('SIGSTOP');
     try {
       let leases = 0;
